@@ -1,0 +1,33 @@
+# Two commands set everything up: `make up` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STATE_DIR ?= $(HOME)/.local/state/plnt
+PORT ?= 6443
+
+.PHONY: up test lint install install-dev clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/pip install -q -e .
+
+install-dev: $(BIN)/python
+	$(BIN)/pip install -q -e '.[dev]'
+
+up: install
+	$(BIN)/plnt up --state-dir $(STATE_DIR) --port $(PORT)
+
+lint: install-dev
+	$(BIN)/ruff check plnt tests bench
+	$(BIN)/ruff format --check plnt tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+test: lint
+	$(BIN)/pytest tests
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,179 @@
+"""WorkflowRun (plnt.work/v1): one deployed, canaried, pinned workflow.
+
+The spec says what to run and where; the status is written only through the
+status subresource (by the saga) and records what actually happened.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from plnt.api.base import WireModel
+from plnt.api.meta import Condition, LabelSelector, ObjectMeta
+
+GROUP = "plnt.work"
+VERSION = "v1"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "WorkflowRun"
+
+Phase = Literal[
+    "Pending",
+    "Pulling",
+    "Resolving",
+    "Deploying",
+    "SmokeTesting",
+    "Promoting",
+    "Ready",
+    "RollingBack",
+    "Degraded",
+    "Failed",
+]
+
+
+class WorkflowReference(WireModel):
+    """Where the workflow spec lives and the digest it must have."""
+
+    ref: str = Field(
+        description=(
+            "Location of the spec: oci://host[:port]/repo:tag, s3://bucket/key, "
+            "or layout:NAME:TAG in the embedded OCI layout."
+        ),
+        min_length=1,
+    )
+    digest: str = Field(
+        description="sha256:<64 hex> of the spec's exact bytes; the pull refuses anything else.",
+        pattern=r"^sha256:[0-9a-f]{64}$",
+    )
+
+
+class BackendSelection(WireModel):
+    """Which PlntBackend serves model steps: a name, or a selector for capacity-aware placement."""
+
+    name: str | None = Field(default=None, description="Name of a PlntBackend in the namespace.")
+    selector: LabelSelector | None = Field(
+        default=None,
+        description="Pick, among matching PlntBackends, the one with the most headroom.",
+    )
+    model: str | None = Field(default=None, description="Model to request from the backend.")
+
+
+class SmokeTest(WireModel):
+    """One invocation the canary must pass before promotion."""
+
+    input: dict[str, Any] = Field(default_factory=dict, description="Inputs of the smoke call.")
+    expect: dict[str, Any] | None = Field(
+        default=None,
+        description="Expectations on the output: equals, contains, or jsonSchema.",
+    )
+
+
+class CanaryAnalysis(WireModel):
+    """Thresholds the canary must stay under while it takes traffic."""
+
+    max_error_rate: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Largest tolerated error ratio (0..1)."
+    )
+    max_p95_milliseconds: int | None = Field(
+        default=None, ge=1, description="Largest tolerated 95th percentile latency in ms."
+    )
+
+
+class CanarySpec(WireModel):
+    """How a new revision is introduced."""
+
+    weight: int = Field(
+        default=10, ge=0, le=100, description="Percent of traffic the canary receives."
+    )
+    smoke: SmokeTest | None = Field(default=None, description="The smoke case; default: the spec's.")
+    analysis: CanaryAnalysis | None = None
+
+
+class StepCacheSpec(WireModel):
+    """The runner's content-addressed step cache."""
+
+    enabled: bool = Field(default=True, description="Whether step results are cached.")
+    ttl_seconds: int = Field(default=600, ge=0, description="How long an entry stays valid.")
+    max_entries: int = Field(default=1024, ge=0, description="Entries kept before eviction.")
+
+
+class WorkflowRunSpec(WireModel):
+    """Desired state of a WorkflowRun."""
+
+    workflow: WorkflowReference = Field(description="The pinned workflow spec to run.")
+    backend: BackendSelection | None = Field(
+        default=None, description="The inference backend for model steps."
+    )
+    gpu_class: str | None = Field(default=None, description="GPU class the backend must offer.")
+    replicas: int = Field(default=1, ge=0, le=1000, description="Runner replicas to keep ready.")
+    target: Literal["local", "kubernetes"] = Field(
+        default="local", description="Where runners run: local processes or a Kubernetes cluster."
+    )
+    canary: CanarySpec | None = Field(default=None, description="Canary settings.")
+    cache: StepCacheSpec | None = Field(default=None, description="Step cache settings.")
+
+
+class SagaStep(WireModel):
+    """One step of the deploy saga, as the timeline shows it."""
+
+    name: str
+    state: Literal["Pending", "Running", "Succeeded", "Failed", "Compensated", "Skipped"]
+    attempts: int = 0
+    start_time: str | None = None
+    end_time: str | None = None
+    message: str = ""
+
+
+class RevisionRecord(WireModel):
+    """A promoted revision that `/rollback` can return to."""
+
+    revision: int
+    digest: str
+    backend: str | None = None
+    promoted_at: str | None = None
+
+
+class BenchResult(WireModel):
+    """The last `/bench` result."""
+
+    requests: int
+    concurrency: int
+    requests_per_second: float | None = None
+    p50_milliseconds: float | None = None
+    p95_milliseconds: float | None = None
+    p99_milliseconds: float | None = None
+    error_rate: float | None = None
+    completed_at: str | None = None
+
+
+class WorkflowRunStatus(WireModel):
+    """Observed state of a WorkflowRun; written only through the status subresource."""
+
+    phase: Phase | None = Field(default=None, description="Coarse lifecycle phase.")
+    observed_generation: int | None = Field(
+        default=None, description="The generation the status describes."
+    )
+    conditions: list[Condition] | None = Field(
+        default=None, description="Ready, Progressing and Degraded, with actionable reasons."
+    )
+    revision: int | None = Field(default=None, description="The promoted revision.")
+    digest: str | None = Field(default=None, description="Digest of the promoted spec.")
+    backend: str | None = Field(default=None, description="Backend of the promoted revision.")
+    endpoint: str | None = Field(default=None, description="Stable URL of the promoted runner.")
+    replicas: int | None = Field(default=None, description="Runner replicas that exist.")
+    ready_replicas: int | None = Field(default=None, description="Runner replicas that are ready.")
+    selector: str | None = Field(default=None, description="Label selector of the runners (scale).")
+    history: list[RevisionRecord] | None = Field(default=None, description="Promoted revisions.")
+    saga: list[SagaStep] | None = Field(default=None, description="The deploy saga's timeline.")
+    last_bench: BenchResult | None = Field(default=None, description="The last bench result.")
+
+
+class WorkflowRun(WireModel):
+    """A workflow deployed from a pinned spec to a backend, with canary and rollback."""
+
+    api_version: Literal["plnt.work/v1"] = Field(default=API_VERSION)
+    kind: Literal["WorkflowRun"] = Field(default=KIND)
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: WorkflowRunSpec
+    status: WorkflowRunStatus | None = None

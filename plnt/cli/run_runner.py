@@ -1,0 +1,10 @@
+"""Placeholder for the `run_runner` command; filled in by its owner."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to `app`."""
+    del app

@@ -1,0 +1,1 @@
+"""A small HTTP client for plnt's own API, used by activities and the CLI."""

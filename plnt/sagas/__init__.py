@@ -1,0 +1,1 @@
+"""Temporal workflows and activities that deploy a WorkflowRun (pull, resolve, canary, smoke, promote)."""

@@ -1,0 +1,125 @@
+"""The storage protocol every store implements (etcd, and the watch cache wrapping it).
+
+Values are opaque bytes; a value's `mod_revision` is the resourceVersion the API
+reports, so stored bytes never carry their own revision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+EventType = Literal["ADDED", "MODIFIED", "DELETED", "PROGRESS"]
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValue:
+    """One key at one revision."""
+
+    key: str
+    value: bytes
+    mod_revision: int
+    create_revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class ListResult:
+    """A page of keys read at one revision.
+
+    `continue_token` is set when more keys remain; passing it back reads the
+    next page at the same `revision`.
+    """
+
+    items: list[KeyValue]
+    revision: int
+    continue_token: str | None = None
+    remaining: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """A change under a watched prefix.
+
+    For DELETED, `kv.value` is the last value before the delete and `revision`
+    is the delete's revision. PROGRESS carries no kv: it says the store has seen
+    everything up to `revision` (the API turns it into a BOOKMARK).
+    """
+
+    type: EventType
+    revision: int
+    kv: KeyValue | None = None
+
+
+Mutate = Callable[[KeyValue], bytes | None]
+"""Pure function from the current value to the new one; None means "no change".
+
+It may raise any exception to abort the update; the exception propagates unchanged.
+"""
+
+
+class Store(Protocol):
+    """Keys, bytes and revisions; see `plnt.storage.errors` for failures."""
+
+    async def create(self, key: str, value: bytes) -> KeyValue:
+        """Write `key` only if it does not exist (KeyExists otherwise)."""
+        ...
+
+    async def get(self, key: str) -> KeyValue:
+        """Read the latest value of `key` (KeyNotFound otherwise); reads its own writes."""
+        ...
+
+    async def list(
+        self,
+        prefix: str,
+        *,
+        limit: int = 0,
+        continue_token: str | None = None,
+        revision: int = 0,
+    ) -> ListResult:
+        """Read keys under `prefix` in key order.
+
+        `limit` 0 means no limit. `revision` 0 means the latest; a positive value
+        reads at exactly that revision (Expired if compacted). A continue token
+        pins both the revision and the start key of the next page.
+        """
+        ...
+
+    async def guaranteed_update(
+        self, key: str, mutate: Mutate, *, expected_revision: int = 0
+    ) -> KeyValue:
+        """Compare-and-swap loop: read, `mutate`, write if unchanged meanwhile.
+
+        With `expected_revision` > 0 the first read must be at that mod revision
+        (Conflict otherwise, no retry). When `mutate` returns None or the same
+        bytes, nothing is written and the current KeyValue is returned.
+        """
+        ...
+
+    async def delete(self, key: str, *, expected_revision: int = 0) -> KeyValue:
+        """Delete `key`, returning its last value with `mod_revision` = the delete revision.
+
+        With `expected_revision` > 0 the key must still be at that mod revision
+        (Conflict otherwise).
+        """
+        ...
+
+    def watch(
+        self,
+        prefix: str,
+        *,
+        after_revision: int,
+        progress_interval: float | None = None,
+    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent]]:
+        """Stream every change under `prefix` with revision > `after_revision`, without gaps.
+
+        Raises Expired (on entry or from the iterator) when `after_revision` has
+        been compacted. With `progress_interval`, an idle stream yields PROGRESS
+        events at about that period.
+        """
+        ...
+
+    async def current_revision(self) -> int:
+        """The newest revision the store has seen."""
+        ...
