@@ -50,6 +50,11 @@ class WatchEvent:
     type: EventType
     revision: int
     kv: KeyValue | None = None
+    prev: KeyValue | None = None
+    """For MODIFIED and DELETED: the value before this change, when the store knows it.
+
+    Selector-filtered watches need it to turn "stopped matching" into DELETED.
+    """
 
 
 Mutate = Callable[[KeyValue], bytes | None]

@@ -1,0 +1,58 @@
+"""core/v1 Event, the record of every state transition (`kubectl describe` shows them)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from plnt.api.base import WireModel
+from plnt.api.meta import ObjectMeta
+
+
+class ObjectReference(WireModel):
+    """The object an Event is about."""
+
+    api_version: str | None = None
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    field_path: str | None = None
+
+
+class EventSource(WireModel):
+    """Which component reported the Event."""
+
+    component: str | None = None
+    host: str | None = None
+
+
+class EventSeries(WireModel):
+    """Repetitions of an Event."""
+
+    count: int | None = None
+    last_observed_time: str | None = None
+
+
+class Event(WireModel):
+    """core/v1 Event."""
+
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["Event"] = "Event"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    involved_object: ObjectReference
+    reason: str | None = None
+    message: str | None = None
+    type: str | None = Field(default=None, description="Normal or Warning.")
+    source: EventSource | None = None
+    first_timestamp: str | None = None
+    last_timestamp: str | None = None
+    count: int | None = None
+    event_time: str | None = None
+    series: EventSeries | None = None
+    action: str | None = None
+    related: ObjectReference | None = None
+    reporting_component: str | None = None
+    reporting_instance: str | None = None

@@ -1,0 +1,395 @@
+"""May this user do this: the authorizers of the API server, and kube's 403 wording.
+
+Authorizers answer ALLOW, DENY or NO_OPINION for the request attributes kube derives
+(verb, API group, namespace, resource[/subresource], name; or path and verb for
+non-resource requests). `UnionAuthorizer` asks them in order and the first ALLOW or DENY
+wins; when every one has no opinion the request is denied. The standalone chain is:
+the always-allowed group `system:masters`, the always-allowed health paths, then a small
+explicit YAML policy (format in docs/security.md). In a cluster a SubjectAccessReview
+authorizer will take the policy's place.
+
+`forbidden_message` reproduces k8s.io/apiserver's 403 text character for character,
+because users and scripts match on it.
+
+Exception tree: `PolicyError` (a policy file that cannot be read or is invalid; raised
+at load time, never while authorizing).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import pydantic
+import yaml
+
+from plnt.apiserver import authn
+
+ALWAYS_ALLOWED_PATHS: tuple[str, ...] = ("/healthz", "/livez", "/readyz")
+ALWAYS_ALLOWED_GROUPS: tuple[str, ...] = (authn.SYSTEM_MASTERS,)
+DISCOVERY_PATHS: tuple[str, ...] = (
+    "/api",
+    "/api/*",
+    "/apis",
+    "/apis/*",
+    "/openapi",
+    "/openapi/*",
+    "/version",
+    "/version/",
+    "/healthz",
+    "/livez",
+    "/readyz",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Attributes:
+    """What a request asks to do, as k8s.io/apiserver's authorizer.Attributes."""
+
+    user: authn.UserInfo
+    # get list watch create update patch delete deletecollection (resource requests);
+    # the lowercased HTTP method (non-resource requests).
+    verb: str
+    resource_request: bool
+    path: str
+    api_group: str = ""
+    api_version: str = ""
+    namespace: str = ""
+    resource: str = ""
+    subresource: str = ""
+    name: str = ""
+
+
+class Decision(enum.Enum):
+    ALLOW = "allow"
+    DENY = "deny"
+    NO_OPINION = "no-opinion"
+
+
+class Authorizer(Protocol):
+    """Decides one request; the reason explains a DENY (it may be empty)."""
+
+    def authorize(self, attributes: Attributes) -> tuple[Decision, str]: ...
+
+
+class PolicyError(Exception):
+    """A policy file cannot be read or does not validate."""
+
+
+# --- 403 wording --------------------------------------------------------------------------
+
+# k8s.io/apiserver escapes these so that an error never looks like HTML; quotes stay.
+_SANITIZE = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+_GO_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+}
+
+
+def _go_quote(value: str) -> str:
+    """Go's %q for the printable strings API paths and names consist of."""
+    out = []
+    for char in value:
+        code = ord(char)
+        if char in ('"', "\\"):
+            out.append("\\" + char)
+        elif char in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[char])
+        elif char.isprintable():
+            out.append(char)
+        elif code < 0x80:
+            out.append(f"\\x{code:02x}")
+        elif code <= 0xFFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return '"' + "".join(out) + '"'
+
+
+def denial_detail(attributes: Attributes) -> str:
+    """The `User "u" cannot …` part of a 403 message (kube's forbiddenMessage)."""
+    user, verb = _go_quote(attributes.user.name), attributes.verb
+    if not attributes.resource_request:
+        return f"User {user} cannot {verb} path {_go_quote(attributes.path)}"
+    resource = attributes.resource
+    if attributes.subresource:
+        resource = f"{resource}/{attributes.subresource}"
+    text = (
+        f"User {user} cannot {verb} resource {_go_quote(resource)} "
+        f"in API group {_go_quote(attributes.api_group)}"
+    )
+    if attributes.namespace:
+        return f"{text} in the namespace {_go_quote(attributes.namespace)}"
+    return f"{text} at the cluster scope"
+
+
+def forbidden_message(attributes: Attributes, *, reason: str = "") -> str:
+    """The exact message of kube's 403 Forbidden Status for `attributes`.
+
+    `reason` (an authorizer's explanation) is appended after a colon when not empty,
+    as kube does; kube's RBAC leaves it empty for a plain "no rule matched".
+    """
+    detail = denial_detail(attributes).translate(_SANITIZE)
+    if reason:
+        detail = f"{detail}: {reason}"
+    qualified = forbidden_qualified_resource(attributes)
+    if not qualified:
+        return f"forbidden: {detail}"
+    if not attributes.name:
+        return f"{qualified} is forbidden: {detail}"
+    return f"{qualified} {_go_quote(attributes.name)} is forbidden: {detail}"
+
+
+def forbidden_qualified_resource(attributes: Attributes) -> str:
+    """`resource.group` (or `resource` for the core group) as the Status names it;
+    empty for non-resource requests. The subresource is not part of it."""
+    if not attributes.resource_request:
+        return ""
+    if attributes.api_group:
+        return f"{attributes.resource}.{attributes.api_group}"
+    return attributes.resource
+
+
+def forbidden_status_details(attributes: Attributes) -> dict[str, str]:
+    """`details` of the 403 Status: group, kind (the plural resource) and name, omitting
+    empty values as Go's omitempty does."""
+    if not attributes.resource_request:
+        return {}
+    details = {
+        "name": attributes.name,
+        "group": attributes.api_group,
+        "kind": attributes.resource,
+    }
+    return {key: value for key, value in details.items() if value}
+
+
+# --- simple authorizers ---------------------------------------------------------------------
+
+
+def _path_matches(path: str, patterns: Iterable[str]) -> bool:
+    """RBAC's nonResourceURLs matching: exact, or a prefix ending in `*`."""
+    for pattern in patterns:
+        if pattern == "*" or pattern == path:
+            return True
+        if pattern.endswith("*") and path.startswith(pattern[:-1]):
+            return True
+    return False
+
+
+class AlwaysAllowPathsAuthorizer:
+    """Allows non-resource requests to the given paths (exact, or `prefix*`) for anyone."""
+
+    def __init__(self, paths: Sequence[str] = ALWAYS_ALLOWED_PATHS) -> None:
+        self._paths = tuple(paths)
+
+    def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
+        if not attributes.resource_request and _path_matches(attributes.path, self._paths):
+            return Decision.ALLOW, ""
+        return Decision.NO_OPINION, ""
+
+
+class AlwaysAllowGroupsAuthorizer:
+    """Allows everything to members of the given groups (`system:masters` by default)."""
+
+    def __init__(self, groups: Sequence[str] = ALWAYS_ALLOWED_GROUPS) -> None:
+        self._groups = frozenset(groups)
+
+    def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
+        if self._groups.intersection(attributes.user.groups):
+            return Decision.ALLOW, ""
+        return Decision.NO_OPINION, ""
+
+
+class UnionAuthorizer:
+    """The first ALLOW or DENY wins; all NO_OPINION denies, with the authorizers'
+    non-empty reasons joined (usually none, so the 403 text matches kube's)."""
+
+    def __init__(self, authorizers: Sequence[Authorizer]) -> None:
+        self._authorizers = tuple(authorizers)
+
+    def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
+        reasons: list[str] = []
+        for authorizer in self._authorizers:
+            decision, reason = authorizer.authorize(attributes)
+            if decision is not Decision.NO_OPINION:
+                return decision, reason
+            if reason:
+                reasons.append(reason)
+        return Decision.DENY, "; ".join(reasons)
+
+
+# --- the policy file --------------------------------------------------------------------------
+
+
+class PolicyRule(pydantic.BaseModel):
+    """One grant: who (users/groups), which verbs, on what (resources or paths)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    verbs: tuple[str, ...]
+    resources: tuple[str, ...] = ()
+    api_groups: tuple[str, ...] = pydantic.Field(default=("*",), alias="apiGroups")
+    namespaces: tuple[str, ...] = ("*",)
+    resource_names: tuple[str, ...] = pydantic.Field(default=(), alias="resourceNames")
+    non_resource_paths: tuple[str, ...] = pydantic.Field(default=(), alias="nonResourcePaths")
+
+    @pydantic.model_validator(mode="after")
+    def _check(self) -> PolicyRule:
+        if not self.users and not self.groups:
+            raise ValueError("a rule needs users or groups")
+        if not self.verbs:
+            raise ValueError("a rule needs at least one verb")
+        if bool(self.resources) == bool(self.non_resource_paths):
+            raise ValueError("a rule needs exactly one of resources or nonResourcePaths")
+        if self.non_resource_paths and (
+            self.resource_names or self.api_groups != ("*",) or self.namespaces != ("*",)
+        ):
+            raise ValueError("nonResourcePaths rules take no apiGroups, namespaces, resourceNames")
+        return self
+
+    def applies_to(self, user: authn.UserInfo) -> bool:
+        return user.name in self.users or any(group in self.groups for group in user.groups)
+
+    def allows(self, attributes: Attributes) -> bool:
+        if not self.applies_to(attributes.user) or not _any_or(self.verbs, attributes.verb):
+            return False
+        if not attributes.resource_request:
+            return bool(self.non_resource_paths) and _path_matches(
+                attributes.path, self.non_resource_paths
+            )
+        if not self.resources:
+            return False
+        return (
+            _any_or(self.api_groups, attributes.api_group)
+            and _any_or(self.namespaces, attributes.namespace)
+            and _resource_matches(self.resources, attributes)
+            and (not self.resource_names or attributes.name in self.resource_names)
+        )
+
+
+def _any_or(allowed: Sequence[str], value: str) -> bool:
+    return "*" in allowed or value in allowed
+
+
+def _resource_matches(patterns: Sequence[str], attributes: Attributes) -> bool:
+    """RBAC's matching: `*`, `resource`, `resource/sub`, `*/sub`, `resource/*`.
+    A bare resource does not grant its subresources."""
+    wanted = attributes.resource
+    if attributes.subresource:
+        wanted = f"{wanted}/{attributes.subresource}"
+    for pattern in patterns:
+        if pattern in ("*", wanted):
+            return True
+        if not attributes.subresource:
+            continue
+        if pattern == f"*/{attributes.subresource}" or pattern == f"{attributes.resource}/*":
+            return True
+    return False
+
+
+class Policy(pydantic.BaseModel):
+    """A list of grants; anything not granted gets no opinion (and so a 403)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+    rules: tuple[PolicyRule, ...] = ()
+
+
+def load_policy(path: Path) -> Policy:
+    """Read and validate a YAML policy file."""
+    try:
+        document: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise PolicyError(f"cannot read policy file {path}: {error}") from error
+    except yaml.YAMLError as error:
+        raise PolicyError(f"policy file {path} is not valid YAML: {error}") from error
+    return parse_policy(document, source=str(path))
+
+
+def parse_policy(document: Any, *, source: str = "policy") -> Policy:
+    """Validate an already-parsed policy document."""
+    try:
+        return Policy.model_validate(document if document is not None else {})
+    except pydantic.ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in problem['loc']) or '(root)'}: {problem['msg']}"
+            for problem in error.errors()
+        )
+        raise PolicyError(f"{source} is invalid: {problems}") from error
+
+
+def default_policy() -> Policy:
+    """Standalone defaults: admins everything, viewers read, invokers invoke, every
+    authenticated user discovery and health."""
+    read_only = ("get", "list", "watch")
+    return parse_policy(
+        {
+            "rules": [
+                {"groups": [authn.SYSTEM_MASTERS], "verbs": ["*"], "resources": ["*"]},
+                {"groups": [authn.SYSTEM_MASTERS], "verbs": ["*"], "nonResourcePaths": ["*"]},
+                {
+                    "groups": ["plnt:viewers"],
+                    "verbs": list(read_only),
+                    "resources": [
+                        "workflowruns",
+                        "workflowruns/status",
+                        "workflowruns/scale",
+                        "plntbackends",
+                        "plntbackends/status",
+                        "events",
+                    ],
+                },
+                {
+                    "groups": ["plnt:invokers"],
+                    "verbs": ["create"],
+                    "resources": ["workflowruns/invoke"],
+                },
+                {
+                    "groups": [authn.SYSTEM_AUTHENTICATED],
+                    "verbs": ["get"],
+                    "nonResourcePaths": list(DISCOVERY_PATHS),
+                },
+            ]
+        },
+        source="default policy",
+    )
+
+
+class PolicyAuthorizer:
+    """ALLOW when a rule of the policy grants the request, else NO_OPINION."""
+
+    def __init__(self, policy: Policy) -> None:
+        self._policy = policy
+
+    @classmethod
+    def from_file(cls, path: Path) -> PolicyAuthorizer:
+        return cls(load_policy(path))
+
+    def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
+        for rule in self._policy.rules:
+            if rule.allows(attributes):
+                return Decision.ALLOW, ""
+        return Decision.NO_OPINION, ""
+
+
+def standalone_authorizer(policy: Policy | None = None) -> UnionAuthorizer:
+    """kube's defaults first (system:masters, health paths), then the policy."""
+    return UnionAuthorizer(
+        [
+            AlwaysAllowGroupsAuthorizer(),
+            AlwaysAllowPathsAuthorizer(),
+            PolicyAuthorizer(policy if policy is not None else default_policy()),
+        ]
+    )

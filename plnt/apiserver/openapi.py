@@ -1,0 +1,272 @@
+"""OpenAPI v2 and v3 documents generated from the pydantic models.
+
+kubectl needs v3 for `explain` and to know the server validates fields
+(a PATCH operation with the GVK extension and an inline `fieldValidation` query
+parameter); the aggregator merges v2 and v3. Strategic merge patch is accepted
+but deliberately not advertised, so client-side apply sends JSON merge patches
+(KUBE-API.md, plnt's decisions).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from plnt.registry.definitions import ResourceDefinition
+
+PATCH_CONTENT_TYPES = (
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
+)
+_META_DEFINITIONS = {"ObjectMeta", "OwnerReference", "Condition", "LabelSelector",
+                     "LabelSelectorRequirement"}
+
+
+def _definition_name(d: ResourceDefinition, model_name: str) -> str:
+    if model_name in _META_DEFINITIONS:
+        return f"io.k8s.apimachinery.pkg.apis.meta.v1.{model_name}"
+    group = ".".join(reversed(d.group.split("."))) if d.group else "io.k8s.api.core"
+    return f"{group}.{d.version}.{model_name}"
+
+
+def _to_openapi(node: Any, rename: dict[str, str], ref_prefix: str) -> Any:
+    """Rewrite pydantic's JSON Schema 2020-12 into the OpenAPI 3.0 / Swagger 2.0 subset."""
+    if isinstance(node, list):
+        return [_to_openapi(item, rename, ref_prefix) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = dict(node)
+    node.pop("title", None)
+    if "$ref" in node:
+        target = ref_prefix + rename[node.pop("$ref").rsplit("/", 1)[-1]]
+        if node:
+            out = {k: _to_openapi(v, rename, ref_prefix) for k, v in node.items()}
+            out["allOf"] = [{"$ref": target}]
+            return out
+        return {"$ref": target}
+    any_of = node.get("anyOf")
+    if isinstance(any_of, list):
+        options = [o for o in any_of if o != {"type": "null"}]
+        if len(options) == 1:
+            del node["anyOf"]
+            merged = {**options[0], **node}
+            return _to_openapi(merged, rename, ref_prefix)
+    if "const" in node:
+        node["enum"] = [node.pop("const")]
+    if node.get("default") is None:
+        node.pop("default", None)
+    return {k: _to_openapi(v, rename, ref_prefix) for k, v in node.items()}
+
+
+def schemas(definitions: tuple[ResourceDefinition, ...], *, ref_prefix: str) -> dict[str, Any]:
+    """Named schemas of every kind and nested type; kinds carry x-kubernetes-group-version-kind."""
+    out: dict[str, Any] = {}
+    for d in definitions:
+        raw = d.model.model_json_schema(by_alias=True, mode="validation")
+        defs = raw.pop("$defs", {})
+        rename = {name: _definition_name(d, name) for name in defs}
+        rename[d.model.__name__] = _definition_name(d, d.model.__name__)
+        for name, schema in defs.items():
+            out[rename[name]] = _to_openapi(schema, rename, ref_prefix)
+        top = _to_openapi(raw, rename, ref_prefix)
+        top["x-kubernetes-group-version-kind"] = [
+            {"group": d.group, "kind": d.kind, "version": d.version}
+        ]
+        top.setdefault("description", d.description)
+        out[rename[d.model.__name__]] = top
+    return out
+
+
+def _gvk(d: ResourceDefinition, *, kind: str | None = None, group: str | None = None,
+         version: str | None = None) -> dict[str, str]:
+    return {
+        "group": d.group if group is None else group,
+        "version": d.version if version is None else version,
+        "kind": kind or d.kind,
+    }
+
+
+def _query(name: str, description: str) -> dict[str, Any]:
+    return {"name": name, "in": "query", "description": description, "schema": {"type": "string"}}
+
+
+_WRITE_PARAMS = [
+    _query("dryRun", "When present (All), modifications are not persisted."),
+    _query("fieldManager", "Name of the actor making the change."),
+    _query("fieldValidation", "Ignore, Warn (default) or Strict handling of unknown fields."),
+]
+_LIST_PARAMS = [
+    _query(n, d)
+    for n, d in (
+        ("labelSelector", "Restrict the list by labels."),
+        ("fieldSelector", "Restrict the list by fields."),
+        ("limit", "Maximum number of items per page."),
+        ("continue", "Token of the next page."),
+        ("resourceVersion", "Where to start reading or watching."),
+        ("resourceVersionMatch", "How resourceVersion applies to a list."),
+        ("watch", "Stream changes."),
+        ("allowWatchBookmarks", "Allow BOOKMARK events."),
+        ("sendInitialEvents", "Start a watch with the current state (WatchList)."),
+        ("timeoutSeconds", "End the list or watch after this many seconds."),
+    )
+]
+
+
+def _v3_operation(
+    d: ResourceDefinition,
+    action: str,
+    ref: str,
+    *,
+    gvk: dict[str, str],
+    params: list[dict[str, Any]] | None = None,
+    body_types: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    op: dict[str, Any] = {
+        "operationId": f"{action}{d.kind}",
+        "x-kubernetes-action": action,
+        "x-kubernetes-group-version-kind": gvk,
+        "responses": {"200": {"description": "OK", "content": {
+            "application/json": {"schema": {"$ref": ref}}}}},
+    }
+    if params:
+        op["parameters"] = params
+    if body_types:
+        op["requestBody"] = {
+            "required": True,
+            "content": {t: {"schema": {"$ref": ref}} for t in body_types},
+        }
+    return op
+
+
+def _path_params(*names: str) -> list[dict[str, Any]]:
+    return [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}} for n in names]
+
+
+def v3_document(group: str, version: str, definitions: tuple[ResourceDefinition, ...]) -> dict[str, Any]:
+    """The OpenAPI 3.0 document of one group/version."""
+    prefix = "#/components/schemas/"
+    components = schemas(definitions, ref_prefix=prefix)
+    paths: dict[str, Any] = {}
+    for d in definitions:
+        ref = prefix + _definition_name(d, d.model.__name__)
+        gvk = _gvk(d)
+        base = f"/apis/{group}/{version}" if group else f"/api/{version}"
+        collection = f"{base}/namespaces/{{namespace}}/{d.plural}" if d.namespaced \
+            else f"{base}/{d.plural}"
+        item = collection + "/{name}"
+        item_params = _path_params("namespace", "name") if d.namespaced else _path_params("name")
+        coll_params = _path_params("namespace") if d.namespaced else []
+        paths[collection] = {
+            "parameters": coll_params,
+            "get": _v3_operation(d, "list", ref, gvk=gvk, params=_LIST_PARAMS),
+            "post": _v3_operation(d, "post", ref, gvk=gvk, params=_WRITE_PARAMS,
+                                  body_types=("application/json", "application/yaml")),
+            "delete": _v3_operation(d, "deletecollection", ref, gvk=gvk, params=_LIST_PARAMS),
+        }
+        paths[item] = {
+            "parameters": item_params,
+            "get": _v3_operation(d, "get", ref, gvk=gvk),
+            "put": _v3_operation(d, "put", ref, gvk=gvk, params=_WRITE_PARAMS,
+                                 body_types=("application/json", "application/yaml")),
+            "patch": _v3_operation(d, "patch", ref, gvk=gvk,
+                                   params=[*_WRITE_PARAMS, _query("force", "Force apply.")],
+                                   body_types=PATCH_CONTENT_TYPES),
+            "delete": _v3_operation(d, "delete", ref, gvk=gvk, params=[_query("dryRun", "")]),
+        }
+        for sub in d.subresources:
+            sub_gvk = _gvk(d, kind=sub.kind, group=sub.group, version=sub.version)
+            sub_ref = ref if sub.kind == d.kind else prefix + "io.k8s.api.autoscaling.v1.Scale"
+            ops: dict[str, Any] = {"parameters": item_params}
+            if "get" in sub.verbs:
+                ops["get"] = _v3_operation(d, "get", sub_ref, gvk=sub_gvk)
+            if "update" in sub.verbs:
+                ops["put"] = _v3_operation(d, "put", sub_ref, gvk=sub_gvk, params=_WRITE_PARAMS,
+                                           body_types=("application/json",))
+            if "patch" in sub.verbs:
+                ops["patch"] = _v3_operation(d, "patch", sub_ref, gvk=sub_gvk,
+                                             params=[*_WRITE_PARAMS, _query("force", "")],
+                                             body_types=PATCH_CONTENT_TYPES)
+            if "create" in sub.verbs:
+                ops["post"] = _v3_operation(d, "post", sub_ref, gvk=sub_gvk,
+                                            body_types=("application/json",))
+            paths[f"{item}/{sub.name}"] = ops
+    if any(s.kind == "Scale" for d in definitions for s in d.subresources):
+        components["io.k8s.api.autoscaling.v1.Scale"] = SCALE_SCHEMA
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "plnt", "version": version},
+        "paths": paths,
+        "components": {"schemas": components},
+    }
+
+
+SCALE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "Scale represents a scaling request for a resource.",
+    "properties": {
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string"},
+        "metadata": {"type": "object"},
+        "spec": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
+        "status": {
+            "type": "object",
+            "properties": {"replicas": {"type": "integer"}, "selector": {"type": "string"}},
+        },
+    },
+    "x-kubernetes-group-version-kind": [{"group": "autoscaling", "kind": "Scale", "version": "v1"}],
+}
+
+
+def v2_document(group: str, version: str, definitions: tuple[ResourceDefinition, ...]) -> dict[str, Any]:
+    """Swagger 2.0: same schemas under #/definitions, operations with `consumes`."""
+    prefix = "#/definitions/"
+    defs = schemas(definitions, ref_prefix=prefix)
+    paths: dict[str, Any] = {}
+    for d in definitions:
+        ref = prefix + _definition_name(d, d.model.__name__)
+        gvk = _gvk(d)
+        base = f"/apis/{group}/{version}" if group else f"/api/{version}"
+        collection = f"{base}/namespaces/{{namespace}}/{d.plural}"
+
+        def op(action: str, *, consumes: tuple[str, ...] = (),
+               target: str = ref, op_gvk: dict[str, str] = gvk) -> dict[str, Any]:
+            out: dict[str, Any] = {
+                "operationId": f"{action}{d.kind}",
+                "x-kubernetes-action": action,
+                "x-kubernetes-group-version-kind": op_gvk,
+                "produces": ["application/json"],
+                "responses": {"200": {"description": "OK", "schema": {"$ref": target}}},
+            }
+            if consumes:
+                out["consumes"] = list(consumes)
+            return out
+
+        paths[collection] = {"get": op("list"), "post": op("post", consumes=("application/json",))}
+        paths[collection + "/{name}"] = {
+            "get": op("get"),
+            "put": op("put", consumes=("application/json",)),
+            "patch": op("patch", consumes=PATCH_CONTENT_TYPES),
+            "delete": op("delete"),
+        }
+        for sub in d.subresources:
+            target = ref if sub.kind == d.kind else prefix + "io.k8s.api.autoscaling.v1.Scale"
+            sgvk = _gvk(d, kind=sub.kind, group=sub.group, version=sub.version)
+            paths[f"{collection}/{{name}}/{sub.name}"] = {
+                "get": op("get", target=target, op_gvk=sgvk),
+                "patch": op("patch", consumes=PATCH_CONTENT_TYPES, target=target, op_gvk=sgvk),
+            }
+    if any(s.kind == "Scale" for d in definitions for s in d.subresources):
+        defs["io.k8s.api.autoscaling.v1.Scale"] = SCALE_SCHEMA
+    return {
+        "swagger": "2.0",
+        "info": {"title": "plnt", "version": version},
+        "paths": paths,
+        "definitions": defs,
+    }
+
+
+def content_hash(document: dict[str, Any]) -> str:
+    """Upper-case hex sha512 of the canonical JSON, as kube-openapi's `?hash=` uses."""
+    return hashlib.sha512(json.dumps(document, sort_keys=True).encode()).hexdigest().upper()

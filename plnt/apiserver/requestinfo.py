@@ -1,0 +1,102 @@
+"""Request attributes derived from the path and method, as k8s.io/apiserver's RequestInfoFactory does.
+
+Authorization, metrics and dispatch all read the same `RequestInfo`, computed
+once per request by a middleware, so they can never disagree about what a
+request is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from multidict import MultiMapping
+
+_METHOD_VERBS = {
+    "POST": "create",
+    "PUT": "update",
+    "PATCH": "patch",
+    "DELETE": "delete",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """What a request is about: a resource request (verb on a resource) or a plain path."""
+
+    path: str
+    verb: str
+    is_resource_request: bool = False
+    api_prefix: str = ""
+    api_group: str = ""
+    api_version: str = ""
+    namespace: str = ""
+    resource: str = ""
+    subresource: str = ""
+    name: str = ""
+
+    @property
+    def resource_with_subresource(self) -> str:
+        return f"{self.resource}/{self.subresource}" if self.subresource else self.resource
+
+
+def _name_from_field_selector(selector: str) -> str:
+    for term in selector.split(","):
+        key, sep, value = term.partition("=")
+        if key.strip() == "metadata.name" and sep and not value.startswith("="):
+            return value.strip()
+        if key.strip() == "metadata.name" and value.startswith("="):
+            return value[1:].strip()
+    return ""
+
+
+def parse(method: str, path: str, query: MultiMapping[str]) -> RequestInfo:
+    """Classify a request; unknown shapes become non-resource requests (and usually 404)."""
+    non_resource = RequestInfo(path=path, verb=method.lower())
+    parts = [unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
+    if len(parts) < 2 or parts[0] not in ("api", "apis"):
+        return non_resource
+    prefix = parts[0]
+    if prefix == "apis":
+        if len(parts) < 3:
+            return non_resource
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        group, version, rest = "", parts[1], parts[2:]
+    if not rest:
+        return non_resource
+    namespace = ""
+    if rest[0] == "namespaces" and len(rest) >= 3:
+        namespace, rest = rest[1], rest[2:]
+    elif rest[0] == "namespaces" and len(rest) == 2:
+        namespace = rest[1]
+        rest = ["namespaces", rest[1]]
+    resource = rest[0]
+    name = rest[1] if len(rest) > 1 else ""
+    subresource = rest[2] if len(rest) > 2 else ""
+    if len(rest) > 3:
+        return non_resource
+    if method in ("GET", "HEAD"):
+        if name:
+            verb = "get"
+        else:
+            watch = query.get("watch", "").lower() in ("true", "1")
+            verb = "watch" if watch else "list"
+    else:
+        verb = _METHOD_VERBS.get(method, method.lower())
+        if verb == "delete" and not name:
+            verb = "deletecollection"
+    if verb in ("list", "watch") and not name:
+        name = _name_from_field_selector(query.get("fieldSelector", ""))
+    return RequestInfo(
+        path=path,
+        verb=verb,
+        is_resource_request=True,
+        api_prefix=prefix,
+        api_group=group,
+        api_version=version,
+        namespace=namespace,
+        resource=resource,
+        subresource=subresource,
+        name=name,
+    )

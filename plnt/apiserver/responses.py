@@ -1,0 +1,64 @@
+"""Response writers: every body is JSON with an accurate Content-Type.
+
+aiohttp's default `application/octet-stream` would make client-go refuse to
+decode (KUBE-API.md §0), so nothing in the server builds a Response by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from aiohttp import web
+
+from plnt.api import errors
+
+JSON_CONTENT_TYPE = "application/json"
+
+
+def dumps(body: Any) -> bytes:
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def json_response(
+    body: Any,
+    *,
+    status: int = 200,
+    content_type: str = JSON_CONTENT_TYPE,
+    headers: dict[str, str] | None = None,
+    warnings: Iterable[str] = (),
+) -> web.Response:
+    response = web.Response(body=dumps(body), status=status, headers=headers)
+    response.headers["Content-Type"] = content_type
+    add_warnings(response, warnings)
+    return response
+
+
+def add_warnings(response: web.StreamResponse, warnings: Iterable[str]) -> None:
+    """One `Warning: 299 - "text"` header per warning, as kube's warning recorder writes."""
+    from plnt.registry import decoding
+
+    for text in warnings:
+        response.headers.add("Warning", decoding.warning_header_value(text))
+
+
+def status_response(error: errors.APIError) -> web.Response:
+    """A metav1.Status error; Retry-After whenever retryAfterSeconds is set."""
+    headers = {}
+    if error.retry_after_seconds is not None:
+        headers["Retry-After"] = str(error.retry_after_seconds)
+    return json_response(error.to_status(), status=error.code, headers=headers)
+
+
+def success_status(*, name: str, group: str, kind: str, uid: str = "") -> dict[str, Any]:
+    details = {"name": name, "group": group, "kind": kind}
+    if uid:
+        details["uid"] = uid
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    }

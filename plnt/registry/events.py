@@ -1,0 +1,109 @@
+"""core/v1 Events as plnt stores them in standalone mode, and the recorder the rest of plnt uses."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from plnt.api.events import Event
+from plnt.api.meta import now_rfc3339
+from plnt.registry.definitions import Object, PrinterColumn, ResourceDefinition
+from plnt.registry.store import ResourceStore, WriteOptions
+from plnt.registry.strategy import Strategy
+
+
+def _get(obj: Object, *path: str) -> Any:
+    value: Any = obj
+    for part in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _field_labels(obj: Object) -> dict[str, str]:
+    fields = {
+        f"involvedObject.{name}": str(_get(obj, "involvedObject", name) or "")
+        for name in (
+            "kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"
+        )
+    }
+    fields["reason"] = str(obj.get("reason") or "")
+    fields["reportingComponent"] = str(obj.get("reportingComponent") or "")
+    fields["source"] = str(_get(obj, "source", "component") or "")
+    fields["type"] = str(obj.get("type") or "")
+    return fields
+
+
+class EventStrategy(Strategy):
+    """Events have no status subresource and no generation semantics worth keeping."""
+
+    def __init__(self) -> None:
+        super().__init__(model=Event, has_status=False)
+
+
+DEFINITION = ResourceDefinition(
+    group="",
+    version="v1",
+    kind="Event",
+    plural="events",
+    singular="event",
+    model=Event,
+    strategy=EventStrategy(),
+    short_names=("ev",),
+    verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"),
+    description="A record of a state transition of some object.",
+    columns=(
+        PrinterColumn("Type", "string", "Normal or Warning.", lambda o: o.get("type")),
+        PrinterColumn("Reason", "string", "Why.", lambda o: o.get("reason")),
+        PrinterColumn(
+            "Object", "string", "The object concerned.",
+            lambda o: f"{str(_get(o, 'involvedObject', 'kind') or '').lower()}/"
+            f"{_get(o, 'involvedObject', 'name') or ''}",
+        ),
+        PrinterColumn("Message", "string", "What happened.", lambda o: o.get("message")),
+    ),
+    field_labels=_field_labels,
+)
+
+
+class EventRecorder:
+    """Records Events about plnt objects (what `kubectl describe` shows under Events:)."""
+
+    def __init__(self, store: ResourceStore, *, component: str = "plnt") -> None:
+        self._store = store
+        self._component = component
+
+    async def record(
+        self, involved: Object, *, type: str, reason: str, message: str
+    ) -> Object:
+        """Create an Event about `involved` (an object as served, with uid)."""
+        meta = involved.get("metadata", {})
+        namespace = meta.get("namespace") or "default"
+        now = now_rfc3339()
+        event: Object = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{meta.get('name', 'unknown')}.{uuid.uuid4().hex[:16]}",
+                "namespace": namespace,
+            },
+            "involvedObject": {
+                "apiVersion": involved.get("apiVersion"),
+                "kind": involved.get("kind"),
+                "name": meta.get("name"),
+                "namespace": namespace,
+                "uid": meta.get("uid"),
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+            "type": type,
+            "reason": reason,
+            "message": message,
+            "source": {"component": self._component},
+            "reportingComponent": self._component,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        result = await self._store.create(namespace, event, WriteOptions())
+        return result.object

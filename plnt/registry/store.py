@@ -1,0 +1,474 @@
+"""The generic resource store: Kubernetes write and read semantics over the storage protocol.
+
+One `ResourceStore` per resource. It fixes the order of the strategy hooks
+(prepare → field validation → validate → warn → canonicalise), turns storage
+errors into API errors exactly once (here), and owns the resourceVersion rules:
+an object's resourceVersion is its etcd mod revision and is never stored in the
+bytes themselves.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import secrets
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from plnt.api import errors
+from plnt.api.meta import now_rfc3339
+from plnt.registry import decoding, watching
+from plnt.registry.definitions import Object, ResourceDefinition
+from plnt.registry.selectors import FieldSelector, LabelSelector
+from plnt.storage import errors as storage_errors
+from plnt.storage.interface import KeyValue, Store
+
+Transform = Callable[[Object], Object]
+"""Maps the stored object to the requested one (a PUT body, or a patch applied)."""
+
+_GENERATE_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_GENERATE_NAME_ATTEMPTS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOptions:
+    """Per-request write options (query parameters of create/update/patch/delete)."""
+
+    dry_run: bool = False
+    field_validation: str = "Warn"
+    field_manager: str = ""
+    duplicates: tuple[str, ...] = ()
+    is_patch: bool = False
+
+
+@dataclass(slots=True)
+class WriteResult:
+    """A written object, whether it was created, and the warnings to send back."""
+
+    object: Object
+    created: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ListOptions:
+    """Parsed list/watch query parameters."""
+
+    label_selector: LabelSelector | None = None
+    field_selector: FieldSelector | None = None
+    limit: int = 0
+    continue_token: str | None = None
+    resource_version: str = ""
+    resource_version_match: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ListPage:
+    """Items of one page and the list metadata."""
+
+    items: list[Object]
+    resource_version: str
+    continue_token: str | None = None
+    remaining: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOptions:
+    """Parsed DeleteOptions (body or query)."""
+
+    dry_run: bool = False
+    precondition_uid: str | None = None
+    precondition_resource_version: str | None = None
+
+
+def encode(obj: Object) -> bytes:
+    """Stored bytes: the object without its resourceVersion (that is the etcd revision)."""
+    meta = obj.get("metadata", {})
+    if "resourceVersion" in meta:
+        obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
+    return json.dumps(obj, separators=(",", ":"), sort_keys=True).encode()
+
+
+def decode(kv: KeyValue) -> Object:
+    """An object as served: stored bytes plus `resourceVersion` = mod revision."""
+    obj: Object = json.loads(kv.value)
+    obj.setdefault("metadata", {})["resourceVersion"] = str(kv.mod_revision)
+    return obj
+
+
+def parse_resource_version(value: str, *, field_name: str = "resourceVersion") -> int:
+    """A resourceVersion from a client: a decimal etcd revision, else 400 naming the field."""
+    try:
+        revision = int(value)
+    except ValueError:
+        revision = -1
+    if revision < 0:
+        raise errors.BadRequest(f'Invalid value: "{value}": {field_name} must be an unsigned integer')
+    return revision
+
+
+class ResourceStore:
+    """Create, read, update, patch, delete and watch one resource kind."""
+
+    def __init__(self, definition: ResourceDefinition, storage: Store) -> None:
+        self.definition = definition
+        self.storage = storage
+        self.strategy = definition.strategy
+
+    # --- helpers -----------------------------------------------------------------
+
+    def _not_found(self, name: str) -> errors.NotFound:
+        return errors.NotFound.of(self.definition.group_resource, name)
+
+    def _conflict(self, name: str, why: str = errors.OPTIMISTIC_LOCK_MESSAGE) -> errors.Conflict:
+        return errors.Conflict.of(self.definition.group_resource, name, why)
+
+    def _check_identity(self, obj: Object, *, namespace: str, name: str | None) -> None:
+        """apiVersion/kind/namespace/name in the body must agree with the URL (400 otherwise)."""
+        d = self.definition
+        api_version = obj.get("apiVersion")
+        if api_version not in (None, "", d.api_version):
+            raise errors.BadRequest(
+                f"the API version in the data ({api_version}) does not match the expected "
+                f"API version ({d.api_version})"
+            )
+        kind = obj.get("kind")
+        if kind not in (None, "", d.kind):
+            raise errors.BadRequest(
+                f"the kind in the data ({kind}) does not match the expected kind ({d.kind})"
+            )
+        obj["apiVersion"], obj["kind"] = d.api_version, d.kind
+        meta = obj.get("metadata")
+        if meta is None:
+            meta = obj["metadata"] = {}
+        if not isinstance(meta, dict):
+            raise errors.BadRequest("metadata must be an object")
+        if d.namespaced:
+            body_ns = meta.get("namespace")
+            if body_ns and body_ns != namespace:
+                raise errors.BadRequest(
+                    "the namespace of the provided object does not match the namespace sent "
+                    "on the request"
+                )
+            meta["namespace"] = namespace
+        if name is not None:
+            body_name = meta.get("name")
+            if body_name and body_name != name:
+                raise errors.BadRequest(
+                    f"the name of the object ({body_name}) does not match the name on the URL "
+                    f"({name})"
+                )
+            meta["name"] = name
+
+    def _field_validation(self, obj: Object, options: WriteOptions) -> tuple[Object, list[str]]:
+        """Apply fieldValidation: Strict fails, Warn warns, Ignore drops unknown fields."""
+        unknown = decoding.unknown_fields(self.definition.model, obj)
+        duplicates = list(options.duplicates)
+        if not unknown and not duplicates:
+            return obj, []
+        if options.field_validation == "Strict":
+            text = decoding.strict_error_message(self.definition.kind, unknown, duplicates)
+            if options.is_patch:
+                raise errors.Invalid(
+                    f'{self.definition.qualified_kind} "{obj["metadata"].get("name", "")}" is '
+                    f"invalid: patch: Invalid value: \"...\": {text}",
+                    name=str(obj["metadata"].get("name", "")),
+                    group=self.definition.group,
+                    kind=self.definition.kind,
+                    causes=[
+                        errors.Cause("FieldValueInvalid", f'Invalid value: "...": {text}', "patch")
+                    ],
+                )
+            raise errors.BadRequest(
+                f'{self.definition.kind} in version "{self.definition.version}" cannot be handled '
+                f"as a {self.definition.kind}: {text}"
+            )
+        warnings: list[str] = []
+        if options.field_validation == "Warn":
+            warnings = [f'unknown field "{path}"' for path in unknown]
+            warnings += [f'duplicate field "{path}"' for path in duplicates]
+        return decoding.drop_unknown_fields(self.definition.model, obj), warnings
+
+    def _validate(self, obj: Object, old: Object | None) -> list[str]:
+        """Run validation (every error at once → 422) and collect warnings."""
+        strategy = self.strategy
+        causes = strategy.validate(obj) if old is None else strategy.validate_update(obj, old)
+        if causes:
+            name = str(obj.get("metadata", {}).get("name", ""))
+            raise errors.Invalid.of(self.definition.qualified_kind, name, causes)
+        warnings = strategy.warnings(obj)
+        strategy.canonicalize(obj)
+        return warnings
+
+    # --- reads ---------------------------------------------------------------------
+
+    async def get(self, namespace: str, name: str) -> Object:
+        try:
+            kv = await self.storage.get(self.definition.key(namespace, name))
+        except storage_errors.KeyNotFound as error:
+            raise self._not_found(name) from error
+        except storage_errors.StorageError as error:
+            raise translate(error) from error
+        return decode(kv)
+
+    async def list(self, namespace: str, options: ListOptions) -> ListPage:
+        """A page of matching objects at one revision (filters applied before `limit`)."""
+        if options.continue_token and options.resource_version not in ("", "0"):
+            raise errors.BadRequest(
+                "specifying resource version is not allowed when using continue"
+            )
+        revision = 0
+        if options.resource_version and options.resource_version != "0":
+            requested = parse_resource_version(options.resource_version)
+            if options.resource_version_match == "Exact":
+                revision = requested
+            else:
+                await self._wait_not_older_than(requested)
+        prefix = self.definition.key_prefix(namespace)
+        token = options.continue_token
+        items: list[Object] = []
+        want = options.limit
+        list_revision = revision
+        while True:
+            try:
+                page = await self.storage.list(
+                    prefix,
+                    limit=(want - len(items)) if want else 0,
+                    continue_token=token,
+                    revision=list_revision,
+                )
+            except storage_errors.StorageError as error:
+                raise translate(error) from error
+            list_revision = page.revision
+            for kv in page.items:
+                obj = decode(kv)
+                if self.matches(obj, options):
+                    items.append(obj)
+            token = page.continue_token
+            if token is None or (want and len(items) >= want):
+                remaining = page.remaining if not _filters(options) else None
+                return ListPage(items, str(page.revision), token, remaining)
+
+    async def _wait_not_older_than(self, revision: int) -> None:
+        current = await self.storage.current_revision()
+        if revision > current:
+            raise errors.Timeout(
+                f"Too large resource version: {revision}, current: {current}",
+                causes=[
+                    errors.Cause(
+                        "ResourceVersionTooLarge",
+                        f"Too large resource version: {revision}, current: {current}",
+                    )
+                ],
+                retry_after_seconds=1,
+            )
+
+    def matches(self, obj: Object, options: ListOptions) -> bool:
+        if options.label_selector is not None and not options.label_selector.matches(
+            obj.get("metadata", {}).get("labels") or {}
+        ):
+            return False
+        return options.field_selector is None or options.field_selector.matches(
+            self.definition.selectable_fields(obj)
+        )
+
+    def watch(self, namespace: str, options: ListOptions, **kwargs: Any) -> watching.Watch:
+        """A watch stream; see `plnt.registry.watching` for the resourceVersion rules."""
+        return watching.Watch(self, namespace, options, **kwargs)
+
+    # --- writes --------------------------------------------------------------------
+
+    async def create(self, namespace: str, body: Object, options: WriteOptions) -> WriteResult:
+        obj = copy.deepcopy(body)
+        self._check_identity(obj, namespace=namespace, name=None)
+        obj, warnings = self._field_validation(obj, options)
+        meta = obj["metadata"]
+        generate = not meta.get("name") and meta.get("generateName")
+        self.strategy.prepare_for_create(obj)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now_rfc3339()
+        attempts = _GENERATE_NAME_ATTEMPTS if generate else 1
+        for attempt in range(attempts):
+            if generate:
+                suffix = "".join(secrets.choice(_GENERATE_NAME_ALPHABET) for _ in range(5))
+                meta["name"] = f"{meta['generateName']}{suffix}"
+            warnings += self._validate(obj, None) if attempt == 0 else []
+            key = self.definition.key(namespace, meta["name"])
+            try:
+                if options.dry_run:
+                    try:
+                        await self.storage.get(key)
+                    except storage_errors.KeyNotFound:
+                        return WriteResult(obj, created=True, warnings=warnings)
+                    raise storage_errors.KeyExists("exists", key=key)
+                kv = await self.storage.create(key, encode(obj))
+            except storage_errors.KeyExists as error:
+                if attempt + 1 < attempts:
+                    continue
+                raise errors.AlreadyExists.of(self.definition.group_resource, meta["name"]) from error
+            except storage_errors.StorageError as error:
+                raise translate(error) from error
+            return WriteResult(decode(kv), created=True, warnings=warnings)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def update(
+        self,
+        namespace: str,
+        name: str,
+        transform: Transform,
+        options: WriteOptions,
+        *,
+        subresource: str = "",
+    ) -> WriteResult:
+        """Read-transform-write under compare-and-swap; 409 when the body's RV is stale."""
+        key = self.definition.key(namespace, name)
+        result = WriteResult({})
+
+        def mutate(kv: KeyValue) -> bytes | None:
+            old = decode(kv)
+            new = transform(copy.deepcopy(old))
+            if not isinstance(new, dict):
+                raise errors.BadRequest("the request body must be a JSON object")
+            self._check_identity(new, namespace=namespace, name=name)
+            wanted_rv = new["metadata"].get("resourceVersion")
+            if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
+                parse_resource_version(str(wanted_rv), field_name="metadata.resourceVersion")
+                raise self._conflict(name)
+            new, warnings = self._field_validation(new, options)
+            if subresource == "status":
+                self.strategy.prepare_for_status_update(new, old)
+            else:
+                self.strategy.prepare_for_update(new, old)
+            warnings += self._validate(new, old)
+            new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+            result.warnings = warnings
+            result.object = new
+            if new == old:
+                return None
+            return encode(new)
+
+        try:
+            if options.dry_run:
+                kv = await self.storage.get(key)
+                mutate(kv)
+                return result
+            kv = await self.storage.guaranteed_update(key, mutate)
+        except storage_errors.KeyNotFound as error:
+            raise self._not_found(name) from error
+        except storage_errors.Conflict as error:
+            raise self._conflict(name) from error
+        except storage_errors.StorageError as error:
+            raise translate(error) from error
+        stored = decode(kv)
+        meta = stored["metadata"]
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            # The last finalizer is gone: finish the deletion that was requested earlier.
+            try:
+                deleted = await self.storage.delete(key, expected_revision=kv.mod_revision)
+                stored = decode(deleted)
+            except storage_errors.KeyNotFound:
+                pass
+            except storage_errors.StorageError as error:
+                raise translate(error) from error
+        result.object = stored
+        return result
+
+    async def delete(self, namespace: str, name: str, options: DeleteOptions) -> tuple[Object, bool]:
+        """Delete, or mark for deletion while finalizers remain; returns (object, gone)."""
+        key = self.definition.key(namespace, name)
+        try:
+            kv = await self.storage.get(key)
+            current = decode(kv)
+            self._check_preconditions(current, options)
+            meta = current["metadata"]
+            if meta.get("finalizers"):
+                if options.dry_run or meta.get("deletionTimestamp"):
+                    return current, False
+
+                def mark(latest: KeyValue) -> bytes:
+                    obj = decode(latest)
+                    self._check_preconditions(obj, options)
+                    obj["metadata"].setdefault("deletionTimestamp", now_rfc3339())
+                    obj["metadata"].setdefault("deletionGracePeriodSeconds", 0)
+                    return encode(obj)
+
+                return decode(await self.storage.guaranteed_update(key, mark)), False
+            if options.dry_run:
+                return current, True
+            deleted = await self.storage.delete(key, expected_revision=kv.mod_revision)
+        except storage_errors.KeyNotFound as error:
+            raise self._not_found(name) from error
+        except storage_errors.Conflict as error:
+            raise self._conflict(name) from error
+        except storage_errors.StorageError as error:
+            raise translate(error) from error
+        return decode(deleted), True
+
+    def _check_preconditions(self, obj: Object, options: DeleteOptions) -> None:
+        meta = obj["metadata"]
+        name = meta.get("name", "")
+        uid = options.precondition_uid
+        if uid is not None and uid != meta.get("uid"):
+            raise self._conflict(
+                name,
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+                f"{meta.get('uid')}",
+            )
+        rv = options.precondition_resource_version
+        if rv is not None and rv != meta.get("resourceVersion"):
+            raise self._conflict(
+                name,
+                f"Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion "
+                f"in object meta: {meta.get('resourceVersion')}",
+            )
+
+    async def delete_collection(
+        self, namespace: str, list_options: ListOptions, options: DeleteOptions
+    ) -> ListPage:
+        """Delete every matching object; returns what was deleted (or marked)."""
+        page = await self.list(namespace, ListOptions(
+            label_selector=list_options.label_selector,
+            field_selector=list_options.field_selector,
+        ))
+        deleted: list[Object] = []
+        for obj in page.items:
+            meta = obj["metadata"]
+            try:
+                gone, _ = await self.delete(meta.get("namespace", ""), meta["name"], options)
+            except errors.NotFound:
+                continue
+            deleted.append(gone)
+        return ListPage(deleted, page.resource_version)
+
+
+def _filters(options: ListOptions) -> bool:
+    return bool(
+        (options.label_selector is not None and not options.label_selector.empty())
+        or (options.field_selector is not None and options.field_selector.requirements)
+    )
+
+
+def translate(error: storage_errors.StorageError) -> errors.APIError:
+    """The one place storage errors become API errors (resource-agnostic ones)."""
+    if isinstance(error, storage_errors.Expired):
+        return errors.Expired(
+            f"too old resource version: {error.revision} ({error.compacted_revision})"
+        )
+    if isinstance(error, storage_errors.InvalidContinue):
+        return errors.BadRequest(f"invalid continue token: {error}")
+    if isinstance(error, storage_errors.TooLargeRevision):
+        message = (
+            f"Too large resource version: {error.revision}, current: {error.current_revision}"
+        )
+        return errors.Timeout(
+            message,
+            causes=[errors.Cause("ResourceVersionTooLarge", message)],
+            retry_after_seconds=1,
+        )
+    if isinstance(error, storage_errors.Unavailable):
+        return errors.ServiceUnavailable(
+            f"storage is unavailable: {error}", retry_after_seconds=5
+        )
+    return errors.InternalError.wrap(error)

@@ -1,0 +1,169 @@
+"""Watch semantics: which events a client sees, from where, and when it is told it is synced.
+
+Rules (k8s.io/apiserver's cacher and watch handler):
+
+* resourceVersion "" or "0": synthetic ADDED events for every matching object,
+  then changes after that point.
+* resourceVersion N: only changes after N; N compacted → one ERROR event with a
+  410 Expired Status, then the stream ends.
+* sendInitialEvents=true (WatchList): the ADDED events, then a BOOKMARK annotated
+  `k8s.io/initial-events-end: "true"` carrying the list revision, then changes.
+* BOOKMARK events only when the client asked (allowWatchBookmarks).
+* With selectors, an object that stops matching is sent as DELETED and one that
+  starts matching as ADDED, so a client's view is always the filtered set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from plnt.api import errors
+from plnt.registry.definitions import Object
+from plnt.storage import errors as storage_errors
+from plnt.storage.interface import WatchEvent
+
+if TYPE_CHECKING:
+    from plnt.registry.store import ListOptions, ResourceStore
+
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+WatchItem = tuple[str, Object]
+
+
+class Watch:
+    """An async context manager and iterator of (event type, object) pairs."""
+
+    def __init__(
+        self,
+        store: ResourceStore,
+        namespace: str,
+        options: ListOptions,
+        *,
+        send_initial_events: bool | None = None,
+        allow_bookmarks: bool = False,
+        bookmark_interval: float = 60.0,
+    ) -> None:
+        self._store = store
+        self._namespace = namespace
+        self._options = options
+        rv = options.resource_version
+        self._initial = send_initial_events if send_initial_events is not None else rv in ("", "0")
+        self._end_bookmark = bool(send_initial_events)
+        self._allow_bookmarks = allow_bookmarks
+        self._bookmark_interval = bookmark_interval
+        self._initial_items: list[Object] = []
+        self._revision = 0
+        self._error: errors.APIError | None = None
+        self._source: AbstractAsyncContextManager[AsyncIterator[WatchEvent]] | None = None
+        self._events: AsyncIterator[WatchEvent] | None = None
+
+    async def __aenter__(self) -> Watch:
+        from plnt.registry.store import ListOptions, parse_resource_version, translate
+
+        options = self._options
+        try:
+            if self._initial:
+                rv = options.resource_version
+                page = await self._store.list(
+                    self._namespace,
+                    ListOptions(
+                        label_selector=options.label_selector,
+                        field_selector=options.field_selector,
+                        resource_version="" if rv == "0" else rv,
+                    ),
+                )
+                self._initial_items = page.items
+                self._revision = int(page.resource_version)
+            else:
+                self._revision = parse_resource_version(options.resource_version)
+            self._source = self._store.storage.watch(
+                self._store.definition.key_prefix(self._namespace),
+                after_revision=self._revision,
+                progress_interval=self._bookmark_interval if self._allow_bookmarks else None,
+            )
+            self._events = await self._source.__aenter__()
+        except storage_errors.StorageError as error:
+            self._error = translate(error)
+        except errors.Expired as error:
+            self._error = error
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._source is not None:
+            await self._source.__aexit__(exc_type, exc, tb)
+
+    def __aiter__(self) -> AsyncIterator[WatchItem]:
+        return self._iterate()
+
+    def _bookmark(self, revision: int, *, initial_end: bool = False) -> Object:
+        d = self._store.definition
+        meta: dict[str, Any] = {"resourceVersion": str(revision)}
+        if initial_end:
+            meta["annotations"] = {INITIAL_EVENTS_END: "true"}
+        return {"kind": d.kind, "apiVersion": d.api_version, "metadata": meta}
+
+    async def _iterate(self) -> AsyncIterator[WatchItem]:
+        from plnt.registry.store import decode, translate
+
+        if self._error is not None:
+            yield "ERROR", self._error.to_status()
+            return
+        visible: set[str] = set()
+        for obj in self._initial_items:
+            visible.add(obj["metadata"]["name"])
+            yield "ADDED", obj
+        self._initial_items = []
+        if self._end_bookmark:
+            yield "BOOKMARK", self._bookmark(self._revision, initial_end=True)
+        assert self._events is not None
+        try:
+            async for event in self._events:
+                if event.type == "PROGRESS":
+                    if self._allow_bookmarks:
+                        yield "BOOKMARK", self._bookmark(event.revision)
+                    continue
+                if event.kv is None:
+                    continue
+                obj = decode(event.kv)
+                if event.type == "DELETED":
+                    obj["metadata"]["resourceVersion"] = str(event.revision)
+                item = self._filter(event, obj, visible)
+                if item is not None:
+                    yield item
+        except storage_errors.StorageError as error:
+            yield "ERROR", translate(error).to_status()
+
+    def _filter(self, event: WatchEvent, obj: Object, visible: set[str]) -> WatchItem | None:
+        """Apply selectors, turning "starts/stops matching" into ADDED/DELETED."""
+        from plnt.registry.store import decode
+
+        name = obj["metadata"]["name"]
+        if event.type == "DELETED":
+            matched = self._store.matches(obj, self._options)
+            was_visible = name in visible
+            visible.discard(name)
+            return ("DELETED", obj) if (matched or was_visible) else None
+        now = self._store.matches(obj, self._options)
+        if event.type == "ADDED":
+            if now:
+                visible.add(name)
+                return "ADDED", obj
+            return None
+        if event.prev is not None:
+            before = self._store.matches(decode(event.prev), self._options)
+        else:
+            before = name in visible or not self._initial
+        if now:
+            visible.add(name)
+            return ("MODIFIED" if before else "ADDED"), obj
+        visible.discard(name)
+        if before:
+            return "DELETED", obj
+        return None

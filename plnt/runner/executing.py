@@ -1,0 +1,364 @@
+"""Executing a workflow's DAG: concurrency, timeouts, retries, the step cache and the trace.
+
+Every step runs as a task in one `asyncio.TaskGroup` and waits only for the steps it
+`needs`, so independent steps overlap. A step sees the outputs of its ancestors only, which
+keeps rendering deterministic however the tasks interleave. Each attempt is bounded by the
+step's `timeoutSeconds`; backend failures and timeouts are retried `retries` times. When a
+step fails for good, the task group cancels the rest and the first failure is raised as a
+`plnt.runner.errors.StepFailed` naming the step.
+
+Time is measured per step (start/finish offsets from the start of the invocation) and per
+backend call; the union of backend intervals is "backend time" in Server-Timing, the rest
+of the invocation is "runner time".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import aiohttp
+
+from plnt.runner import backends, errors, metrics, settings, step_cache
+from plnt.workflowspec import documents, model, templating
+
+MAX_HTTP_RESPONSE_BYTES = 10 * 1024 * 1024
+_REQUIRED = re.compile(r"^'(.+)' is a required property$")
+AnyStep = model.ModelStep | model.HttpStep | model.TransformStep
+
+
+@dataclass
+class StepTrace:
+    """What happened to one step in one invocation."""
+
+    id: str
+    kind: str
+    started_ms: float = 0.0
+    finished_ms: float = 0.0
+    backend_ms: float = 0.0
+    attempts: int = 0
+    cache: Literal["hit", "miss", "off"] = "off"
+
+    def to_json(self) -> dict[str, Any]:
+        """The trace entry as the API returns it."""
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "startedMs": round(self.started_ms, 3),
+            "finishedMs": round(self.finished_ms, 3),
+            "durationMs": round(self.finished_ms - self.started_ms, 3),
+            "backendMs": round(self.backend_ms, 3),
+            "attempts": self.attempts,
+            "cache": self.cache,
+        }
+
+
+@dataclass
+class Execution:
+    """The result of one invocation."""
+
+    output: Any
+    trace: list[StepTrace]
+    cache_hits: int
+    cache_misses: int
+    total_ms: float
+    backend_ms: float
+
+    @property
+    def runner_ms(self) -> float:
+        """Time not spent waiting on a backend or HTTP target."""
+        return max(self.total_ms - self.backend_ms, 0.0)
+
+
+@dataclass
+class _Invocation:
+    inputs: dict[str, Any]
+    started: float
+    outputs: dict[str, Any] = field(default_factory=dict)
+    traces: dict[str, StepTrace] = field(default_factory=dict)
+    intervals: list[tuple[float, float]] = field(default_factory=list)
+    hits: int = 0
+    misses: int = 0
+
+    def offset_ms(self, moment: float) -> float:
+        return (moment - self.started) * 1000.0
+
+
+def union_ms(intervals: Sequence[tuple[float, float]]) -> float:
+    """Total length (ms) covered by possibly overlapping (start, end) intervals in seconds."""
+    total = 0.0
+    current_start = current_end = None
+    for start, end in sorted(intervals):
+        if current_end is None or start > current_end:
+            if current_end is not None and current_start is not None:
+                total += current_end - current_start
+            current_start, current_end = start, end
+        else:
+            current_end = max(current_end, end)
+    if current_end is not None and current_start is not None:
+        total += current_end - current_start
+    return total * 1000.0
+
+
+def model_for(step: model.ModelStep, config: settings.BackendConfig) -> str | None:
+    """The model a step calls: its own, else the backend's, else `echo` on the echo backend."""
+    if step.model:
+        return step.model
+    if config.model:
+        return config.model
+    return "echo" if config.type == "echo" else None
+
+
+def require_models(workflow: model.Workflow, config: settings.BackendConfig) -> None:
+    """Raise `BackendConfigError` when a model step would have no model to call."""
+    missing = [
+        step.id
+        for step in workflow.steps
+        if isinstance(step, model.ModelStep) and model_for(step, config) is None
+    ]
+    if missing:
+        raise settings.BackendConfigError(
+            f"steps {missing} name no model and the backend configures none (set `model`)"
+        )
+
+
+class Executor:
+    """Runs one compiled workflow against one backend, sharing one step cache."""
+
+    def __init__(
+        self,
+        workflow: model.Workflow,
+        compiled: templating.CompiledWorkflow,
+        *,
+        backend: backends.Backend,
+        backend_config: settings.BackendConfig,
+        session: aiohttp.ClientSession,
+        cache: step_cache.StepCache,
+        metrics: metrics.RunnerMetrics,
+    ) -> None:
+        self.workflow = workflow
+        self._compiled = compiled
+        self._backend = backend
+        self._backend_config = backend_config
+        self._session = session
+        self.cache = cache
+        self._metrics = metrics
+        self._definitions = {
+            step.id: step.model_dump(mode="json", by_alias=True) for step in workflow.steps
+        }
+        require_models(workflow, backend_config)
+
+    def validate_inputs(self, inputs: Any) -> dict[str, Any]:
+        """Inputs checked against the schema, with top-level property defaults filled in."""
+        if not isinstance(inputs, dict):
+            raise errors.InvalidInputs([errors.InputProblem("$", "inputs must be a JSON object")])
+        problems = []
+        for error in documents.validate_inputs(self.workflow, inputs):
+            path = "$" + "".join(
+                f"[{part}]" if isinstance(part, int) else f".{part}"
+                for part in error.absolute_path
+            )
+            missing = _REQUIRED.match(error.message)
+            if error.validator == "required" and missing:
+                path += f".{missing.group(1)}"
+            problems.append(errors.InputProblem(path, error.message))
+        if problems:
+            raise errors.InvalidInputs(problems)
+        filled = dict(inputs)
+        properties = self.workflow.inputs.get("properties", {})
+        if isinstance(properties, dict):
+            for name, schema in properties.items():
+                if name not in filled and isinstance(schema, dict) and "default" in schema:
+                    filled[name] = schema["default"]
+        return filled
+
+    async def run(self, inputs: dict[str, Any]) -> Execution:
+        """Execute the DAG over validated inputs and evaluate the output expression."""
+        invocation = _Invocation(inputs=inputs, started=time.perf_counter())
+        loop = asyncio.get_running_loop()
+        done = {step.id: loop.create_future() for step in self.workflow.steps}
+        try:
+            async with asyncio.TaskGroup() as group:
+                for step in self.workflow.steps:
+                    group.create_task(self._run_step(step, invocation, done))
+        except ExceptionGroup as group:
+            failures = _leaves(group)
+            first = next((e for e in failures if isinstance(e, errors.RunnerError)), None)
+            if first is None:
+                raise
+            raise first  # noqa: B904 - its own cause is chained already
+        context = templating.context(inputs, invocation.outputs)
+        try:
+            output = self._compiled.output.evaluate(context)
+        except templating.RenderError as error:
+            raise errors.OutputFailed(f"output expression failed: {error}") from error
+        total_ms = invocation.offset_ms(time.perf_counter())
+        return Execution(
+            output=output,
+            trace=[invocation.traces[step.id] for step in self.workflow.steps],
+            cache_hits=invocation.hits,
+            cache_misses=invocation.misses,
+            total_ms=total_ms,
+            backend_ms=union_ms(invocation.intervals),
+        )
+
+    async def _run_step(
+        self, step: AnyStep, invocation: _Invocation, done: dict[str, asyncio.Future[None]]
+    ) -> None:
+        for need in step.needs:
+            await done[need]
+        trace = StepTrace(id=step.id, kind=step.kind)
+        invocation.traces[step.id] = trace
+        began = time.perf_counter()
+        trace.started_ms = invocation.offset_ms(began)
+        visible = self._compiled.ancestors[step.id]
+        outputs = {key: value for key, value in invocation.outputs.items() if key in visible}
+        context = templating.context(invocation.inputs, outputs)
+        try:
+            resolved = self._resolve(step, context)
+        except templating.RenderError as error:
+            raise errors.StepFailed(step.id, f"template failed: {error}") from error
+        key = None
+        if step.cache:
+            key = step_cache.cache_key(
+                step=self._definitions[step.id],
+                resolved=resolved,
+                backend=self._backend_config.identity(),
+                model=resolved.get("model") if isinstance(resolved, dict) else None,
+            )
+            hit, value = self.cache.get(key)
+            trace.cache = "hit" if hit else "miss"
+            if hit:
+                invocation.hits += 1
+                self._metrics.cache_hits.inc()
+            else:
+                invocation.misses += 1
+                self._metrics.cache_misses.inc()
+        if not step.cache or trace.cache == "miss":
+            value = await self._attempt(step, resolved, invocation, trace)
+            if key is not None:
+                self.cache.put(key, value)
+        invocation.outputs[step.id] = value
+        finished = time.perf_counter()
+        trace.finished_ms = invocation.offset_ms(finished)
+        self._metrics.step_latency.labels(step.id, step.kind, trace.cache).observe(
+            finished - began
+        )
+        done[step.id].set_result(None)
+
+    def _resolve(self, step: AnyStep, context: dict[str, Any]) -> Any:
+        templates = self._compiled.steps[step.id]
+        if isinstance(step, model.ModelStep):
+            return {
+                "model": model_for(step, self._backend_config),
+                "messages": [
+                    {"role": role, "content": template.render(context)}
+                    for role, template in templates.messages
+                ],
+                "temperature": step.temperature,
+                "max_tokens": step.max_tokens,
+            }
+        if isinstance(step, model.HttpStep):
+            assert templates.url is not None
+            return {
+                "method": step.method,
+                "url": templates.url.render(context),
+                "headers": {name: t.render(context) for name, t in templates.headers.items()},
+                "body": templates.body.render(context) if templates.body else None,
+            }
+        if templates.template is not None:
+            return {"value": templates.template.render(context)}
+        assert templates.expression is not None
+        return {"value": templates.expression.evaluate(context)}
+
+    async def _attempt(
+        self, step: AnyStep, resolved: dict[str, Any], invocation: _Invocation, trace: StepTrace
+    ) -> Any:
+        failure: errors.StepFailed | None = None
+        for attempt in range(step.retries + 1):
+            trace.attempts = attempt + 1
+            try:
+                async with asyncio.timeout(step.timeout_seconds):
+                    return await self._call(step, resolved, invocation, trace)
+            except TimeoutError as error:
+                failure = errors.StepTimedOut(
+                    step.id, f"timed out after {step.timeout_seconds:g}s (attempt {attempt + 1})"
+                )
+                failure.__cause__ = error
+            except backends.BackendTimeout as error:
+                failure = errors.StepTimedOut(step.id, str(error))
+                failure.__cause__ = error
+            except backends.BackendError as error:
+                failure = errors.StepBackendFailed(step.id, str(error))
+                failure.__cause__ = error
+            if attempt < step.retries:
+                await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
+        assert failure is not None
+        raise failure
+
+    async def _call(
+        self, step: AnyStep, resolved: dict[str, Any], invocation: _Invocation, trace: StepTrace
+    ) -> Any:
+        if isinstance(step, model.TransformStep):
+            return resolved["value"]
+        began = time.perf_counter()
+        try:
+            if isinstance(step, model.ModelStep):
+                request = backends.ChatRequest(
+                    model=resolved["model"],
+                    messages=resolved["messages"],
+                    temperature=resolved["temperature"],
+                    max_tokens=resolved["max_tokens"],
+                )
+                return await self._backend.chat(request)
+            return await self._http(step, resolved)
+        finally:
+            ended = time.perf_counter()
+            invocation.intervals.append((began, ended))
+            trace.backend_ms += (ended - began) * 1000.0
+
+    async def _http(self, step: model.HttpStep, resolved: dict[str, Any]) -> Any:
+        url = resolved["url"]
+        if not url.startswith(("http://", "https://")):
+            raise errors.StepFailed(step.id, f"url {url!r} is not an http(s) URL")
+        try:
+            async with self._session.request(
+                resolved["method"],
+                url,
+                headers=resolved["headers"],
+                data=resolved["body"].encode() if resolved["body"] is not None else None,
+            ) as response:
+                raw = await response.content.read(MAX_HTTP_RESPONSE_BYTES)
+                if response.status >= 400:
+                    raise backends.BackendUnavailable(
+                        f"{resolved['method']} {url} answered {response.status}"
+                    )
+                is_json = step.response == "json" or (
+                    step.response == "auto" and response.content_type.endswith("json")
+                )
+        except aiohttp.ClientError as error:
+            raise backends.BackendUnavailable(
+                f"{resolved['method']} {url} failed: {error}"
+            ) from error
+        text = raw.decode(response.charset or "utf-8", errors="replace")
+        if not is_json:
+            return text
+        try:
+            return json.loads(text)
+        except ValueError as error:
+            raise backends.BackendUnavailable(f"{url} answered invalid JSON") from error
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for error in group.exceptions:
+        if isinstance(error, BaseExceptionGroup):
+            found += _leaves(error)
+        else:
+            found.append(error)
+    return found

@@ -1,0 +1,53 @@
+"""Prometheus metrics of one runner app, in a registry of its own.
+
+A registry per app (not the process-global default) lets several runners live in one
+process — tests chain two — without their counters colliding or leaking between them.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+class RunnerMetrics:
+    """The runner's counters, histograms and gauges."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.invocations = Counter(
+            "plnt_runner_invocations",
+            "Workflow invocations, by endpoint and outcome.",
+            ["endpoint", "outcome"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "plnt_runner_invocation_seconds",
+            "Invocation latency, from request body parsed to output evaluated.",
+            ["endpoint"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.step_latency = Histogram(
+            "plnt_runner_step_seconds",
+            "Step latency, by step id, kind and cache result.",
+            ["step", "kind", "cache"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.cache_hits = Counter(
+            "plnt_runner_cache_hits", "Step cache hits.", registry=self.registry
+        )
+        self.cache_misses = Counter(
+            "plnt_runner_cache_misses", "Step cache misses.", registry=self.registry
+        )
+        self.errors = Counter(
+            "plnt_runner_errors",
+            "Failed invocations, by error type.",
+            ["type"],
+            registry=self.registry,
+        )
+        self.in_flight = Gauge(
+            "plnt_runner_in_flight", "Invocations being executed.", registry=self.registry
+        )

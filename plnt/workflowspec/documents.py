@@ -1,0 +1,171 @@
+"""Turning spec bytes into a checked `Workflow`: the only way a spec should be loaded.
+
+Everything that can be wrong with a spec is found here, at load time, and reported at once:
+YAML syntax, the model's fields, the inputs JSON Schema, the step graph (duplicate ids,
+unknown `needs`, cycles), every template and expression (syntax, unknown names, steps
+outside `needs`, sandbox escapes), and the smoke case against the inputs schema. An
+invocation therefore never meets a spec error.
+
+Exceptions:
+
+    WorkflowSpecError        base of every error about a workflow spec (sources and digests
+                             raise their own subclasses)
+    └── SpecError            the document is not a valid workflow; `.problems` lists each
+                             problem with its path, and the message names them all
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
+import pydantic
+import yaml
+
+from plnt.workflowspec import dag, model, templating
+
+MAX_SPEC_BYTES = 1024 * 1024
+_KINDS = {"model", "http", "transform"}
+
+
+class WorkflowSpecError(Exception):
+    """Base of every error about a workflow spec."""
+
+
+class SpecError(WorkflowSpecError):
+    """The document is not a valid workflow; every problem is named with its path."""
+
+    def __init__(self, problems: Sequence[dag.Problem]) -> None:
+        self.problems = list(problems)
+        lines = "\n".join(f"  {problem}" for problem in self.problems)
+        super().__init__(f"invalid workflow spec ({len(self.problems)} problem(s)):\n{lines}")
+
+
+def parse_workflow(data: bytes) -> model.Workflow:
+    """Parse and check a workflow spec (YAML or JSON bytes); raise `SpecError` if invalid."""
+    workflow, _ = parse_and_compile(data)
+    return workflow
+
+
+def load_workflow(path: str | Path) -> model.Workflow:
+    """Read and parse a spec file; a missing file is a `SpecError` naming the path."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise SpecError([dag.Problem(str(path), f"cannot read: {error.strerror}")]) from error
+    return parse_workflow(data)
+
+
+def parse_and_compile(data: bytes) -> tuple[model.Workflow, templating.CompiledWorkflow]:
+    """Like `parse_workflow`, also returning the compiled templates the runner executes."""
+    if len(data) > MAX_SPEC_BYTES:
+        raise SpecError([dag.Problem("<document>", f"larger than {MAX_SPEC_BYTES} bytes")])
+    try:
+        document = yaml.safe_load(data)
+    except yaml.YAMLError as error:
+        raise SpecError([dag.Problem("<document>", f"not valid YAML: {error}")]) from error
+    if not isinstance(document, dict):
+        raise SpecError([dag.Problem("<document>", "must be a mapping (a YAML/JSON object)")])
+    try:
+        workflow = model.Workflow.model_validate(document)
+    except pydantic.ValidationError as error:
+        raise SpecError(_pydantic_problems(error, document)) from error
+    problems = _schema_problems(workflow)
+    problems += dag.check_graph(workflow.steps)
+    if problems:
+        raise SpecError(problems)
+    compiled, template_problems = templating.compile_workflow(workflow)
+    if template_problems:
+        raise SpecError(template_problems)
+    return workflow, compiled
+
+
+def _schema_problems(workflow: model.Workflow) -> list[dag.Problem]:
+    problems: list[dag.Problem] = []
+    inputs_ok = _check_schema(workflow.inputs, "inputs", problems)
+    schema_type = workflow.inputs.get("type")
+    if schema_type is not None and schema_type != "object":
+        problems.append(dag.Problem("inputs.type", "inputs must be described as an object"))
+    if workflow.chat is not None:
+        properties = workflow.inputs.get("properties", {})
+        if isinstance(properties, dict) and workflow.chat.input not in properties:
+            problems.append(
+                dag.Problem("chat.input", f"{workflow.chat.input!r} is not an input property")
+            )
+    smoke = workflow.smoke
+    if smoke is not None:
+        if smoke.expect.json_schema is not None:
+            _check_schema(smoke.expect.json_schema, "smoke.expect.jsonSchema", problems)
+        if inputs_ok:
+            problems += [
+                dag.Problem(f"smoke.inputs{_json_path(error.absolute_path)}", error.message)
+                for error in validate_inputs(workflow, smoke.inputs)
+            ]
+    return problems
+
+
+def _check_schema(schema: dict[str, Any], path: str, problems: list[dag.Problem]) -> bool:
+    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        validator.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as error:
+        where = path + _json_path(error.absolute_path)
+        problems.append(dag.Problem(where, f"not a valid JSON Schema: {error.message}"))
+        return False
+    return True
+
+
+def validate_inputs(
+    workflow: model.Workflow, inputs: Any
+) -> list[jsonschema.exceptions.ValidationError]:
+    """Every violation of the workflow's inputs schema by `inputs`, in a stable order."""
+    validator_class = jsonschema.validators.validator_for(
+        workflow.inputs, default=jsonschema.Draft202012Validator
+    )
+    validator = validator_class(workflow.inputs, format_checker=validator_class.FORMAT_CHECKER)
+    errors = validator.iter_errors(inputs)
+    return sorted(errors, key=lambda error: [str(part) for part in error.absolute_path])
+
+
+def _json_path(parts: Sequence[str | int] | Any) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text
+
+
+def _pydantic_problems(
+    error: pydantic.ValidationError, document: dict[str, Any]
+) -> list[dag.Problem]:
+    problems = []
+    for item in error.errors():
+        loc = list(item["loc"])
+        text = ""
+        index = 0
+        while index < len(loc):
+            part = loc[index]
+            if isinstance(part, int):
+                text += f"[{part}]"
+                if text.startswith("steps") and text.count("[") == 1:
+                    text += _step_id_suffix(document, part)
+                    # pydantic inserts the discriminator value after the index: drop it.
+                    if index + 1 < len(loc) and loc[index + 1] in _KINDS:
+                        index += 1
+            else:
+                text += ("." if text else "") + str(part)
+            index += 1
+        problems.append(dag.Problem(text or "<document>", item["msg"]))
+    return problems
+
+
+def _step_id_suffix(document: dict[str, Any], index: int) -> str:
+    steps = document.get("steps")
+    if isinstance(steps, list) and index < len(steps) and isinstance(steps[index], dict):
+        step_id = steps[index].get("id")
+        if isinstance(step_id, str):
+            return f"(id={step_id})"
+    return ""

@@ -1,0 +1,190 @@
+"""The workflow spec (`microagents.plnt.work/v1`, kind `Workflow`) as pydantic models.
+
+The spec is a public format: these models are its single definition, and the published
+JSON Schema (`docs/spec/workflow.schema.json`) is generated from them. They hold data only;
+checks that need more than one field at a time (the DAG, templates, the inputs schema) live
+in `plnt.workflowspec.documents`, which is the only way a spec should be loaded.
+
+Field names are camelCase on the wire (`maxTokens`, `timeoutSeconds`), snake_case in Python.
+Unknown fields are refused so that a typo is an error, not a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+API_VERSION = "microagents.plnt.work/v1"
+KIND = "Workflow"
+
+# Step ids are identifiers so that templates can say `steps.outline.output`.
+STEP_ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,62}$"
+NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$"
+
+
+class SpecModel(BaseModel):
+    """Base of every spec object: camelCase on the wire, unknown fields refused."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+    )
+
+
+class Metadata(SpecModel):
+    """Who the workflow is: a DNS-style name, a free-form version, a description, labels."""
+
+    name: str = Field(pattern=NAME_PATTERN, description="DNS-1123 style name of the workflow.")
+    version: str | None = Field(default=None, description="Free-form version, e.g. 1.2.0.")
+    description: str | None = Field(default=None, description="What the workflow does.")
+    labels: dict[str, str] = Field(default_factory=dict, description="String labels.")
+
+
+class StepBase(SpecModel):
+    """What every step has: an id, its dependencies, and how it is run."""
+
+    id: str = Field(pattern=STEP_ID_PATTERN, description="Unique step id (an identifier).")
+    needs: list[str] = Field(
+        default_factory=list, description="Ids of steps that must finish before this one."
+    )
+    timeout_seconds: float = Field(
+        default=60.0, gt=0, le=3600, description="Limit for one attempt of this step."
+    )
+    retries: int = Field(
+        default=0, ge=0, le=10, description="Extra attempts after a backend failure or timeout."
+    )
+    cache: bool = Field(
+        default=True, description="Whether the step's output may be served from the step cache."
+    )
+
+
+class Message(SpecModel):
+    """One chat message; `content` is a template."""
+
+    role: Literal["system", "user", "assistant"] = Field(description="Chat role.")
+    content: str = Field(description="Template rendered over `inputs` and `steps`.")
+
+
+class ModelStep(StepBase):
+    """A chat completion against the run's backend; its output is the reply text."""
+
+    kind: Literal["model"] = Field(description="Step kind.")
+    messages: list[Message] | None = Field(
+        default=None, min_length=1, description="Chat messages (templates). Or use `prompt`."
+    )
+    prompt: str | None = Field(
+        default=None, description="Shorthand for a single user message (a template)."
+    )
+    model: str | None = Field(
+        default=None, description="Model name; defaults to the backend's configured model."
+    )
+    temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature.")
+    max_tokens: int | None = Field(default=None, ge=1, description="Upper bound on reply tokens.")
+
+    @model_validator(mode="after")
+    def _exactly_one_of_messages_or_prompt(self) -> ModelStep:
+        if (self.messages is None) == (self.prompt is None):
+            raise ValueError("exactly one of `messages` or `prompt` must be given")
+        return self
+
+    def message_templates(self) -> list[Message]:
+        """The messages to render, with `prompt` expanded to one user message."""
+        if self.messages is not None:
+            return list(self.messages)
+        return [Message(role="user", content=self.prompt or "")]
+
+
+class HttpStep(StepBase):
+    """An HTTP call; its output is the response body (parsed JSON when it is JSON)."""
+
+    kind: Literal["http"] = Field(description="Step kind.")
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"] = Field(
+        default="GET", description="HTTP method."
+    )
+    url: str = Field(description="URL template; must render to an http(s) URL.")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="Header values are templates."
+    )
+    body: str | None = Field(default=None, description="Request body template.")
+    response: Literal["auto", "json", "text"] = Field(
+        default="auto",
+        description="How to read the body: by Content-Type (auto), always JSON, or text.",
+    )
+    cache: bool = Field(
+        default=False, description="HTTP calls may have effects: caching is opt-in."
+    )
+
+
+class TransformStep(StepBase):
+    """Pure templating over inputs and earlier outputs; no I/O."""
+
+    kind: Literal["transform"] = Field(description="Step kind.")
+    template: str | None = Field(default=None, description="Template rendering to a string.")
+    expression: str | None = Field(
+        default=None, description="Expression evaluating to any JSON value (list, object ...)."
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one_of_template_or_expression(self) -> TransformStep:
+        if (self.template is None) == (self.expression is None):
+            raise ValueError("exactly one of `template` or `expression` must be given")
+        return self
+
+
+Step = Annotated[ModelStep | HttpStep | TransformStep, Field(discriminator="kind")]
+
+
+class Expectations(SpecModel):
+    """What the smoke case's output must satisfy; every given check must pass."""
+
+    equals: Any = Field(default=None, description="The output equals this JSON value.")
+    contains: str | None = Field(
+        default=None, description="The output (as text) contains this substring."
+    )
+    json_schema: dict[str, Any] | None = Field(
+        default=None, description="The output validates against this JSON Schema."
+    )
+
+
+class Smoke(SpecModel):
+    """One known-good invocation, run before a revision is promoted."""
+
+    inputs: dict[str, Any] = Field(description="Inputs; must satisfy the inputs schema.")
+    expect: Expectations = Field(description="Checks on the output.")
+
+
+class ChatMapping(SpecModel):
+    """How `/v1/chat/completions` turns the last user message into inputs."""
+
+    input: str = Field(description="Name of the input property that receives the message text.")
+
+
+class Workflow(SpecModel):
+    """A workflow: inputs schema, a DAG of steps, an output expression and a smoke case."""
+
+    api_version: Literal["microagents.plnt.work/v1"] = Field(description="Spec version.")
+    kind: Literal["Workflow"] = Field(description="Always Workflow.")
+    metadata: Metadata
+    inputs: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object"},
+        description="JSON Schema (draft 2020-12 unless `$schema` says otherwise) of the inputs.",
+    )
+    steps: list[Step] = Field(min_length=1, description="The steps, a DAG through `needs`.")
+    output: str = Field(
+        description="Expression over `inputs` and `steps` giving the workflow's output."
+    )
+    chat: ChatMapping | None = Field(
+        default=None, description="Mapping for the OpenAI-compatible endpoint (optional)."
+    )
+    smoke: Smoke | None = Field(default=None, description="A smoke case.")
+
+    def step(self, step_id: str) -> ModelStep | HttpStep | TransformStep:
+        """The step with this id (KeyError if there is none)."""
+        for candidate in self.steps:
+            if candidate.id == step_id:
+                return candidate
+        raise KeyError(step_id)
