@@ -48,6 +48,8 @@ def server_ssl_context(pki: pki_module.Pki, *, client_ca_files: Sequence[Path]) 
     Pass *every* CA that may sign client certificates (normally `pki.client_ca_files`):
     a certificate from any other CA fails the handshake.
     """
+    # Not ssl.create_default_context(): for CLIENT_AUTH it loads the system's public CAs
+    # into the verify store, letting any publicly issued certificate through the handshake.
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(certfile=pki.serving_cert, keyfile=pki.serving_key)

@@ -94,7 +94,11 @@ class ResourceDefinition:
         return f"{base}{namespace}/" if namespace else base
 
     def key(self, namespace: str, name: str) -> str:
-        return f"{self.key_prefix(namespace)}{name}" if self.namespaced else f"{self.key_prefix()}{name}"
+        return (
+            f"{self.key_prefix(namespace)}{name}"
+            if self.namespaced
+            else f"{self.key_prefix()}{name}"
+        )
 
     def selectable_fields(self, obj: Object) -> dict[str, str]:
         """Field-selector values: metadata.name/namespace plus the kind's own fields."""

@@ -25,7 +25,13 @@ def _field_labels(obj: Object) -> dict[str, str]:
     fields = {
         f"involvedObject.{name}": str(_get(obj, "involvedObject", name) or "")
         for name in (
-            "kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"
+            "kind",
+            "namespace",
+            "name",
+            "uid",
+            "apiVersion",
+            "resourceVersion",
+            "fieldPath",
         )
     }
     fields["reason"] = str(obj.get("reason") or "")
@@ -57,9 +63,13 @@ DEFINITION = ResourceDefinition(
         PrinterColumn("Type", "string", "Normal or Warning.", lambda o: o.get("type")),
         PrinterColumn("Reason", "string", "Why.", lambda o: o.get("reason")),
         PrinterColumn(
-            "Object", "string", "The object concerned.",
-            lambda o: f"{str(_get(o, 'involvedObject', 'kind') or '').lower()}/"
-            f"{_get(o, 'involvedObject', 'name') or ''}",
+            "Object",
+            "string",
+            "The object concerned.",
+            lambda o: (
+                f"{str(_get(o, 'involvedObject', 'kind') or '').lower()}/"
+                f"{_get(o, 'involvedObject', 'name') or ''}"
+            ),
         ),
         PrinterColumn("Message", "string", "What happened.", lambda o: o.get("message")),
     ),
@@ -74,9 +84,7 @@ class EventRecorder:
         self._store = store
         self._component = component
 
-    async def record(
-        self, involved: Object, *, type: str, reason: str, message: str
-    ) -> Object:
+    async def record(self, involved: Object, *, type: str, reason: str, message: str) -> Object:
         """Create an Event about `involved` (an object as served, with uid)."""
         meta = involved.get("metadata", {})
         namespace = meta.get("namespace") or "default"

@@ -25,8 +25,10 @@ class PlntBackendStrategy(Strategy):
 
     def validate_semantics(self, obj: Object) -> list[errors.Cause]:
         spec = obj.get("spec")
-        if isinstance(spec, dict) and spec.get("type") not in (None, "echo") and not spec.get(
-            "endpoint"
+        if (
+            isinstance(spec, dict)
+            and spec.get("type") not in (None, "echo")
+            and not spec.get("endpoint")
         ):
             return [
                 errors.Cause(
@@ -54,16 +56,24 @@ DEFINITION = ResourceDefinition(
         PrinterColumn("Type", "string", "Backend protocol.", lambda o: _get(o, "spec", "type")),
         PrinterColumn("Endpoint", "string", "Base URL.", lambda o: _get(o, "spec", "endpoint")),
         PrinterColumn(
-            "Reachable", "string", "Result of the last probe.",
-            lambda o: None if _get(o, "status", "reachable") is None
-            else str(_get(o, "status", "reachable")).lower(),
+            "Reachable",
+            "string",
+            "Result of the last probe.",
+            lambda o: (
+                None
+                if _get(o, "status", "reachable") is None
+                else str(_get(o, "status", "reachable")).lower()
+            ),
         ),
         PrinterColumn(
             "GPU", "string", "GPU class.", lambda o: _get(o, "spec", "gpuClass"), priority=1
         ),
         PrinterColumn(
-            "Models", "string", "Served models.",
-            lambda o: ",".join(_get(o, "spec", "models") or []) or None, priority=1,
+            "Models",
+            "string",
+            "Served models.",
+            lambda o: ",".join(_get(o, "spec", "models") or []) or None,
+            priority=1,
         ),
     ),
 )

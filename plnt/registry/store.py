@@ -50,6 +50,7 @@ class WriteResult:
     object: Object
     created: bool = False
     warnings: list[str] = field(default_factory=list)
+    previous: Object | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +106,9 @@ def parse_resource_version(value: str, *, field_name: str = "resourceVersion") -
     except ValueError:
         revision = -1
     if revision < 0:
-        raise errors.BadRequest(f'Invalid value: "{value}": {field_name} must be an unsigned integer')
+        raise errors.BadRequest(
+            f'Invalid value: "{value}": {field_name} must be an unsigned integer'
+        )
     return revision
 
 
@@ -173,7 +176,7 @@ class ResourceStore:
             if options.is_patch:
                 raise errors.Invalid(
                     f'{self.definition.qualified_kind} "{obj["metadata"].get("name", "")}" is '
-                    f"invalid: patch: Invalid value: \"...\": {text}",
+                    f'invalid: patch: Invalid value: "...": {text}',
                     name=str(obj["metadata"].get("name", "")),
                     group=self.definition.group,
                     kind=self.definition.kind,
@@ -307,7 +310,9 @@ class ResourceStore:
             except storage_errors.KeyExists as error:
                 if attempt + 1 < attempts:
                     continue
-                raise errors.AlreadyExists.of(self.definition.group_resource, meta["name"]) from error
+                raise errors.AlreadyExists.of(
+                    self.definition.group_resource, meta["name"]
+                ) from error
             except storage_errors.StorageError as error:
                 raise translate(error) from error
             return WriteResult(decode(kv), created=True, warnings=warnings)
@@ -345,6 +350,7 @@ class ResourceStore:
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             result.warnings = warnings
             result.object = new
+            result.previous = old
             if new == old:
                 return None
             return encode(new)
@@ -375,7 +381,9 @@ class ResourceStore:
         result.object = stored
         return result
 
-    async def delete(self, namespace: str, name: str, options: DeleteOptions) -> tuple[Object, bool]:
+    async def delete(
+        self, namespace: str, name: str, options: DeleteOptions
+    ) -> tuple[Object, bool]:
         """Delete, or mark for deletion while finalizers remain; returns (object, gone)."""
         key = self.definition.key(namespace, name)
         try:
@@ -428,10 +436,13 @@ class ResourceStore:
         self, namespace: str, list_options: ListOptions, options: DeleteOptions
     ) -> ListPage:
         """Delete every matching object; returns what was deleted (or marked)."""
-        page = await self.list(namespace, ListOptions(
-            label_selector=list_options.label_selector,
-            field_selector=list_options.field_selector,
-        ))
+        page = await self.list(
+            namespace,
+            ListOptions(
+                label_selector=list_options.label_selector,
+                field_selector=list_options.field_selector,
+            ),
+        )
         deleted: list[Object] = []
         for obj in page.items:
             meta = obj["metadata"]
@@ -459,16 +470,12 @@ def translate(error: storage_errors.StorageError) -> errors.APIError:
     if isinstance(error, storage_errors.InvalidContinue):
         return errors.BadRequest(f"invalid continue token: {error}")
     if isinstance(error, storage_errors.TooLargeRevision):
-        message = (
-            f"Too large resource version: {error.revision}, current: {error.current_revision}"
-        )
+        message = f"Too large resource version: {error.revision}, current: {error.current_revision}"
         return errors.Timeout(
             message,
             causes=[errors.Cause("ResourceVersionTooLarge", message)],
             retry_after_seconds=1,
         )
     if isinstance(error, storage_errors.Unavailable):
-        return errors.ServiceUnavailable(
-            f"storage is unavailable: {error}", retry_after_seconds=5
-        )
+        return errors.ServiceUnavailable(f"storage is unavailable: {error}", retry_after_seconds=5)
     return errors.InternalError.wrap(error)

@@ -131,8 +131,11 @@ def validate_metadata(obj: Object) -> list[Cause]:
     name = meta.get("name")
     if not name:
         causes.append(
-            Cause("FieldValueRequired", "Required value: name or generateName is required",
-                  "metadata.name")
+            Cause(
+                "FieldValueRequired",
+                "Required value: name or generateName is required",
+                "metadata.name",
+            )
         )
     elif not isinstance(name, str) or not _is_dns1123_subdomain(name):
         causes.append(
@@ -150,16 +153,22 @@ def validate_metadata(obj: Object) -> list[Cause]:
             not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values())
         ):
             causes.append(
-                Cause("FieldValueTypeInvalid", "Invalid value: must be a map of strings",
-                      f"metadata.{section}")
+                Cause(
+                    "FieldValueTypeInvalid",
+                    "Invalid value: must be a map of strings",
+                    f"metadata.{section}",
+                )
             )
     finalizers = meta.get("finalizers")
     if finalizers is not None and not (
         isinstance(finalizers, list) and all(isinstance(f, str) for f in finalizers)
     ):
         causes.append(
-            Cause("FieldValueTypeInvalid", "Invalid value: must be a list of strings",
-                  "metadata.finalizers")
+            Cause(
+                "FieldValueTypeInvalid",
+                "Invalid value: must be a list of strings",
+                "metadata.finalizers",
+            )
         )
     return causes
 

@@ -90,30 +90,38 @@ DEFINITION = ResourceDefinition(
     description="A workflow deployed from a pinned spec to an inference backend.",
     subresources=(
         Subresource("status", KIND, ("get", "patch", "update")),
-        Subresource("scale", "Scale", ("get", "patch", "update"), group="autoscaling", version="v1"),
+        Subresource(
+            "scale", "Scale", ("get", "patch", "update"), group="autoscaling", version="v1"
+        ),
     ),
     columns=(
         PrinterColumn(
-            "Workflow", "string", "The workflow spec reference.",
+            "Workflow",
+            "string",
+            "The workflow spec reference.",
             lambda o: _get(o, "spec", "workflow", "ref"),
         ),
         PrinterColumn("Backend", "string", "The inference backend in use.", _backend),
         PrinterColumn("Replicas", "string", "Ready and desired runner replicas.", _replicas),
+        PrinterColumn("Phase", "string", "Lifecycle phase.", lambda o: _get(o, "status", "phase")),
         PrinterColumn(
-            "Phase", "string", "Lifecycle phase.", lambda o: _get(o, "status", "phase")
-        ),
-        PrinterColumn(
-            "Revision", "integer", "The promoted revision.",
+            "Revision",
+            "integer",
+            "The promoted revision.",
             lambda o: _get(o, "status", "revision"),
         ),
         PrinterColumn("Age", "string", "Time since creation.", lambda o: _age(o)),
         PrinterColumn("Digest", "string", "Digest of the spec.", _short_digest, priority=1),
         PrinterColumn(
-            "Target", "string", "Where runners run.", lambda o: _get(o, "spec", "target"),
+            "Target",
+            "string",
+            "Where runners run.",
+            lambda o: _get(o, "spec", "target"),
             priority=1,
         ),
-        PrinterColumn("Ready", "string", "Reason of the Ready condition.", _ready_reason,
-                      priority=1),
+        PrinterColumn(
+            "Ready", "string", "Reason of the Ready condition.", _ready_reason, priority=1
+        ),
     ),
     field_labels=lambda obj: {"status.phase": str(_get(obj, "status", "phase") or "")},
 )

@@ -160,15 +160,14 @@ class Executor:
         problems = []
         for error in documents.validate_inputs(self.workflow, inputs):
             path = "$" + "".join(
-                f"[{part}]" if isinstance(part, int) else f".{part}"
-                for part in error.absolute_path
+                f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path
             )
             missing = _REQUIRED.match(error.message)
             if error.validator == "required" and missing:
                 path += f".{missing.group(1)}"
             problems.append(errors.InputProblem(path, error.message))
         if problems:
-            raise errors.InvalidInputs(problems)
+            raise errors.InvalidInputs(sorted(problems, key=lambda problem: problem.path))
         filled = dict(inputs)
         properties = self.workflow.inputs.get("properties", {})
         if isinstance(properties, dict):
@@ -246,9 +245,7 @@ class Executor:
         invocation.outputs[step.id] = value
         finished = time.perf_counter()
         trace.finished_ms = invocation.offset_ms(finished)
-        self._metrics.step_latency.labels(step.id, step.kind, trace.cache).observe(
-            finished - began
-        )
+        self._metrics.step_latency.labels(step.id, step.kind, trace.cache).observe(finished - began)
         done[step.id].set_result(None)
 
     def _resolve(self, step: AnyStep, context: dict[str, Any]) -> Any:

@@ -87,7 +87,9 @@ async def readyz(request: web.Request) -> web.StreamResponse:
     """Readiness: the spec is loaded and the backend client exists (and not shutting down)."""
     if not request.app[keys.READINESS].ready:
         return web.json_response({"status": "not ready"}, status=503)
-    return web.json_response({"status": "ready", "workflow": request.app[keys.WORKFLOW].metadata.name})
+    return web.json_response(
+        {"status": "ready", "workflow": request.app[keys.WORKFLOW].metadata.name}
+    )
 
 
 async def metrics(request: web.Request) -> web.StreamResponse:

@@ -171,9 +171,7 @@ class EtcdStore:
         raw = (self.key_prefix + key).encode()
         request = rpc.TxnRequest(
             compare=[
-                rpc.Compare(
-                    key=raw, target=_TARGET_CREATE, result=_CMP_EQUAL, create_revision=0
-                )
+                rpc.Compare(key=raw, target=_TARGET_CREATE, result=_CMP_EQUAL, create_revision=0)
             ],
             success=[rpc.RequestOp(request_put=rpc.PutRequest(key=raw, value=value))],
         )
@@ -206,8 +204,7 @@ class EtcdStore:
                     state, confirmed = await self.get(key), True
                     continue
                 raise errors.Conflict(
-                    f"key {key!r} is at revision {state.mod_revision},"
-                    f" not {expected_revision}",
+                    f"key {key!r} is at revision {state.mod_revision}, not {expected_revision}",
                     key=key,
                     current_revision=state.mod_revision,
                 )
@@ -310,15 +307,11 @@ class EtcdStore:
         except rpc.AioRpcError as exc:
             raise translate_rpc_error(exc, key=key) from exc
 
-    async def _revision_error(
-        self, exc: Any, revision: int
-    ) -> errors.StorageError:
+    async def _revision_error(self, exc: Any, revision: int) -> errors.StorageError:
         error = translate_rpc_error(exc)
         if isinstance(error, errors.Expired):
             return errors.Expired(str(error), revision=revision, compacted_revision=0)
         if isinstance(error, errors.TooLargeRevision):
             current = await self.current_revision()
-            return errors.TooLargeRevision(
-                str(error), revision=revision, current_revision=current
-            )
+            return errors.TooLargeRevision(str(error), revision=revision, current_revision=current)
         return error

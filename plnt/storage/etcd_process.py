@@ -111,8 +111,8 @@ class EtcdProcess:
         self.unsafe_no_fsync = unsafe_no_fsync
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
-        self.log_path = Path(log_path) if log_path else self.data_dir.with_name(
-            self.data_dir.name + ".log"
+        self.log_path = (
+            Path(log_path) if log_path else self.data_dir.with_name(self.data_dir.name + ".log")
         )
         self._proc: subprocess.Popen[bytes] | None = None
 

@@ -6,7 +6,8 @@ and swallows compaction into a generic error. Here each watch owns its gRPC
 stream (`Watch` RPC from aetcd's generated stubs), so the caller sees exactly:
 
 * every event with revision > `after_revision`, in order, without gaps, with
-  `prev_kv` so DELETED carries the last value;
+  etcd's `prev_kv` so DELETED carries the last value and MODIFIED/DELETED carry
+  `prev` (absent only when that value was already compacted);
 * PROGRESS events built from etcd's periodic progress notifications, which etcd
   sends on an idle watch through the same channel as events (so a progress
   revision never overtakes an undelivered event). The period is the server's
@@ -152,21 +153,29 @@ class EtcdWatch:
         for event in response.events:
             kv = event.kv
             key = kv.key.decode()[strip:]
+            raw_prev = event.prev_kv
+            prev = (
+                KeyValue(key, raw_prev.value, raw_prev.mod_revision, raw_prev.create_revision)
+                if raw_prev.mod_revision
+                else None
+            )
             if event.type == _PUT:
                 append(
                     WatchEvent(
                         "ADDED" if kv.version == 1 else "MODIFIED",
                         kv.mod_revision,
                         KeyValue(key, kv.value, kv.mod_revision, kv.create_revision),
+                        prev,
                     )
                 )
             else:
-                prev = event.prev_kv
+                # A DELETED event's kv is the last value, stamped with the delete revision.
                 append(
                     WatchEvent(
                         "DELETED",
                         kv.mod_revision,
-                        KeyValue(key, prev.value, kv.mod_revision, prev.create_revision),
+                        KeyValue(key, raw_prev.value, kv.mod_revision, raw_prev.create_revision),
+                        prev,
                     )
                 )
         if response.events:

@@ -173,7 +173,9 @@ class Workflow(SpecModel):
         default_factory=lambda: {"type": "object"},
         description="JSON Schema (draft 2020-12 unless `$schema` says otherwise) of the inputs.",
     )
-    steps: list[Step] = Field(min_length=1, description="The steps, a DAG through `needs`.")
+    steps: list[Step] = Field(
+        min_length=1, max_length=256, description="The steps, a DAG through `needs`."
+    )
     output: str = Field(
         description="Expression over `inputs` and `steps` giving the workflow's output."
     )

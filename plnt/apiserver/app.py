@@ -1,0 +1,117 @@
+"""The composition root: the only module that picks concrete storage, authn and authz.
+
+`build_app(settings)` returns an aiohttp application whose etcd client, watch
+cache and resource stores are created and torn down in a cleanup context, so
+nothing lives at module level and tests can build as many servers as they like.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+from aiohttp import web
+
+from plnt.apiserver import (
+    authn,
+    authz,
+    endpoints,
+    keys,
+    metrics,
+    middleware,
+    pki,
+    resources,
+    settings as settings_module,
+    tlsconfig,
+)
+from plnt.registry import events
+from plnt.registry.catalog import ALL_RESOURCES
+from plnt.registry.store import ResourceStore
+from plnt.storage.cache import CachedStore
+from plnt.storage.etcd import EtcdStore
+from plnt.storage.interface import Store
+
+
+def build_authenticator(settings: settings_module.ServerSettings) -> authn.Authenticator:
+    """Request-header, client certificate and (optional) token file, in kube's order."""
+    if settings.pki_dir is None:
+        raise ValueError("pki_dir is required: plnt serves HTTPS only")
+    paths = pki.Pki.at(settings.pki_dir)
+    return authn.standard_authenticator(
+        client_ca=tlsconfig.TrustBundle.from_file(paths.ca_cert),
+        requestheader_ca=tlsconfig.TrustBundle.from_file(paths.front_proxy_ca_cert),
+        requestheader_options=authn.RequestHeaderOptions(
+            allowed_names=settings.requestheader_allowed_names
+        ),
+        token_file=settings.token_file,
+    )
+
+
+def build_authorizer(settings: settings_module.ServerSettings) -> authz.Authorizer:
+    policy = authz.load_policy(settings.policy_file) if settings.policy_file else None
+    return authz.standalone_authorizer(policy)
+
+
+def _storage_context(
+    settings: settings_module.ServerSettings,
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def context(app: web.Application) -> AsyncIterator[None]:
+        ready = app[keys.READY]
+        etcd = EtcdStore(",".join(settings.etcd_endpoints), key_prefix=settings.etcd_prefix)
+        await etcd.start()
+        store: Store = etcd
+        cache: CachedStore | None = None
+        try:
+            ready["etcd"] = True
+            if settings.watch_cache:
+                cache = CachedStore(etcd, prefixes=[d.key_prefix() for d in ALL_RESOURCES])
+                await cache.start()
+                store = cache
+            ready["watch-cache"] = True
+            app[keys.STORAGE] = store
+            stores = {(d.group, d.plural): ResourceStore(d, store) for d in ALL_RESOURCES}
+            app[keys.STORES] = stores
+            app[keys.RECORDER] = events.EventRecorder(stores[("", "events")])
+            yield
+        finally:
+            if cache is not None:
+                await cache.close()
+            await etcd.close()
+
+    return context
+
+
+def build_app(settings: settings_module.ServerSettings) -> web.Application:
+    """The API server application for `settings` (not yet listening).
+
+    The PKI under `settings.pki_dir` is created when missing, because the
+    authenticators need its CAs.
+    """
+    if settings.pki_dir is None:
+        raise ValueError("pki_dir is required: plnt serves HTTPS only")
+    pki.ensure_pki(Path(settings.pki_dir), extra_sans=settings.extra_sans)
+    app = web.Application(
+        middlewares=middleware.chain(),
+        client_max_size=settings.max_request_body_bytes + 1,
+    )
+    app[keys.SETTINGS] = settings
+    app[keys.METRICS] = metrics.Metrics()
+    app[keys.READY] = {"etcd": False, "watch-cache": False}
+    app[keys.AUTHENTICATOR] = build_authenticator(settings)
+    app[keys.AUTHORIZER] = build_authorizer(settings)
+    app[endpoints.DOCUMENTS] = endpoints.Documents(
+        server_address=f"{settings.host}:{settings.port}"
+    )
+    app.cleanup_ctx.append(_storage_context(settings))
+    endpoints.add_routes(app)
+    app.router.add_route("*", "/apis/{tail:.+}", resources.dispatch)
+    app.router.add_route("*", "/api/{tail:.+}", resources.dispatch)
+    return app
+
+
+def ssl_context_for(settings: settings_module.ServerSettings) -> object:
+    """The serving TLS context, requesting (not requiring) client certificates."""
+    if settings.pki_dir is None:
+        raise ValueError("pki_dir is required: plnt serves HTTPS only")
+    paths = pki.ensure_pki(Path(settings.pki_dir), extra_sans=settings.extra_sans)
+    return tlsconfig.server_ssl_context(paths, client_ca_files=paths.client_ca_files)

@@ -1,0 +1,132 @@
+"""The middleware chain, in one visible order (outermost first):
+
+    metrics → errors-as-Status → request info → authentication → authorization → handler
+
+Metrics sit outside the error mapper so they record the final status code;
+authentication runs before authorization, and health paths pass without
+credentials (probes carry none), as kube's AlwaysAllowPaths does.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from plnt.api import errors
+from plnt.apiserver import authn, authz, keys, requestinfo, responses
+from plnt.apiserver.resources import REQUEST_INFO
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+log = logging.getLogger("plnt.apiserver")
+
+USER = "plnt.user"
+ANONYMOUS_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+
+
+@web.middleware
+async def metrics_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    start = time.perf_counter()
+    code = 500
+    try:
+        response = await handler(request)
+        code = response.status
+        return response
+    except web.HTTPException as error:
+        code = error.status
+        raise
+    finally:
+        info = request.get(REQUEST_INFO)
+        verb = info.verb if info is not None else request.method.lower()
+        resource = info.resource_with_subresource if info is not None and \
+            info.is_resource_request else ""
+        metrics = request.app[keys.METRICS]
+        metrics.requests.labels(verb, resource, str(code)).inc()
+        if verb != "watch":
+            metrics.latency.labels(verb, resource).observe(time.perf_counter() - start)
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The one place API errors become Status responses; anything unexpected is a 500 Status."""
+    try:
+        response = await handler(request)
+    except errors.APIError as error:
+        return responses.status_response(error)
+    except web.HTTPNotFound:
+        return web.Response(status=404, text="404 page not found\n",
+                            content_type="text/plain")
+    except web.HTTPException:
+        raise
+    except Exception as error:
+        log.exception("internal error serving %s %s", request.method, request.path)
+        return responses.status_response(errors.InternalError.wrap(error))
+    if "Cache-Control" not in response.headers and not response.prepared:
+        response.headers["Cache-Control"] = "no-cache, private"
+    return response
+
+
+@web.middleware
+async def request_info_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    request[REQUEST_INFO] = requestinfo.parse(request.method, request.path, request.query)
+    return await handler(request)
+
+
+@web.middleware
+async def authentication_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        user = await request.app[keys.AUTHENTICATOR].authenticate(request)
+    except authn.AuthenticationFailed as error:
+        log.info("authentication failed for %s: %s", request.path, error)
+        raise errors.Unauthorized("Unauthorized") from error
+    if user is None:
+        if request.path not in ANONYMOUS_PATHS:
+            raise errors.Unauthorized("Unauthorized")
+        user = authn.UserInfo(name="system:anonymous", groups=("system:unauthenticated",))
+    request[USER] = user
+    return await handler(request)
+
+
+def attributes_of(request: web.Request) -> authz.Attributes:
+    info: requestinfo.RequestInfo = request[REQUEST_INFO]
+    verb = "get" if info.verb == "head" else info.verb
+    return authz.Attributes(
+        user=request[USER],
+        verb=verb,
+        resource_request=info.is_resource_request,
+        path=info.path,
+        api_group=info.api_group,
+        api_version=info.api_version,
+        namespace=info.namespace,
+        resource=info.resource,
+        subresource=info.subresource,
+        name=info.name,
+    )
+
+
+@web.middleware
+async def authorization_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    attributes = attributes_of(request)
+    decision, reason = request.app[keys.AUTHORIZER].authorize(attributes)
+    if decision is not authz.Decision.ALLOW:
+        details = authz.forbidden_status_details(attributes)
+        raise errors.Forbidden(
+            authz.forbidden_message(attributes, reason=reason),
+            name=details.get("name", ""),
+            group=details.get("group"),
+            kind=details.get("kind", ""),
+        )
+    return await handler(request)
+
+
+def chain() -> list[Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]]:
+    """The middlewares in order, outermost first."""
+    return [
+        metrics_middleware,
+        error_middleware,
+        request_info_middleware,
+        authentication_middleware,
+        authorization_middleware,
+    ]

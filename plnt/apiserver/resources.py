@@ -1,0 +1,198 @@
+"""Handlers of resource requests: decode, call the registry, encode.
+
+One dispatcher reads the `RequestInfo` the middleware computed, finds the
+resource's `ResourceStore`, and maps the verb (and subresource) to a registry
+call. Representation (object, Table, PartialObjectMetadata) is decided by
+`negotiation` and applied here, after the registry has answered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from plnt.api import errors
+from plnt.apiserver import keys, negotiation, params, responses, scale, watch
+from plnt.apiserver.requestinfo import RequestInfo
+from plnt.registry import patches, tables, transitions
+from plnt.registry.definitions import Object
+from plnt.registry.store import ListPage, ResourceStore, WriteResult
+
+REQUEST_INFO = "plnt.request_info"
+
+
+def find_store(request: web.Request, info: RequestInfo) -> ResourceStore:
+    stores = request.app[keys.STORES]
+    store = stores.get((info.api_group, info.resource))
+    if store is None or store.definition.version != info.api_version:
+        raise errors.NotFound("the server could not find the requested resource")
+    if store.definition.namespaced and not info.namespace and info.verb not in ("list", "watch"):
+        raise errors.NotFound("the server could not find the requested resource")
+    return store
+
+
+def encode_one(request: web.Request, store: ResourceStore, obj: Object) -> Any:
+    rep = negotiation.choose(request.headers.get("Accept"))
+    if rep.kind == "Table":
+        include = tables.check_include_object(request.query.get("includeObject"))
+        body = tables.table(
+            store.definition, [obj], include_object=include,
+            resource_version=obj.get("metadata", {}).get("resourceVersion", ""),
+        )
+        body["apiVersion"] = f"meta.k8s.io/{rep.version}"
+        return body
+    if rep.kind.startswith("PartialObjectMetadata"):
+        return tables.partial_object_metadata(obj)
+    return obj
+
+
+def encode_list(request: web.Request, store: ResourceStore, page: ListPage) -> Any:
+    d = store.definition
+    rep = negotiation.choose(request.headers.get("Accept"))
+    if rep.kind == "Table":
+        include = tables.check_include_object(request.query.get("includeObject"))
+        body = tables.table(
+            d, page.items, include_object=include, resource_version=page.resource_version,
+            continue_token=page.continue_token, remaining=page.remaining,
+        )
+        body["apiVersion"] = f"meta.k8s.io/{rep.version}"
+        return body
+    meta: dict[str, Any] = {"resourceVersion": page.resource_version}
+    if page.continue_token:
+        meta["continue"] = page.continue_token
+    if page.remaining is not None:
+        meta["remainingItemCount"] = page.remaining
+    if rep.kind.startswith("PartialObjectMetadata"):
+        return {
+            "kind": "PartialObjectMetadataList",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": meta,
+            "items": [tables.partial_object_metadata(o) for o in page.items],
+        }
+    return {"kind": f"{d.kind}List", "apiVersion": d.api_version, "metadata": meta,
+            "items": page.items}
+
+
+def _patch_transform(media: str, patch: Any) -> Any:
+    if media == negotiation.JSON_PATCH:
+        return lambda old: patches.apply_json_patch(old, patch)
+    if media == negotiation.MERGE_PATCH:
+        return lambda old: patches.apply_merge_patch(old, patch)
+    return lambda old: patches.apply_strategic_merge_patch(old, patch)
+
+
+def _unsupported_patch(media: str, store: ResourceStore) -> errors.UnsupportedMediaType:
+    accepted = ", ".join(
+        (negotiation.JSON_PATCH, negotiation.MERGE_PATCH, negotiation.STRATEGIC_PATCH)
+    )
+    message = (
+        f"the body of the request was in an unknown format - accepted media types include: "
+        f"{accepted}"
+    )
+    if media == negotiation.APPLY_PATCH:
+        message = (
+            "server-side apply is not supported by plnt yet; use client-side `kubectl apply` "
+            f"(accepted media types include: {accepted})"
+        )
+    del store
+    return errors.UnsupportedMediaType(message)
+
+
+async def record_transitions(
+    request: web.Request, store: ResourceStore, result: WriteResult, *, dry_run: bool
+) -> None:
+    """Every WorkflowRun state transition becomes an Event (what `kubectl describe` shows)."""
+    if dry_run or store.definition.plural != "workflowruns":
+        return
+    previous = None if result.created else result.previous
+    if not result.created and previous is None:
+        return
+    recorder = request.app[keys.RECORDER]
+    for t in transitions.workflowrun_transitions(previous, result.object):
+        await recorder.record(result.object, type=t.type, reason=t.reason, message=t.message)
+
+
+async def dispatch(request: web.Request) -> web.StreamResponse:
+    """Serve any resource request."""
+    info: RequestInfo = request[REQUEST_INFO]
+    store = find_store(request, info)
+    d = store.definition
+    limit = request.app[keys.SETTINGS].max_request_body_bytes
+    query = request.query
+    namespace, name, verb = info.namespace, info.name, info.verb
+    if info.subresource:
+        if d.subresource(info.subresource) is None:
+            raise errors.NotFound("the server could not find the requested resource")
+        if info.subresource == "scale":
+            return await scale.handle(request, store, info)
+        if verb not in ("get", "update", "patch"):
+            raise errors.MethodNotSupported.of(d.group_resource, verb)
+    if verb == "get":
+        return responses.json_response(encode_one(request, store, await store.get(namespace, name)))
+    if verb == "list":
+        options = params.list_options(query, d, watch=False)
+        page = await store.list(namespace, options)
+        return responses.json_response(encode_list(request, store, page))
+    if verb == "watch":
+        options = params.list_options(query, d, watch=True)
+        return await watch.serve(request, store, namespace, options)
+    if verb == "create":
+        if info.subresource:
+            raise errors.MethodNotSupported.of(d.group_resource, "create")
+        body, duplicates = await params.decode_object(request, limit=limit)
+        if not isinstance(body, dict):
+            raise errors.BadRequest("the request body must be a JSON object")
+        options = params.write_options(query, duplicates=duplicates)
+        result = await store.create(namespace, body, options)
+        await record_transitions(request, store, result, dry_run=options.dry_run)
+        return responses.json_response(result.object, status=201, warnings=result.warnings)
+    if verb == "update":
+        body, duplicates = await params.decode_object(request, limit=limit)
+        if not isinstance(body, dict):
+            raise errors.BadRequest("the request body must be a JSON object")
+        options = params.write_options(query, duplicates=duplicates)
+        result = await store.update(
+            namespace, name, lambda old: body, options, subresource=info.subresource
+        )
+        await record_transitions(request, store, result, dry_run=options.dry_run)
+        return responses.json_response(result.object, warnings=result.warnings)
+    if verb == "patch":
+        media = negotiation.content_type(request.headers.get("Content-Type"))
+        if media not in negotiation.PATCH_TYPES:
+            raise _unsupported_patch(media, store)
+        if "force" in query:
+            raise errors.Invalid(
+                "force: Forbidden: may not be specified for non-apply patch",
+                causes=[errors.Cause("FieldValueForbidden",
+                                     "Forbidden: may not be specified for non-apply patch",
+                                     "force")],
+            )
+        patch_body, _ = await params.decode_object(request, limit=limit)
+        transform = _patch_transform(media, patch_body)
+
+        def apply(old: Object) -> Object:
+            try:
+                patched: Object = transform(old)
+            except patches.PatchError as error:
+                raise errors.Invalid(
+                    f'{d.qualified_kind} "{name}" is invalid: patch: {error}',
+                    name=name, group=d.group, kind=d.kind,
+                    causes=[errors.Cause("FieldValueInvalid", str(error), "patch")],
+                ) from error
+            return patched
+
+        options = params.write_options(query, is_patch=True)
+        result = await store.update(namespace, name, apply, options, subresource=info.subresource)
+        await record_transitions(request, store, result, dry_run=options.dry_run)
+        return responses.json_response(result.object, warnings=result.warnings)
+    if verb == "delete":
+        options = await params.delete_options(request, limit=limit)
+        obj, _ = await store.delete(namespace, name, options)
+        return responses.json_response(obj)
+    if verb == "deletecollection":
+        options = await params.delete_options(request, limit=limit)
+        list_opts = params.list_options(query, d, watch=False)
+        page = await store.delete_collection(namespace, list_opts, options)
+        return responses.json_response(encode_list(request, store, page))
+    raise errors.MethodNotSupported.of(d.group_resource, verb)

@@ -1,0 +1,105 @@
+"""The `scale` subresource: autoscaling/v1 Scale over `spec.replicas` and `status.replicas`.
+
+client-go decodes the answer with a scheme that knows only Scale, so every
+response here is a Scale, never the WorkflowRun itself (KUBE-API.md §5.5).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from aiohttp import web
+
+from plnt.api import errors
+from plnt.apiserver import negotiation, params, responses
+from plnt.apiserver.requestinfo import RequestInfo
+from plnt.registry import patches
+from plnt.registry.definitions import Object
+from plnt.registry.store import ResourceStore
+
+
+def to_scale(obj: Object) -> dict[str, Any]:
+    meta = obj.get("metadata", {})
+    status = obj.get("status") or {}
+    scale_status: dict[str, Any] = {"replicas": int(status.get("replicas") or 0)}
+    if status.get("selector"):
+        scale_status["selector"] = status["selector"]
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta
+        },
+        "spec": {"replicas": int((obj.get("spec") or {}).get("replicas", 1))},
+        "status": scale_status,
+    }
+
+
+def _replicas_of(scale: Any, name: str) -> int:
+    replicas = scale.get("spec", {}).get("replicas") if isinstance(scale, dict) else None
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+        raise errors.Invalid(
+            f'Scale.autoscaling "{name}" is invalid: spec.replicas: Invalid value: '
+            f"{replicas!r}: must be greater than or equal to 0",
+            name=name, group="autoscaling", kind="Scale",
+            causes=[errors.Cause("FieldValueInvalid",
+                                 f"Invalid value: {replicas!r}: must be greater than or equal "
+                                 "to 0", "spec.replicas")],
+        )
+    return replicas
+
+
+async def handle(request: web.Request, store: ResourceStore, info: RequestInfo) -> web.Response:
+    name, namespace = info.name, info.namespace
+    limit = 3 * 1024 * 1024
+    if info.verb == "get":
+        return responses.json_response(to_scale(await store.get(namespace, name)))
+    if info.verb == "update":
+        body, _ = await params.decode_object(request, limit=limit)
+
+        def replace(old: Object) -> Object:
+            return _apply_scale(old, body, name)
+
+        transform = replace
+    elif info.verb == "patch":
+        media = negotiation.content_type(request.headers.get("Content-Type"))
+        if media not in negotiation.PATCH_TYPES:
+            raise errors.UnsupportedMediaType(
+                "the body of the request was in an unknown format - accepted media types "
+                "include: application/json-patch+json, application/merge-patch+json, "
+                "application/strategic-merge-patch+json"
+            )
+        patch, _ = await params.decode_object(request, limit=limit)
+
+        def patched(old: Object) -> Object:
+            current = to_scale(old)
+            try:
+                if media == negotiation.JSON_PATCH:
+                    new_scale = patches.apply_json_patch(current, patch)
+                elif media == negotiation.MERGE_PATCH:
+                    new_scale = patches.apply_merge_patch(current, patch)
+                else:
+                    new_scale = patches.apply_strategic_merge_patch(current, patch)
+            except patches.PatchError as error:
+                raise errors.BadRequest(str(error)) from error
+            return _apply_scale(old, new_scale, name)
+
+        transform = patched
+    else:
+        raise errors.MethodNotSupported.of(store.definition.group_resource, info.verb)
+    result = await store.update(namespace, name, transform, params.write_options(request.query))
+    return responses.json_response(to_scale(result.object), warnings=result.warnings)
+
+
+def _apply_scale(old: Object, scale: Any, name: str) -> Object:
+    """The object with spec.replicas from `scale`; a stale Scale resourceVersion is a 409."""
+    replicas = _replicas_of(scale, name)
+    new = copy.deepcopy(old)
+    wanted = (scale.get("metadata") or {}).get("resourceVersion")
+    if wanted:
+        new["metadata"]["resourceVersion"] = wanted
+    new.setdefault("spec", {})["replicas"] = replicas
+    return new

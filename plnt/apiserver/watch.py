@@ -1,0 +1,95 @@
+"""Watch streaming: one JSON event per line, flushed as it happens, headers sent at once.
+
+The stream ends at `timeoutSeconds` (or a random 30–60 minutes, as
+kube-apiserver's minRequestTimeout does) or when the client goes away. Closing
+early would make `kubectl get -w` exit silently, so we never do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from typing import Any
+
+from aiohttp import web
+
+from plnt.api import errors
+from plnt.apiserver import keys, negotiation, params, responses
+from plnt.registry import tables
+from plnt.registry.store import ListOptions, ResourceStore
+
+
+def _timeout(request: web.Request) -> float:
+    text = request.query.get("timeoutSeconds", "")
+    if text:
+        try:
+            value = int(text)
+        except ValueError as error:
+            raise errors.BadRequest(
+                f'timeoutSeconds: Invalid value: "{text}": must be an integer'
+            ) from error
+        if value >= 0:
+            return float(value) if value else 0.0
+    minimum = request.app[keys.SETTINGS].min_request_timeout_seconds
+    return float(minimum) * (1.0 + random.random())  # noqa: S311 - spreading, not security
+
+
+async def serve(
+    request: web.Request, store: ResourceStore, namespace: str, options: ListOptions
+) -> web.StreamResponse:
+    rep = negotiation.choose(request.headers.get("Accept"))
+    include = "Metadata"
+    if rep.kind == "Table":
+        include = tables.check_include_object(request.query.get("includeObject"))
+    timeout = _timeout(request)
+    send_initial = request.query.get("sendInitialEvents")
+    settings = request.app[keys.SETTINGS]
+    stream = store.watch(
+        namespace,
+        options,
+        send_initial_events=None if send_initial is None else params.flag(request.query,
+                                                                           "sendInitialEvents"),
+        allow_bookmarks=params.flag(request.query, "allowWatchBookmarks"),
+        bookmark_interval=settings.bookmark_interval_seconds,
+    )
+    response = web.StreamResponse(status=200)
+    response.headers["Content-Type"] = responses.JSON_CONTENT_TYPE
+    response.headers["Cache-Control"] = "no-cache, private"
+    response.enable_chunked_encoding()
+    gauge = request.app[keys.METRICS].open_watches.labels(store.definition.plural)
+    gauge.inc()
+    first_table = True
+    try:
+        async with stream:
+            await response.prepare(request)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout if timeout > 0 else None):
+                    async for event_type, obj in stream:
+                        body: Any = obj
+                        if event_type != "ERROR":
+                            if rep.kind == "Table":
+                                rows = [] if event_type == "BOOKMARK" else [obj]
+                                body = tables.table(
+                                    store.definition, rows, include_object=include,
+                                    resource_version=obj["metadata"].get("resourceVersion", ""),
+                                    with_columns=first_table,
+                                )
+                                body["apiVersion"] = f"meta.k8s.io/{rep.version}"
+                                if event_type == "BOOKMARK":
+                                    body["metadata"] = obj["metadata"]
+                                first_table = False
+                            elif rep.kind.startswith("PartialObjectMetadata"):
+                                body = tables.partial_object_metadata(obj)
+                        await response.write(
+                            responses.dumps({"type": event_type, "object": body}) + b"\n"
+                        )
+                        if event_type == "ERROR":
+                            break
+    except (ConnectionResetError, asyncio.CancelledError):
+        gauge.dec()
+        raise
+    gauge.dec()
+    with contextlib.suppress(ConnectionResetError):
+        await response.write_eof()
+    return response

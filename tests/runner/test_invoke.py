@@ -1,0 +1,138 @@
+"""POST /invoke over real HTTP: concurrency, the cache, inputs errors, limits, timing, metrics."""
+
+from __future__ import annotations
+
+import aiohttp
+
+from plnt.runner import settings
+from tests.runner.conftest import EXAMPLES, StartRunner
+
+
+def _metric(text: str, name: str) -> float:
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+async def test_fanout_steps_overlap_in_time_and_the_join_starts_after_both(
+    start_runner: StartRunner, session: aiohttp.ClientSession
+) -> None:
+    backend = settings.BackendConfig(type="echo", latency_ms=200)
+    url = await start_runner(EXAMPLES / "fanout.workflow.yaml", backend=backend)
+    async with session.post(f"{url}/invoke", json={"inputs": {"topic": "etcd"}}) as response:
+        assert response.status == 200
+        body = await response.json()
+    trace = {step["id"]: step for step in body["trace"]}
+    pros, cons, join = trace["pros"], trace["cons"], trace["join"]
+    # Both fan-out steps started before either finished: they ran at the same time.
+    assert max(pros["startedMs"], cons["startedMs"]) < min(pros["finishedMs"], cons["finishedMs"])
+    assert join["startedMs"] >= max(pros["finishedMs"], cons["finishedMs"])
+    assert body["output"] == {
+        "topic": "etcd",
+        "pros": "List the strengths of etcd for engineers.",
+        "cons": "List the weaknesses of etcd for engineers.",
+    }
+
+
+async def test_second_identical_invocation_is_served_from_the_step_cache(
+    start_runner: StartRunner, session: aiohttp.ClientSession
+) -> None:
+    url = await start_runner(EXAMPLES / "fanout.workflow.yaml")
+    payload = {"inputs": {"topic": "raft"}}
+    async with session.post(f"{url}/invoke", json=payload) as response:
+        first = await response.json()
+    async with session.post(f"{url}/invoke", json=payload) as response:
+        second = await response.json()
+    assert first["cache"]["hits"] == 0 and first["cache"]["misses"] == 3
+    assert second["cache"]["hits"] == 3 and second["cache"]["misses"] == 0
+    assert {step["cache"] for step in second["trace"]} == {"hit"}
+    assert second["output"] == first["output"]
+    async with session.post(f"{url}/invoke", json={"inputs": {"topic": "paxos"}}) as response:
+        third = await response.json()
+    assert third["cache"]["misses"] == 3
+
+
+async def test_inputs_failing_the_schema_get_422_naming_each_path(
+    start_runner: StartRunner, session: aiohttp.ClientSession
+) -> None:
+    url = await start_runner(EXAMPLES / "fanout.workflow.yaml")
+    async with session.post(f"{url}/invoke", json={"inputs": {"audience": 7}}) as response:
+        assert response.status == 422
+        body = await response.json()
+    paths = [problem["path"] for problem in body["error"]["problems"]]
+    assert paths == ["$.audience", "$.topic"]
+    assert "$.topic" in body["error"]["message"] and "$.audience" in body["error"]["message"]
+    assert "Server-Timing" in response.headers
+
+
+async def test_a_body_without_the_inputs_envelope_is_a_400_with_a_json_message(
+    start_runner: StartRunner, session: aiohttp.ClientSession
+) -> None:
+    url = await start_runner(EXAMPLES / "chat.workflow.yaml")
+    async with session.post(f"{url}/invoke", json={"question": "hi"}) as response:
+        assert response.status == 400
+        assert '{"inputs"' in (await response.json())["error"]["message"]
+    async with session.post(f"{url}/invoke", data=b"{not json") as response:
+        assert response.status == 400
+        assert "not valid JSON" in (await response.json())["error"]["message"]
+
+
+async def test_bodies_over_the_limit_are_refused_with_413(
+    start_runner: StartRunner, session: aiohttp.ClientSession
+) -> None:
+    url = await start_runner(EXAMPLES / "chat.workflow.yaml", max_body_bytes=1024)
+    payload = {"inputs": {"question": "x" * 4096}}
+    async with session.post(f"{url}/invoke", json=payload) as response:
+        assert response.status == 413
+        body = await response.json()
+    assert "1024" in body["error"]["message"]
+
+
+async def test_every_invoke_response_splits_runner_and_backend_time_in_server_timing(
+    start_runner: StartRunner, session: aiohttp.ClientSession
+) -> None:
+    backend = settings.BackendConfig(type="echo", latency_ms=20)
+    url = await start_runner(EXAMPLES / "chat.workflow.yaml", backend=backend)
+    async with session.post(f"{url}/invoke", json={"inputs": {"question": "q"}}) as response:
+        timing = response.headers["Server-Timing"]
+        body = await response.json()
+    parts = dict(part.strip().split(";dur=") for part in timing.split(","))
+    assert set(parts) == {"runner", "backend"}
+    assert float(parts["backend"]) >= 20.0  # the echo backend waited at least this long
+    assert body["timings"]["backendMs"] == round(float(parts["backend"]), 3)
+
+
+async def test_metrics_count_invocations_errors_and_cache_results(
+    start_runner: StartRunner, session: aiohttp.ClientSession
+) -> None:
+    url = await start_runner(EXAMPLES / "chat.workflow.yaml")
+    for _ in range(2):
+        async with session.post(f"{url}/invoke", json={"inputs": {"question": "q"}}) as response:
+            assert response.status == 200
+    async with session.post(f"{url}/invoke", json={"inputs": {}}) as response:
+        assert response.status == 422
+    async with session.get(f"{url}/metrics") as response:
+        text = await response.text()
+    assert _metric(text, 'plnt_runner_invocations_total{endpoint="invoke",outcome="ok"}') == 2
+    assert _metric(text, 'plnt_runner_invocations_total{endpoint="invoke",outcome="error"}') == 1
+    assert _metric(text, "plnt_runner_cache_hits_total") == 1
+    assert _metric(text, "plnt_runner_cache_misses_total") == 1
+    assert _metric(text, 'plnt_runner_errors_total{type="invalid_inputs"}') == 1
+    assert _metric(text, 'plnt_runner_invocation_seconds_count{endpoint="invoke"}') == 3
+    assert 'plnt_runner_step_seconds_count{cache="hit",kind="model",step="answer"}' in text
+    assert _metric(text, "plnt_runner_in_flight") == 0
+
+
+async def test_health_readiness_and_unknown_paths_answer_json(
+    start_runner: StartRunner, session: aiohttp.ClientSession
+) -> None:
+    url = await start_runner(EXAMPLES / "chat.workflow.yaml")
+    async with session.get(f"{url}/healthz") as response:
+        assert response.status == 200
+    async with session.get(f"{url}/readyz") as response:
+        assert (await response.json())["workflow"] == "chat"
+    async with session.get(f"{url}/nope") as response:
+        assert response.status == 404
+        assert (await response.json())["error"]["code"] == 404

