@@ -198,6 +198,24 @@ async def healthz(request: web.Request) -> web.Response:
     return await _health(request, "healthz", {"ping": True, **request.app[keys.READY]})
 
 
+async def namespace(request: web.Request) -> web.Response:
+    """Standalone plnt has no Namespace objects: every namespace exists and is Active.
+
+    kubectl looks a namespace up after a NotFound to tell "no such namespace" from
+    "no such object"; answering here keeps its message about the object.
+    """
+    name = request.match_info["name"]
+    return responses.json_response(
+        {
+            "kind": "Namespace",
+            "apiVersion": "v1",
+            "metadata": {"name": name},
+            "spec": {"finalizers": ["kubernetes"]},
+            "status": {"phase": "Active"},
+        }
+    )
+
+
 async def metrics(request: web.Request) -> web.Response:
     body = request.app[keys.METRICS].exposition()
     response = web.Response(body=body)
@@ -226,6 +244,7 @@ def add_routes(app: web.Application) -> None:
     r.add_get("/livez", livez)
     r.add_get("/readyz", readyz)
     r.add_get("/metrics", metrics)
+    r.add_get("/api/v1/namespaces/{name}", namespace)
 
 
 def documents_json(doc: Document) -> Any:

@@ -105,8 +105,20 @@ class Strategy:
         return []
 
     def canonicalize(self, obj: Object) -> None:
-        """Normalise equivalent spellings before storage; override per kind."""
-        del obj
+        """Apply schema defaults and drop explicit nulls, as defaulting does for CRDs.
+
+        Runs after validation passed, so the model accepts the object; metadata is
+        left exactly as sent.
+        """
+        wire = self.model.model_validate(obj).model_dump(
+            mode="json", by_alias=True, exclude_none=True
+        )
+        for key in list(obj):
+            if key not in ("metadata", "apiVersion", "kind") and key not in wire:
+                del obj[key]
+        for key, value in wire.items():
+            if key not in ("metadata", "apiVersion", "kind"):
+                obj[key] = value
 
 
 _DNS1123_SUBDOMAIN_MAX = 253

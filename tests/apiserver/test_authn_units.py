@@ -172,3 +172,7 @@ def test_trust_bundle_from_a_file_without_certificates_is_an_error(tmp_path: Pat
 
     with pytest.raises(tlsconfig.TrustBundleError):
         tlsconfig.TrustBundle.from_file(empty)
+
+
+def test_a_request_without_tls_has_no_peer_certificate() -> None:
+    assert tlsconfig.peer_certificate(request()) is None

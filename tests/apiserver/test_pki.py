@@ -163,3 +163,25 @@ def test_issue_client_certificate_puts_user_in_cn_and_groups_in_o() -> None:
     assert b"BEGIN PRIVATE KEY" in key_pem
     certificate.verify_directly_issued_by(ca.certificate)
     assert isinstance(certificate.public_key(), ec.EllipticCurvePublicKey)
+
+
+def test_leaves_close_to_expiry_are_reissued_but_cas_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pki = ensure_pki(tmp_path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    later = datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=340)
+    monkeypatch.setattr(pki_module, "_now", lambda: later)
+
+    ensure_pki(tmp_path)
+
+    changed = {p.name for p in tmp_path.iterdir() if p.read_bytes() != before[p.name]}
+    assert changed == {
+        "serving.crt",
+        "serving.key",
+        "admin.crt",
+        "admin.key",
+        "front-proxy-client.crt",
+        "front-proxy-client.key",
+    }
+    assert load(pki.admin_cert).not_valid_after_utc > later + datetime.timedelta(days=300)

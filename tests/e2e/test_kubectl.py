@@ -250,7 +250,7 @@ def test_invalid_spec_gets_422_listing_every_field(
     result = kubectl.run("apply", "-f", str(write(tmp_path, obj)), check=False)
     assert result.returncode != 0
     err = result.stderr
-    assert 'WorkflowRun.plnt.work "bad" is invalid' in err
+    assert 'The WorkflowRun "bad" is invalid' in err
     for field in ("spec.replicas", "spec.target", "spec.workflow.digest"):
         assert field in err
 
@@ -293,8 +293,7 @@ def test_unauthenticated_and_unauthorized_callers_are_refused(
     server: PlntServer, kubectl: Kubectl, tmp_path: Path
 ) -> None:
     config = yaml.safe_load(server.kubeconfig.read_text())
-    del config["users"][0]["user"]["client-certificate-data"]
-    del config["users"][0]["user"]["client-key-data"]
+    config["users"][0]["user"] = {"token": "not-a-known-token"}
     anonymous = tmp_path / "anon.kubeconfig"
     anonymous.write_text(yaml.safe_dump(config))
     result = Kubectl(kubeconfig=anonymous, cache_dir=kubectl.cache_dir).run(

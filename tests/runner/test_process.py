@@ -11,7 +11,9 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from typer.testing import CliRunner
 
+from plnt.cli.main import app
 from tests.runner.conftest import EXAMPLES
 
 START_DEADLINE_SECONDS = 30.0
@@ -96,10 +98,6 @@ async def test_the_runner_exits_2_naming_the_problem_when_the_setup_is_invalid(
 
 
 def test_plnt_runner_reports_an_invalid_spec_and_exits_2(tmp_path: Path) -> None:
-    from typer.testing import CliRunner
-
-    from plnt.cli.main import app
-
     spec = tmp_path / "cyclic.yaml"
     spec.write_text(
         (EXAMPLES / "chat.workflow.yaml")

@@ -52,6 +52,7 @@ class PlntServer:
     start_timeout: float = 60.0
     process: subprocess.Popen[str] | None = None
     output: list[str] = field(default_factory=list)
+    _pump: threading.Thread = field(default_factory=lambda: threading.Thread())
 
     @property
     def url(self) -> str:
@@ -86,7 +87,8 @@ class PlntServer:
                 if "plnt is ready" in line:
                     ready.set()
 
-        threading.Thread(target=pump, daemon=True).start()
+        self._pump = threading.Thread(target=pump, daemon=True)
+        self._pump.start()
         deadline = time.monotonic() + self.start_timeout
         while not ready.wait(0.05):
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -105,6 +107,9 @@ class PlntServer:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        self._pump.join(timeout=5)
+        if proc.stdout is not None:
+            proc.stdout.close()
         self.process = None
         return proc.returncode
 
