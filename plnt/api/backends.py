@@ -59,7 +59,7 @@ class PlntBackend(WireModel):
     """An inference backend: type, endpoint, models, capacity."""
 
     api_version: Literal["plnt.work/v1"] = "plnt.work/v1"
-    kind: Literal["PlntBackend"] = KIND
+    kind: Literal["PlntBackend"] = "PlntBackend"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: PlntBackendSpec
     status: PlntBackendStatus | None = None

@@ -86,7 +86,9 @@ class CanarySpec(WireModel):
     weight: int = Field(
         default=10, ge=0, le=100, description="Percent of traffic the canary receives."
     )
-    smoke: SmokeTest | None = Field(default=None, description="The smoke case; default: the spec's.")
+    smoke: SmokeTest | None = Field(
+        default=None, description="The smoke case; default: the spec's."
+    )
     analysis: CanaryAnalysis | None = None
 
 
@@ -172,8 +174,8 @@ class WorkflowRunStatus(WireModel):
 class WorkflowRun(WireModel):
     """A workflow deployed from a pinned spec to a backend, with canary and rollback."""
 
-    api_version: Literal["plnt.work/v1"] = Field(default=API_VERSION)
-    kind: Literal["WorkflowRun"] = Field(default=KIND)
+    api_version: Literal["plnt.work/v1"] = "plnt.work/v1"
+    kind: Literal["WorkflowRun"] = "WorkflowRun"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: WorkflowRunSpec
     status: WorkflowRunStatus | None = None

@@ -21,8 +21,10 @@ from plnt.apiserver import (
     middleware,
     pki,
     resources,
-    settings as settings_module,
     tlsconfig,
+)
+from plnt.apiserver import (
+    settings as settings_module,
 )
 from plnt.registry import events
 from plnt.registry.catalog import ALL_RESOURCES

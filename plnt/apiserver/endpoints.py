@@ -59,8 +59,14 @@ class Documents:
 DOCUMENTS = web.AppKey("documents", Documents)
 
 
-def _send(request: web.Request, doc: Document, *, content_type: str = responses.JSON_CONTENT_TYPE,
-          cache_control: str = "no-cache, private", vary: bool = False) -> web.Response:
+def _send(
+    request: web.Request,
+    doc: Document,
+    *,
+    content_type: str = responses.JSON_CONTENT_TYPE,
+    cache_control: str = "no-cache, private",
+    vary: bool = False,
+) -> web.Response:
     headers = {"ETag": doc.etag, "Cache-Control": cache_control}
     if vary:
         headers["Vary"] = "Accept"
@@ -76,8 +82,13 @@ def _discovery(request: web.Request, v2: Document, legacy: Document) -> web.Resp
     if wants is None:
         raise errors.NotAcceptable("only the following media types are accepted: application/json")
     if wants:
-        return _send(request, v2, content_type=negotiation.DISCOVERY_V2_CONTENT_TYPE,
-                     cache_control="public", vary=True)
+        return _send(
+            request,
+            v2,
+            content_type=negotiation.DISCOVERY_V2_CONTENT_TYPE,
+            cache_control="public",
+            vary=True,
+        )
     return _send(request, legacy, vary=True)
 
 
@@ -145,9 +156,7 @@ async def openapi_v2(request: web.Request) -> web.Response:
     accept = negotiation.parse_accept(request.headers.get("Accept"))
     if not any(m.is_json for m in accept):
         # kubectl asks for protobuf only; it uses v3 when that exists, so a 406 is honest.
-        raise errors.NotAcceptable(
-            "only the following media types are accepted: application/json"
-        )
+        raise errors.NotAcceptable("only the following media types are accepted: application/json")
     return _send(request, request.app[DOCUMENTS].openapi_v2, vary=True)
 
 
@@ -190,12 +199,15 @@ async def livez(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    ready = request.app[keys.READY]
-    return await _health(request, "readyz", {"ping": True, **ready})
+    ready: dict[str, bool] = request.app[keys.READY]
+    checks = {"ping": True, **ready}
+    return await _health(request, "readyz", checks)
 
 
 async def healthz(request: web.Request) -> web.Response:
-    return await _health(request, "healthz", {"ping": True, **request.app[keys.READY]})
+    ready: dict[str, bool] = request.app[keys.READY]
+    checks = {"ping": True, **ready}
+    return await _health(request, "healthz", checks)
 
 
 async def namespace(request: web.Request) -> web.Response:

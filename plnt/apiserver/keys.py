@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from plnt.apiserver import authn, authz, metrics
+from plnt.apiserver import authn, authz
+from plnt.apiserver.metrics import Metrics
 from plnt.apiserver.settings import ServerSettings
 from plnt.registry.events import EventRecorder
 from plnt.registry.store import ResourceStore
 from plnt.storage.interface import Store
 
 SETTINGS = web.AppKey("settings", ServerSettings)
-STORAGE = web.AppKey("storage", Store)  # type: ignore[type-abstract]
+STORAGE = web.AppKey("storage", Store)
 STORES = web.AppKey("stores", dict[tuple[str, str], ResourceStore])
 RECORDER = web.AppKey("recorder", EventRecorder)
-AUTHENTICATOR = web.AppKey("authenticator", authn.Authenticator)  # type: ignore[type-abstract]
-AUTHORIZER = web.AppKey("authorizer", authz.Authorizer)  # type: ignore[type-abstract]
-METRICS = web.AppKey("metrics", metrics.Metrics)
-READY = web.AppKey("ready", dict[str, bool])
+AUTHENTICATOR = web.AppKey("authenticator", authn.Authenticator)
+AUTHORIZER = web.AppKey("authorizer", authz.Authorizer)
+METRICS = web.AppKey("metrics", Metrics)
+READY: web.AppKey[dict[str, bool]] = web.AppKey("ready")

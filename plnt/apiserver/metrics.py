@@ -37,7 +37,9 @@ class Metrics:
             registry=self.registry,
         )
         self.open_watches = Gauge(
-            "plnt_apiserver_open_watches", "Watches currently streaming.", ["resource"],
+            "plnt_apiserver_open_watches",
+            "Watches currently streaming.",
+            ["resource"],
             registry=self.registry,
         )
         self.etcd_latency = Histogram(

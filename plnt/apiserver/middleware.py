@@ -14,12 +14,14 @@ import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from plnt.api import errors
 from plnt.apiserver import authn, authz, keys, requestinfo, responses
 from plnt.apiserver.resources import REQUEST_INFO
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
 log = logging.getLogger("plnt.apiserver")
 
 USER = "plnt.user"
@@ -40,8 +42,9 @@ async def metrics_middleware(request: web.Request, handler: Handler) -> web.Stre
     finally:
         info = request.get(REQUEST_INFO)
         verb = info.verb if info is not None else request.method.lower()
-        resource = info.resource_with_subresource if info is not None and \
-            info.is_resource_request else ""
+        resource = (
+            info.resource_with_subresource if info is not None and info.is_resource_request else ""
+        )
         metrics = request.app[keys.METRICS]
         metrics.requests.labels(verb, resource, str(code)).inc()
         if verb != "watch":
@@ -56,8 +59,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except errors.APIError as error:
         return responses.status_response(error)
     except web.HTTPNotFound:
-        return web.Response(status=404, text="404 page not found\n",
-                            content_type="text/plain")
+        return web.Response(status=404, text="404 page not found\n", content_type="text/plain")
     except web.HTTPException:
         raise
     except Exception as error:
@@ -121,7 +123,7 @@ async def authorization_middleware(request: web.Request, handler: Handler) -> we
     return await handler(request)
 
 
-def chain() -> list[Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]]:
+def chain() -> list[Middleware]:
     """The middlewares in order, outermost first."""
     return [
         metrics_middleware,

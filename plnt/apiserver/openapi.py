@@ -20,8 +20,13 @@ PATCH_CONTENT_TYPES = (
     "application/merge-patch+json",
     "application/apply-patch+yaml",
 )
-_META_DEFINITIONS = {"ObjectMeta", "OwnerReference", "Condition", "LabelSelector",
-                     "LabelSelectorRequirement"}
+_META_DEFINITIONS = {
+    "ObjectMeta",
+    "OwnerReference",
+    "Condition",
+    "LabelSelector",
+    "LabelSelectorRequirement",
+}
 
 
 def _definition_name(d: ResourceDefinition, model_name: str) -> str:
@@ -79,8 +84,13 @@ def schemas(definitions: tuple[ResourceDefinition, ...], *, ref_prefix: str) -> 
     return out
 
 
-def _gvk(d: ResourceDefinition, *, kind: str | None = None, group: str | None = None,
-         version: str | None = None) -> dict[str, str]:
+def _gvk(
+    d: ResourceDefinition,
+    *,
+    kind: str | None = None,
+    group: str | None = None,
+    version: str | None = None,
+) -> dict[str, str]:
     return {
         "group": d.group if group is None else group,
         "version": d.version if version is None else version,
@@ -127,8 +137,9 @@ def _v3_operation(
         "operationId": f"{action}{d.kind}",
         "x-kubernetes-action": action,
         "x-kubernetes-group-version-kind": gvk,
-        "responses": {"200": {"description": "OK", "content": {
-            "application/json": {"schema": {"$ref": ref}}}}},
+        "responses": {
+            "200": {"description": "OK", "content": {"application/json": {"schema": {"$ref": ref}}}}
+        },
     }
     if params:
         op["parameters"] = params
@@ -141,10 +152,14 @@ def _v3_operation(
 
 
 def _path_params(*names: str) -> list[dict[str, Any]]:
-    return [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}} for n in names]
+    return [
+        {"name": n, "in": "path", "required": True, "schema": {"type": "string"}} for n in names
+    ]
 
 
-def v3_document(group: str, version: str, definitions: tuple[ResourceDefinition, ...]) -> dict[str, Any]:
+def v3_document(
+    group: str, version: str, definitions: tuple[ResourceDefinition, ...]
+) -> dict[str, Any]:
     """The OpenAPI 3.0 document of one group/version."""
     prefix = "#/components/schemas/"
     components = schemas(definitions, ref_prefix=prefix)
@@ -153,26 +168,44 @@ def v3_document(group: str, version: str, definitions: tuple[ResourceDefinition,
         ref = prefix + _definition_name(d, d.model.__name__)
         gvk = _gvk(d)
         base = f"/apis/{group}/{version}" if group else f"/api/{version}"
-        collection = f"{base}/namespaces/{{namespace}}/{d.plural}" if d.namespaced \
-            else f"{base}/{d.plural}"
+        collection = (
+            f"{base}/namespaces/{{namespace}}/{d.plural}" if d.namespaced else f"{base}/{d.plural}"
+        )
         item = collection + "/{name}"
         item_params = _path_params("namespace", "name") if d.namespaced else _path_params("name")
         coll_params = _path_params("namespace") if d.namespaced else []
         paths[collection] = {
             "parameters": coll_params,
             "get": _v3_operation(d, "list", ref, gvk=gvk, params=_LIST_PARAMS),
-            "post": _v3_operation(d, "post", ref, gvk=gvk, params=_WRITE_PARAMS,
-                                  body_types=("application/json", "application/yaml")),
+            "post": _v3_operation(
+                d,
+                "post",
+                ref,
+                gvk=gvk,
+                params=_WRITE_PARAMS,
+                body_types=("application/json", "application/yaml"),
+            ),
             "delete": _v3_operation(d, "deletecollection", ref, gvk=gvk, params=_LIST_PARAMS),
         }
         paths[item] = {
             "parameters": item_params,
             "get": _v3_operation(d, "get", ref, gvk=gvk),
-            "put": _v3_operation(d, "put", ref, gvk=gvk, params=_WRITE_PARAMS,
-                                 body_types=("application/json", "application/yaml")),
-            "patch": _v3_operation(d, "patch", ref, gvk=gvk,
-                                   params=[*_WRITE_PARAMS, _query("force", "Force apply.")],
-                                   body_types=PATCH_CONTENT_TYPES),
+            "put": _v3_operation(
+                d,
+                "put",
+                ref,
+                gvk=gvk,
+                params=_WRITE_PARAMS,
+                body_types=("application/json", "application/yaml"),
+            ),
+            "patch": _v3_operation(
+                d,
+                "patch",
+                ref,
+                gvk=gvk,
+                params=[*_WRITE_PARAMS, _query("force", "Force apply.")],
+                body_types=PATCH_CONTENT_TYPES,
+            ),
             "delete": _v3_operation(d, "delete", ref, gvk=gvk, params=[_query("dryRun", "")]),
         }
         for sub in d.subresources:
@@ -182,15 +215,27 @@ def v3_document(group: str, version: str, definitions: tuple[ResourceDefinition,
             if "get" in sub.verbs:
                 ops["get"] = _v3_operation(d, "get", sub_ref, gvk=sub_gvk)
             if "update" in sub.verbs:
-                ops["put"] = _v3_operation(d, "put", sub_ref, gvk=sub_gvk, params=_WRITE_PARAMS,
-                                           body_types=("application/json",))
+                ops["put"] = _v3_operation(
+                    d,
+                    "put",
+                    sub_ref,
+                    gvk=sub_gvk,
+                    params=_WRITE_PARAMS,
+                    body_types=("application/json",),
+                )
             if "patch" in sub.verbs:
-                ops["patch"] = _v3_operation(d, "patch", sub_ref, gvk=sub_gvk,
-                                             params=[*_WRITE_PARAMS, _query("force", "")],
-                                             body_types=PATCH_CONTENT_TYPES)
+                ops["patch"] = _v3_operation(
+                    d,
+                    "patch",
+                    sub_ref,
+                    gvk=sub_gvk,
+                    params=[*_WRITE_PARAMS, _query("force", "")],
+                    body_types=PATCH_CONTENT_TYPES,
+                )
             if "create" in sub.verbs:
-                ops["post"] = _v3_operation(d, "post", sub_ref, gvk=sub_gvk,
-                                            body_types=("application/json",))
+                ops["post"] = _v3_operation(
+                    d, "post", sub_ref, gvk=sub_gvk, body_types=("application/json",)
+                )
             paths[f"{item}/{sub.name}"] = ops
     if any(s.kind == "Scale" for d in definitions for s in d.subresources):
         components["io.k8s.api.autoscaling.v1.Scale"] = SCALE_SCHEMA
@@ -219,7 +264,9 @@ SCALE_SCHEMA: dict[str, Any] = {
 }
 
 
-def v2_document(group: str, version: str, definitions: tuple[ResourceDefinition, ...]) -> dict[str, Any]:
+def v2_document(
+    group: str, version: str, definitions: tuple[ResourceDefinition, ...]
+) -> dict[str, Any]:
     """Swagger 2.0: same schemas under #/definitions, operations with `consumes`."""
     prefix = "#/definitions/"
     defs = schemas(definitions, ref_prefix=prefix)
@@ -230,10 +277,16 @@ def v2_document(group: str, version: str, definitions: tuple[ResourceDefinition,
         base = f"/apis/{group}/{version}" if group else f"/api/{version}"
         collection = f"{base}/namespaces/{{namespace}}/{d.plural}"
 
-        def op(action: str, *, consumes: tuple[str, ...] = (),
-               target: str = ref, op_gvk: dict[str, str] = gvk) -> dict[str, Any]:
+        def op(
+            action: str,
+            *,
+            consumes: tuple[str, ...] = (),
+            target: str = ref,
+            op_gvk: dict[str, str] = gvk,
+            kind: str = d.kind,
+        ) -> dict[str, Any]:
             out: dict[str, Any] = {
-                "operationId": f"{action}{d.kind}",
+                "operationId": f"{action}{kind}",
                 "x-kubernetes-action": action,
                 "x-kubernetes-group-version-kind": op_gvk,
                 "produces": ["application/json"],

@@ -39,9 +39,13 @@ def dry_run(query: MultiMapping[str]) -> bool:
         if value != "All":
             raise errors.Invalid(
                 f'dryRun: Unsupported value: "{value}": supported values: "All"',
-                causes=[errors.Cause("FieldValueNotSupported",
-                                     f'Unsupported value: "{value}": supported values: "All"',
-                                     "dryRun")],
+                causes=[
+                    errors.Cause(
+                        "FieldValueNotSupported",
+                        f'Unsupported value: "{value}": supported values: "All"',
+                        "dryRun",
+                    )
+                ],
             )
     return bool(values)
 
@@ -82,7 +86,9 @@ def list_options(
     try:
         limit = int(limit_text)
     except ValueError as error:
-        raise errors.BadRequest(f'limit: Invalid value: "{limit_text}": must be an integer') from error
+        raise errors.BadRequest(
+            f'limit: Invalid value: "{limit_text}": must be an integer'
+        ) from error
     limit = max(limit, 0)
     rv = query.get("resourceVersion", "")
     match = query.get("resourceVersionMatch", "")
@@ -114,8 +120,9 @@ def list_options(
                 )
     else:
         if send_initial is not None:
-            raise _invalid_param("sendInitialEvents", "Forbidden: sendInitialEvents is forbidden "
-                                 "for list")
+            raise _invalid_param(
+                "sendInitialEvents", "Forbidden: sendInitialEvents is forbidden for list"
+            )
         if match and not rv:
             raise _invalid_param(
                 "resourceVersionMatch",
@@ -155,11 +162,17 @@ async def decode_object(request: web.Request, *, limit: int) -> tuple[Any, list[
     """Decode a JSON or YAML body (no Content-Type means JSON); 400 on malformed input."""
     data = await read_body(request, limit=limit)
     media = negotiation.content_type(request.headers.get("Content-Type"))
-    if media not in ("", "application/json", "application/yaml", "*/*", *negotiation.PATCH_TYPES,
-                     negotiation.APPLY_PATCH):
+    if media not in (
+        "",
+        "application/json",
+        "application/yaml",
+        "*/*",
+        *negotiation.PATCH_TYPES,
+        negotiation.APPLY_PATCH,
+    ):
         raise errors.UnsupportedMediaType(
-            f'the body of the request was in an unknown format - accepted media types include: '
-            f"application/json, application/yaml"
+            "the body of the request was in an unknown format - accepted media types include: "
+            "application/json, application/yaml"
         )
     if not data.strip():
         raise errors.BadRequest("the request body is empty; an object was expected")

@@ -1,4 +1,4 @@
-"""Request attributes derived from the path and method, as k8s.io/apiserver's RequestInfoFactory does.
+"""Request attributes from the path and method, as k8s.io/apiserver's RequestInfoFactory does.
 
 Authorization, metrics and dispatch all read the same `RequestInfo`, computed
 once per request by a middleware, so they can never disagree about what a

@@ -37,7 +37,9 @@ def encode_one(request: web.Request, store: ResourceStore, obj: Object) -> Any:
     if rep.kind == "Table":
         include = tables.check_include_object(request.query.get("includeObject"))
         body = tables.table(
-            store.definition, [obj], include_object=include,
+            store.definition,
+            [obj],
+            include_object=include,
             resource_version=obj.get("metadata", {}).get("resourceVersion", ""),
         )
         body["apiVersion"] = f"meta.k8s.io/{rep.version}"
@@ -53,8 +55,12 @@ def encode_list(request: web.Request, store: ResourceStore, page: ListPage) -> A
     if rep.kind == "Table":
         include = tables.check_include_object(request.query.get("includeObject"))
         body = tables.table(
-            d, page.items, include_object=include, resource_version=page.resource_version,
-            continue_token=page.continue_token, remaining=page.remaining,
+            d,
+            page.items,
+            include_object=include,
+            resource_version=page.resource_version,
+            continue_token=page.continue_token,
+            remaining=page.remaining,
         )
         body["apiVersion"] = f"meta.k8s.io/{rep.version}"
         return body
@@ -70,8 +76,12 @@ def encode_list(request: web.Request, store: ResourceStore, page: ListPage) -> A
             "metadata": meta,
             "items": [tables.partial_object_metadata(o) for o in page.items],
         }
-    return {"kind": f"{d.kind}List", "apiVersion": d.api_version, "metadata": meta,
-            "items": page.items}
+    return {
+        "kind": f"{d.kind}List",
+        "apiVersion": d.api_version,
+        "metadata": meta,
+        "items": page.items,
+    }
 
 
 def _patch_transform(media: str, patch: Any) -> Any:
@@ -131,12 +141,12 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
     if verb == "get":
         return responses.json_response(encode_one(request, store, await store.get(namespace, name)))
     if verb == "list":
-        options = params.list_options(query, d, watch=False)
-        page = await store.list(namespace, options)
+        page = await store.list(namespace, params.list_options(query, d, watch=False))
         return responses.json_response(encode_list(request, store, page))
     if verb == "watch":
-        options = params.list_options(query, d, watch=True)
-        return await watch.serve(request, store, namespace, options)
+        return await watch.serve(
+            request, store, namespace, params.list_options(query, d, watch=True)
+        )
     if verb == "create":
         if info.subresource:
             raise errors.MethodNotSupported.of(d.group_resource, "create")
@@ -164,9 +174,13 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
         if "force" in query:
             raise errors.Invalid(
                 "force: Forbidden: may not be specified for non-apply patch",
-                causes=[errors.Cause("FieldValueForbidden",
-                                     "Forbidden: may not be specified for non-apply patch",
-                                     "force")],
+                causes=[
+                    errors.Cause(
+                        "FieldValueForbidden",
+                        "Forbidden: may not be specified for non-apply patch",
+                        "force",
+                    )
+                ],
             )
         patch_body, _ = await params.decode_object(request, limit=limit)
         transform = _patch_transform(media, patch_body)
@@ -177,7 +191,9 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
             except patches.PatchError as error:
                 raise errors.Invalid(
                     f'{d.qualified_kind} "{name}" is invalid: patch: {error}',
-                    name=name, group=d.group, kind=d.kind,
+                    name=name,
+                    group=d.group,
+                    kind=d.kind,
                     causes=[errors.Cause("FieldValueInvalid", str(error), "patch")],
                 ) from error
             return patched
@@ -187,12 +203,15 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
         await record_transitions(request, store, result, dry_run=options.dry_run)
         return responses.json_response(result.object, warnings=result.warnings)
     if verb == "delete":
-        options = await params.delete_options(request, limit=limit)
-        obj, _ = await store.delete(namespace, name, options)
+        obj, _ = await store.delete(
+            namespace, name, await params.delete_options(request, limit=limit)
+        )
         return responses.json_response(obj)
     if verb == "deletecollection":
-        options = await params.delete_options(request, limit=limit)
-        list_opts = params.list_options(query, d, watch=False)
-        page = await store.delete_collection(namespace, list_opts, options)
+        page = await store.delete_collection(
+            namespace,
+            params.list_options(query, d, watch=False),
+            await params.delete_options(request, limit=limit),
+        )
         return responses.json_response(encode_list(request, store, page))
     raise errors.MethodNotSupported.of(d.group_resource, verb)

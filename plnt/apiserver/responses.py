@@ -13,6 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from plnt.api import errors
+from plnt.registry import decoding
 
 JSON_CONTENT_TYPE = "application/json"
 
@@ -37,8 +38,6 @@ def json_response(
 
 def add_warnings(response: web.StreamResponse, warnings: Iterable[str]) -> None:
     """One `Warning: 299 - "text"` header per warning, as kube's warning recorder writes."""
-    from plnt.registry import decoding
-
     for text in warnings:
         response.headers.add("Warning", decoding.warning_header_value(text))
 

@@ -44,10 +44,16 @@ def _replicas_of(scale: Any, name: str) -> int:
         raise errors.Invalid(
             f'Scale.autoscaling "{name}" is invalid: spec.replicas: Invalid value: '
             f"{replicas!r}: must be greater than or equal to 0",
-            name=name, group="autoscaling", kind="Scale",
-            causes=[errors.Cause("FieldValueInvalid",
-                                 f"Invalid value: {replicas!r}: must be greater than or equal "
-                                 "to 0", "spec.replicas")],
+            name=name,
+            group="autoscaling",
+            kind="Scale",
+            causes=[
+                errors.Cause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {replicas!r}: must be greater than or equal to 0",
+                    "spec.replicas",
+                )
+            ],
         )
     return replicas
 

@@ -1,6 +1,6 @@
 """Watch streaming: one JSON event per line, flushed as it happens, headers sent at once.
 
-The stream ends at `timeoutSeconds` (or a random 30–60 minutes, as
+The stream ends at `timeoutSeconds` (or a random 30-60 minutes, as
 kube-apiserver's minRequestTimeout does) or when the client goes away. Closing
 early would make `kubectl get -w` exit silently, so we never do.
 """
@@ -32,7 +32,7 @@ def _timeout(request: web.Request) -> float:
         if value >= 0:
             return float(value) if value else 0.0
     minimum = request.app[keys.SETTINGS].min_request_timeout_seconds
-    return float(minimum) * (1.0 + random.random())  # noqa: S311 - spreading, not security
+    return float(minimum) * (1.0 + random.random())
 
 
 async def serve(
@@ -48,8 +48,9 @@ async def serve(
     stream = store.watch(
         namespace,
         options,
-        send_initial_events=None if send_initial is None else params.flag(request.query,
-                                                                           "sendInitialEvents"),
+        send_initial_events=None
+        if send_initial is None
+        else params.flag(request.query, "sendInitialEvents"),
         allow_bookmarks=params.flag(request.query, "allowWatchBookmarks"),
         bookmark_interval=settings.bookmark_interval_seconds,
     )
@@ -71,7 +72,9 @@ async def serve(
                             if rep.kind == "Table":
                                 rows = [] if event_type == "BOOKMARK" else [obj]
                                 body = tables.table(
-                                    store.definition, rows, include_object=include,
+                                    store.definition,
+                                    rows,
+                                    include_object=include,
                                     resource_version=obj["metadata"].get("resourceVersion", ""),
                                     with_columns=first_table,
                                 )

@@ -10,7 +10,9 @@ import typer
 
 from plnt.cli import push, run_runner, up
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="plnt: AI workflows on Kubernetes.")
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="plnt: AI workflows on Kubernetes."
+)
 for module in (up, push, run_runner):
     module.register(app)
 

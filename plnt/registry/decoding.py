@@ -488,7 +488,7 @@ def go_value(value: Any) -> str:
 
 
 def _go_float(value: float) -> str:
-    """Go's %v for a float64: shortest digits, exponent form below 1e-4 or from 1e21."""
+    """Go's %v for a float64: shortest digits, exponent form below 1e-4 or from 1e6."""
     if not math.isfinite(value):
         return {math.inf: "+Inf", -math.inf: "-Inf"}.get(value, "NaN")
     if value == 0:
@@ -504,7 +504,7 @@ def _go_float(value: float) -> str:
     exponent10 = point + exponent - 1
     digits = digits.rstrip("0") or "0"
     sign = "-" if value < 0 else ""
-    if exponent10 < -4 or exponent10 >= 21:
+    if exponent10 < -4 or exponent10 >= 6:
         body = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
         return f"{sign}{body}e{'-' if exponent10 < 0 else '+'}{abs(exponent10):02d}"
     if exponent10 < 0:

@@ -1,1 +1,4 @@
-"""Temporal workflows and activities that deploy a WorkflowRun (pull, resolve, canary, smoke, promote)."""
+"""Temporal workflows and activities that deploy a WorkflowRun.
+
+Pull, resolve, canary, smoke, promote; workflow code does no I/O.
+"""

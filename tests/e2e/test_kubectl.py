@@ -87,20 +87,27 @@ def test_get_prints_table_columns_and_wide_and_structured_outputs(
 ) -> None:
     kubectl.run("apply", "-f", str(write(tmp_path, manifest("tbl", namespace))))
     table = kubectl.run("get", "wfr", "-n", namespace).stdout.splitlines()
-    assert table[0].split() == ["NAME", "WORKFLOW", "BACKEND", "REPLICAS", "PHASE", "REVISION",
-                                "AGE"]
+    assert table[0].split() == [
+        "NAME",
+        "WORKFLOW",
+        "BACKEND",
+        "REPLICAS",
+        "PHASE",
+        "REVISION",
+        "AGE",
+    ]
     assert table[1].split()[:4] == ["tbl", "oci://127.0.0.1:5000/wf/summarize:1", "echo", "0/1"]
     wide = kubectl.run("get", "wfr", "-n", namespace, "-o", "wide").stdout.splitlines()
     assert wide[0].split()[-3:] == ["DIGEST", "TARGET", "READY"]
     assert "local" in wide[1]
-    as_yaml = yaml.safe_load(kubectl.run("get", "wfr", "tbl", "-n", namespace, "-o",
-                                         "yaml").stdout)
+    as_yaml = yaml.safe_load(kubectl.run("get", "wfr", "tbl", "-n", namespace, "-o", "yaml").stdout)
     assert as_yaml["kind"] == "WorkflowRun"
     assert as_yaml["spec"]["workflow"]["digest"] == DIGEST
-    assert kubectl.run("get", "wfr", "-n", namespace, "-o", "name").stdout.strip() == \
-        "workflowrun.plnt.work/tbl"
-    uid = kubectl.run("get", "wfr", "tbl", "-n", namespace, "-o",
-                      "jsonpath={.metadata.uid}").stdout
+    assert (
+        kubectl.run("get", "wfr", "-n", namespace, "-o", "name").stdout.strip()
+        == "workflowrun.plnt.work/tbl"
+    )
+    uid = kubectl.run("get", "wfr", "tbl", "-n", namespace, "-o", "jsonpath={.metadata.uid}").stdout
     assert len(uid) == 36
     shown = kubectl.run("get", "wfr", "-n", namespace, "--show-labels").stdout
     assert "app=tbl" in shown
@@ -124,10 +131,20 @@ def test_patch_of_each_type_label_and_annotate(
 ) -> None:
     kubectl.run("apply", "-f", str(write(tmp_path, manifest("p", namespace))))
     kubectl.run("patch", "wfr", "p", "-n", namespace, "-p", '{"spec":{"replicas":2}}')
-    kubectl.run("patch", "wfr", "p", "-n", namespace, "--type", "merge", "-p",
-                '{"spec":{"gpuClass":"l4"}}')
-    kubectl.run("patch", "wfr", "p", "-n", namespace, "--type", "json", "-p",
-                '[{"op":"replace","path":"/spec/replicas","value":4}]')
+    kubectl.run(
+        "patch", "wfr", "p", "-n", namespace, "--type", "merge", "-p", '{"spec":{"gpuClass":"l4"}}'
+    )
+    kubectl.run(
+        "patch",
+        "wfr",
+        "p",
+        "-n",
+        namespace,
+        "--type",
+        "json",
+        "-p",
+        '[{"op":"replace","path":"/spec/replicas","value":4}]',
+    )
     kubectl.run("label", "wfr", "p", "-n", namespace, "team=ml")
     kubectl.run("annotate", "wfr", "p", "-n", namespace, "note=hello")
     got = kubectl.json("get", "wfr", "p", "-n", namespace)
@@ -136,8 +153,16 @@ def test_patch_of_each_type_label_and_annotate(
     assert got["metadata"]["labels"]["team"] == "ml"
     assert got["metadata"]["annotations"]["note"] == "hello"
     assert got["metadata"]["generation"] == 4
-    refused = kubectl.run("patch", "wfr", "p", "-n", namespace, "-p",
-                          '{"spec":{"$retainKeys":["replicas"]}}', check=False)
+    refused = kubectl.run(
+        "patch",
+        "wfr",
+        "p",
+        "-n",
+        namespace,
+        "-p",
+        '{"spec":{"$retainKeys":["replicas"]}}',
+        check=False,
+    )
     assert refused.returncode != 0
     assert "$retainKeys" in refused.stderr
 
@@ -180,8 +205,17 @@ def test_delete_waits_for_finalizers_to_be_removed(
     kubectl.run("delete", "wfr", "fin", "-n", namespace, "--wait=false")
     marked = kubectl.json("get", "wfr", "fin", "-n", namespace)
     assert marked["metadata"]["deletionTimestamp"]
-    kubectl.run("patch", "wfr", "fin", "-n", namespace, "--type", "json", "-p",
-                '[{"op":"remove","path":"/metadata/finalizers"}]')
+    kubectl.run(
+        "patch",
+        "wfr",
+        "fin",
+        "-n",
+        namespace,
+        "--type",
+        "json",
+        "-p",
+        '[{"op":"remove","path":"/metadata/finalizers"}]',
+    )
     missing = kubectl.run("get", "wfr", "fin", "-n", namespace, check=False)
     assert "not found" in missing.stderr
 
@@ -199,19 +233,36 @@ def test_wait_for_condition_ready_set_through_the_status_subresource(
     kubectl: Kubectl, namespace: str, tmp_path: Path
 ) -> None:
     kubectl.run("apply", "-f", str(write(tmp_path, manifest("rdy", namespace))))
-    with kubectl.background("wait", "wfr/rdy", "-n", namespace, "--for=condition=Ready",
-                            "--timeout=60s") as waiter:
+    with kubectl.background(
+        "wait", "wfr/rdy", "-n", namespace, "--for=condition=Ready", "--timeout=60s"
+    ) as waiter:
         status = {
             "status": {
                 "phase": "Ready",
                 "observedGeneration": 1,
-                "conditions": [{"type": "Ready", "status": "True", "reason": "Promoted",
-                                "message": "revision 1 is serving", "observedGeneration": 1,
-                                "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "Promoted",
+                        "message": "revision 1 is serving",
+                        "observedGeneration": 1,
+                        "lastTransitionTime": "2026-01-01T00:00:00Z",
+                    }
+                ],
             }
         }
-        kubectl.run("patch", "wfr", "rdy", "-n", namespace, "--subresource=status",
-                    "--type=merge", "-p", json.dumps(status))
+        kubectl.run(
+            "patch",
+            "wfr",
+            "rdy",
+            "-n",
+            namespace,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            json.dumps(status),
+        )
         out, err = waiter.communicate(timeout=60)
         assert waiter.returncode == 0, err
         assert "condition met" in out
@@ -264,14 +315,15 @@ def test_replace_with_a_stale_resource_version_is_a_conflict(
     stale["spec"]["replicas"] = 9
     result = kubectl.run("replace", "-f", str(write(tmp_path, stale, "stale.yaml")), check=False)
     assert result.returncode != 0
-    assert "Operation cannot be fulfilled on workflowruns.plnt.work \"cf\"" in result.stderr
+    assert 'Operation cannot be fulfilled on workflowruns.plnt.work "cf"' in result.stderr
     assert "the object has been modified" in result.stderr
 
 
 def test_describe_shows_spec_and_events(kubectl: Kubectl, namespace: str, tmp_path: Path) -> None:
     kubectl.run("apply", "-f", str(write(tmp_path, manifest("desc", namespace))))
-    kubectl.run("patch", "wfr", "desc", "-n", namespace, "--type=merge", "-p",
-                '{"spec":{"replicas":2}}')
+    kubectl.run(
+        "patch", "wfr", "desc", "-n", namespace, "--type=merge", "-p", '{"spec":{"replicas":2}}'
+    )
     out = kubectl.run("describe", "wfr", "desc", "-n", namespace).stdout
     assert "Name:" in out and "desc" in out
     assert "Events:" in out

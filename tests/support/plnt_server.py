@@ -71,8 +71,17 @@ class PlntServer:
             self.port = free_port()
         ready = threading.Event()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "plnt", "up", "--state-dir", str(self.state_dir),
-             "--port", str(self.port), *self.extra_args],
+            [
+                sys.executable,
+                "-m",
+                "plnt",
+                "up",
+                "--state-dir",
+                str(self.state_dir),
+                "--port",
+                str(self.port),
+                *self.extra_args,
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -130,16 +139,24 @@ class Kubectl:
     env: dict[str, str] = field(default_factory=dict)
 
     def command(self, *args: str) -> list[str]:
-        return [self.binary, f"--kubeconfig={self.kubeconfig}", f"--cache-dir={self.cache_dir}",
-                *args]
+        return [
+            self.binary,
+            f"--kubeconfig={self.kubeconfig}",
+            f"--cache-dir={self.cache_dir}",
+            *args,
+        ]
 
     def run(
         self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60
     ) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "HOME": str(self.cache_dir.parent), **self.env}
         result = subprocess.run(
-            self.command(*args), input=input, capture_output=True, text=True,
-            timeout=timeout, env=env,
+            self.command(*args),
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
         )
         if check and result.returncode != 0:
             raise AssertionError(
@@ -156,7 +173,10 @@ class Kubectl:
         """A long-running kubectl (e.g. `get -w`), killed and reaped on exit."""
         env = {**os.environ, "HOME": str(self.cache_dir.parent), **self.env}
         proc = subprocess.Popen(
-            self.command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            self.command(*args),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
             env=env,
         )
         try:
@@ -167,8 +187,9 @@ class Kubectl:
             proc.communicate()
 
 
-def wait_for(predicate: Any, *, timeout: float = 20.0, interval: float = 0.05,
-             message: str = "condition") -> Any:
+def wait_for(
+    predicate: Any, *, timeout: float = 20.0, interval: float = 0.05, message: str = "condition"
+) -> Any:
     """Poll `predicate` until it returns a truthy value or the deadline passes."""
     deadline = time.monotonic() + timeout
     while True:
