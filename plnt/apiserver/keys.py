@@ -6,6 +6,7 @@ from aiohttp import web
 
 from plnt.apiserver import authn, authz
 from plnt.apiserver.metrics import Metrics
+from plnt.apiserver.requestinfo import RequestInfo
 from plnt.apiserver.settings import ServerSettings
 from plnt.registry.events import EventRecorder
 from plnt.registry.store import ResourceStore
@@ -19,3 +20,7 @@ AUTHENTICATOR = web.AppKey("authenticator", authn.Authenticator)
 AUTHORIZER = web.AppKey("authorizer", authz.Authorizer)
 METRICS = web.AppKey("metrics", Metrics)
 READY: web.AppKey[dict[str, bool]] = web.AppKey("ready")
+
+# Per-request storage, set by the middleware chain.
+REQUEST_INFO = web.RequestKey("request_info", RequestInfo)
+USER = web.RequestKey("user", authn.UserInfo)

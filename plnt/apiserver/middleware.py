@@ -18,13 +18,11 @@ from aiohttp.typedefs import Middleware
 
 from plnt.api import errors
 from plnt.apiserver import authn, authz, keys, requestinfo, responses
-from plnt.apiserver.resources import REQUEST_INFO
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 log = logging.getLogger("plnt.apiserver")
 
-USER = "plnt.user"
 ANONYMOUS_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
 
 
@@ -40,7 +38,7 @@ async def metrics_middleware(request: web.Request, handler: Handler) -> web.Stre
         code = error.status
         raise
     finally:
-        info = request.get(REQUEST_INFO)
+        info = request.get(keys.REQUEST_INFO)
         verb = info.verb if info is not None else request.method.lower()
         resource = (
             info.resource_with_subresource if info is not None and info.is_resource_request else ""
@@ -72,7 +70,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
 
 @web.middleware
 async def request_info_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    request[REQUEST_INFO] = requestinfo.parse(request.method, request.path, request.query)
+    request[keys.REQUEST_INFO] = requestinfo.parse(request.method, request.path, request.query)
     return await handler(request)
 
 
@@ -87,15 +85,15 @@ async def authentication_middleware(request: web.Request, handler: Handler) -> w
         if request.path not in ANONYMOUS_PATHS:
             raise errors.Unauthorized("Unauthorized")
         user = authn.UserInfo(name="system:anonymous", groups=("system:unauthenticated",))
-    request[USER] = user
+    request[keys.USER] = user
     return await handler(request)
 
 
 def attributes_of(request: web.Request) -> authz.Attributes:
-    info: requestinfo.RequestInfo = request[REQUEST_INFO]
+    info: requestinfo.RequestInfo = request[keys.REQUEST_INFO]
     verb = "get" if info.verb == "head" else info.verb
     return authz.Attributes(
-        user=request[USER],
+        user=request[keys.USER],
         verb=verb,
         resource_request=info.is_resource_request,
         path=info.path,

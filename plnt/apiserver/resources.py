@@ -19,8 +19,6 @@ from plnt.registry import patches, tables, transitions
 from plnt.registry.definitions import Object
 from plnt.registry.store import ListPage, ResourceStore, WriteResult
 
-REQUEST_INFO = "plnt.request_info"
-
 
 def find_store(request: web.Request, info: RequestInfo) -> ResourceStore:
     stores = request.app[keys.STORES]
@@ -125,7 +123,7 @@ async def record_transitions(
 
 async def dispatch(request: web.Request) -> web.StreamResponse:
     """Serve any resource request."""
-    info: RequestInfo = request[REQUEST_INFO]
+    info: RequestInfo = request[keys.REQUEST_INFO]
     store = find_store(request, info)
     d = store.definition
     limit = request.app[keys.SETTINGS].max_request_body_bytes

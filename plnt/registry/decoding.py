@@ -233,6 +233,16 @@ def _key_text(key: Any) -> str:
     raise DecodeError(f"malformed YAML: a mapping key must be a scalar, got {type(key).__name__}")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _join_surrogates(text: str) -> str:
+    """PyYAML leaves JSON's escaped surrogate pairs ("\\ud83d\\ude00") as two halves."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
+
+
 class _Converter:
     """Turn PyYAML's values into JSON values, expanding aliases under a size bound."""
 
@@ -260,6 +270,8 @@ class _Converter:
             return value.isoformat()
         if isinstance(value, bytes):
             return value.decode("utf-8", "replace")
+        if isinstance(value, str):
+            return _join_surrogates(value)
         return value
 
     def _container(self, value: dict[Any, Any] | list[Any] | tuple[Any, ...], path: str) -> Any:
@@ -267,16 +279,17 @@ class _Converter:
             self.duplicates.extend(_join(path, key) for key in self.repeated.get(id(value), ()))
             converted: dict[str, Any] = {}
             for key, item in value.items():
-                text = _key_text(key)
+                text = _join_surrogates(_key_text(key))
                 converted[text] = self.convert(item, _join(path, text))
             return converted
         return [self.convert(item, f"{path}[{index}]") for index, item in enumerate(value)]
 
 
 def _decode_yaml(data: bytes) -> tuple[Any, list[str]]:
-    loader = _Loader(data)
-    loader.duplicates = {}
+    loader: _Loader | None = None
     try:
+        loader = _Loader(data)  # the reader already checks the encoding and characters
+        loader.duplicates = {}
         raw = loader.get_single_data()
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
@@ -287,7 +300,8 @@ def _decode_yaml(data: bytes) -> tuple[Any, list[str]]:
     except RecursionError:
         raise DecodeError("malformed YAML: nesting too deep") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     converter = _Converter(
         budget=100_000 + 10 * len(data),
         repeated={key: keys for key, (_, keys) in loader.duplicates.items()},

@@ -45,12 +45,10 @@ async def test_the_async_form_stops_etcd_even_when_the_body_raises(tmp_path: Pat
 
 
 async def test_data_survives_a_restart_on_the_same_data_dir(tmp_path: Path) -> None:
-    async with running_etcd(tmp_path) as etcd:
-        async with EtcdStore(etcd.endpoint) as store:
-            created = await store.create("/kept", b"v")
-    async with running_etcd(tmp_path) as etcd:
-        async with EtcdStore(etcd.endpoint) as store:
-            assert await store.get("/kept") == created
+    async with running_etcd(tmp_path) as etcd, EtcdStore(etcd.endpoint) as store:
+        created = await store.create("/kept", b"v")
+    async with running_etcd(tmp_path) as etcd, EtcdStore(etcd.endpoint) as store:
+        assert await store.get("/kept") == created
 
 
 def test_start_fails_with_the_log_when_the_given_port_is_taken(tmp_path: Path) -> None:

@@ -1,0 +1,92 @@
+"""An in-process plnt API server over real TLS on a real etcd, one keyspace per test."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from plnt.apiserver import app as app_module
+from plnt.apiserver import pki as pki_module
+from plnt.apiserver.settings import ServerSettings
+from tests.support import tls
+from tests.support.etcd import etcd_endpoint_fixture
+
+etcd_endpoint = etcd_endpoint_fixture()
+
+DIGEST = "sha256:" + "cd" * 32
+BASE = "/apis/plnt.work/v1/namespaces/default/workflowruns"
+
+
+def workflowrun(name: str, **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"workflow": {"ref": "oci://r.example/wf:1", "digest": DIGEST}}
+    body.update(spec)
+    return {
+        "apiVersion": "plnt.work/v1",
+        "kind": "WorkflowRun",
+        "metadata": {"name": name},
+        "spec": body,
+    }
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: Any
+    text: str
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.text)
+
+
+@dataclass
+class Api:
+    """A client of the server under test (admin certificate unless told otherwise)."""
+
+    url: str
+    session: aiohttp.ClientSession
+    pki: pki_module.Pki
+    settings: ServerSettings
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        data: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        params: dict[str, str] | None = None,
+    ) -> Reply:
+        hdrs = dict(headers or {})
+        if body is not None:
+            data = json.dumps(body).encode()
+            hdrs.setdefault("Content-Type", "application/json")
+        async with self.session.request(
+            method, self.url + path, data=data, headers=hdrs, params=params
+        ) as response:
+            return Reply(response.status, response.headers, await response.text())
+
+
+@pytest.fixture
+async def api(etcd_endpoint: str, tmp_path: Path) -> AsyncIterator[Api]:
+    settings = ServerSettings(
+        etcd_endpoints=(etcd_endpoint.removeprefix("http://"),),
+        etcd_prefix=f"/t-{uuid.uuid4().hex[:12]}",
+        pki_dir=tmp_path / "pki",
+        bookmark_interval_seconds=0.2,
+    )
+    application = app_module.build_app(settings)
+    paths = pki_module.Pki.at(tmp_path / "pki")
+    async with (
+        tls.serve_https(application, tls.server_context(paths)) as url,
+        tls.client_session(paths, cert=tls.admin(paths)) as session,
+    ):
+        yield Api(url=url, session=session, pki=paths, settings=settings)

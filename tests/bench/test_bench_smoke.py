@@ -1,0 +1,70 @@
+"""The API server benchmark runs end to end with tiny numbers and prints its ratio lines.
+
+Nothing here asserts a speed: the benchmark reports ratios (DESIGN.md §5), and
+this test only proves that the harness, its etcd and its server child start,
+measure every phase and are cleaned up.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from plnt.bench import apiserver as harness
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = [
+    "--concurrency", "4", "--objects", "30", "--page", "10", "--duration", "0.2",
+    "--warmup", "0.05", "--watchers", "3", "--watch-events", "5", "--watch-rate", "50",
+    "--no-fsync",
+]  # fmt: skip
+
+
+def test_benchmark_completes_and_prints_every_ratio_line(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    result = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "apiserver.py"), *TINY, "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=REPO,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    ratio_lines = [line for line in result.stdout.splitlines() if line.startswith("ratio ")]
+    names = [" ".join(line.split()[1:3]) for line in ratio_lines]
+    assert names == [
+        "GET api/raw",
+        "GET api/bare",
+        "CREATE api/raw",
+        "CREATE api/bare",
+        "LIST api/raw",
+        "WATCH p99",
+    ]
+    results = json.loads(out.read_text())
+    assert results["watch"]["expected"] == 3 * 5
+    assert {"get", "create", "list"} <= set(results["api"])
+
+
+def test_continue_token_is_read_from_list_metadata_and_not_from_items() -> None:
+    body = json.dumps(
+        {
+            "kind": "WorkflowRunList",
+            "metadata": {"resourceVersion": "7", "continue": "abc"},
+            "items": [{"metadata": {"continue": "not-this"}}],
+        },
+        separators=(",", ":"),  # the server's compact encoding
+    ).encode()
+    last = json.dumps(
+        {"metadata": {"resourceVersion": "7"}, "items": [{"continue": "x"}]}, separators=(",", ":")
+    ).encode()
+    assert harness.continue_token(body) == "abc"
+    assert harness.continue_token(last) is None
+
+
+def test_percentile_uses_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert harness.percentile(values, 0.5) == 50.0
+    assert harness.percentile(values, 0.99) == 99.0
+    assert harness.percentile([], 0.99) == 0.0
