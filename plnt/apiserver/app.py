@@ -83,6 +83,12 @@ def _storage_context(
     return context
 
 
+async def _close_watches(app: web.Application) -> None:
+    """End every open watch at shutdown: clients re-watch, as they do after any close."""
+    for task in list(app[keys.WATCHES]):
+        task.cancel()
+
+
 def build_app(settings: settings_module.ServerSettings) -> web.Application:
     """The API server application for `settings` (not yet listening).
 
@@ -99,6 +105,8 @@ def build_app(settings: settings_module.ServerSettings) -> web.Application:
     app[keys.SETTINGS] = settings
     app[keys.METRICS] = metrics.Metrics()
     app[keys.READY] = {"etcd": False, "watch-cache": False}
+    app[keys.WATCHES] = set()
+    app.on_shutdown.append(_close_watches)
     app[keys.AUTHENTICATOR] = build_authenticator(settings)
     app[keys.AUTHORIZER] = build_authorizer(settings)
     app[endpoints.DOCUMENTS] = endpoints.Documents(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 
 from plnt.apiserver import authn, authz
@@ -20,6 +22,8 @@ AUTHENTICATOR = web.AppKey("authenticator", authn.Authenticator)
 AUTHORIZER = web.AppKey("authorizer", authz.Authorizer)
 METRICS = web.AppKey("metrics", Metrics)
 READY: web.AppKey[dict[str, bool]] = web.AppKey("ready")
+WATCHES: web.AppKey[set[asyncio.Task[object]]] = web.AppKey("watches")
+"""Handler tasks streaming a watch; cancelled at shutdown so the server never waits on them."""
 
 # Per-request storage, set by the middleware chain.
 REQUEST_INFO = web.RequestKey("request_info", RequestInfo)

@@ -19,6 +19,7 @@ from plnt.registry.definitions import ResourceDefinition
 from plnt.registry.store import DeleteOptions, ListOptions, WriteOptions
 
 FIELD_VALIDATION_VALUES = ("Ignore", "Warn", "Strict")
+_DISCARD_LIMIT = 16 * 1024 * 1024
 _TRUE = ("true", "1")
 
 
@@ -147,15 +148,29 @@ async def read_body(request: web.Request, *, limit: int) -> bytes:
     """The raw body, refused with a Status 413 beyond `limit` bytes."""
     too_large = errors.RequestEntityTooLarge(f"Request entity too large: limit is {limit}")
     if request.content_length is not None and request.content_length > limit:
+        await _discard(request)
         raise too_large
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.content.iter_chunked(64 * 1024):
         size += len(chunk)
         if size > limit:
+            await _discard(request)
             raise too_large
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def _discard(request: web.Request, *, at_most: int = _DISCARD_LIMIT) -> None:
+    """Read and drop what a refused body still carries, so the 413 reaches the client at once.
+
+    Beyond `at_most` the connection is left to aiohttp, which closes it after lingering.
+    """
+    dropped = 0
+    async for chunk in request.content.iter_chunked(256 * 1024):
+        dropped += len(chunk)
+        if dropped > at_most:
+            return
 
 
 async def decode_object(request: web.Request, *, limit: int) -> tuple[Any, list[str]]:

@@ -107,7 +107,9 @@ async def serve(
         application = app_module.build_app(server_settings)
         ssl_context = app_module.ssl_context_for(server_settings)
         assert isinstance(ssl_context, ssl.SSLContext)
-        runner = web.AppRunner(application, shutdown_timeout=2.0, access_log=None)
+        runner = web.AppRunner(
+            application, shutdown_timeout=2.0, access_log=None, handler_cancellation=True
+        )
         await runner.setup()
         try:
             site = web.TCPSite(runner, settings.host, settings.port, ssl_context=ssl_context)

@@ -60,6 +60,10 @@ async def serve(
     response.enable_chunked_encoding()
     gauge = request.app[keys.METRICS].open_watches.labels(store.definition.plural)
     gauge.inc()
+    task = asyncio.current_task()
+    watches = request.app[keys.WATCHES]
+    if task is not None:
+        watches.add(task)
     first_table = True
     try:
         async with stream:
@@ -89,10 +93,10 @@ async def serve(
                         )
                         if event_type == "ERROR":
                             break
-    except (ConnectionResetError, asyncio.CancelledError):
+    finally:
         gauge.dec()
-        raise
-    gauge.dec()
+        if task is not None:
+            watches.discard(task)
     with contextlib.suppress(ConnectionResetError):
         await response.write_eof()
     return response

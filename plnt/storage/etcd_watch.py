@@ -90,7 +90,8 @@ class EtcdWatch:
         self._call = self._stub.Watch(metadata=self._metadata)
         try:
             await self._call.write(rpc.WatchRequest(create_request=create))
-            first = await asyncio.wait_for(self._call.read(), self._open_timeout)
+            async with asyncio.timeout(self._open_timeout):
+                first = await self._read()
         except TimeoutError as exc:
             self._close()
             raise errors.Unavailable("etcd did not confirm the watch in time") from exc
@@ -122,7 +123,7 @@ class EtcdWatch:
             if self._call is None:
                 raise StopAsyncIteration
             try:
-                response = await self._call.read()
+                response = await self._read()
             except rpc.AioRpcError as exc:
                 self._close()
                 raise translate_rpc_error(exc) from exc
@@ -131,6 +132,18 @@ class EtcdWatch:
                 raise errors.Unavailable("etcd ended the watch stream")
             self._take(response)
         return self._buffer.popleft()
+
+    async def _read(self) -> Any:
+        # grpc.aio does not reliably deliver a task cancellation into a pending read
+        # (the task can stay "cancelling" forever), so the read runs shielded and a
+        # cancellation cancels the RPC itself, which always ends the read.
+        reader = asyncio.ensure_future(self._call.read())
+        try:
+            return await asyncio.shield(reader)
+        except asyncio.CancelledError:
+            self._close()
+            reader.add_done_callback(_retrieve)
+            raise
 
     def _close(self) -> None:
         if self._call is not None:
@@ -188,3 +201,8 @@ class EtcdWatch:
                 self.last_revision = max(self.last_revision, revision)
                 self._last_emit = now
                 append(WatchEvent("PROGRESS", self.last_revision))
+
+
+def _retrieve(reader: asyncio.Future[Any]) -> None:
+    if not reader.cancelled():
+        reader.exception()

@@ -120,8 +120,13 @@ class Store(Protocol):
         """Stream every change under `prefix` with revision > `after_revision`, without gaps.
 
         Raises Expired (on entry or from the iterator) when `after_revision` has
-        been compacted. With `progress_interval`, an idle stream yields PROGRESS
-        events at about that period.
+        been compacted, TooLargeRevision (on entry) when a store cannot reach it.
+        With `progress_interval`, an idle stream yields PROGRESS events at about
+        that period (see each store for what bounds the period).
+
+        The iterator may end (a store may drop a watcher that falls behind) or
+        raise Unavailable (etcd lost); callers resume by watching again from the
+        last revision they saw, which never loses or repeats an event.
         """
         ...
 

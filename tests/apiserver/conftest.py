@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -69,19 +71,34 @@ class Api:
         if body is not None:
             data = json.dumps(body).encode()
             hdrs.setdefault("Content-Type", "application/json")
+        payload: Any = io.BytesIO(data) if data is not None and len(data) > 1 << 20 else data
         async with self.session.request(
-            method, self.url + path, data=data, headers=hdrs, params=params
+            method, self.url + path, data=payload, headers=hdrs, params=params
         ) as response:
             return Reply(response.status, response.headers, await response.text())
 
 
 @pytest.fixture
 async def api(etcd_endpoint: str, tmp_path: Path) -> AsyncIterator[Api]:
+    async with serving(etcd_endpoint, tmp_path) as client:
+        yield client
+
+
+@pytest.fixture
+async def uncached_api(etcd_endpoint: str, tmp_path: Path) -> AsyncIterator[Api]:
+    """A server without the watch cache: reads and watches go straight to etcd."""
+    async with serving(etcd_endpoint, tmp_path, watch_cache=False) as client:
+        yield client
+
+
+@contextlib.asynccontextmanager
+async def serving(etcd_endpoint: str, tmp_path: Path, **overrides: Any) -> AsyncIterator[Api]:
     settings = ServerSettings(
         etcd_endpoints=(etcd_endpoint.removeprefix("http://"),),
         etcd_prefix=f"/t-{uuid.uuid4().hex[:12]}",
         pki_dir=tmp_path / "pki",
         bookmark_interval_seconds=0.2,
+        **overrides,
     )
     application = app_module.build_app(settings)
     paths = pki_module.Pki.at(tmp_path / "pki")

@@ -293,7 +293,10 @@ async def test_watch_resumes_after_a_disconnect_without_gaps(api: Api) -> None:
     assert [e["object"]["metadata"]["name"] for e in resumed] == ["w2", "w3"]
 
 
-async def test_watch_from_a_compacted_revision_gets_one_410_error_event(api: Api) -> None:
+async def test_watch_from_a_compacted_revision_gets_one_410_error_event(
+    uncached_api: Api,
+) -> None:
+    api = uncached_api
     old = await create(api, "c0")
     await create(api, "c1")
     latest = await create(api, "c2")

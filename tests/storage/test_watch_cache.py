@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
 from plnt.storage import errors
 from plnt.storage.cache import CachedStore
 from plnt.storage.etcd import EtcdStore
+from plnt.storage.interface import KeyValue
 from tests.storage.conftest import next_changes
+from tests.support.etcd import running_etcd
 
 
 @pytest.fixture
@@ -87,8 +90,12 @@ async def test_watch_older_than_the_cache_history_raises_expired(
     cache: CachedStore, prefix: str
 ) -> None:
     first = await cache.create(prefix + "a", b"0")
-    for i in range(20):
-        await cache.guaranteed_update(prefix + "a", lambda kv, i=i: str(i + 1).encode())
+
+    def bump(kv: KeyValue) -> bytes:
+        return str(int(kv.value) + 1).encode()
+
+    for _ in range(20):
+        await cache.guaranteed_update(prefix + "a", bump)
     with pytest.raises(errors.Expired):
         async with cache.watch(prefix, after_revision=first.mod_revision):
             pass
@@ -132,3 +139,21 @@ async def test_keys_outside_the_cached_prefixes_are_served_by_etcd(
     created = await cache.create(other + "a", b"v")
     assert await cache.get(other + "a") == created
     assert (await cache.list(other)).items == [created]
+
+
+async def test_the_cache_catches_up_after_etcd_restarts(tmp_path: Path) -> None:
+    async with running_etcd(tmp_path) as first:
+        ports = {"client_port": first.client_port, "peer_port": first.peer_port}
+        store = EtcdStore(first.endpoint)
+        await store.start()
+        try:
+            async with CachedStore(store, prefixes=["/p/"]) as cached:
+                before = await cached.create("/p/a", b"v")
+                await first.astop()
+                async with running_etcd(tmp_path, **ports):
+                    after = await cached.create("/p/b", b"v")
+                    async with cached.watch("/p/", after_revision=before.mod_revision) as events:
+                        assert [e.kv for e in await next_changes(events, 1)] == [after]
+                    assert (await cached.list("/p/")).items == [before, after]
+        finally:
+            await store.close()

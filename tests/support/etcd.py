@@ -23,7 +23,7 @@ import contextlib
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -60,12 +60,14 @@ async def running_etcd(base_dir: Path, **overrides: Any) -> AsyncIterator[EtcdPr
         yield etcd
 
 
-def etcd_endpoint_fixture(scope: str = "session") -> Callable[..., Any]:
+def etcd_endpoint_fixture(
+    scope: Literal["session", "package", "module", "class", "function"] = "session",
+) -> Callable[..., Any]:
     """A pytest fixture (default session scope) yielding the endpoint of a shared etcd."""
 
-    @pytest.fixture(scope=scope)  # type: ignore[call-overload, misc]
+    @pytest.fixture(scope=scope)
     def etcd_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         with etcd_running(tmp_path_factory.mktemp("etcd")) as etcd:
             yield etcd.endpoint
 
-    return etcd_endpoint  # type: ignore[no-any-return]
+    return etcd_endpoint

@@ -136,7 +136,7 @@ async def client_session(
 @contextlib.asynccontextmanager
 async def serve_https(app: web.Application, context: ssl.SSLContext) -> AsyncIterator[str]:
     """Serve `app` over HTTPS on a free port of 127.0.0.1; yields the base URL."""
-    runner = web.AppRunner(app)
+    runner = web.AppRunner(app, handler_cancellation=True)
     await runner.setup()
     try:
         site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
