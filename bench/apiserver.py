@@ -113,7 +113,9 @@ async def serve_child(args: argparse.Namespace) -> None:
     application = app_module.build_app(settings)
     ssl_context = app_module.ssl_context_for(settings)
     runners = [
-        web.AppRunner(application, shutdown_timeout=2.0, access_log=None, handler_cancellation=True),
+        web.AppRunner(
+            application, shutdown_timeout=2.0, access_log=None, handler_cancellation=True
+        ),
         web.AppRunner(bare_app(), shutdown_timeout=2.0, access_log=None, handler_cancellation=True),
     ]
     stop = asyncio.Event()

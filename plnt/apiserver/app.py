@@ -85,7 +85,7 @@ def _storage_context(
 
 async def _close_watches(app: web.Application) -> None:
     """End every open watch at shutdown: clients re-watch, as they do after any close."""
-    for task in list(app[keys.WATCHES]):
+    for task in list(app[keys.WATCHES].tasks):
         task.cancel()
 
 
@@ -105,7 +105,7 @@ def build_app(settings: settings_module.ServerSettings) -> web.Application:
     app[keys.SETTINGS] = settings
     app[keys.METRICS] = metrics.Metrics()
     app[keys.READY] = {"etcd": False, "watch-cache": False}
-    app[keys.WATCHES] = set()
+    app[keys.WATCHES] = keys.OpenWatches()
     app.on_shutdown.append(_close_watches)
     app[keys.AUTHENTICATOR] = build_authenticator(settings)
     app[keys.AUTHORIZER] = build_authorizer(settings)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
+from typing import Any
 
 from aiohttp import web
 
@@ -22,8 +24,16 @@ AUTHENTICATOR = web.AppKey("authenticator", authn.Authenticator)
 AUTHORIZER = web.AppKey("authorizer", authz.Authorizer)
 METRICS = web.AppKey("metrics", Metrics)
 READY: web.AppKey[dict[str, bool]] = web.AppKey("ready")
-WATCHES: web.AppKey[set[asyncio.Task[object]]] = web.AppKey("watches")
-"""Handler tasks streaming a watch; cancelled at shutdown so the server never waits on them."""
+
+
+@dataclass
+class OpenWatches:
+    """Handler tasks streaming a watch; cancelled at shutdown so the server never waits on them."""
+
+    tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+
+
+WATCHES = web.AppKey("watches", OpenWatches)
 
 # Per-request storage, set by the middleware chain.
 REQUEST_INFO = web.RequestKey("request_info", RequestInfo)

@@ -61,7 +61,7 @@ async def serve(
     gauge = request.app[keys.METRICS].open_watches.labels(store.definition.plural)
     gauge.inc()
     task = asyncio.current_task()
-    watches = request.app[keys.WATCHES]
+    watches = request.app[keys.WATCHES].tasks
     if task is not None:
         watches.add(task)
     first_table = True

@@ -28,10 +28,10 @@ async def create(api: Api, name: str, **spec: Any) -> dict[str, Any]:
 
 
 async def read_events(
-    response: aiohttp.ClientResponse, count: int, *, timeout: float = 10
+    response: aiohttp.ClientResponse, count: int, *, deadline: float = 10
 ) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
-    async with asyncio.timeout(timeout):
+    async with asyncio.timeout(deadline):
         while len(events) < count:
             line = await response.content.readline()
             if not line:
@@ -50,10 +50,14 @@ async def test_aggregated_discovery_names_every_resource_with_a_response_kind(ap
     assert wfr["responseKind"] == {"group": "plnt.work", "version": "v1", "kind": "WorkflowRun"}
     assert wfr["shortNames"] == ["wfr"] and wfr["categories"] == ["plnt"]
     subs = {s["subresource"]: s for s in wfr["subresources"]}
-    assert subs["scale"]["responseKind"] == {"group": "autoscaling", "version": "v1",
-                                             "kind": "Scale"}
-    again = await api.call("GET", "/apis",
-                           headers={"Accept": V2, "If-None-Match": reply.headers["ETag"]})
+    assert subs["scale"]["responseKind"] == {
+        "group": "autoscaling",
+        "version": "v1",
+        "kind": "Scale",
+    }
+    again = await api.call(
+        "GET", "/apis", headers={"Accept": V2, "If-None-Match": reply.headers["ETag"]}
+    )
     assert again.status == 304
 
 
@@ -115,8 +119,9 @@ async def test_bodies_over_three_mebibytes_get_413_with_a_status(api: Api) -> No
 
 
 async def test_malformed_json_is_a_bad_request_and_changes_nothing(api: Api) -> None:
-    reply = await api.call("POST", BASE, data=b'{"kind": ', headers={
-        "Content-Type": "application/json"})
+    reply = await api.call(
+        "POST", BASE, data=b'{"kind": ', headers={"Content-Type": "application/json"}
+    )
     assert reply.status == 400
     assert reply.json["kind"] == "Status" and reply.json["status"] == "Failure"
     listing = await api.call("GET", BASE)
@@ -167,27 +172,42 @@ async def test_status_writes_keep_spec_and_generation_and_spec_writes_keep_statu
 async def test_merge_patch_carrying_a_stale_resource_version_is_a_conflict(api: Api) -> None:
     obj = await create(api, "mp")
     rv = obj["metadata"]["resourceVersion"]
-    ok = await api.call("PATCH", f"{BASE}/mp", data=json.dumps(
-        {"metadata": {"resourceVersion": rv}, "spec": {"replicas": 2}}).encode(),
-        headers={"Content-Type": "application/merge-patch+json"})
+    ok = await api.call(
+        "PATCH",
+        f"{BASE}/mp",
+        data=json.dumps({"metadata": {"resourceVersion": rv}, "spec": {"replicas": 2}}).encode(),
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
     assert ok.status == 200
-    stale = await api.call("PATCH", f"{BASE}/mp", data=json.dumps(
-        {"metadata": {"resourceVersion": rv}, "spec": {"replicas": 3}}).encode(),
-        headers={"Content-Type": "application/merge-patch+json"})
+    stale = await api.call(
+        "PATCH",
+        f"{BASE}/mp",
+        data=json.dumps({"metadata": {"resourceVersion": rv}, "spec": {"replicas": 3}}).encode(),
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
     assert stale.status == 409
 
 
 async def test_patch_types_outside_the_supported_set_are_refused(api: Api) -> None:
     await create(api, "pt")
-    directive = await api.call("PATCH", f"{BASE}/pt", data=b'{"spec":{"$patch":"replace"}}',
-                               headers={"Content-Type": "application/strategic-merge-patch+json"})
+    directive = await api.call(
+        "PATCH",
+        f"{BASE}/pt",
+        data=b'{"spec":{"$patch":"replace"}}',
+        headers={"Content-Type": "application/strategic-merge-patch+json"},
+    )
     assert directive.status == 422
     assert "$patch" in directive.json["message"]
-    apply = await api.call("PATCH", f"{BASE}/pt?fieldManager=me&force=false", data=b"{}",
-                           headers={"Content-Type": "application/apply-patch+yaml"})
+    apply = await api.call(
+        "PATCH",
+        f"{BASE}/pt?fieldManager=me&force=false",
+        data=b"{}",
+        headers={"Content-Type": "application/apply-patch+yaml"},
+    )
     assert apply.status == 415 and apply.json["reason"] == "UnsupportedMediaType"
-    other = await api.call("PATCH", f"{BASE}/pt", data=b"{}",
-                           headers={"Content-Type": "text/plain"})
+    other = await api.call(
+        "PATCH", f"{BASE}/pt", data=b"{}", headers={"Content-Type": "text/plain"}
+    )
     assert other.status == 415
 
 
@@ -278,16 +298,18 @@ async def test_partial_object_metadata_list_is_served_when_asked(api: Api) -> No
 async def test_watch_resumes_after_a_disconnect_without_gaps(api: Api) -> None:
     first = await create(api, "w0")
     rv = first["metadata"]["resourceVersion"]
-    async with api.session.get(api.url + BASE, params={"watch": "true",
-                                                       "resourceVersion": rv}) as stream:
+    async with api.session.get(
+        api.url + BASE, params={"watch": "true", "resourceVersion": rv}
+    ) as stream:
         assert stream.headers["Content-Type"] == "application/json"
         await create(api, "w1")
         events = await read_events(stream, 1)
     last_rv = events[0]["object"]["metadata"]["resourceVersion"]
     await create(api, "w2")  # happens while nobody watches
     await create(api, "w3")
-    async with api.session.get(api.url + BASE, params={"watch": "true",
-                                                       "resourceVersion": last_rv}) as stream:
+    async with api.session.get(
+        api.url + BASE, params={"watch": "true", "resourceVersion": last_rv}
+    ) as stream:
         resumed = await read_events(stream, 2)
     assert [e["type"] for e in resumed] == ["ADDED", "ADDED"]
     assert [e["object"]["metadata"]["name"] for e in resumed] == ["w2", "w3"]
@@ -302,8 +324,10 @@ async def test_watch_from_a_compacted_revision_gets_one_410_error_event(
     latest = await create(api, "c2")
     async with EtcdStore(api.settings.etcd_endpoints[0]) as raw:
         await raw.compact(int(latest["metadata"]["resourceVersion"]))
-    async with api.session.get(api.url + BASE, params={
-        "watch": "true", "resourceVersion": old["metadata"]["resourceVersion"]}) as stream:
+    async with api.session.get(
+        api.url + BASE,
+        params={"watch": "true", "resourceVersion": old["metadata"]["resourceVersion"]},
+    ) as stream:
         assert stream.status == 200
         events = await read_events(stream, 2)
     assert len(events) == 1
@@ -315,8 +339,13 @@ async def test_watch_from_a_compacted_revision_gets_one_410_error_event(
 async def test_send_initial_events_ends_with_the_annotated_bookmark(api: Api) -> None:
     await create(api, "i0")
     await create(api, "i1")
-    params = {"watch": "true", "sendInitialEvents": "true", "allowWatchBookmarks": "true",
-              "resourceVersionMatch": "NotOlderThan", "resourceVersion": ""}
+    params = {
+        "watch": "true",
+        "sendInitialEvents": "true",
+        "allowWatchBookmarks": "true",
+        "resourceVersionMatch": "NotOlderThan",
+        "resourceVersion": "",
+    }
     async with api.session.get(api.url + BASE, params=params) as stream:
         events = await read_events(stream, 3)
         await create(api, "i2")
@@ -338,8 +367,12 @@ async def test_watch_with_a_name_selector_sees_the_object_leave(api: Api) -> Non
     async with api.session.get(api.url + BASE, params=params) as stream:
         initial = await read_events(stream, 1)
         patch = json.dumps({"metadata": {"labels": {"keep": "no"}}}).encode()
-        await api.call("PATCH", f"{BASE}/sel2", data=patch,
-                       headers={"Content-Type": "application/merge-patch+json"})
+        await api.call(
+            "PATCH",
+            f"{BASE}/sel2",
+            data=patch,
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
         left = await read_events(stream, 1)
     assert initial[0]["type"] == "ADDED" and created.status == 201
     assert left[0]["type"] == "DELETED"
@@ -360,8 +393,12 @@ async def test_viewers_read_but_cannot_write_and_spoofed_headers_are_ignored(
     api: Api, tmp_path: Any
 ) -> None:
     await create(api, "guarded")
-    viewer = tls.write_client_cert(tls.client_ca(api.pki), tmp_path / "viewer",
-                                   common_name="vera", organizations=["plnt:viewers"])
+    viewer = tls.write_client_cert(
+        tls.client_ca(api.pki),
+        tmp_path / "viewer",
+        common_name="vera",
+        organizations=["plnt:viewers"],
+    )
     spoof = {"X-Remote-User": "admin", "X-Remote-Group": "system:masters"}
     async with tls.client_session(api.pki, cert=viewer) as session:
         async with session.get(api.url + f"{BASE}/guarded", headers=spoof) as got:
@@ -380,20 +417,31 @@ async def test_scale_subresource_speaks_autoscaling_v1(api: Api) -> None:
     scale = await api.call("GET", f"{BASE}/sc/scale")
     assert scale.json["kind"] == "Scale" and scale.json["apiVersion"] == "autoscaling/v1"
     assert scale.json["spec"]["replicas"] == 1
-    patched = await api.call("PATCH", f"{BASE}/sc/scale", data=b'{"spec":{"replicas":4}}',
-                             headers={"Content-Type": "application/merge-patch+json"})
+    patched = await api.call(
+        "PATCH",
+        f"{BASE}/sc/scale",
+        data=b'{"spec":{"replicas":4}}',
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
     assert patched.json["kind"] == "Scale" and patched.json["spec"]["replicas"] == 4
-    negative = await api.call("PATCH", f"{BASE}/sc/scale", data=b'{"spec":{"replicas":-1}}',
-                              headers={"Content-Type": "application/merge-patch+json"})
+    negative = await api.call(
+        "PATCH",
+        f"{BASE}/sc/scale",
+        data=b'{"spec":{"replicas":-1}}',
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
     assert negative.status == 422
 
 
 async def test_events_are_recorded_and_selectable_by_involved_object(api: Api) -> None:
     obj = await create(api, "ev")
-    selector = (f"involvedObject.uid={obj['metadata']['uid']},involvedObject.name=ev,"
-                "involvedObject.kind=WorkflowRun,involvedObject.namespace=default")
-    events = await api.call("GET", "/api/v1/namespaces/default/events",
-                            params={"fieldSelector": selector})
+    selector = (
+        f"involvedObject.uid={obj['metadata']['uid']},involvedObject.name=ev,"
+        "involvedObject.kind=WorkflowRun,involvedObject.namespace=default"
+    )
+    events = await api.call(
+        "GET", "/api/v1/namespaces/default/events", params={"fieldSelector": selector}
+    )
     assert events.status == 200
     assert events.json["kind"] == "EventList"
     assert [e["reason"] for e in events.json["items"]] == ["Accepted"]
@@ -403,6 +451,8 @@ async def test_metrics_count_requests_by_verb_resource_and_code(api: Api) -> Non
     await create(api, "m")
     await api.call("GET", f"{BASE}/missing")
     text = (await api.call("GET", "/metrics")).text
-    assert 'plnt_apiserver_requests_total{code="201",resource="workflowruns",verb="create"} 1.0' \
+    assert (
+        'plnt_apiserver_requests_total{code="201",resource="workflowruns",verb="create"} 1.0'
         in text
+    )
     assert 'code="404",resource="workflowruns",verb="get"' in text
