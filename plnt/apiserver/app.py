@@ -7,6 +7,8 @@ nothing lives at module level and tests can build as many servers as they like.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -73,8 +75,18 @@ def _storage_context(
             app[keys.STORAGE] = store
             stores = {(d.group, d.plural): ResourceStore(d, store) for d in ALL_RESOURCES}
             app[keys.STORES] = stores
-            app[keys.RECORDER] = events.EventRecorder(stores[("", "events")])
-            yield
+            recorder = events.EventRecorder(stores[("", "events")])
+            app[keys.RECORDER] = recorder
+            worker = asyncio.create_task(recorder.run(), name="event recorder")
+            try:
+                yield
+            finally:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(5):
+                        await recorder.flush()
+                worker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await worker
         finally:
             if cache is not None:
                 await cache.close()

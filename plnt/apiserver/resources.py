@@ -107,7 +107,7 @@ def _unsupported_patch(media: str, store: ResourceStore) -> errors.UnsupportedMe
     return errors.UnsupportedMediaType(message)
 
 
-async def record_transitions(
+def record_transitions(
     request: web.Request, store: ResourceStore, result: WriteResult, *, dry_run: bool
 ) -> None:
     """Every WorkflowRun state transition becomes an Event (what `kubectl describe` shows)."""
@@ -118,7 +118,7 @@ async def record_transitions(
         return
     recorder = request.app[keys.RECORDER]
     for t in transitions.workflowrun_transitions(previous, result.object):
-        await recorder.record(result.object, type=t.type, reason=t.reason, message=t.message)
+        recorder.record(result.object, type=t.type, reason=t.reason, message=t.message)
 
 
 async def dispatch(request: web.Request) -> web.StreamResponse:
@@ -153,7 +153,7 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
             raise errors.BadRequest("the request body must be a JSON object")
         options = params.write_options(query, duplicates=duplicates)
         result = await store.create(namespace, body, options)
-        await record_transitions(request, store, result, dry_run=options.dry_run)
+        record_transitions(request, store, result, dry_run=options.dry_run)
         return responses.json_response(result.object, status=201, warnings=result.warnings)
     if verb == "update":
         body, duplicates = await params.decode_object(request, limit=limit)
@@ -163,7 +163,7 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
         result = await store.update(
             namespace, name, lambda old: body, options, subresource=info.subresource
         )
-        await record_transitions(request, store, result, dry_run=options.dry_run)
+        record_transitions(request, store, result, dry_run=options.dry_run)
         return responses.json_response(result.object, warnings=result.warnings)
     if verb == "patch":
         media = negotiation.content_type(request.headers.get("Content-Type"))
@@ -198,7 +198,7 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
 
         options = params.write_options(query, is_patch=True)
         result = await store.update(namespace, name, apply, options, subresource=info.subresource)
-        await record_transitions(request, store, result, dry_run=options.dry_run)
+        record_transitions(request, store, result, dry_run=options.dry_run)
         return responses.json_response(result.object, warnings=result.warnings)
     if verb == "delete":
         obj, _ = await store.delete(

@@ -6,20 +6,19 @@ decode (KUBE-API.md §0), so nothing in the server builds a Response by hand.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
 from aiohttp import web
 
-from plnt.api import errors
+from plnt.api import codec, errors
 from plnt.registry import decoding
 
 JSON_CONTENT_TYPE = "application/json"
 
 
 def dumps(body: Any) -> bytes:
-    return json.dumps(body, separators=(",", ":")).encode()
+    return codec.dumps(body)
 
 
 def json_response(

@@ -96,16 +96,29 @@ def peer_certificate(request: web.Request) -> x509.Certificate | None:
 
 
 @dataclass(frozen=True, slots=True)
+class _Verdict:
+    certificate: x509.Certificate
+    issued: bool
+    not_before: datetime.datetime
+    not_after: datetime.datetime
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+@dataclass(frozen=True, slots=True)
 class TrustBundle:
     """The CA certificates of one trust purpose (client CA, or request-header CA)."""
 
     authorities: tuple[x509.Certificate, ...]
     source: str = ""
-    # Which authority signed a given leaf: signature checks are the costly part, and the
-    # same certificate arrives on every request of a connection. Time is re-checked.
-    _issuers: dict[x509.Certificate, x509.Certificate | None] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    # The verdict for a leaf: its issuer (None if this bundle did not issue it for client
+    # authentication) and the window in which leaf and issuer are both valid. The same
+    # certificate object arrives on every request of a connection (`peer_certificate`
+    # caches it), so entries are keyed by identity: hashing a certificate costs as much
+    # as the check itself. Each entry holds the certificate, so its id cannot be reused
+    # while the entry lives. Only the time is re-checked per request.
+    _verdicts: dict[int, _Verdict] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_pem(cls, pem: bytes, *, source: str = "") -> TrustBundle:
@@ -131,16 +144,24 @@ class TrustBundle:
         """True when a CA of this bundle issued `certificate` for client authentication
         and both are valid at `now`."""
         moment = now or datetime.datetime.now(datetime.UTC)
-        if not _valid_at(certificate, moment) or not _is_for_client_auth(certificate):
-            return False
-        try:
-            issuer = self._issuers[certificate]
-        except KeyError:
-            issuer = self._find_issuer(certificate)
-            if len(self._issuers) >= _ISSUER_CACHE_SIZE:
-                self._issuers.clear()
-            self._issuers[certificate] = issuer
-        return issuer is not None and _valid_at(issuer, moment)
+        verdict = self._verdicts.get(id(certificate))
+        if verdict is None or verdict.certificate is not certificate:
+            verdict = self._judge(certificate)
+            if len(self._verdicts) >= _ISSUER_CACHE_SIZE:
+                self._verdicts.clear()
+            self._verdicts[id(certificate)] = verdict
+        return verdict.issued and verdict.not_before <= moment <= verdict.not_after
+
+    def _judge(self, certificate: x509.Certificate) -> _Verdict:
+        issuer = self._find_issuer(certificate) if _is_for_client_auth(certificate) else None
+        if issuer is None:
+            return _Verdict(certificate, False, _EPOCH, _EPOCH)
+        return _Verdict(
+            certificate,
+            True,
+            max(certificate.not_valid_before_utc, issuer.not_valid_before_utc),
+            min(certificate.not_valid_after_utc, issuer.not_valid_after_utc),
+        )
 
     def _find_issuer(self, certificate: x509.Certificate) -> x509.Certificate | None:
         for authority in self.authorities:
@@ -155,10 +176,6 @@ class TrustBundle:
 
 
 _ISSUER_CACHE_SIZE = 4096
-
-
-def _valid_at(certificate: x509.Certificate, moment: datetime.datetime) -> bool:
-    return certificate.not_valid_before_utc <= moment <= certificate.not_valid_after_utc
 
 
 def _is_for_client_auth(certificate: x509.Certificate) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import uuid
 from typing import Any
 
@@ -10,6 +12,8 @@ from plnt.api.meta import now_rfc3339
 from plnt.registry.definitions import Object, PrinterColumn, ResourceDefinition
 from plnt.registry.store import ResourceStore, WriteOptions
 from plnt.registry.strategy import Strategy
+
+log = logging.getLogger("plnt.events")
 
 
 def _get(obj: Object, *path: str) -> Any:
@@ -78,18 +82,39 @@ DEFINITION = ResourceDefinition(
 
 
 class EventRecorder:
-    """Records Events about plnt objects (what `kubectl describe` shows under Events:)."""
+    """Records Events about plnt objects (what `kubectl describe` shows under Events:).
 
-    def __init__(self, store: ResourceStore, *, component: str = "plnt") -> None:
+    Recording is off the request path, as kube's event broadcaster is: `record`
+    only queues, and one worker (owned by the server's cleanup context) writes the
+    queue to storage. Events are diagnostics, never acknowledged to a client; when
+    the queue is full the newest is dropped and logged rather than slowing writes.
+    """
+
+    def __init__(
+        self, store: ResourceStore, *, component: str = "plnt", queue_size: int = 4096
+    ) -> None:
         self._store = store
         self._component = component
+        self._queue: asyncio.Queue[Object] = asyncio.Queue(maxsize=queue_size)
+        self.dropped = 0
 
-    async def record(self, involved: Object, *, type: str, reason: str, message: str) -> Object:
-        """Create an Event about `involved` (an object as served, with uid)."""
+    def record(self, involved: Object, *, type: str, reason: str, message: str) -> None:
+        """Queue an Event about `involved` (an object as served, with uid)."""
+        try:
+            self._queue.put_nowait(self._event(involved, type=type, reason=reason, message=message))
+        except asyncio.QueueFull:
+            self.dropped += 1
+            log.warning(
+                "event queue full; dropped %s event for %s",
+                reason,
+                involved.get("metadata", {}).get("name"),
+            )
+
+    def _event(self, involved: Object, *, type: str, reason: str, message: str) -> Object:
         meta = involved.get("metadata", {})
         namespace = meta.get("namespace") or "default"
         now = now_rfc3339()
-        event: Object = {
+        return {
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {
@@ -113,5 +138,18 @@ class EventRecorder:
             "lastTimestamp": now,
             "count": 1,
         }
-        result = await self._store.create(namespace, event, WriteOptions())
-        return result.object
+
+    async def run(self) -> None:
+        """Write queued Events until cancelled; a failed write is logged, not retried."""
+        while True:
+            event = await self._queue.get()
+            try:
+                await self._store.create(event["metadata"]["namespace"], event, WriteOptions())
+            except Exception:
+                log.exception("could not record event %s", event["reason"])
+            finally:
+                self._queue.task_done()
+
+    async def flush(self) -> None:
+        """Wait until every queued Event has been written (used at shutdown and in tests)."""
+        await self._queue.join()

@@ -10,14 +10,13 @@ bytes themselves.
 from __future__ import annotations
 
 import copy
-import json
 import secrets
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from plnt.api import errors
+from plnt.api import codec, errors
 from plnt.api.meta import now_rfc3339
 from plnt.registry import decoding, watching
 from plnt.registry.definitions import Object, ResourceDefinition
@@ -89,12 +88,12 @@ def encode(obj: Object) -> bytes:
     meta = obj.get("metadata", {})
     if "resourceVersion" in meta:
         obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
-    return json.dumps(obj, separators=(",", ":"), sort_keys=True).encode()
+    return codec.dumps_sorted(obj)
 
 
 def decode(kv: KeyValue) -> Object:
     """An object as served: stored bytes plus `resourceVersion` = mod revision."""
-    obj: Object = json.loads(kv.value)
+    obj: Object = codec.loads(kv.value)
     obj.setdefault("metadata", {})["resourceVersion"] = str(kv.mod_revision)
     return obj
 
@@ -269,6 +268,8 @@ class ResourceStore:
             )
 
     def matches(self, obj: Object, options: ListOptions) -> bool:
+        if not _filters(options):
+            return True
         if options.label_selector is not None and not options.label_selector.matches(
             obj.get("metadata", {}).get("labels") or {}
         ):
@@ -457,7 +458,7 @@ class ResourceStore:
 def _filters(options: ListOptions) -> bool:
     return bool(
         (options.label_selector is not None and not options.label_selector.empty())
-        or (options.field_selector is not None and options.field_selector.requirements)
+        or (options.field_selector is not None and not options.field_selector.empty())
     )
 
 

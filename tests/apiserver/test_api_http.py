@@ -439,11 +439,16 @@ async def test_events_are_recorded_and_selectable_by_involved_object(api: Api) -
         f"involvedObject.uid={obj['metadata']['uid']},involvedObject.name=ev,"
         "involvedObject.kind=WorkflowRun,involvedObject.namespace=default"
     )
-    events = await api.call(
-        "GET", "/api/v1/namespaces/default/events", params={"fieldSelector": selector}
-    )
-    assert events.status == 200
-    assert events.json["kind"] == "EventList"
+    async with asyncio.timeout(10):
+        while True:
+            events = await api.call(
+                "GET", "/api/v1/namespaces/default/events", params={"fieldSelector": selector}
+            )
+            assert events.status == 200
+            assert events.json["kind"] == "EventList"
+            if events.json["items"]:
+                break
+            await asyncio.sleep(0.02)  # poll: the recorder writes off the request path
     assert [e["reason"] for e in events.json["items"]] == ["Accepted"]
 
 

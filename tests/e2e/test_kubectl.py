@@ -324,7 +324,14 @@ def test_describe_shows_spec_and_events(kubectl: Kubectl, namespace: str, tmp_pa
     kubectl.run(
         "patch", "wfr", "desc", "-n", namespace, "--type=merge", "-p", '{"spec":{"replicas":2}}'
     )
-    out = kubectl.run("describe", "wfr", "desc", "-n", namespace).stdout
+    out = wait_for(
+        lambda: (
+            (text := kubectl.run("describe", "wfr", "desc", "-n", namespace).stdout)
+            and "SpecChanged" in text
+            and text
+        ),
+        message="events in describe",
+    )
     assert "Name:" in out and "desc" in out
     assert "Events:" in out
     assert "Accepted" in out
