@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,9 +30,30 @@ READY: web.AppKey[dict[str, bool]] = web.AppKey("ready")
 
 @dataclass
 class OpenWatches:
-    """Handler tasks streaming a watch; cancelled at shutdown so the server never waits on them."""
+    """Open watch streams, and the event lines they share.
+
+    `tasks` are cancelled at shutdown so the server never waits on them. `lines`
+    holds the encoded JSON line of recent plain-JSON events, keyed by event type
+    and the identity of the (shared, immutable) object, so an event fanned out to
+    many watchers is serialised once. Each entry keeps its object alive, so an
+    id is never reused while its entry exists.
+    """
 
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    lines: OrderedDict[tuple[str, int], tuple[Any, bytes]] = field(default_factory=OrderedDict)
+    line_cache_size: int = 4096
+
+    def line(self, event_type: str, obj: Any, encode: Callable[[], bytes]) -> bytes:
+        """The encoded line of (event_type, obj), from the cache or `encode`."""
+        key = (event_type, id(obj))
+        hit = self.lines.get(key)
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        line = encode()
+        self.lines[key] = (obj, line)
+        if len(self.lines) > self.line_cache_size:
+            self.lines.popitem(last=False)
+        return line
 
 
 WATCHES = web.AppKey("watches", OpenWatches)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import random
 from typing import Any
 
@@ -33,6 +34,10 @@ def _timeout(request: web.Request) -> float:
             return float(value) if value else 0.0
     minimum = request.app[keys.SETTINGS].min_request_timeout_seconds
     return float(minimum) * (1.0 + random.random())
+
+
+def _line(event_type: str, body: Any) -> bytes:
+    return responses.dumps({"type": event_type, "object": body}) + b"\n"
 
 
 async def serve(
@@ -61,7 +66,8 @@ async def serve(
     gauge = request.app[keys.METRICS].open_watches.labels(store.definition.plural)
     gauge.inc()
     task = asyncio.current_task()
-    watches = request.app[keys.WATCHES].tasks
+    open_watches = request.app[keys.WATCHES]
+    watches = open_watches.tasks
     if task is not None:
         watches.add(task)
     first_table = True
@@ -88,9 +94,14 @@ async def serve(
                                 first_table = False
                             elif rep.kind.startswith("PartialObjectMetadata"):
                                 body = tables.partial_object_metadata(obj)
-                        await response.write(
-                            responses.dumps({"type": event_type, "object": body}) + b"\n"
-                        )
+                        if body is obj and event_type != "ERROR":
+                            line = open_watches.line(
+                                event_type, obj, functools.partial(_line, event_type, obj)
+                            )
+                            )
+                        else:
+                            line = _line(event_type, body)
+                        await response.write(line)
                         if event_type == "ERROR":
                             break
     finally:

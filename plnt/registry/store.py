@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import secrets
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -114,10 +115,32 @@ def parse_resource_version(value: str, *, field_name: str = "resourceVersion") -
 class ResourceStore:
     """Create, read, update, patch, delete and watch one resource kind."""
 
-    def __init__(self, definition: ResourceDefinition, storage: Store) -> None:
+    def __init__(
+        self, definition: ResourceDefinition, storage: Store, *, decoded_cache_size: int = 20_000
+    ) -> None:
         self.definition = definition
         self.storage = storage
         self.strategy = definition.strategy
+        self._decoded: OrderedDict[tuple[str, int], Object] = OrderedDict()
+        self._decoded_cache_size = decoded_cache_size
+
+    def read(self, kv: KeyValue) -> Object:
+        """The served object of `kv`, shared between readers: callers must not mutate it.
+
+        A key at one mod revision always decodes to the same object, so GET, LIST
+        and every watcher of an event reuse one decode instead of parsing the same
+        bytes again (bounded LRU).
+        """
+        cache_key = (kv.key, kv.mod_revision)
+        obj = self._decoded.get(cache_key)
+        if obj is None:
+            obj = decode(kv)
+            self._decoded[cache_key] = obj
+            if len(self._decoded) > self._decoded_cache_size:
+                self._decoded.popitem(last=False)
+        else:
+            self._decoded.move_to_end(cache_key)
+        return obj
 
     # --- helpers -----------------------------------------------------------------
 
@@ -213,7 +236,7 @@ class ResourceStore:
             raise self._not_found(name) from error
         except storage_errors.StorageError as error:
             raise translate(error) from error
-        return decode(kv)
+        return self.read(kv)
 
     async def list(self, namespace: str, options: ListOptions) -> ListPage:
         """A page of matching objects at one revision (filters applied before `limit`)."""
@@ -245,7 +268,7 @@ class ResourceStore:
                 raise translate(error) from error
             list_revision = page.revision
             for kv in page.items:
-                obj = decode(kv)
+                obj = self.read(kv)
                 if self.matches(obj, options):
                     items.append(obj)
             token = page.continue_token

@@ -110,7 +110,7 @@ class Watch:
         return {"kind": d.kind, "apiVersion": d.api_version, "metadata": meta}
 
     async def _iterate(self) -> AsyncIterator[WatchItem]:
-        from plnt.registry.store import decode, translate
+        from plnt.registry.store import translate
 
         if self._error is not None:
             yield "ERROR", self._error.to_status()
@@ -131,9 +131,11 @@ class Watch:
                     continue
                 if event.kv is None:
                     continue
-                obj = decode(event.kv)
+                obj = self._store.read(event.kv)
                 if event.type == "DELETED":
-                    obj["metadata"]["resourceVersion"] = str(event.revision)
+                    # The last state, at the delete's revision (a copy: `read` is shared).
+                    meta = {**obj["metadata"], "resourceVersion": str(event.revision)}
+                    obj = {**obj, "metadata": meta}
                 item = self._filter(event, obj, visible)
                 if item is not None:
                     yield item
@@ -142,8 +144,6 @@ class Watch:
 
     def _filter(self, event: WatchEvent, obj: Object, visible: set[str]) -> WatchItem | None:
         """Apply selectors, turning "starts/stops matching" into ADDED/DELETED."""
-        from plnt.registry.store import decode
-
         name = obj["metadata"]["name"]
         if event.type == "DELETED":
             matched = self._store.matches(obj, self._options)
@@ -157,7 +157,7 @@ class Watch:
                 return "ADDED", obj
             return None
         if event.prev is not None:
-            before = self._store.matches(decode(event.prev), self._options)
+            before = self._store.matches(self._store.read(event.prev), self._options)
         else:
             before = name in visible or not self._initial
         if now:
