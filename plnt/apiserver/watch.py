@@ -98,7 +98,6 @@ async def serve(
                             line = open_watches.line(
                                 event_type, obj, functools.partial(_line, event_type, obj)
                             )
-                            )
                         else:
                             line = _line(event_type, body)
                         await response.write(line)
