@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import weakref
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -118,6 +119,7 @@ def build_app(settings: settings_module.ServerSettings) -> web.Application:
     app[keys.METRICS] = metrics.Metrics()
     app[keys.READY] = {"etcd": False, "watch-cache": False}
     app[keys.WATCHES] = keys.OpenWatches()
+    app[keys.CONNECTION_IDENTITIES] = weakref.WeakKeyDictionary()
     app.on_shutdown.append(_close_watches)
     app[keys.AUTHENTICATOR] = build_authenticator(settings)
     app[keys.AUTHORIZER] = build_authorizer(settings)

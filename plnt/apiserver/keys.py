@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,6 +58,10 @@ class OpenWatches:
 
 
 WATCHES = web.AppKey("watches", OpenWatches)
+CONNECTION_IDENTITIES: web.AppKey[weakref.WeakKeyDictionary[Any, authn.UserInfo | None]] = (
+    web.AppKey("connection_identities")
+)
+"""Who a connection's client certificate says it is, while the connection lives."""
 
 # Per-request storage, set by the middleware chain.
 REQUEST_INFO = web.RequestKey("request_info", RequestInfo)

@@ -74,10 +74,34 @@ async def request_info_middleware(request: web.Request, handler: Handler) -> web
     return await handler(request)
 
 
+def _connection_only(request: web.Request) -> bool:
+    """True when the identity can come only from the connection's client certificate.
+
+    Then it is the same for every request on the connection, so it is computed once
+    per connection. Any bearer token or request-header identity opts out.
+    """
+    if "Authorization" in request.headers:
+        return False
+    return not any(name.lower().startswith("x-remote-") for name in request.headers)
+
+
+async def _authenticate(request: web.Request) -> authn.UserInfo | None:
+    authenticator = request.app[keys.AUTHENTICATOR]
+    transport = request.transport
+    if transport is None or not _connection_only(request):
+        return await authenticator.authenticate(request)
+    identities = request.app[keys.CONNECTION_IDENTITIES]
+    if transport in identities:
+        return identities[transport]
+    user = await authenticator.authenticate(request)
+    identities[transport] = user
+    return user
+
+
 @web.middleware
 async def authentication_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
-        user = await request.app[keys.AUTHENTICATOR].authenticate(request)
+        user = await _authenticate(request)
     except authn.AuthenticationFailed as error:
         log.info("authentication failed for %s: %s", request.path, error)
         raise errors.Unauthorized("Unauthorized") from error

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import datetime
+import functools
 import json
 import math
 import re
@@ -318,8 +319,9 @@ def _decode_yaml(data: bytes) -> tuple[Any, list[str]]:
 _Visit = Callable[[str], None]
 
 
+@functools.cache
 def _wire_fields(model: type[pydantic.BaseModel]) -> dict[str, Any]:
-    """Field annotations by the exact name clients must send (the alias)."""
+    """Field annotations by the exact name clients must send (the alias); computed once."""
     table: dict[str, Any] = {}
     for name, info in model.model_fields.items():
         alias = info.validation_alias if isinstance(info.validation_alias, str) else info.alias
