@@ -1,4 +1,6 @@
-"""Non-resource endpoints: discovery, OpenAPI, version, health and metrics.
+"""Non-resource endpoints: discovery, OpenAPI, version, health and metrics, and the
+self reviews (`SelfSubjectAccessReview`, `SelfSubjectReview`) behind `kubectl auth can-i`
+and `kubectl auth whoami`, answered by this server's own authenticator and authorizer.
 
 Discovery and OpenAPI documents are computed once per app (they depend only on
 the resource definitions) and served with ETags; clients and the aggregator
@@ -16,7 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from plnt.api import errors
-from plnt.apiserver import discovery, keys, negotiation, openapi, responses
+from plnt.apiserver import authn, authz, discovery, keys, negotiation, openapi, params, responses
 from plnt.registry.catalog import CORE_RESOURCES, PLNT_RESOURCES
 from plnt.registry.definitions import ResourceDefinition
 
@@ -235,6 +237,109 @@ async def metrics(request: web.Request) -> web.Response:
     return response
 
 
+# --- self reviews: what `kubectl auth can-i` and `kubectl auth whoami` ask ---------------
+
+AUTHORIZATION_V1 = "authorization.k8s.io/v1"
+AUTHENTICATION_V1 = "authentication.k8s.io/v1"
+SELF_REVIEW_PATHS = frozenset(
+    {
+        f"/apis/{AUTHORIZATION_V1}/selfsubjectaccessreviews",
+        f"/apis/{AUTHENTICATION_V1}/selfsubjectreviews",
+    }
+)
+
+
+async def _review_body(request: web.Request, kind: str) -> dict[str, Any]:
+    limit = request.app[keys.SETTINGS].max_request_body_bytes
+    data = await params.read_body(request, limit=limit)
+    try:
+        body = json.loads(data) if data.strip() else {}
+    except ValueError as error:
+        raise errors.BadRequest(f"the body of the request could not be decoded: {error}") from error
+    if not isinstance(body, dict) or body.get("kind") not in (None, "", kind):
+        raise errors.BadRequest(f"the request body must be a {kind}")
+    return body
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+async def self_subject_access_review(request: web.Request) -> web.Response:
+    """Ask the server's own authorizer about the caller, as kube-apiserver does (201)."""
+    body = await _review_body(request, "SelfSubjectAccessReview")
+    raw_spec = body.get("spec")
+    spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
+    resource = spec.get("resourceAttributes")
+    non_resource = spec.get("nonResourceAttributes")
+    user: authn.UserInfo = request[keys.USER]
+    if isinstance(resource, dict):
+        attributes = authz.Attributes(
+            user=user,
+            verb=_text(resource.get("verb")),
+            resource_request=True,
+            path="",
+            api_group=_text(resource.get("group")),
+            api_version=_text(resource.get("version")),
+            namespace=_text(resource.get("namespace")),
+            resource=_text(resource.get("resource")),
+            subresource=_text(resource.get("subresource")),
+            name=_text(resource.get("name")),
+        )
+    elif isinstance(non_resource, dict):
+        attributes = authz.Attributes(
+            user=user,
+            verb=_text(non_resource.get("verb")),
+            resource_request=False,
+            path=_text(non_resource.get("path")),
+        )
+    else:
+        raise errors.Invalid.of(
+            "SelfSubjectAccessReview.authorization.k8s.io",
+            "",
+            [
+                errors.Cause(
+                    "FieldValueInvalid",
+                    "Invalid value: null: exactly one of nonResourceAttributes or "
+                    "resourceAttributes must be specified",
+                    "spec.resourceAttributes",
+                )
+            ],
+        )
+    decision, reason = request.app[keys.AUTHORIZER].authorize(attributes)
+    status: dict[str, Any] = {"allowed": decision is authz.Decision.ALLOW}
+    if decision is authz.Decision.DENY and reason:
+        status["reason"] = reason
+    metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+    reply = {
+        "kind": "SelfSubjectAccessReview",
+        "apiVersion": AUTHORIZATION_V1,
+        "metadata": metadata,
+        "spec": spec,
+        "status": status,
+    }
+    return responses.json_response(reply, status=201)
+
+
+async def self_subject_review(request: web.Request) -> web.Response:
+    """The caller's own identity, as the server authenticated it (201)."""
+    body = await _review_body(request, "SelfSubjectReview")
+    user: authn.UserInfo = request[keys.USER]
+    info: dict[str, Any] = {"username": user.name, "groups": list(user.groups)}
+    if user.uid:
+        info["uid"] = user.uid
+    if user.extra:
+        info["extra"] = {key: list(values) for key, values in user.extra.items()}
+    metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+    reply = {
+        "kind": "SelfSubjectReview",
+        "apiVersion": AUTHENTICATION_V1,
+        "metadata": metadata,
+        "status": {"userInfo": info},
+    }
+    return responses.json_response(reply, status=201)
+
+
 def add_routes(app: web.Application) -> None:
     r = app.router
     r.add_get("/apis", apis)
@@ -257,6 +362,8 @@ def add_routes(app: web.Application) -> None:
     r.add_get("/readyz", readyz)
     r.add_get("/metrics", metrics)
     r.add_get("/api/v1/namespaces/{name}", namespace)
+    r.add_post(f"/apis/{AUTHORIZATION_V1}/selfsubjectaccessreviews", self_subject_access_review)
+    r.add_post(f"/apis/{AUTHENTICATION_V1}/selfsubjectreviews", self_subject_review)
 
 
 def documents_json(doc: Document) -> Any:

@@ -9,6 +9,7 @@ credentials (probes carry none), as kube's AlwaysAllowPaths does.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -37,6 +38,13 @@ async def metrics_middleware(request: web.Request, handler: Handler) -> web.Stre
     except web.HTTPException as error:
         code = error.status
         raise
+    except asyncio.CancelledError:
+        # A watch ends when its client goes away, long after its 200 went out;
+        # that is how watches end, not a server error.
+        info = request.get(keys.REQUEST_INFO)
+        if info is not None and info.verb == "watch":
+            code = 200
+        raise
     finally:
         info = request.get(keys.REQUEST_INFO)
         verb = info.verb if info is not None else request.method.lower()
@@ -55,14 +63,17 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     try:
         response = await handler(request)
     except errors.APIError as error:
-        return responses.status_response(error)
+        response = responses.status_response(error)
     except web.HTTPNotFound:
-        return web.Response(status=404, text="404 page not found\n", content_type="text/plain")
+        response = web.Response(
+            status=404, text="404 page not found\n", content_type="text/plain", charset="utf-8"
+        )
     except web.HTTPException:
         raise
     except Exception as error:
         log.exception("internal error serving %s %s", request.method, request.path)
-        return responses.status_response(errors.InternalError.wrap(error))
+        response = responses.status_response(errors.InternalError.wrap(error))
+    # kube's WithCacheControl: every answer, errors included, unless a handler chose.
     if "Cache-Control" not in response.headers and not response.prepared:
         response.headers["Cache-Control"] = "no-cache, private"
     return response
@@ -130,9 +141,27 @@ def attributes_of(request: web.Request) -> authz.Attributes:
     )
 
 
+# Every authenticated user may ask about itself: kube's system:basic-user role grants
+# these creates to system:authenticated, whatever else the policy says.
+SELF_REVIEWS = frozenset(
+    {
+        ("authorization.k8s.io", "selfsubjectaccessreviews"),
+        ("authentication.k8s.io", "selfsubjectreviews"),
+    }
+)
+
+
 @web.middleware
 async def authorization_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     attributes = attributes_of(request)
+    if (
+        attributes.verb == "create"
+        and (attributes.api_group, attributes.resource) in SELF_REVIEWS
+        and not attributes.subresource
+        and not attributes.name
+        and authn.SYSTEM_AUTHENTICATED in attributes.user.groups
+    ):
+        return await handler(request)
     decision, reason = request.app[keys.AUTHORIZER].authorize(attributes)
     if decision is not authz.Decision.ALLOW:
         details = authz.forbidden_status_details(attributes)

@@ -65,6 +65,9 @@ JSON_CONTENT_TYPES = frozenset(
         "application/merge-patch+json",
         "application/json-patch+json",
         "application/strategic-merge-patch+json",
+        # A client that labels its body "anything" gets JSON, the API's default format.
+        "*/*",
+        "application/*",
     }
 )
 YAML_CONTENT_TYPES = frozenset({"application/yaml", "application/apply-patch+yaml"})

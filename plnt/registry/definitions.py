@@ -20,6 +20,21 @@ if TYPE_CHECKING:
 
 Object = dict[str, Any]
 
+
+def lookup(obj: Object, *path: str) -> Any:
+    """The value at `path` in a JSON object, or None where any step is missing or not a map.
+
+    Printer columns and field selectors read optional nested fields of
+    unvalidated-looking data with it, never raising.
+    """
+    value: Any = obj
+    for part in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
 STANDARD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
 

@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from plnt.api import errors
 from plnt.api.backends import KIND, PlntBackend
 from plnt.api.workflowruns import GROUP, VERSION
-from plnt.registry.definitions import Object, PrinterColumn, ResourceDefinition, Subresource
+from plnt.registry.definitions import Object, PrinterColumn, ResourceDefinition, Subresource, lookup
 from plnt.registry.strategy import Strategy
-
-
-def _get(obj: Object, *path: str) -> Any:
-    value: Any = obj
-    for part in path:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
 
 
 class PlntBackendStrategy(Strategy):
@@ -53,26 +42,26 @@ DEFINITION = ResourceDefinition(
     description="An inference backend registered once and referenced by many runs.",
     subresources=(Subresource("status", KIND, ("get", "patch", "update")),),
     columns=(
-        PrinterColumn("Type", "string", "Backend protocol.", lambda o: _get(o, "spec", "type")),
-        PrinterColumn("Endpoint", "string", "Base URL.", lambda o: _get(o, "spec", "endpoint")),
+        PrinterColumn("Type", "string", "Backend protocol.", lambda o: lookup(o, "spec", "type")),
+        PrinterColumn("Endpoint", "string", "Base URL.", lambda o: lookup(o, "spec", "endpoint")),
         PrinterColumn(
             "Reachable",
             "string",
             "Result of the last probe.",
             lambda o: (
                 None
-                if _get(o, "status", "reachable") is None
-                else str(_get(o, "status", "reachable")).lower()
+                if lookup(o, "status", "reachable") is None
+                else str(lookup(o, "status", "reachable")).lower()
             ),
         ),
         PrinterColumn(
-            "GPU", "string", "GPU class.", lambda o: _get(o, "spec", "gpuClass"), priority=1
+            "GPU", "string", "GPU class.", lambda o: lookup(o, "spec", "gpuClass"), priority=1
         ),
         PrinterColumn(
             "Models",
             "string",
             "Served models.",
-            lambda o: ",".join(_get(o, "spec", "models") or []) or None,
+            lambda o: ",".join(lookup(o, "spec", "models") or []) or None,
             priority=1,
         ),
     ),

@@ -75,8 +75,15 @@ AGE_COLUMN = PrinterColumn(
 
 
 def columns(definition: ResourceDefinition) -> tuple[PrinterColumn, ...]:
-    """Name first, the kind's own columns, Age last (unless the kind places Age itself)."""
+    """Name first, the kind's own columns, Age last (unless the kind places Age itself).
+
+    A kind whose own columns include a `format: name` column lays its table out
+    completely itself: core/v1 Events, for one, print LAST SEEN first and their
+    name only with `-o wide`, as kube-apiserver's printer does.
+    """
     own = definition.columns
+    if any(c.format == "name" for c in own):
+        return own
     has_age = any(c.name == "Age" for c in own)
     return (NAME_COLUMN, *own) if has_age else (NAME_COLUMN, *own, AGE_COLUMN)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from plnt.api import errors
 from plnt.api.workflowruns import GROUP, KIND, VERSION, WorkflowRun
 from plnt.registry.definitions import (
@@ -11,42 +9,34 @@ from plnt.registry.definitions import (
     PrinterColumn,
     ResourceDefinition,
     Subresource,
+    lookup,
 )
 from plnt.registry.strategy import Strategy
 
 
-def _get(obj: Object, *path: str) -> Any:
-    value: Any = obj
-    for part in path:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
-
-
 def _backend(obj: Object) -> str | None:
-    promoted = _get(obj, "status", "backend")
+    promoted = lookup(obj, "status", "backend")
     if promoted:
         return str(promoted)
-    name = _get(obj, "spec", "backend", "name")
+    name = lookup(obj, "spec", "backend", "name")
     if name:
         return str(name)
-    return "<selector>" if _get(obj, "spec", "backend", "selector") else None
+    return "<selector>" if lookup(obj, "spec", "backend", "selector") else None
 
 
 def _replicas(obj: Object) -> str:
-    ready = _get(obj, "status", "readyReplicas") or 0
-    desired = _get(obj, "spec", "replicas")
+    ready = lookup(obj, "status", "readyReplicas") or 0
+    desired = lookup(obj, "spec", "replicas")
     return f"{ready}/{1 if desired is None else desired}"
 
 
 def _short_digest(obj: Object) -> str | None:
-    digest = _get(obj, "status", "digest") or _get(obj, "spec", "workflow", "digest")
+    digest = lookup(obj, "status", "digest") or lookup(obj, "spec", "workflow", "digest")
     return str(digest)[:19] if digest else None
 
 
 def _ready_reason(obj: Object) -> str | None:
-    for condition in _get(obj, "status", "conditions") or []:
+    for condition in lookup(obj, "status", "conditions") or []:
         if isinstance(condition, dict) and condition.get("type") == "Ready":
             return str(condition.get("reason") or condition.get("status"))
     return None
@@ -57,7 +47,7 @@ class WorkflowRunStrategy(Strategy):
 
     def validate_semantics(self, obj: Object) -> list[errors.Cause]:
         causes: list[errors.Cause] = []
-        backend = _get(obj, "spec", "backend")
+        backend = lookup(obj, "spec", "backend")
         if isinstance(backend, dict) and backend.get("name") and backend.get("selector"):
             causes.append(
                 errors.Cause(
@@ -69,7 +59,7 @@ class WorkflowRunStrategy(Strategy):
         return causes
 
     def warnings(self, obj: Object) -> list[str]:
-        if _get(obj, "spec", "target") == "kubernetes":
+        if lookup(obj, "spec", "target") == "kubernetes":
             return [
                 "spec.target: kubernetes runners need plnt installed in a cluster; "
                 "standalone plnt runs local runners only"
@@ -99,16 +89,18 @@ DEFINITION = ResourceDefinition(
             "Workflow",
             "string",
             "The workflow spec reference.",
-            lambda o: _get(o, "spec", "workflow", "ref"),
+            lambda o: lookup(o, "spec", "workflow", "ref"),
         ),
         PrinterColumn("Backend", "string", "The inference backend in use.", _backend),
         PrinterColumn("Replicas", "string", "Ready and desired runner replicas.", _replicas),
-        PrinterColumn("Phase", "string", "Lifecycle phase.", lambda o: _get(o, "status", "phase")),
+        PrinterColumn(
+            "Phase", "string", "Lifecycle phase.", lambda o: lookup(o, "status", "phase")
+        ),
         PrinterColumn(
             "Revision",
             "integer",
             "The promoted revision.",
-            lambda o: _get(o, "status", "revision"),
+            lambda o: lookup(o, "status", "revision"),
         ),
         PrinterColumn("Age", "string", "Time since creation.", lambda o: _age(o)),
         PrinterColumn("Digest", "string", "Digest of the spec.", _short_digest, priority=1),
@@ -116,14 +108,14 @@ DEFINITION = ResourceDefinition(
             "Target",
             "string",
             "Where runners run.",
-            lambda o: _get(o, "spec", "target"),
+            lambda o: lookup(o, "spec", "target"),
             priority=1,
         ),
         PrinterColumn(
             "Ready", "string", "Reason of the Ready condition.", _ready_reason, priority=1
         ),
     ),
-    field_labels=lambda obj: {"status.phase": str(_get(obj, "status", "phase") or "")},
+    field_labels=lambda obj: {"status.phase": str(lookup(obj, "status", "phase") or "")},
 )
 
 
