@@ -249,9 +249,90 @@ SELF_REVIEW_PATHS = frozenset(
 )
 
 
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+_PROTOBUF_MAGIC = b"k8s\x00"
+# Field numbers of the generated k8s.io/api protobuf messages a self review carries.
+_RESOURCE_ATTRIBUTES = ("namespace", "verb", "group", "version", "resource", "subresource", "name")
+_NON_RESOURCE_ATTRIBUTES = ("path", "verb")
+
+
+def _proto_fields(data: bytes) -> dict[int, bytes]:
+    """The length-delimited fields of one protobuf message (the last of each number wins).
+
+    Self reviews hold only strings and nested messages, so varints and fixed-width
+    fields are skipped rather than decoded.
+    """
+    fields: dict[int, bytes] = {}
+    pos = 0
+
+    def varint() -> int:
+        nonlocal pos
+        value = shift = 0
+        while True:
+            if pos >= len(data) or shift > 63:
+                raise errors.BadRequest("the protobuf body of the request is truncated")
+            byte = data[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return value
+
+    while pos < len(data):
+        key = varint()
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            varint()
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        elif wire == 2:
+            size = varint()
+            if pos + size > len(data):
+                raise errors.BadRequest("the protobuf body of the request is truncated")
+            fields[number] = data[pos : pos + size]
+            pos += size
+        else:
+            raise errors.BadRequest(f"unsupported protobuf wire type {wire}")
+    return fields
+
+
+def _proto_strings(data: bytes, names: tuple[str, ...]) -> dict[str, str]:
+    fields = _proto_fields(data)
+    return {
+        name: fields[number].decode("utf-8", "replace")
+        for number, name in enumerate(names, start=1)
+        if number in fields
+    }
+
+
+def _decode_protobuf_review(data: bytes) -> dict[str, Any]:
+    """A self review sent as kube protobuf: the `k8s\\0` envelope around runtime.Unknown."""
+    if not data.startswith(_PROTOBUF_MAGIC):
+        raise errors.BadRequest("the protobuf body of the request lacks the k8s envelope")
+    raw = _proto_fields(data[len(_PROTOBUF_MAGIC) :]).get(2, b"")
+    spec_fields = _proto_fields(_proto_fields(raw).get(2, b""))
+    spec: dict[str, Any] = {}
+    if 1 in spec_fields:
+        spec["resourceAttributes"] = _proto_strings(spec_fields[1], _RESOURCE_ATTRIBUTES)
+    if 2 in spec_fields:
+        spec["nonResourceAttributes"] = _proto_strings(spec_fields[2], _NON_RESOURCE_ATTRIBUTES)
+    return {"spec": spec}
+
+
 async def _review_body(request: web.Request, kind: str) -> dict[str, Any]:
+    """The review as JSON, or as the protobuf typed clients (`kubectl auth`) send first."""
+    media = negotiation.content_type(request.headers.get("Content-Type"))
+    if media not in ("", negotiation.JSON, PROTOBUF):
+        raise errors.UnsupportedMediaType(
+            "the body of the request was in an unknown format - accepted media types include: "
+            f"application/json, {PROTOBUF}"
+        )
     limit = request.app[keys.SETTINGS].max_request_body_bytes
     data = await params.read_body(request, limit=limit)
+    if media == PROTOBUF:
+        return _decode_protobuf_review(data)
     try:
         body = json.loads(data) if data.strip() else {}
     except ValueError as error:

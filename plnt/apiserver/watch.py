@@ -71,6 +71,7 @@ async def serve(
     if task is not None:
         watches.add(task)
     first_table = True
+    batch: list[bytes] = []
     try:
         async with stream:
             await response.prepare(request)
@@ -100,7 +101,11 @@ async def serve(
                             )
                         else:
                             line = _line(event_type, body)
-                        await response.write(line)
+                        # Batch what is already buffered into one write; flush before waiting.
+                        batch.append(line)
+                        if event_type == "ERROR" or not stream.ready():
+                            await response.write(b"".join(batch))
+                            batch.clear()
                         if event_type == "ERROR":
                             break
     finally:

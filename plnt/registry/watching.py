@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from plnt.api import errors
 from plnt.registry.definitions import Object
 from plnt.storage import errors as storage_errors
-from plnt.storage.interface import WatchEvent
+from plnt.storage.interface import Buffered, WatchEvent
 
 if TYPE_CHECKING:
     from plnt.registry.store import ListOptions, ResourceStore
@@ -54,6 +54,11 @@ class Watch:
         self._allow_bookmarks = allow_bookmarks
         self._bookmark_interval = bookmark_interval
         self._initial_items: list[Object] = []
+        self._initial_left = 0
+        self._filtered = bool(
+            (options.label_selector is not None and not options.label_selector.empty())
+            or (options.field_selector is not None and not options.field_selector.empty())
+        )
         self._revision = 0
         self._error: errors.APIError | None = None
         self._source: AbstractAsyncContextManager[AsyncIterator[WatchEvent]] | None = None
@@ -102,6 +107,17 @@ class Watch:
     def __aiter__(self) -> AsyncIterator[WatchItem]:
         return self._iterate()
 
+    def ready(self) -> bool:
+        """True when the next item will come without waiting (the caller may delay its flush).
+
+        With selectors a buffered event may be filtered out, so only unfiltered
+        watches count buffered storage events.
+        """
+        if self._initial_left:
+            return True
+        events = self._events
+        return not self._filtered and isinstance(events, Buffered) and events.pending() > 0
+
     def _bookmark(self, revision: int, *, initial_end: bool = False) -> Object:
         d = self._store.definition
         meta: dict[str, Any] = {"resourceVersion": str(revision)}
@@ -116,10 +132,12 @@ class Watch:
             yield "ERROR", self._error.to_status()
             return
         visible: set[str] = set()
-        for obj in self._initial_items:
+        items, self._initial_items = self._initial_items, []
+        self._initial_left = len(items)
+        for obj in items:
+            self._initial_left -= 1
             visible.add(obj["metadata"]["name"])
             yield "ADDED", obj
-        self._initial_items = []
         if self._end_bookmark:
             yield "BOOKMARK", self._bookmark(self._revision, initial_end=True)
         assert self._events is not None

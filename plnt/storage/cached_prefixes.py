@@ -81,6 +81,10 @@ class CacheWatcher:
         self._wakeup.set()
         self._owner.watchers.discard(self)
 
+    def pending(self) -> int:
+        """Events the next `__anext__` calls return without waiting (lets callers batch)."""
+        return len(self._backlog) + len(self._queue)
+
     def __aiter__(self) -> CacheWatcher:
         return self
 

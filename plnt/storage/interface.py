@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED", "PROGRESS"]
 
@@ -62,6 +62,19 @@ Mutate = Callable[[KeyValue], bytes | None]
 
 It may raise any exception to abort the update; the exception propagates unchanged.
 """
+
+
+@runtime_checkable
+class Buffered(Protocol):
+    """A watch iterator that can say how many events it holds ready.
+
+    The watch cache's iterators are; etcd streams are not. A consumer may use it to
+    batch what is already there into one write instead of one write per event.
+    """
+
+    def pending(self) -> int:
+        """Events available without waiting."""
+        ...
 
 
 class Store(Protocol):

@@ -461,3 +461,20 @@ async def test_metrics_count_requests_by_verb_resource_and_code(api: Api) -> Non
         in text
     )
     assert 'code="404",resource="workflowruns",verb="get"' in text
+
+
+async def test_a_burst_of_changes_reaches_a_watcher_complete_and_in_order(api: Api) -> None:
+    for i in range(3):
+        await create(api, f"pre-{i}")
+    async with api.session.get(
+        api.url + BASE, params={"watch": "true", "resourceVersion": "0"}
+    ) as stream:
+        initial = await read_events(stream, 3)
+        writes = [api.call("POST", BASE, body=workflowrun(f"burst-{i}")) for i in range(40)]
+        replies = await asyncio.gather(*writes)
+        assert all(r.status == 201 for r in replies)
+        burst = await read_events(stream, 40)
+    assert [e["object"]["metadata"]["name"] for e in initial] == ["pre-0", "pre-1", "pre-2"]
+    revisions = [int(e["object"]["metadata"]["resourceVersion"]) for e in burst]
+    assert revisions == sorted(revisions)
+    assert {e["object"]["metadata"]["name"] for e in burst} == {f"burst-{i}" for i in range(40)}
