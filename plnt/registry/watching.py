@@ -55,6 +55,7 @@ class Watch:
         self._bookmark_interval = bookmark_interval
         self._initial_items: list[Object] = []
         self._initial_left = 0
+        self._buffered: Buffered | None = None
         self._filtered = bool(
             (options.label_selector is not None and not options.label_selector.empty())
             or (options.field_selector is not None and not options.field_selector.empty())
@@ -89,6 +90,8 @@ class Watch:
                 progress_interval=self._bookmark_interval if self._allow_bookmarks else None,
             )
             self._events = await self._source.__aenter__()
+            if not self._filtered and isinstance(self._events, Buffered):
+                self._buffered = self._events
         except storage_errors.StorageError as error:
             self._error = translate(error)
         except errors.Expired as error:
@@ -115,8 +118,7 @@ class Watch:
         """
         if self._initial_left:
             return True
-        events = self._events
-        return not self._filtered and isinstance(events, Buffered) and events.pending() > 0
+        return self._buffered is not None and self._buffered.pending() > 0
 
     def _bookmark(self, revision: int, *, initial_end: bool = False) -> Object:
         d = self._store.definition
