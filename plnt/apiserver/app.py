@@ -62,7 +62,11 @@ def _storage_context(
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     async def context(app: web.Application) -> AsyncIterator[None]:
         ready = app[keys.READY]
-        etcd = EtcdStore(",".join(settings.etcd_endpoints), key_prefix=settings.etcd_prefix)
+        etcd = EtcdStore(
+            ",".join(settings.etcd_endpoints),
+            key_prefix=settings.etcd_prefix,
+            observe=app[keys.METRICS].observe_etcd,
+        )
         await etcd.start()
         store: Store = etcd
         cache: CachedStore | None = None

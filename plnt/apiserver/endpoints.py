@@ -9,6 +9,7 @@ revalidate with If-None-Match and get 304.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import platform
 import sys
@@ -21,6 +22,7 @@ from plnt.api import errors
 from plnt.apiserver import authn, authz, discovery, keys, negotiation, openapi, params, responses
 from plnt.registry.catalog import CORE_RESOURCES, PLNT_RESOURCES
 from plnt.registry.definitions import ResourceDefinition
+from plnt.storage import errors as storage_errors
 
 GROUP, VERSION = "plnt.work", "v1"
 PROTO_V2 = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
@@ -200,16 +202,33 @@ async def livez(request: web.Request) -> web.Response:
     return await _health(request, "livez", {"ping": True})
 
 
-async def readyz(request: web.Request) -> web.Response:
+async def _etcd_answers(request: web.Request) -> bool:
+    """A real round trip to etcd (kube's etcd check), bounded so a probe never hangs."""
+    if keys.STORAGE not in request.app:
+        return False
+    try:
+        async with asyncio.timeout(2):
+            await request.app[keys.STORAGE].current_revision()
+    except (TimeoutError, storage_errors.StorageError):
+        return False
+    return True
+
+
+async def _checks(request: web.Request) -> dict[str, bool]:
     ready: dict[str, bool] = request.app[keys.READY]
-    checks = {"ping": True, **ready}
-    return await _health(request, "readyz", checks)
+    return {
+        "ping": True,
+        **ready,
+        "etcd": ready.get("etcd", False) and await _etcd_answers(request),
+    }
+
+
+async def readyz(request: web.Request) -> web.Response:
+    return await _health(request, "readyz", await _checks(request))
 
 
 async def healthz(request: web.Request) -> web.Response:
-    ready: dict[str, bool] = request.app[keys.READY]
-    checks = {"ping": True, **ready}
-    return await _health(request, "healthz", checks)
+    return await _health(request, "healthz", await _checks(request))
 
 
 async def namespace(request: web.Request) -> web.Response:

@@ -1,19 +1,12 @@
 """Prometheus metrics of the API server, in a registry of its own (no process globals).
 
-Also `InstrumentedStore`: wraps the etcd store beneath the watch cache so the
-etcd latency histogram measures etcd, not memory reads.
+The etcd latency histogram is fed by the etcd store's `observe` callback, so it
+measures etcd round trips, never the watch cache's memory reads.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager
-from typing import Any
-
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-
-from plnt.storage.interface import KeyValue, ListResult, Mutate, Store, WatchEvent
 
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -53,60 +46,6 @@ class Metrics:
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
 
-
-class InstrumentedStore:
-    """A Store that times every etcd call (watch streams excepted: they are long-lived)."""
-
-    def __init__(self, inner: Store, metrics: Metrics) -> None:
-        self._inner = inner
-        self._metrics = metrics
-
-    async def _timed(self, operation: str, call: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return await call
-        finally:
-            self._metrics.etcd_latency.labels(operation).observe(time.perf_counter() - start)
-
-    async def create(self, key: str, value: bytes) -> KeyValue:
-        result: KeyValue = await self._timed("create", self._inner.create(key, value))
-        return result
-
-    async def get(self, key: str) -> KeyValue:
-        result: KeyValue = await self._timed("get", self._inner.get(key))
-        return result
-
-    async def list(
-        self, prefix: str, *, limit: int = 0, continue_token: str | None = None, revision: int = 0
-    ) -> ListResult:
-        result: ListResult = await self._timed(
-            "list",
-            self._inner.list(prefix, limit=limit, continue_token=continue_token, revision=revision),
-        )
-        return result
-
-    async def guaranteed_update(
-        self, key: str, mutate: Mutate, *, expected_revision: int = 0
-    ) -> KeyValue:
-        result: KeyValue = await self._timed(
-            "update",
-            self._inner.guaranteed_update(key, mutate, expected_revision=expected_revision),
-        )
-        return result
-
-    async def delete(self, key: str, *, expected_revision: int = 0) -> KeyValue:
-        result: KeyValue = await self._timed(
-            "delete", self._inner.delete(key, expected_revision=expected_revision)
-        )
-        return result
-
-    def watch(
-        self, prefix: str, *, after_revision: int, progress_interval: float | None = None
-    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent]]:
-        return self._inner.watch(
-            prefix, after_revision=after_revision, progress_interval=progress_interval
-        )
-
-    async def current_revision(self) -> int:
-        result: int = await self._timed("current_revision", self._inner.current_revision())
-        return result
+    def observe_etcd(self, rpc: str, seconds: float) -> None:
+        """The etcd store's `observe` callback."""
+        self.etcd_latency.labels(rpc).observe(seconds)

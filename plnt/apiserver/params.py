@@ -6,6 +6,7 @@ them before touching the registry, so bad input changes nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -52,24 +53,70 @@ def dry_run(query: MultiMapping[str]) -> bool:
 
 
 def write_options(
-    query: MultiMapping[str], *, duplicates: list[str] | None = None, is_patch: bool = False
+    query: MultiMapping[str],
+    *,
+    duplicates: list[str] | None = None,
+    is_patch: bool = False,
+    user_agent: str = "",
 ) -> WriteOptions:
-    """dryRun, fieldValidation (default Warn) and fieldManager (at most 128 characters)."""
+    """dryRun, fieldValidation (default Warn) and fieldManager (at most 128 characters).
+
+    Without `fieldManager` the manager is the User-Agent up to its first `/`
+    (`kubectl/v1.37.1 (linux/amd64) ...` → `kubectl`), as kube-apiserver derives it.
+    """
     validation = query.get("fieldValidation", "") or "Warn"
     if validation not in FIELD_VALIDATION_VALUES:
         raise errors.BadRequest(
             f'fieldValidation: Invalid value: "{validation}": must be one of Ignore, Warn or Strict'
         )
     manager = query.get("fieldManager", "")
-    if len(manager) > 128:
+    if len(manager) > FIELD_MANAGER_MAX:
         raise _invalid_param("fieldManager", "Too long: may not be more than 128 bytes")
     return WriteOptions(
         dry_run=dry_run(query),
         field_validation=validation,
-        field_manager=manager,
+        field_manager=manager or manager_from_user_agent(user_agent),
         duplicates=tuple(duplicates or ()),
         is_patch=is_patch,
     )
+
+
+# --- server-side apply options ---------------------------------------------------------------
+
+FIELD_MANAGER_MAX = 128
+
+
+def manager_from_user_agent(user_agent: str) -> str:
+    """The printable characters before the first `/`, at most 128 bytes (kube's rule)."""
+    out: list[str] = []
+    size = 0
+    for char in user_agent.split("/", 1)[0]:
+        if not char.isprintable():
+            continue
+        size += len(char.encode())
+        if size > FIELD_MANAGER_MAX:
+            break
+        out.append(char)
+    return "".join(out)
+
+
+def force(query: MultiMapping[str]) -> bool:
+    """`force` as kube converts a bool query value: absent, `0`, `f`, `false` are false."""
+    values = query.getall("force", [])
+    if not values:
+        return False
+    return values[0] not in ("0",) and values[0].lower() not in ("f", "false")
+
+
+def apply_options(query: MultiMapping[str], *, duplicates: list[str] | None = None) -> WriteOptions:
+    """Options of an apply patch: `fieldManager` is required (422 PatchOptions otherwise)."""
+    if not query.get("fieldManager", ""):
+        cause = errors.Cause(
+            "FieldValueRequired", "Required value: is required for apply patch", "fieldManager"
+        )
+        raise errors.Invalid.of("PatchOptions.meta.k8s.io", "", [cause])
+    options = write_options(query, duplicates=duplicates, is_patch=True)
+    return dataclasses.replace(options, force=force(query))
 
 
 def list_options(

@@ -8,6 +8,7 @@ call. Representation (object, Table, PartialObjectMetadata) is decided by
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from aiohttp import web
@@ -92,19 +93,33 @@ def _patch_transform(media: str, patch: Any) -> Any:
 
 def _unsupported_patch(media: str, store: ResourceStore) -> errors.UnsupportedMediaType:
     accepted = ", ".join(
-        (negotiation.JSON_PATCH, negotiation.MERGE_PATCH, negotiation.STRATEGIC_PATCH)
+        (
+            negotiation.JSON_PATCH,
+            negotiation.MERGE_PATCH,
+            negotiation.STRATEGIC_PATCH,
+            negotiation.APPLY_PATCH,
+        )
     )
-    message = (
+    del media, store
+    return errors.UnsupportedMediaType(
         f"the body of the request was in an unknown format - accepted media types include: "
         f"{accepted}"
     )
-    if media == negotiation.APPLY_PATCH:
-        message = (
-            "server-side apply is not supported by plnt yet; use client-side `kubectl apply` "
-            f"(accepted media types include: {accepted})"
-        )
-    del store
-    return errors.UnsupportedMediaType(message)
+
+
+async def _server_side_apply(
+    request: web.Request, store: ResourceStore, info: RequestInfo, *, limit: int
+) -> web.StreamResponse:
+    """`kubectl apply --server-side`: options first (422), then the configuration."""
+    options = params.apply_options(request.query)
+    config, duplicates = await params.decode_object(request, limit=limit)
+    options = dataclasses.replace(options, duplicates=tuple(duplicates))
+    result = await store.apply(
+        info.namespace, info.name, config, options, subresource=info.subresource
+    )
+    record_transitions(request, store, result, dry_run=options.dry_run)
+    status = 201 if result.created else 200
+    return responses.json_response(result.object, status=status, warnings=result.warnings)
 
 
 def record_transitions(
@@ -167,6 +182,8 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
         return responses.json_response(result.object, warnings=result.warnings)
     if verb == "patch":
         media = negotiation.content_type(request.headers.get("Content-Type"))
+        if media == negotiation.APPLY_PATCH:
+            return await _server_side_apply(request, store, info, limit=limit)
         if media not in negotiation.PATCH_TYPES:
             raise _unsupported_patch(media, store)
         if "force" in query:
@@ -196,7 +213,9 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
                 ) from error
             return patched
 
-        options = params.write_options(query, is_patch=True)
+        options = params.write_options(
+            query, is_patch=True, user_agent=request.headers.get("User-Agent", "")
+        )
         result = await store.update(namespace, name, apply, options, subresource=info.subresource)
         record_transitions(request, store, result, dry_run=options.dry_run)
         return responses.json_response(result.object, warnings=result.warnings)

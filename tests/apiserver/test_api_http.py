@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from plnt.storage.etcd import EtcdStore
-from tests.apiserver.conftest import BASE, Api, workflowrun
+from tests.apiserver.conftest import BASE, Api, serving, workflowrun
 from tests.support import tls
+from tests.support.etcd import running_etcd
 
 V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
@@ -478,3 +480,25 @@ async def test_a_burst_of_changes_reaches_a_watcher_complete_and_in_order(api: A
     revisions = [int(e["object"]["metadata"]["resourceVersion"]) for e in burst]
     assert revisions == sorted(revisions)
     assert {e["object"]["metadata"]["name"] for e in burst} == {f"burst-{i}" for i in range(40)}
+
+
+async def test_readyz_fails_while_etcd_is_down(tmp_path: Path) -> None:
+    async with (
+        running_etcd(tmp_path / "own-etcd") as etcd,
+        serving(etcd.endpoint, tmp_path) as own,
+    ):
+        assert (await own.call("GET", "/readyz")).text == "ok"
+        await etcd.astop()
+        down = await own.call("GET", "/readyz", params={"verbose": ""})
+        assert down.status == 500
+        assert "[-]etcd failed: reason withheld" in down.text
+        assert down.text.endswith("readyz check failed\n")
+
+
+async def test_metrics_include_etcd_latency_and_open_watches(api: Api) -> None:
+    await create(api, "lat")
+    async with api.session.get(api.url + BASE, params={"watch": "true"}) as stream:
+        await read_events(stream, 1)
+        text = (await api.call("GET", "/metrics")).text
+    assert 'plnt_etcd_request_duration_seconds_count{operation="txn"}' in text
+    assert 'plnt_apiserver_open_watches{resource="workflowruns"} 1.0' in text
