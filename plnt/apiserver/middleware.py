@@ -43,7 +43,7 @@ async def metrics_middleware(request: web.Request, handler: Handler) -> web.Stre
         # that is how watches end, not a server error.
         info = request.get(keys.REQUEST_INFO)
         if info is not None and info.verb == "watch":
-            code = 500
+            code = 200
         raise
     finally:
         info = request.get(keys.REQUEST_INFO)

@@ -10,16 +10,17 @@ bytes themselves.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import secrets
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from plnt.api import codec, errors
 from plnt.api.meta import now_rfc3339
-from plnt.registry import decoding, watching
+from plnt.registry import applying, decoding, managedfields, watching
 from plnt.registry.definitions import Object, ResourceDefinition
 from plnt.registry.selectors import FieldSelector, LabelSelector
 from plnt.storage import errors as storage_errors
@@ -41,6 +42,8 @@ class WriteOptions:
     field_manager: str = ""
     duplicates: tuple[str, ...] = ()
     is_patch: bool = False
+    force: bool = False
+    """Server-side apply only: take over fields other managers own instead of a 409."""
 
 
 @dataclass(slots=True)
@@ -307,12 +310,21 @@ class ResourceStore:
 
     # --- writes --------------------------------------------------------------------
 
-    async def create(self, namespace: str, body: Object, options: WriteOptions) -> WriteResult:
+    async def create(
+        self,
+        namespace: str,
+        body: Object,
+        options: WriteOptions,
+        *,
+        applied: Sequence[managedfields.Entry] | None = None,
+    ) -> WriteResult:
+        """Create; `applied` are the managedFields of a create by server-side apply."""
         obj = copy.deepcopy(body)
         self._check_identity(obj, namespace=namespace, name=None)
         obj, warnings = self._field_validation(obj, options)
         meta = obj["metadata"]
         generate = not meta.get("name") and meta.get("generateName")
+        sent_managed = meta.get("managedFields")
         self.strategy.prepare_for_create(obj)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
@@ -321,7 +333,13 @@ class ResourceStore:
             if generate:
                 suffix = "".join(secrets.choice(_GENERATE_NAME_ALPHABET) for _ in range(5))
                 meta["name"] = f"{meta['generateName']}{suffix}"
-            warnings += self._validate(obj, None) if attempt == 0 else []
+            if attempt == 0:
+                warnings += self._validate(obj, None)
+                # --- managedFields (see plnt.registry.managedfields) ---
+                if applied is not None:
+                    managedfields.store_entries(obj, applied)
+                else:
+                    self._record_update(obj, {}, sent_managed, options, subresource="")
             key = self.definition.key(namespace, meta["name"])
             try:
                 if options.dry_run:
@@ -350,8 +368,13 @@ class ResourceStore:
         options: WriteOptions,
         *,
         subresource: str = "",
+        applying_write: bool = False,
     ) -> WriteResult:
-        """Read-transform-write under compare-and-swap; 409 when the body's RV is stale."""
+        """Read-transform-write under compare-and-swap; 409 when the body's RV is stale.
+
+        `applying_write`: the transform is a server-side apply that already set the
+        object's managedFields.
+        """
         key = self.definition.key(namespace, name)
         result = WriteResult({})
 
@@ -366,11 +389,15 @@ class ResourceStore:
                 parse_resource_version(str(wanted_rv), field_name="metadata.resourceVersion")
                 raise self._conflict(name)
             new, warnings = self._field_validation(new, options)
+            sent_managed = new["metadata"].get("managedFields")
             if subresource == "status":
                 self.strategy.prepare_for_status_update(new, old)
             else:
                 self.strategy.prepare_for_update(new, old)
             warnings += self._validate(new, old)
+            # --- managedFields (see plnt.registry.managedfields); apply computed its own ---
+            if not applying_write:
+                self._record_update(new, old, sent_managed, options, subresource=subresource)
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             result.warnings = warnings
             result.object = new
@@ -404,6 +431,98 @@ class ResourceStore:
                 raise translate(error) from error
         result.object = stored
         return result
+
+    # --- server-side apply and managedFields (see plnt.registry.applying) -----------------
+
+    def _record_update(
+        self, new: Object, old: Object, sent: Any, options: WriteOptions, *, subresource: str
+    ) -> None:
+        """Set `new`'s managedFields after a create/update/patch by `options.field_manager`."""
+        base = managedfields.base_entries(sent, old or None, subresource=subresource)
+        entries = managedfields.record_update(
+            base,
+            old,
+            new,
+            manager=options.field_manager,
+            api_version=self.definition.api_version,
+            now=now_rfc3339(),
+            subresource=subresource,
+            ignored=managedfields.ignored_fields(
+                old, new, subresource=subresource, has_status=self.strategy.has_status
+            ),
+        )
+        managedfields.store_entries(new, entries)
+
+    async def apply(
+        self,
+        namespace: str,
+        name: str,
+        config: Any,
+        options: WriteOptions,
+        *,
+        subresource: str = "",
+    ) -> WriteResult:
+        """Server-side apply: patch the live object, or create it (201) when it is missing."""
+        d = self.definition
+        config, warnings = applying.check_configuration(
+            config,
+            api_version=d.api_version,
+            kind=d.kind,
+            model=d.model,
+            namespace=namespace if d.namespaced else None,
+            name=name,
+            field_validation=options.field_validation,
+            duplicates=options.duplicates,
+        )
+        options = dataclasses.replace(options, duplicates=(), is_patch=True)
+
+        def run(live: Object) -> applying.Applied:
+            return applying.apply(
+                live,
+                config,
+                entries=managedfields.decode_or_empty(live),
+                manager=options.field_manager,
+                api_version=d.api_version,
+                model=d.model,
+                now=now_rfc3339(),
+                force=options.force,
+                subresource=subresource,
+                ignored=managedfields.ignored_fields(
+                    live, config, subresource=subresource, has_status=self.strategy.has_status
+                ),
+            )
+
+        def transform(live: Object) -> Object:
+            result = run(live)
+            managedfields.store_entries(result.object, result.entries)
+            return result.object
+
+        for _ in range(3):
+            try:
+                written = await self.update(
+                    namespace,
+                    name,
+                    transform,
+                    options,
+                    subresource=subresource,
+                    applying_write=True,
+                )
+            except errors.NotFound:
+                if subresource:
+                    raise
+            else:
+                written.warnings[:0] = warnings
+                return written
+            created = run({})
+            try:
+                written = await self.create(
+                    namespace, created.object, options, applied=created.entries
+                )
+            except errors.AlreadyExists:
+                continue  # created meanwhile: apply to it
+            written.warnings[:0] = warnings
+            return written
+        raise self._conflict(name)
 
     async def delete(
         self, namespace: str, name: str, options: DeleteOptions
