@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from plnt.api import errors
-from plnt.apiserver import keys, negotiation, params, responses, scale, watch
+from plnt.apiserver import keys, negotiation, params, patching, responses, scale, watch
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.registry import patches, tables, transitions
 from plnt.registry.definitions import Object
@@ -83,30 +83,6 @@ def encode_list(request: web.Request, store: ResourceStore, page: ListPage) -> A
     }
 
 
-def _patch_transform(media: str, patch: Any) -> Any:
-    if media == negotiation.JSON_PATCH:
-        return lambda old: patches.apply_json_patch(old, patch)
-    if media == negotiation.MERGE_PATCH:
-        return lambda old: patches.apply_merge_patch(old, patch)
-    return lambda old: patches.apply_strategic_merge_patch(old, patch)
-
-
-def _unsupported_patch(media: str, store: ResourceStore) -> errors.UnsupportedMediaType:
-    accepted = ", ".join(
-        (
-            negotiation.JSON_PATCH,
-            negotiation.MERGE_PATCH,
-            negotiation.STRATEGIC_PATCH,
-            negotiation.APPLY_PATCH,
-        )
-    )
-    del media, store
-    return errors.UnsupportedMediaType(
-        f"the body of the request was in an unknown format - accepted media types include: "
-        f"{accepted}"
-    )
-
-
 async def _server_side_apply(
     request: web.Request, store: ResourceStore, info: RequestInfo, *, limit: int
 ) -> web.StreamResponse:
@@ -166,7 +142,9 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
         body, duplicates = await params.decode_object(request, limit=limit)
         if not isinstance(body, dict):
             raise errors.BadRequest("the request body must be a JSON object")
-        options = params.write_options(query, duplicates=duplicates)
+        options = params.write_options(
+            query, duplicates=duplicates, user_agent=request.headers.get("User-Agent", "")
+        )
         result = await store.create(namespace, body, options)
         record_transitions(request, store, result, dry_run=options.dry_run)
         return responses.json_response(result.object, status=201, warnings=result.warnings)
@@ -174,7 +152,9 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
         body, duplicates = await params.decode_object(request, limit=limit)
         if not isinstance(body, dict):
             raise errors.BadRequest("the request body must be a JSON object")
-        options = params.write_options(query, duplicates=duplicates)
+        options = params.write_options(
+            query, duplicates=duplicates, user_agent=request.headers.get("User-Agent", "")
+        )
         result = await store.update(
             namespace, name, lambda old: body, options, subresource=info.subresource
         )
@@ -185,7 +165,7 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
         if media == negotiation.APPLY_PATCH:
             return await _server_side_apply(request, store, info, limit=limit)
         if media not in negotiation.PATCH_TYPES:
-            raise _unsupported_patch(media, store)
+            raise patching.unsupported()
         if "force" in query:
             raise errors.Invalid(
                 "force: Forbidden: may not be specified for non-apply patch",
@@ -198,20 +178,15 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
                 ],
             )
         patch_body, _ = await params.decode_object(request, limit=limit)
-        transform = _patch_transform(media, patch_body)
+        transform = patching.applier(media, patch_body)
 
         def apply(old: Object) -> Object:
             try:
-                patched: Object = transform(old)
+                return transform(old)
             except patches.PatchError as error:
-                raise errors.Invalid(
-                    f'{d.qualified_kind} "{name}" is invalid: patch: {error}',
-                    name=name,
-                    group=d.group,
-                    kind=d.kind,
-                    causes=[errors.Cause("FieldValueInvalid", str(error), "patch")],
+                raise patching.api_error(
+                    error, qualified_kind=d.qualified_kind, name=name
                 ) from error
-            return patched
 
         options = params.write_options(
             query, is_patch=True, user_agent=request.headers.get("User-Agent", "")

@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from plnt.api import errors
-from plnt.apiserver import negotiation, params, responses
+from plnt.apiserver import negotiation, params, patching, responses
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.registry import patches
 from plnt.registry.definitions import Object
@@ -73,30 +73,24 @@ async def handle(request: web.Request, store: ResourceStore, info: RequestInfo) 
     elif info.verb == "patch":
         media = negotiation.content_type(request.headers.get("Content-Type"))
         if media not in negotiation.PATCH_TYPES:
-            raise errors.UnsupportedMediaType(
-                "the body of the request was in an unknown format - accepted media types "
-                "include: application/json-patch+json, application/merge-patch+json, "
-                "application/strategic-merge-patch+json"
-            )
+            raise patching.unsupported(negotiation.PATCH_TYPES)
         patch, _ = await params.decode_object(request, limit=limit)
+        apply_patch = patching.applier(media, patch)
 
         def patched(old: Object) -> Object:
-            current = to_scale(old)
             try:
-                if media == negotiation.JSON_PATCH:
-                    new_scale = patches.apply_json_patch(current, patch)
-                elif media == negotiation.MERGE_PATCH:
-                    new_scale = patches.apply_merge_patch(current, patch)
-                else:
-                    new_scale = patches.apply_strategic_merge_patch(current, patch)
+                new_scale = apply_patch(to_scale(old))
             except patches.PatchError as error:
-                raise errors.BadRequest(str(error)) from error
+                raise patching.api_error(
+                    error, qualified_kind="Scale.autoscaling", name=name
+                ) from error
             return _apply_scale(old, new_scale, name)
 
         transform = patched
     else:
         raise errors.MethodNotSupported.of(store.definition.group_resource, info.verb)
-    result = await store.update(namespace, name, transform, params.write_options(request.query))
+    options = params.write_options(request.query, user_agent=request.headers.get("User-Agent", ""))
+    result = await store.update(namespace, name, transform, options, subresource="scale")
     return responses.json_response(to_scale(result.object), warnings=result.warnings)
 
 

@@ -202,7 +202,11 @@ class EventRecorder:
         while True:
             event = await self._queue.get()
             try:
-                await self._store.create(event["metadata"]["namespace"], event, WriteOptions())
+                await self._store.create(
+                    event["metadata"]["namespace"],
+                    event,
+                    WriteOptions(field_manager=self._component),
+                )
             except Exception:
                 log.exception("could not record event %s", event["reason"])
             finally:

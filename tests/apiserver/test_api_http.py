@@ -502,3 +502,23 @@ async def test_metrics_include_etcd_latency_and_open_watches(api: Api) -> None:
         text = (await api.call("GET", "/metrics")).text
     assert 'plnt_etcd_request_duration_seconds_count{operation="txn"}' in text
     assert 'plnt_apiserver_open_watches{resource="workflowruns"} 1.0' in text
+
+
+async def test_a_malformed_json_patch_is_a_bad_request_and_too_many_operations_413(
+    api: Api,
+) -> None:
+    await create(api, "jp")
+    json_patch = {"Content-Type": "application/json-patch+json"}
+    not_a_list = await api.call("PATCH", f"{BASE}/jp", data=b'"nope"', headers=json_patch)
+    assert not_a_list.status == 400 and not_a_list.json["reason"] == "BadRequest"
+    ops = [{"op": "test", "path": "/spec/replicas", "value": 1}] * 10_001
+    too_many = await api.call("PATCH", f"{BASE}/jp", body=ops, headers=json_patch)
+    assert too_many.status == 413
+    failing = await api.call(
+        "PATCH",
+        f"{BASE}/jp",
+        body=[{"op": "test", "path": "/spec/replicas", "value": 9}],
+        headers=json_patch,
+    )
+    assert failing.status == 422 and failing.json["details"]["causes"][0]["field"] == "patch"
+    assert (await api.call("GET", f"{BASE}/jp")).json["spec"]["replicas"] == 1
