@@ -7,6 +7,7 @@ in UTC, because client-go's unstructured accessors silently drop other shapes.
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -17,12 +18,28 @@ from plnt.api.base import WireModel
 
 def format_time(moment: datetime) -> str:
     """RFC 3339 with second precision and a Z suffix, as Go's metav1.Time marshals."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    utc = moment.astimezone(UTC)
+    return (
+        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T"
+        f"{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}Z"
+    )
+
+
+_last_second: list[tuple[int, str]] = [(-1, "")]
 
 
 def now_rfc3339() -> str:
-    """The current time in the wire format of metav1.Time."""
-    return format_time(datetime.now(UTC))
+    """The current time in the wire format of metav1.Time.
+
+    Every write stamps a time with second precision, so the text is made once per
+    second (a one-entry memo; strftime-like formatting showed up in profiles).
+    """
+    second = int(time.time())
+    memo = _last_second[0]
+    if memo[0] != second:
+        memo = (second, format_time(datetime.fromtimestamp(second, UTC)))
+        _last_second[0] = memo
+    return memo[1]
 
 
 def parse_time(value: str) -> datetime:

@@ -336,36 +336,70 @@ def _is_model(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel)
 
 
-def _walk(annotation: Any, data: Any, path: str, unknown: _Visit | None) -> Any:
-    """Return `data` without undeclared fields, calling `unknown(path)` for each one."""
+@dataclass(frozen=True)
+class _Plan:
+    """How to walk one annotation, worked out once (typing introspection is slow)."""
+
+    kind: str  # pass | model | list | tuple | dict | union
+    model: type[pydantic.BaseModel] | None = None
+    items: tuple[Any, ...] = ()
+
+
+@functools.cache
+def _plan(annotation: Any) -> _Plan:
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is typing.Annotated:
-        return _walk(args[0], data, path, unknown)
+        return _plan(args[0])
     if origin in (typing.Union, types.UnionType):
-        members = [arg for arg in args if arg is not type(None)]
+        members = tuple(arg for arg in args if arg is not type(None))
         if len(members) == 1:
-            return _walk(members[0], data, path, unknown)
-        models = [arg for arg in members if _is_model(arg)]
-        if not models or not isinstance(data, dict):
+            return _plan(members[0])
+        models = tuple(arg for arg in members if _is_model(arg))
+        return _Plan("union", items=models) if models else _Plan("pass")
+    if _is_model(annotation):
+        return _Plan("model", model=annotation)
+    if origin in (list, set, frozenset, Sequence, tuple):
+        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+            return _Plan("tuple", items=args)
+        return _Plan("list", items=(args[0] if args else Any,))
+    if origin in (dict, Mapping) and len(args) == 2:
+        return _Plan("dict", items=(args[1],))
+    return _Plan("pass")
+
+
+def _walk(annotation: Any, data: Any, path: str, unknown: _Visit | None) -> Any:
+    """Return `data` without undeclared fields, calling `unknown(path)` for each one."""
+    plan = _plan(annotation)
+    kind = plan.kind
+    if kind == "pass":
+        return data
+    if kind == "model":
+        assert plan.model is not None
+        return _walk_model(plan.model, data, path, unknown)
+    if kind == "union":
+        if not isinstance(data, dict):
             return data
         # Several models could fit: judge by the one that declares the most of `data`.
-        best = min(models, key=lambda model: len(unknown_fields(model, data)))
+        best = min(plan.items, key=lambda model: len(unknown_fields(model, data)))
         return _walk(best, data, path, unknown)
-    if _is_model(annotation):
-        return _walk_model(annotation, data, path, unknown)
-    if origin in (list, set, frozenset, Sequence, tuple) and isinstance(data, list):
-        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
-            items = list(args)
-            return [
-                _walk(items[i], item, f"{path}[{i}]", unknown) if i < len(items) else item
-                for i, item in enumerate(data)
-            ]
-        item_type = args[0] if args else Any
-        return [_walk(item_type, item, f"{path}[{i}]", unknown) for i, item in enumerate(data)]
-    if origin in (dict, Mapping) and isinstance(data, dict) and len(args) == 2:
-        return {key: _walk(args[1], item, _join(path, key), unknown) for key, item in data.items()}
-    return data
+    if kind == "dict":
+        if not isinstance(data, dict):
+            return data
+        value_type = plan.items[0]
+        return {
+            key: _walk(value_type, item, _join(path, key), unknown) for key, item in data.items()
+        }
+    if not isinstance(data, list):
+        return data
+    if kind == "tuple":
+        items = plan.items
+        return [
+            _walk(items[i], item, f"{path}[{i}]", unknown) if i < len(items) else item
+            for i, item in enumerate(data)
+        ]
+    item_type = plan.items[0]
+    return [_walk(item_type, item, f"{path}[{i}]", unknown) for i, item in enumerate(data)]
 
 
 def _walk_model(
