@@ -1,1 +1,5 @@
-"""A small HTTP client for plnt's own API, used by activities and the CLI."""
+"""The HTTP client for plnt's own API, for activities and the CLI (not written yet).
+
+Activities will reach plnt's objects only through it, never through storage or
+the registry, so a worker can run anywhere.
+"""

@@ -1,4 +1,4 @@
-"""Temporal workflows and activities that deploy a WorkflowRun.
+"""Temporal workflows and activities that deploy a WorkflowRun (not written yet).
 
-Pull, resolve, canary, smoke, promote; workflow code does no I/O.
+Pull, resolve, canary, smoke, promote; workflow code will do no I/O.
 """
