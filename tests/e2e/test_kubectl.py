@@ -10,8 +10,6 @@ import json
 import os
 import stat
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,24 +20,6 @@ from tests.support.plnt_server import Kubectl, PlntServer, wait_for
 pytestmark = pytest.mark.e2e
 
 DIGEST = "sha256:" + "ab" * 32
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlntServer]:
-    with PlntServer(tmp_path_factory.mktemp("plnt-state")) as srv:
-        yield srv
-
-
-@pytest.fixture
-def kubectl(server: PlntServer, tmp_path: Path) -> Kubectl:
-    cache = tmp_path / "home" / ".kube" / "cache"
-    cache.mkdir(parents=True)
-    return Kubectl(kubeconfig=server.kubeconfig, cache_dir=cache)
-
-
-@pytest.fixture
-def namespace() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
 
 
 def manifest(name: str, namespace: str, **spec: object) -> dict[str, object]:

@@ -13,7 +13,6 @@ import re
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,24 +27,6 @@ pytestmark = pytest.mark.e2e
 
 DIGEST = "sha256:" + "ef" * 32
 REF = "oci://127.0.0.1:5000/wf/audit:1"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlntServer]:
-    with PlntServer(tmp_path_factory.mktemp("plnt-audit")) as srv:
-        yield srv
-
-
-@pytest.fixture
-def kubectl(server: PlntServer, tmp_path: Path) -> Kubectl:
-    cache = tmp_path / "home" / ".kube" / "cache"
-    cache.mkdir(parents=True)
-    return Kubectl(kubeconfig=server.kubeconfig, cache_dir=cache)
-
-
-@pytest.fixture
-def ns() -> str:
-    return f"a-{uuid.uuid4().hex[:10]}"
 
 
 def run_manifest(name: str, namespace: str, *, replicas: int = 1, **labels: str) -> dict[str, Any]:

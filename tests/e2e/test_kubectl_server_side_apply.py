@@ -3,37 +3,17 @@
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.support.plnt_server import Kubectl, PlntServer
+from tests.support.plnt_server import Kubectl
 
 pytestmark = pytest.mark.e2e
 
 DIGEST = "sha256:" + "ab" * 32
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlntServer]:
-    with PlntServer(tmp_path_factory.mktemp("plnt-ssa-state")) as srv:
-        yield srv
-
-
-@pytest.fixture
-def kubectl(server: PlntServer, tmp_path: Path) -> Kubectl:
-    cache = tmp_path / "home" / ".kube" / "cache"
-    cache.mkdir(parents=True)
-    return Kubectl(kubeconfig=server.kubeconfig, cache_dir=cache)
-
-
-@pytest.fixture
-def namespace() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
 
 
 def manifest(name: str, namespace: str, **spec: object) -> dict[str, object]:

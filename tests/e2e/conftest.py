@@ -1,0 +1,40 @@
+"""Fixtures of the kubectl end-to-end tests: one real `plnt up` per module, a kubectl per test.
+
+A module-scoped server keeps the suite fast; each test gets its own kubectl
+cache directory and its own namespace, so tests never see each other's objects
+or discovery caches.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.plnt_server import Kubectl, PlntServer
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlntServer]:
+    with PlntServer(tmp_path_factory.mktemp("plnt-state")) as srv:
+        yield srv
+
+
+@pytest.fixture
+def kubectl(server: PlntServer, tmp_path: Path) -> Kubectl:
+    cache = tmp_path / "home" / ".kube" / "cache"
+    cache.mkdir(parents=True)
+    return Kubectl(kubeconfig=server.kubeconfig, cache_dir=cache)
+
+
+@pytest.fixture
+def namespace() -> str:
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def ns(namespace: str) -> str:
+    """The same namespace under the short name some modules use."""
+    return namespace
