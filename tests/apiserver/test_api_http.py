@@ -522,3 +522,19 @@ async def test_a_malformed_json_patch_is_a_bad_request_and_too_many_operations_4
     )
     assert failing.status == 422 and failing.json["details"]["causes"][0]["field"] == "patch"
     assert (await api.call("GET", f"{BASE}/jp")).json["spec"]["replicas"] == 1
+
+
+async def test_front_proxy_identity_is_trusted_only_with_the_front_proxy_certificate(
+    api: Api,
+) -> None:
+    await create(api, "fp")
+    as_alice = {"X-Remote-User": "alice", "X-Remote-Group": "plnt:viewers"}
+    async with tls.client_session(api.pki, cert=tls.front_proxy(api.pki)) as proxy:
+        async with proxy.get(api.url + f"{BASE}/fp", headers=as_alice) as got:
+            assert got.status == 200
+        async with proxy.delete(api.url + f"{BASE}/fp", headers=as_alice) as denied:
+            assert denied.status == 403
+            assert 'User "alice" cannot delete resource' in (await denied.json())["message"]
+    async with tls.client_session(api.pki) as no_cert:
+        async with no_cert.get(api.url + f"{BASE}/fp", headers=as_alice) as anonymous:
+            assert anonymous.status == 401
