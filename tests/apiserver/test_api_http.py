@@ -535,6 +535,8 @@ async def test_front_proxy_identity_is_trusted_only_with_the_front_proxy_certifi
         async with proxy.delete(api.url + f"{BASE}/fp", headers=as_alice) as denied:
             assert denied.status == 403
             assert 'User "alice" cannot delete resource' in (await denied.json())["message"]
-    async with tls.client_session(api.pki) as no_cert:
-        async with no_cert.get(api.url + f"{BASE}/fp", headers=as_alice) as anonymous:
-            assert anonymous.status == 401
+    async with (
+        tls.client_session(api.pki) as no_cert,
+        no_cert.get(api.url + f"{BASE}/fp", headers=as_alice) as anonymous,
+    ):
+        assert anonymous.status == 401
