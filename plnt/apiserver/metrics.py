@@ -6,6 +6,8 @@ measures etcd round trips, never the watch cache's memory reads.
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -15,6 +17,7 @@ class Metrics:
     """The server's metric families."""
 
     def __init__(self) -> None:
+        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "plnt_apiserver_requests",
@@ -42,6 +45,23 @@ class Metrics:
             buckets=_BUCKETS,
             registry=self.registry,
         )
+
+    def observe_request(self, verb: str, resource: str, code: int, seconds: float | None) -> None:
+        """Count one request; `seconds` is None for watches (they last as long as they last).
+
+        Label children are looked up once per label set: `labels()` showed in profiles.
+        """
+        key = (verb, resource, code)
+        children = self._children.get(key)
+        if children is None:
+            children = (
+                self.requests.labels(verb, resource, str(code)),
+                self.latency.labels(verb, resource),
+            )
+            self._children[key] = children
+        children[0].inc()
+        if seconds is not None:
+            children[1].observe(seconds)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

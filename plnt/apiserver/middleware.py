@@ -51,10 +51,8 @@ async def metrics_middleware(request: web.Request, handler: Handler) -> web.Stre
         resource = (
             info.resource_with_subresource if info is not None and info.is_resource_request else ""
         )
-        metrics = request.app[keys.METRICS]
-        metrics.requests.labels(verb, resource, str(code)).inc()
-        if verb != "watch":
-            metrics.latency.labels(verb, resource).observe(time.perf_counter() - start)
+        seconds = None if verb == "watch" else time.perf_counter() - start
+        request.app[keys.METRICS].observe_request(verb, resource, code, seconds)
 
 
 @web.middleware

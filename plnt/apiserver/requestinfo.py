@@ -53,7 +53,10 @@ def _name_from_field_selector(selector: str) -> str:
 def parse(method: str, path: str, query: MultiMapping[str]) -> RequestInfo:
     """Classify a request; unknown shapes become non-resource requests (and usually 404)."""
     non_resource = RequestInfo(path=path, verb=method.lower())
-    parts = [unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
+    stripped = path.strip("/")
+    parts = stripped.split("/") if stripped else []
+    if "%" in stripped:
+        parts = [unquote(p) for p in parts]
     if len(parts) < 2 or parts[0] not in ("api", "apis"):
         return non_resource
     prefix = parts[0]
