@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from plnt.api import codec, errors
-from plnt.registry import decoding
+from plnt.registry import fieldvalidation
 
 JSON_CONTENT_TYPE = "application/json"
 
@@ -38,7 +38,7 @@ def json_response(
 def add_warnings(response: web.StreamResponse, warnings: Iterable[str]) -> None:
     """One `Warning: 299 - "text"` header per warning, as kube's warning recorder writes."""
     for text in warnings:
-        response.headers.add("Warning", decoding.warning_header_value(text))
+        response.headers.add("Warning", fieldvalidation.warning_header_value(text))
 
 
 def status_response(error: errors.APIError) -> web.Response:

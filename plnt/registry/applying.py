@@ -45,7 +45,7 @@ from typing import Any
 import pydantic
 
 from plnt.api import errors
-from plnt.registry import decoding
+from plnt.registry import fieldvalidation
 from plnt.registry.definitions import Object
 from plnt.registry.managedfields import (
     APPLY,
@@ -364,7 +364,7 @@ def check_configuration(
     meta["name"] = name
     if namespace is not None:
         meta["namespace"] = namespace
-    unknown = decoding.unknown_fields(model, config)
+    unknown = fieldvalidation.unknown_fields(model, config)
     if unknown:
         where = f"{namespace or ''}/{name}; {api_version}, Kind={kind}"
         listed = [f".{path}: field not declared in schema" for path in unknown]
@@ -375,10 +375,10 @@ def check_configuration(
         if field_validation == "Strict":
             raise errors.BadRequest(
                 "error strict decoding YAML: "
-                + decoding.strict_decoding_error((), list(duplicates)).removeprefix(
+                + fieldvalidation.strict_decoding_error((), list(duplicates)).removeprefix(
                     "strict decoding error: "
                 )
             )
         if field_validation == "Warn":
-            warnings = decoding.strict_warnings((), list(duplicates))
+            warnings = fieldvalidation.strict_warnings((), list(duplicates))
     return config, warnings

@@ -20,7 +20,7 @@ from typing import Any
 
 from plnt.api import codec, errors
 from plnt.api.meta import now_rfc3339
-from plnt.registry import applying, decoding, managedfields, watching
+from plnt.registry import applying, fieldvalidation, managedfields, watching
 from plnt.registry.definitions import Object, ResourceDefinition
 from plnt.registry.selectors import FieldSelector, LabelSelector
 from plnt.storage import errors as storage_errors
@@ -192,12 +192,12 @@ class ResourceStore:
 
     def _field_validation(self, obj: Object, options: WriteOptions) -> tuple[Object, list[str]]:
         """Apply fieldValidation: Strict fails, Warn warns, Ignore drops unknown fields."""
-        unknown = decoding.unknown_fields(self.definition.model, obj)
+        unknown = fieldvalidation.unknown_fields(self.definition.model, obj)
         duplicates = list(options.duplicates)
         if not unknown and not duplicates:
             return obj, []
         if options.field_validation == "Strict":
-            text = decoding.strict_error_message(self.definition.kind, unknown, duplicates)
+            text = fieldvalidation.strict_error_message(self.definition.kind, unknown, duplicates)
             if options.is_patch:
                 raise errors.Invalid(
                     f'{self.definition.qualified_kind} "{obj["metadata"].get("name", "")}" is '
@@ -217,7 +217,7 @@ class ResourceStore:
         if options.field_validation == "Warn":
             warnings = [f'unknown field "{path}"' for path in unknown]
             warnings += [f'duplicate field "{path}"' for path in duplicates]
-        return decoding.drop_unknown_fields(self.definition.model, obj), warnings
+        return fieldvalidation.drop_unknown_fields(self.definition.model, obj), warnings
 
     def _validate(self, obj: Object, old: Object | None) -> list[str]:
         """Run validation (every error at once → 422) and collect warnings."""

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import pydantic
 
 from plnt.api.errors import Cause
-from plnt.registry import decoding
+from plnt.registry import fieldcauses
 from plnt.registry.definitions import Object
 
 _SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp")
@@ -79,7 +79,7 @@ class Strategy:
         except pydantic.ValidationError as error:
             causes.extend(
                 Cause(reason=c.reason, message=c.message, field=c.field)
-                for c in decoding.validation_causes(error)
+                for c in fieldcauses.validation_causes(error)
                 if not c.field.startswith("metadata.")
             )
         causes.extend(self.validate_semantics(obj))

@@ -11,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from plnt.api.workflowruns import WorkflowRun
-from plnt.registry import decoding
-from plnt.registry.decoding import DecodeError, FieldCause
+from plnt.registry import decoding, fieldcauses, fieldvalidation
+from plnt.registry.decoding import DecodeError
+from plnt.registry.fieldcauses import FieldCause
 
 DIGEST = "sha256:" + "0" * 64
 
@@ -118,47 +119,47 @@ def test_unknown_fields_are_found_by_wire_name_at_every_depth() -> None:
     run = _run(foo=1, gpu_class="a100", canary={"smoke": {"input": {"free": 1}, "bar": 2}})
     run["metadata"]["bogus"] = True
     run["status"] = {"history": [{"revision": 1, "digest": DIGEST, "x": 1}]}
-    assert decoding.unknown_fields(WorkflowRun, run) == [
+    assert fieldvalidation.unknown_fields(WorkflowRun, run) == [
         "metadata.bogus",
         "spec.foo",
         "spec.gpu_class",
         "spec.canary.smoke.bar",
         "status.history[0].x",
     ]
-    cleaned = decoding.drop_unknown_fields(WorkflowRun, run)
-    assert decoding.unknown_fields(WorkflowRun, cleaned) == []
+    cleaned = fieldvalidation.drop_unknown_fields(WorkflowRun, run)
+    assert fieldvalidation.unknown_fields(WorkflowRun, cleaned) == []
     assert cleaned["spec"]["canary"]["smoke"] == {"input": {"free": 1}}
     WorkflowRun.model_validate(cleaned)
     assert run["spec"]["foo"] == 1  # the input is left alone
 
 
 def test_strict_messages_use_kubes_words() -> None:
-    text = decoding.strict_error_message("WorkflowRun", ["spec.foo"], ["bar"])
+    text = fieldvalidation.strict_error_message("WorkflowRun", ["spec.foo"], ["bar"])
     assert text == 'strict decoding error: unknown field "spec.foo", duplicate field "bar"'
-    assert decoding.cannot_handle_message("WorkflowRun", text) == (
+    assert fieldvalidation.cannot_handle_message("WorkflowRun", text) == (
         'WorkflowRun in version "v1" cannot be handled as a WorkflowRun: ' + text
     )
-    assert decoding.strict_warnings(["spec.foo"], ["bar"]) == [
+    assert fieldvalidation.strict_warnings(["spec.foo"], ["bar"]) == [
         'unknown field "spec.foo"',
         'duplicate field "bar"',
     ]
 
 
 def test_a_warning_header_escapes_quotes_and_backslashes_and_cuts_at_256_runes() -> None:
-    assert decoding.warning_header_value('unknown field "spec.foo"') == (
+    assert fieldvalidation.warning_header_value('unknown field "spec.foo"') == (
         '299 - "unknown field \\"spec.foo\\""'
     )
-    assert decoding.warning_header_value("a\\b\nc") == '299 - "a\\\\b c"'
-    assert decoding.warning_header_value("é" * 300) == '299 - "' + "é" * 256 + '"'
+    assert fieldvalidation.warning_header_value("a\\b\nc") == '299 - "a\\\\b c"'
+    assert fieldvalidation.warning_header_value("é" * 300) == '299 - "' + "é" * 256 + '"'
 
 
 def test_warning_headers_are_cut_only_once_their_total_passes_4096_runes() -> None:
     short = [f"w{i}" for i in range(3)]
-    assert decoding.warning_header_values([*short, "w0", ""]) == [
+    assert fieldvalidation.warning_header_values([*short, "w0", ""]) == [
         f'299 - "{text}"' for text in short
     ]
     long = [str(i) * 1000 for i in range(6)]
-    headers = decoding.warning_header_values(long)
+    headers = fieldvalidation.warning_header_values(long)
     assert all(len(header) == len('299 - ""') + 256 for header in headers)
     assert len(headers) == 6
 
@@ -166,7 +167,7 @@ def test_warning_headers_are_cut_only_once_their_total_passes_4096_runes() -> No
 def _causes(data: dict[str, Any]) -> list[FieldCause]:
     with pytest.raises(pydantic.ValidationError) as caught:
         WorkflowRun.model_validate(data)
-    return decoding.validation_causes(caught.value, model=WorkflowRun)
+    return fieldcauses.validation_causes(caught.value, model=WorkflowRun)
 
 
 def test_validation_errors_become_kube_field_causes() -> None:
@@ -202,19 +203,19 @@ def test_validation_errors_become_kube_field_causes() -> None:
 def test_a_missing_spec_is_required_and_the_root_prefixes_paths() -> None:
     with pytest.raises(pydantic.ValidationError) as caught:
         WorkflowRun.model_validate({"metadata": {"name": "x"}})
-    assert decoding.validation_causes(caught.value) == [
+    assert fieldcauses.validation_causes(caught.value) == [
         FieldCause("spec", "FieldValueRequired", "Required value")
     ]
-    assert decoding.validation_causes(caught.value, root="object")[0].field == "object.spec"
+    assert fieldcauses.validation_causes(caught.value, root="object")[0].field == "object.spec"
 
 
 def test_an_invalid_message_lists_every_cause_as_kube_does() -> None:
     one = [FieldCause("spec.replicas", "FieldValueInvalid", "Invalid value: -1: bad")]
-    assert decoding.invalid_message("WorkflowRun.plnt.work", "x", one) == (
+    assert fieldcauses.invalid_message("WorkflowRun.plnt.work", "x", one) == (
         'WorkflowRun.plnt.work "x" is invalid: spec.replicas: Invalid value: -1: bad'
     )
     two = [*one, FieldCause("spec", "FieldValueRequired", "Required value")]
-    assert decoding.invalid_message("WorkflowRun.plnt.work", "x", two).endswith(
+    assert fieldcauses.invalid_message("WorkflowRun.plnt.work", "x", two).endswith(
         "is invalid: [spec.replicas: Invalid value: -1: bad, spec: Required value]"
     )
 
@@ -224,7 +225,7 @@ def test_an_invalid_message_lists_every_cause_as_kube_does() -> None:
     [(True, "true"), (-1, "-1"), (0.5, "0.5"), (1e6, "1e+06"), ('a"b', '"a\\"b"'), ([1], "[1]")],
 )
 def test_bad_values_print_as_go_prints_them(value: Any, shown: str) -> None:
-    assert decoding.go_value(value) == shown
+    assert fieldcauses.go_value(value) == shown
 
 
 # --- properties ---------------------------------------------------------------------------
@@ -301,9 +302,9 @@ def test_unknown_fields_planted_anywhere_are_found_and_dropping_them_validates(
     case: tuple[dict[str, Any], list[str]],
 ) -> None:
     run, planted = case
-    assert sorted(decoding.unknown_fields(WorkflowRun, run)) == sorted(planted)
-    cleaned = decoding.drop_unknown_fields(WorkflowRun, run)
-    assert decoding.unknown_fields(WorkflowRun, cleaned) == []
+    assert sorted(fieldvalidation.unknown_fields(WorkflowRun, run)) == sorted(planted)
+    cleaned = fieldvalidation.drop_unknown_fields(WorkflowRun, run)
+    assert fieldvalidation.unknown_fields(WorkflowRun, cleaned) == []
     WorkflowRun.model_validate(cleaned)
 
 
