@@ -15,7 +15,7 @@ from multidict import MultiMapping
 
 from plnt.api import errors
 from plnt.apiserver import negotiation
-from plnt.registry import decoding, selectors
+from plnt.registry import decoding, fieldselectors, selectors
 from plnt.registry.definitions import ResourceDefinition
 from plnt.registry.store import DeleteOptions, ListOptions, WriteOptions
 
@@ -125,7 +125,7 @@ def list_options(
     """Selectors, paging and resourceVersion rules (ValidateListOptions)."""
     try:
         label = selectors.parse_label_selector(query.get("labelSelector", ""))
-        field = selectors.parse_field_selector(
+        field = fieldselectors.parse_field_selector(
             query.get("fieldSelector", ""), allowed=definition.selectable_field_names()
         )
     except selectors.SelectorError as error:

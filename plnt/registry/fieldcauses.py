@@ -21,7 +21,7 @@ from typing import Any
 import pydantic
 
 from plnt.registry.fieldvalidation import is_model, join_path, wire_fields
-from plnt.registry.selectors import go_quote
+from plnt.registry.labelnames import go_quote
 
 # --- validation errors as kube field causes ---------------------------------------------
 

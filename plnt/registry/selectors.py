@@ -1,4 +1,5 @@
-"""Label and field selectors, parsed and matched exactly as k8s.io/apimachinery does.
+"""Label selectors (and the selector error type), parsed and matched exactly as
+k8s.io/apimachinery does; field selectors are in `fieldselectors`.
 
 kubectl, client-go informers and controllers send `labelSelector` and
 `fieldSelector` query parameters written for kube-apiserver; a look-alike parser
@@ -18,133 +19,23 @@ clients match on, ``field label not supported: <field>``, is reproduced exactly.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from plnt.api import meta
+from plnt.registry.labelnames import go_quote, label_key_errors, label_value_errors, quoted_list
 
 __all__ = [
-    "FieldRequirement",
-    "FieldSelector",
     "LabelRequirement",
     "LabelSelector",
     "SelectorError",
-    "escape_field_value",
-    "go_quote",
-    "label_key_errors",
     "label_selector_from_model",
-    "label_value_errors",
-    "parse_field_selector",
     "parse_label_selector",
 ]
 
 
 class SelectorError(ValueError):
     """A label or field selector that cannot be parsed or uses something unsupported."""
-
-
-# --- label keys and values (k8s.io/apimachinery/pkg/api/validate/content) -------------
-
-_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_NAME_RE = re.compile(_NAME_FMT)
-_NAME_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_VALUE_FMT = f"({_NAME_FMT})?"
-_VALUE_RE = re.compile(_VALUE_FMT)
-_VALUE_MSG = (
-    "a valid label must be an empty string or consist of alphanumeric characters, "
-    "'-', '_' or '.', and must start and end with an alphanumeric character"
-)
-_DNS_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_SUBDOMAIN_FMT = rf"{_DNS_LABEL}(\.{_DNS_LABEL})*"
-_DNS_SUBDOMAIN_RE = re.compile(_DNS_SUBDOMAIN_FMT)
-_DNS_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-    "'-' or '.', and must start and end with an alphanumeric character"
-)
-_MAX_NAME = 63
-_MAX_VALUE = 63
-_MAX_SUBDOMAIN = 253
-
-
-def _regex_error(message: str, fmt: str, *examples: str) -> str:
-    shown = " or ".join(f"'{example}', " for example in examples)
-    return f"{message} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def _byte_length(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
-def label_key_errors(key: str) -> list[str]:
-    """Why `key` is not a valid label key (an optional DNS prefix, '/', a 63-byte name)."""
-    errors: list[str] = []
-    parts = key.split("/")
-    if len(parts) > 2:
-        return [
-            "a valid label key "
-            + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    name = parts[-1]
-    if len(parts) == 2:
-        prefix = parts[0]
-        if not prefix:
-            errors.append("prefix part must be non-empty")
-        else:
-            if _byte_length(prefix) > _MAX_SUBDOMAIN:
-                errors.append(f"prefix part must be no more than {_MAX_SUBDOMAIN} bytes")
-            if not _DNS_SUBDOMAIN_RE.fullmatch(prefix):
-                errors.append(
-                    "prefix part "
-                    + _regex_error(_DNS_SUBDOMAIN_MSG, _DNS_SUBDOMAIN_FMT, "example.com")
-                )
-    if not name:
-        errors.append("name part must be non-empty")
-    elif _byte_length(name) > _MAX_NAME:
-        errors.append(f"name part must be no more than {_MAX_NAME} bytes")
-    if not _NAME_RE.fullmatch(name):
-        errors.append(
-            "name part " + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc")
-        )
-    return errors
-
-
-def label_value_errors(value: str) -> list[str]:
-    """Why `value` is not a valid label value (empty, or a 63-byte name)."""
-    errors: list[str] = []
-    if _byte_length(value) > _MAX_VALUE:
-        errors.append(f"must be no more than {_MAX_VALUE} bytes")
-    if not _VALUE_RE.fullmatch(value):
-        errors.append(_regex_error(_VALUE_MSG, _VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errors
-
-
-def go_quote(text: str) -> str:
-    """Go's %q for the strings that appear in selector errors."""
-    out = ['"']
-    for char in text:
-        if char in '"\\':
-            out.append("\\" + char)
-        elif char == "\n":
-            out.append("\\n")
-        elif char == "\t":
-            out.append("\\t")
-        elif char == "\r":
-            out.append("\\r")
-        elif not char.isprintable():
-            code = ord(char)
-            out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}")
-        else:
-            out.append(char)
-    out.append('"')
-    return "".join(out)
-
-
-def _json_list(values: Iterable[str]) -> str:
-    return "[" + ",".join(go_quote(value) for value in values) + "]"
 
 
 # --- label requirements and selectors ---------------------------------------------------
@@ -224,7 +115,7 @@ def _requirement_errors(key: str, operator: str, values: tuple[str, ...]) -> lis
     errors: list[str] = []
     if key_errors := label_key_errors(key):
         errors.append(f"key: Invalid value: {go_quote(key)}: {'; '.join(key_errors)}")
-    shown = _json_list(values)
+    shown = quoted_list(values)
     if operator in (IN, NOT_IN):
         if not values:
             detail = "for 'in', 'notin' operators, values set can't be empty"
@@ -535,147 +426,3 @@ def label_selector_from_model(selector: meta.LabelSelector) -> LabelSelector:
     except SelectorError as error:
         raise SelectorError(f"invalid label selector: {error}") from None
     return LabelSelector(_sorted_by_key(requirements))
-
-
-# --- field selectors ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FieldRequirement:
-    """One `field=value` or `field!=value` term (`==` is stored as `=`)."""
-
-    field: str
-    operator: str
-    value: str
-
-    def __post_init__(self) -> None:
-        if self.operator not in ("=", "!="):
-            raise SelectorError(
-                f"invalid field requirement operator {go_quote(self.operator)}: "
-                'supported values: "=", "!="'
-            )
-
-    def matches(self, fields: Mapping[str, str]) -> bool:
-        """kube's hasTerm/notHasTerm: a missing field compares as the empty string."""
-        equal = fields.get(self.field, "") == self.value
-        return equal if self.operator == "=" else not equal
-
-    def __str__(self) -> str:
-        return f"{self.field}{self.operator}{escape_field_value(self.value)}"
-
-
-@dataclass(frozen=True)
-class FieldSelector:
-    """A conjunction of field requirements; no requirements selects everything."""
-
-    requirements: tuple[FieldRequirement, ...] = ()
-
-    def matches(self, fields: Mapping[str, str]) -> bool:
-        """Whether every requirement holds for `fields`."""
-        return all(requirement.matches(fields) for requirement in self.requirements)
-
-    def empty(self) -> bool:
-        """True when the selector selects everything."""
-        return not self.requirements
-
-    def requires_exact_match(self, field: str) -> str | None:
-        """The value of the first `field=` term (fields.Selector.RequiresExactMatch)."""
-        for requirement in self.requirements:
-            if requirement.field == field and requirement.operator == "=":
-                return requirement.value
-        return None
-
-    def single_name(self) -> str | None:
-        """The object name a `metadata.name=` term pins, as kube's request info derives it.
-
-        kube-apiserver uses it as the name in authorization and watches of one object
-        (`kubectl get x -w`); like `path.IsValidPathSegmentName` it ignores names that
-        could not be a URL path segment.
-        """
-        name = self.requires_exact_match("metadata.name")
-        if name is None or name in (".", "..") or "/" in name or "%" in name:
-            return None
-        return name
-
-    def __str__(self) -> str:
-        return ",".join(str(requirement) for requirement in self.requirements)
-
-
-def escape_field_value(value: str) -> str:
-    """fields.EscapeValue: backslash-escape `\\`, `,` and `=`."""
-    return value.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")
-
-
-def _split_terms(text: str) -> list[str]:
-    """Split on commas not preceded by an escaping backslash; escapes stay in the terms."""
-    terms: list[str] = []
-    start, escaped = 0, False
-    for index, char in enumerate(text):
-        if escaped:
-            escaped = False
-        elif char == "\\":
-            escaped = True
-        elif char == ",":
-            terms.append(text[start:index])
-            start = index + 1
-    terms.append(text[start:])
-    return terms
-
-
-def _split_term(term: str) -> tuple[str, str, str] | None:
-    """Split at the first operator; the field name admits no escapes."""
-    for index in range(len(term)):
-        for operator in ("!=", "==", "="):
-            if term.startswith(operator, index):
-                return term[:index], operator, term[index + len(operator) :]
-    return None
-
-
-def _unescape(selector: str, value: str) -> str:
-    out: list[str] = []
-    escaped = False
-    for char in value:
-        if escaped:
-            if char not in "\\,=":
-                raise SelectorError(
-                    f"invalid field selector {go_quote(selector)}: "
-                    f"invalid escape sequence: \\{char}"
-                )
-            out.append(char)
-            escaped = False
-        elif char == "\\":
-            escaped = True
-        elif char in ",=":
-            raise SelectorError(
-                f"invalid field selector {go_quote(selector)}: "
-                f"unescaped character in value: {char!r}"
-            )
-        else:
-            out.append(char)
-    if escaped:
-        raise SelectorError(
-            f"invalid field selector {go_quote(selector)}: invalid escape sequence: \\"
-        )
-    return "".join(out)
-
-
-def parse_field_selector(text: str, *, allowed: Collection[str]) -> FieldSelector:
-    """Parse a `fieldSelector` query value, refusing fields outside `allowed`.
-
-    As in apimachinery the terms are sorted, empty terms are skipped, `==` means `=`,
-    and the field check runs after the whole text has parsed.
-    """
-    requirements: list[FieldRequirement] = []
-    for term in sorted(_split_terms(text)) if text else []:
-        if not term:
-            continue
-        split = _split_term(term)
-        if split is None:
-            raise SelectorError(f"invalid selector: '{text}'; can't understand '{term}'")
-        field, operator, raw = split
-        value = _unescape(text, raw)
-        requirements.append(FieldRequirement(field, "!=" if operator == "!=" else "=", value))
-    for requirement in requirements:
-        if requirement.field not in allowed:
-            raise SelectorError(f"field label not supported: {requirement.field}")
-    return FieldSelector(tuple(requirements))

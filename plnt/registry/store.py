@@ -22,7 +22,8 @@ from plnt.api import codec, errors
 from plnt.api.meta import now_rfc3339
 from plnt.registry import applying, fieldvalidation, managedfields, watching
 from plnt.registry.definitions import Object, ResourceDefinition
-from plnt.registry.selectors import FieldSelector, LabelSelector
+from plnt.registry.fieldselectors import FieldSelector
+from plnt.registry.selectors import LabelSelector
 from plnt.storage import errors as storage_errors
 from plnt.storage.interface import KeyValue, Store
 

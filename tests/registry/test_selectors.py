@@ -7,9 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from plnt.api import meta
-from plnt.registry import selectors
+from plnt.registry import fieldselectors, selectors
+from plnt.registry.fieldselectors import FieldRequirement
 from plnt.registry.selectors import (
-    FieldRequirement,
     LabelRequirement,
     LabelSelector,
     SelectorError,
@@ -123,7 +123,7 @@ def test_a_model_selector_with_in_and_no_values_is_refused() -> None:
 
 def test_describes_escaped_field_selector_finds_the_event_in_any_term_order() -> None:
     text = r"involvedObject.uid=u1,involvedObject.name=a\,b\=c\\d,involvedObject.kind=WorkflowRun"
-    parsed = selectors.parse_field_selector(text, allowed=EVENT_FIELDS)
+    parsed = fieldselectors.parse_field_selector(text, allowed=EVENT_FIELDS)
     fields = {
         "involvedObject.kind": "WorkflowRun",
         "involvedObject.name": "a,b=c\\d",
@@ -136,7 +136,7 @@ def test_describes_escaped_field_selector_finds_the_event_in_any_term_order() ->
 
 def test_an_unsupported_field_gets_kubes_exact_message() -> None:
     with pytest.raises(SelectorError) as caught:
-        selectors.parse_field_selector("spec.replicas=1", allowed=EVENT_FIELDS)
+        fieldselectors.parse_field_selector("spec.replicas=1", allowed=EVENT_FIELDS)
     assert str(caught.value) == "field label not supported: spec.replicas"
 
 
@@ -151,13 +151,13 @@ def test_an_unsupported_field_gets_kubes_exact_message() -> None:
 )
 def test_malformed_field_selectors_are_refused_with_the_reason(text: str, reason: str) -> None:
     with pytest.raises(SelectorError) as caught:
-        selectors.parse_field_selector(text, allowed=EVENT_FIELDS)
+        fieldselectors.parse_field_selector(text, allowed=EVENT_FIELDS)
     assert reason in str(caught.value)
 
 
 def test_a_metadata_name_term_names_the_single_object_unless_it_cannot_be_a_path_segment() -> None:
     def name(text: str) -> str | None:
-        return selectors.parse_field_selector(text, allowed=EVENT_FIELDS).single_name()
+        return fieldselectors.parse_field_selector(text, allowed=EVENT_FIELDS).single_name()
 
     assert name("metadata.name=x") == "x"
     assert name("metadata.namespace=ns,metadata.name==x") == "x"
@@ -167,7 +167,7 @@ def test_a_metadata_name_term_names_the_single_object_unless_it_cannot_be_a_path
 
 
 def test_a_missing_field_compares_as_the_empty_string() -> None:
-    parsed = selectors.parse_field_selector(
+    parsed = fieldselectors.parse_field_selector(
         "metadata.name=,metadata.namespace!=", allowed=EVENT_FIELDS
     )
     assert [r.value for r in parsed.requirements] == ["", ""]
@@ -260,7 +260,7 @@ def test_garbage_label_selectors_parse_or_fail_only_with_selector_error(text: st
 @given(st.text(max_size=40))
 def test_garbage_field_selectors_parse_or_fail_only_with_selector_error(text: str) -> None:
     try:
-        parsed = selectors.parse_field_selector(text, allowed=EVENT_FIELDS)
+        parsed = fieldselectors.parse_field_selector(text, allowed=EVENT_FIELDS)
     except SelectorError as error:
         assert str(error)
     else:
@@ -278,5 +278,5 @@ def test_field_values_with_any_characters_survive_escaping(
 ) -> None:
     requirements = [FieldRequirement(f, op, v) for f, op, v in terms]
     text = ",".join(str(r) for r in requirements)
-    parsed = selectors.parse_field_selector(text, allowed=EVENT_FIELDS)
+    parsed = fieldselectors.parse_field_selector(text, allowed=EVENT_FIELDS)
     assert sorted(parsed.requirements, key=repr) == sorted(requirements, key=repr)

@@ -1,0 +1,113 @@
+"""Label keys and values as Kubernetes validates them, and Go's way of quoting text.
+
+Selectors, field causes and error messages all print offending text the way
+kube-apiserver does (Go's `%q`), and label keys and values follow
+k8s.io/apimachinery's `pkg/api/validate/content` rules and messages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_NAME_RE = re.compile(_NAME_FMT)
+_NAME_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+_VALUE_FMT = f"({_NAME_FMT})?"
+_VALUE_RE = re.compile(_VALUE_FMT)
+_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, "
+    "'-', '_' or '.', and must start and end with an alphanumeric character"
+)
+_DNS_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_SUBDOMAIN_FMT = rf"{_DNS_LABEL}(\.{_DNS_LABEL})*"
+_DNS_SUBDOMAIN_RE = re.compile(_DNS_SUBDOMAIN_FMT)
+_DNS_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+    "'-' or '.', and must start and end with an alphanumeric character"
+)
+_MAX_NAME = 63
+_MAX_VALUE = 63
+_MAX_SUBDOMAIN = 253
+
+
+def _regex_error(message: str, fmt: str, *examples: str) -> str:
+    shown = " or ".join(f"'{example}', " for example in examples)
+    return f"{message} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def _byte_length(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def label_key_errors(key: str) -> list[str]:
+    """Why `key` is not a valid label key (an optional DNS prefix, '/', a 63-byte name)."""
+    errors: list[str] = []
+    parts = key.split("/")
+    if len(parts) > 2:
+        return [
+            "a valid label key "
+            + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            errors.append("prefix part must be non-empty")
+        else:
+            if _byte_length(prefix) > _MAX_SUBDOMAIN:
+                errors.append(f"prefix part must be no more than {_MAX_SUBDOMAIN} bytes")
+            if not _DNS_SUBDOMAIN_RE.fullmatch(prefix):
+                errors.append(
+                    "prefix part "
+                    + _regex_error(_DNS_SUBDOMAIN_MSG, _DNS_SUBDOMAIN_FMT, "example.com")
+                )
+    if not name:
+        errors.append("name part must be non-empty")
+    elif _byte_length(name) > _MAX_NAME:
+        errors.append(f"name part must be no more than {_MAX_NAME} bytes")
+    if not _NAME_RE.fullmatch(name):
+        errors.append(
+            "name part " + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc")
+        )
+    return errors
+
+
+def label_value_errors(value: str) -> list[str]:
+    """Why `value` is not a valid label value (empty, or a 63-byte name)."""
+    errors: list[str] = []
+    if _byte_length(value) > _MAX_VALUE:
+        errors.append(f"must be no more than {_MAX_VALUE} bytes")
+    if not _VALUE_RE.fullmatch(value):
+        errors.append(_regex_error(_VALUE_MSG, _VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errors
+
+
+def go_quote(text: str) -> str:
+    """Go's %q for the strings that appear in selector errors."""
+    out = ['"']
+    for char in text:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif char == "\n":
+            out.append("\\n")
+        elif char == "\t":
+            out.append("\\t")
+        elif char == "\r":
+            out.append("\\r")
+        elif not char.isprintable():
+            code = ord(char)
+            out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}")
+        else:
+            out.append(char)
+    out.append('"')
+    return "".join(out)
+
+
+def quoted_list(values: Iterable[str]) -> str:
+    """`["a","b"]`: Go's quoting of a string slice in messages."""
+    return "[" + ",".join(go_quote(value) for value in values) + "]"
