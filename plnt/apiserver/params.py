@@ -17,7 +17,7 @@ from plnt.api import errors
 from plnt.apiserver import negotiation
 from plnt.registry import decoding, fieldselectors, selectors
 from plnt.registry.definitions import ResourceDefinition
-from plnt.registry.store import DeleteOptions, ListOptions, WriteOptions
+from plnt.registry.options import DeleteOptions, ListOptions, WriteOptions
 
 FIELD_VALIDATION_VALUES = ("Ignore", "Warn", "Strict")
 _DISCARD_LIMIT = 16 * 1024 * 1024

@@ -18,7 +18,8 @@ from plnt.apiserver import keys, negotiation, params, patching, responses, scale
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.registry import patches, tables, transitions
 from plnt.registry.definitions import Object
-from plnt.registry.store import ListPage, ResourceStore, WriteResult
+from plnt.registry.options import ListPage, WriteResult
+from plnt.registry.store import ResourceStore
 
 
 def find_store(request: web.Request, info: RequestInfo) -> ResourceStore:

@@ -18,7 +18,8 @@ from aiohttp import web
 from plnt.api import errors
 from plnt.apiserver import keys, negotiation, params, responses
 from plnt.registry import tables
-from plnt.registry.store import ListOptions, ResourceStore
+from plnt.registry.options import ListOptions
+from plnt.registry.store import ResourceStore
 
 
 def _timeout(request: web.Request) -> float:

@@ -11,7 +11,8 @@ from typing import Any
 from plnt.api.events import Event
 from plnt.api.meta import now_rfc3339, parse_time
 from plnt.registry.definitions import Object, PrinterColumn, ResourceDefinition, lookup
-from plnt.registry.store import ResourceStore, WriteOptions
+from plnt.registry.options import WriteOptions
+from plnt.registry.store import ResourceStore
 from plnt.registry.strategy import Strategy
 from plnt.registry.tables import human_duration
 

@@ -15,15 +15,21 @@ import secrets
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from plnt.api import codec, errors
+from plnt.api import errors
 from plnt.api.meta import now_rfc3339
 from plnt.registry import applying, fieldvalidation, managedfields, watching
 from plnt.registry.definitions import Object, ResourceDefinition
-from plnt.registry.fieldselectors import FieldSelector
-from plnt.registry.selectors import LabelSelector
+from plnt.registry.options import (
+    DeleteOptions,
+    ListOptions,
+    ListPage,
+    WriteOptions,
+    WriteResult,
+    has_filters,
+)
+from plnt.registry.storedobjects import decode, encode, parse_resource_version, translate
 from plnt.storage import errors as storage_errors
 from plnt.storage.interface import KeyValue, Store
 
@@ -32,88 +38,6 @@ Transform = Callable[[Object], Object]
 
 _GENERATE_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATE_NAME_ATTEMPTS = 8
-
-
-@dataclass(frozen=True, slots=True)
-class WriteOptions:
-    """Per-request write options (query parameters of create/update/patch/delete)."""
-
-    dry_run: bool = False
-    field_validation: str = "Warn"
-    field_manager: str = ""
-    duplicates: tuple[str, ...] = ()
-    is_patch: bool = False
-    force: bool = False
-    """Server-side apply only: take over fields other managers own instead of a 409."""
-
-
-@dataclass(slots=True)
-class WriteResult:
-    """A written object, whether it was created, and the warnings to send back."""
-
-    object: Object
-    created: bool = False
-    warnings: list[str] = field(default_factory=list)
-    previous: Object | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ListOptions:
-    """Parsed list/watch query parameters."""
-
-    label_selector: LabelSelector | None = None
-    field_selector: FieldSelector | None = None
-    limit: int = 0
-    continue_token: str | None = None
-    resource_version: str = ""
-    resource_version_match: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class ListPage:
-    """Items of one page and the list metadata."""
-
-    items: list[Object]
-    resource_version: str
-    continue_token: str | None = None
-    remaining: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DeleteOptions:
-    """Parsed DeleteOptions (body or query)."""
-
-    dry_run: bool = False
-    precondition_uid: str | None = None
-    precondition_resource_version: str | None = None
-
-
-def encode(obj: Object) -> bytes:
-    """Stored bytes: the object without its resourceVersion (that is the etcd revision)."""
-    meta = obj.get("metadata", {})
-    if "resourceVersion" in meta:
-        obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
-    return codec.dumps_sorted(obj)
-
-
-def decode(kv: KeyValue) -> Object:
-    """An object as served: stored bytes plus `resourceVersion` = mod revision."""
-    obj: Object = codec.loads(kv.value)
-    obj.setdefault("metadata", {})["resourceVersion"] = str(kv.mod_revision)
-    return obj
-
-
-def parse_resource_version(value: str, *, field_name: str = "resourceVersion") -> int:
-    """A resourceVersion from a client: a decimal etcd revision, else 400 naming the field."""
-    try:
-        revision = int(value)
-    except ValueError:
-        revision = -1
-    if revision < 0:
-        raise errors.BadRequest(
-            f'Invalid value: "{value}": {field_name} must be an unsigned integer'
-        )
-    return revision
 
 
 class ResourceStore:
@@ -277,7 +201,7 @@ class ResourceStore:
                     items.append(obj)
             token = page.continue_token
             if token is None or (want and len(items) >= want):
-                remaining = page.remaining if not _filters(options) else None
+                remaining = page.remaining if not has_filters(options) else None
                 return ListPage(items, str(page.revision), token, remaining)
 
     async def _wait_not_older_than(self, revision: int) -> None:
@@ -295,7 +219,7 @@ class ResourceStore:
             )
 
     def matches(self, obj: Object, options: ListOptions) -> bool:
-        if not _filters(options):
+        if not has_filters(options):
             return True
         if options.label_selector is not None and not options.label_selector.matches(
             obj.get("metadata", {}).get("labels") or {}
@@ -596,30 +520,3 @@ class ResourceStore:
                 continue
             deleted.append(gone)
         return ListPage(deleted, page.resource_version)
-
-
-def _filters(options: ListOptions) -> bool:
-    return bool(
-        (options.label_selector is not None and not options.label_selector.empty())
-        or (options.field_selector is not None and not options.field_selector.empty())
-    )
-
-
-def translate(error: storage_errors.StorageError) -> errors.APIError:
-    """The one place storage errors become API errors (resource-agnostic ones)."""
-    if isinstance(error, storage_errors.Expired):
-        return errors.Expired(
-            f"too old resource version: {error.revision} ({error.compacted_revision})"
-        )
-    if isinstance(error, storage_errors.InvalidContinue):
-        return errors.BadRequest(f"invalid continue token: {error}")
-    if isinstance(error, storage_errors.TooLargeRevision):
-        message = f"Too large resource version: {error.revision}, current: {error.current_revision}"
-        return errors.Timeout(
-            message,
-            causes=[errors.Cause("ResourceVersionTooLarge", message)],
-            retry_after_seconds=1,
-        )
-    if isinstance(error, storage_errors.Unavailable):
-        return errors.ServiceUnavailable(f"storage is unavailable: {error}", retry_after_seconds=5)
-    return errors.InternalError.wrap(error)

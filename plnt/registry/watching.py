@@ -22,11 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from plnt.api import errors
 from plnt.registry.definitions import Object
+from plnt.registry.options import ListOptions
+from plnt.registry.storedobjects import parse_resource_version, translate
 from plnt.storage import errors as storage_errors
 from plnt.storage.interface import Buffered, WatchEvent
 
 if TYPE_CHECKING:
-    from plnt.registry.store import ListOptions, ResourceStore
+    from plnt.registry.store import ResourceStore
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 WatchItem = tuple[str, Object]
@@ -66,7 +68,6 @@ class Watch:
         self._events: AsyncIterator[WatchEvent] | None = None
 
     async def __aenter__(self) -> Watch:
-        from plnt.registry.store import ListOptions, parse_resource_version, translate
 
         options = self._options
         try:
@@ -128,7 +129,6 @@ class Watch:
         return {"kind": d.kind, "apiVersion": d.api_version, "metadata": meta}
 
     async def _iterate(self) -> AsyncIterator[WatchItem]:
-        from plnt.registry.store import translate
 
         if self._error is not None:
             yield "ERROR", self._error.to_status()

@@ -1,0 +1,75 @@
+"""Options and results of resource operations: parsed query parameters in, objects out.
+
+Plain data shared by the HTTP layer (which parses requests into these) and the
+registry (which acts on them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from plnt.registry.definitions import Object
+from plnt.registry.fieldselectors import FieldSelector
+from plnt.registry.selectors import LabelSelector
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOptions:
+    """Per-request write options (query parameters of create/update/patch/delete)."""
+
+    dry_run: bool = False
+    field_validation: str = "Warn"
+    field_manager: str = ""
+    duplicates: tuple[str, ...] = ()
+    is_patch: bool = False
+    force: bool = False
+    """Server-side apply only: take over fields other managers own instead of a 409."""
+
+
+@dataclass(slots=True)
+class WriteResult:
+    """A written object, whether it was created, and the warnings to send back."""
+
+    object: Object
+    created: bool = False
+    warnings: list[str] = field(default_factory=list)
+    previous: Object | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ListOptions:
+    """Parsed list/watch query parameters."""
+
+    label_selector: LabelSelector | None = None
+    field_selector: FieldSelector | None = None
+    limit: int = 0
+    continue_token: str | None = None
+    resource_version: str = ""
+    resource_version_match: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ListPage:
+    """Items of one page and the list metadata."""
+
+    items: list[Object]
+    resource_version: str
+    continue_token: str | None = None
+    remaining: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOptions:
+    """Parsed DeleteOptions (body or query)."""
+
+    dry_run: bool = False
+    precondition_uid: str | None = None
+    precondition_resource_version: str | None = None
+
+
+def has_filters(options: ListOptions) -> bool:
+    """True when a label or field selector narrows the list or watch."""
+    return bool(
+        (options.label_selector is not None and not options.label_selector.empty())
+        or (options.field_selector is not None and not options.field_selector.empty())
+    )

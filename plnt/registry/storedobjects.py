@@ -1,0 +1,61 @@
+"""Stored objects: bytes in etcd to served objects and back, and storage errors as API errors.
+
+An object's resourceVersion is its etcd mod revision, so it is stripped before
+storing and set when decoding; `translate` is the one place where key-level
+storage errors become API errors.
+"""
+
+from __future__ import annotations
+
+from plnt.api import codec, errors
+from plnt.registry.definitions import Object
+from plnt.storage import errors as storage_errors
+from plnt.storage.interface import KeyValue
+
+
+def encode(obj: Object) -> bytes:
+    """Stored bytes: the object without its resourceVersion (that is the etcd revision)."""
+    meta = obj.get("metadata", {})
+    if "resourceVersion" in meta:
+        obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
+    return codec.dumps_sorted(obj)
+
+
+def decode(kv: KeyValue) -> Object:
+    """An object as served: stored bytes plus `resourceVersion` = mod revision."""
+    obj: Object = codec.loads(kv.value)
+    obj.setdefault("metadata", {})["resourceVersion"] = str(kv.mod_revision)
+    return obj
+
+
+def parse_resource_version(value: str, *, field_name: str = "resourceVersion") -> int:
+    """A resourceVersion from a client: a decimal etcd revision, else 400 naming the field."""
+    try:
+        revision = int(value)
+    except ValueError:
+        revision = -1
+    if revision < 0:
+        raise errors.BadRequest(
+            f'Invalid value: "{value}": {field_name} must be an unsigned integer'
+        )
+    return revision
+
+
+def translate(error: storage_errors.StorageError) -> errors.APIError:
+    """The one place storage errors become API errors (resource-agnostic ones)."""
+    if isinstance(error, storage_errors.Expired):
+        return errors.Expired(
+            f"too old resource version: {error.revision} ({error.compacted_revision})"
+        )
+    if isinstance(error, storage_errors.InvalidContinue):
+        return errors.BadRequest(f"invalid continue token: {error}")
+    if isinstance(error, storage_errors.TooLargeRevision):
+        message = f"Too large resource version: {error.revision}, current: {error.current_revision}"
+        return errors.Timeout(
+            message,
+            causes=[errors.Cause("ResourceVersionTooLarge", message)],
+            retry_after_seconds=1,
+        )
+    if isinstance(error, storage_errors.Unavailable):
+        return errors.ServiceUnavailable(f"storage is unavailable: {error}", retry_after_seconds=5)
+    return errors.InternalError.wrap(error)
