@@ -17,6 +17,7 @@ import asyncio
 import base64
 import contextlib
 import logging
+import os
 import signal
 import ssl
 from collections.abc import Callable
@@ -29,9 +30,13 @@ from aiohttp import web
 from plnt.apiserver import app as app_module
 from plnt.apiserver import pki
 from plnt.apiserver.settings import ServerSettings
-from plnt.storage.etcd_process import EtcdProcess
+from plnt.storage.etcd_process import EtcdProcess, EtcdProcessError
 
 log = logging.getLogger("plnt.standalone")
+
+
+class StandaloneError(Exception):
+    """`plnt up` cannot start: the message says why in one line (port taken, etcd failed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,33 +100,60 @@ async def serve(
     state = settings.state_dir
     state.mkdir(parents=True, exist_ok=True)
     paths = pki.ensure_pki(state / "pki")
-    async with EtcdProcess(state / "etcd", client_port=settings.etcd_client_port) as etcd:
-        server_settings = ServerSettings(
-            etcd_endpoints=(etcd.endpoint,),
-            host=settings.host,
-            port=settings.port,
-            pki_dir=state / "pki",
-            token_file=settings.token_file,
-            policy_file=settings.policy_file,
+    etcd = EtcdProcess(state / "etcd", client_port=settings.etcd_client_port)
+    try:
+        await etcd.astart()
+    except EtcdProcessError as error:
+        raise StandaloneError(f"etcd did not start: {error}") from error
+    try:
+        await _serve_api(
+            settings, etcd_endpoint=etcd.endpoint, paths=paths, stop=stop, on_ready=on_ready
         )
-        application = app_module.build_app(server_settings)
-        ssl_context = app_module.ssl_context_for(server_settings)
-        assert isinstance(ssl_context, ssl.SSLContext)
-        runner = web.AppRunner(
-            application, shutdown_timeout=2.0, access_log=None, handler_cancellation=True
-        )
-        await runner.setup()
+    finally:
+        await etcd.astop()
+
+
+async def _serve_api(
+    settings: StandaloneSettings,
+    *,
+    etcd_endpoint: str,
+    paths: pki.Pki,
+    stop: asyncio.Event,
+    on_ready: Callable[[str, Path], None] | None,
+) -> None:
+    state = settings.state_dir
+    server_settings = ServerSettings(
+        etcd_endpoints=(etcd_endpoint,),
+        host=settings.host,
+        port=settings.port,
+        pki_dir=state / "pki",
+        token_file=settings.token_file,
+        policy_file=settings.policy_file,
+    )
+    application = app_module.build_app(server_settings)
+    ssl_context = app_module.ssl_context_for(server_settings)
+    assert isinstance(ssl_context, ssl.SSLContext)
+    runner = web.AppRunner(
+        application, shutdown_timeout=2.0, access_log=None, handler_cancellation=True
+    )
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, settings.host, settings.port, ssl_context=ssl_context)
         try:
-            site = web.TCPSite(runner, settings.host, settings.port, ssl_context=ssl_context)
             await site.start()
-            server = f"https://{settings.host}:{settings.port}"
-            kubeconfig = state / "kubeconfig"
-            write_kubeconfig(kubeconfig, server=server, paths=paths)
-            if on_ready is not None:
-                on_ready(server, kubeconfig)
-            await stop.wait()
-        finally:
-            await runner.cleanup()
+        except OSError as error:
+            reason = (os.strerror(error.errno) if error.errno else str(error)).lower()
+            raise StandaloneError(
+                f"cannot listen on {settings.host}:{settings.port}: {reason}"
+            ) from error
+        server = f"https://{settings.host}:{settings.port}"
+        kubeconfig = state / "kubeconfig"
+        write_kubeconfig(kubeconfig, server=server, paths=paths)
+        if on_ready is not None:
+            on_ready(server, kubeconfig)
+        await stop.wait()
+    finally:
+        await runner.cleanup()
 
 
 def run(settings: StandaloneSettings, *, on_ready: Callable[[str, Path], None]) -> None:

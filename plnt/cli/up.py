@@ -36,14 +36,18 @@ def up(
     def ready(server: str, kubeconfig: Path) -> None:
         print(f"plnt is ready at {server}; export KUBECONFIG={kubeconfig}", flush=True)
 
-    standalone.run(
-        standalone.StandaloneSettings(
-            state_dir=state_dir.expanduser().resolve(),
-            host=host,
-            port=port,
-            token_file=token_file,
-            policy_file=policy_file,
-        ),
-        on_ready=ready,
-    )
+    try:
+        standalone.run(
+            standalone.StandaloneSettings(
+                state_dir=state_dir.expanduser().resolve(),
+                host=host,
+                port=port,
+                token_file=token_file,
+                policy_file=policy_file,
+            ),
+            on_ready=ready,
+        )
+    except standalone.StandaloneError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from None
     sys.stdout.flush()

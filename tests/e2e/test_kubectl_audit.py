@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import socket
 import subprocess
 import sys
 import uuid
@@ -491,3 +492,44 @@ def test_apply_prune_with_an_allowlist_removes_what_left_the_manifest(
     assert kubectl.run("get", "wfr", "-n", ns, "-o", "name").stdout.split() == [
         "workflowrun.plnt.work/p1"
     ]
+
+
+def test_plnt_up_on_a_busy_port_says_so_in_one_line_and_leaves_no_etcd(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "plnt",
+                "up",
+                "--state-dir",
+                str(tmp_path / "state"),
+                "--port",
+                str(port),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"error: cannot listen on 127.0.0.1:{port}: address already in use"
+    )
+    assert "Traceback" not in result.stderr
+    assert not processes_mentioning(str(tmp_path / "state"))
+
+
+def processes_mentioning(text: str) -> list[str]:
+    """Command lines of running processes that contain `text` (read from /proc)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in args:
+            found.append(args)
+    return found
