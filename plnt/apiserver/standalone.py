@@ -28,7 +28,7 @@ import yaml
 from aiohttp import web
 
 from plnt.apiserver import app as app_module
-from plnt.apiserver import pki
+from plnt.apiserver import authn, authz, pki
 from plnt.apiserver.settings import ServerSettings
 from plnt.storage.etcd_process import EtcdProcess, EtcdProcessError
 
@@ -99,7 +99,14 @@ async def serve(
     """Run etcd and the API server until `stop` is set, then shut both down."""
     state = settings.state_dir
     state.mkdir(parents=True, exist_ok=True)
-    paths = pki.ensure_pki(state / "pki")
+    try:  # refuse bad input before anything starts
+        if settings.policy_file is not None:
+            authz.load_policy(settings.policy_file)
+        if settings.token_file is not None:
+            authn.TokenFileAuthenticator.from_file(settings.token_file)
+        paths = pki.ensure_pki(state / "pki")
+    except (authz.PolicyError, authn.TokenFileError, pki.PkiError) as error:
+        raise StandaloneError(str(error)) from error
     etcd = EtcdProcess(state / "etcd", client_port=settings.etcd_client_port)
     try:
         await etcd.astart()

@@ -533,3 +533,29 @@ def processes_mentioning(text: str) -> list[str]:
         if text in args:
             found.append(args)
     return found
+
+
+def test_plnt_up_refuses_an_invalid_policy_file_before_starting_anything(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("rules:\n- groups: [x]\n  verbz: [get]\n")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "plnt",
+            "up",
+            "--state-dir",
+            str(tmp_path / "state"),
+            "--port",
+            "1",
+            "--policy-file",
+            str(policy),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"error: {policy} is invalid: ")
+    assert "rules.0.verbz" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "state" / "etcd").exists()
