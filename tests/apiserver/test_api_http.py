@@ -540,3 +540,22 @@ async def test_front_proxy_identity_is_trusted_only_with_the_front_proxy_certifi
         no_cert.get(api.url + f"{BASE}/fp", headers=as_alice) as anonymous,
     ):
         assert anonymous.status == 401
+
+
+async def test_lists_at_a_compacted_revision_are_410_expired(api: Api) -> None:
+    for i in range(3):
+        await create(api, f"x{i}")
+    first = await api.call("GET", BASE, params={"limit": "1"})
+    token = first.json["metadata"]["continue"]
+    rv = first.json["metadata"]["resourceVersion"]
+    latest = await create(api, "x3")
+    async with EtcdStore(api.settings.etcd_endpoints[0]) as raw:
+        await raw.compact(int(latest["metadata"]["resourceVersion"]))
+    stale_page = await api.call("GET", BASE, params={"limit": "1", "continue": token})
+    assert stale_page.status == 410 and stale_page.json["reason"] == "Expired"
+    exact = await api.call(
+        "GET", BASE, params={"resourceVersion": rv, "resourceVersionMatch": "Exact"}
+    )
+    assert exact.status == 410 and exact.json["reason"] == "Expired"
+    current = await api.call("GET", BASE)
+    assert len(current.json["items"]) == 4
