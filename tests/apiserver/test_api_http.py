@@ -559,3 +559,19 @@ async def test_lists_at_a_compacted_revision_are_410_expired(api: Api) -> None:
     assert exact.status == 410 and exact.json["reason"] == "Expired"
     current = await api.call("GET", BASE)
     assert len(current.json["items"]) == 4
+
+
+async def test_deletecollection_deletes_only_what_the_selector_matches(api: Api) -> None:
+    for name, tier in (("dc-a", "gold"), ("dc-b", "gold"), ("dc-c", "silver")):
+        body = workflowrun(name)
+        body["metadata"]["labels"] = {"tier": tier}
+        assert (await api.call("POST", BASE, body=body)).status == 201
+    dry = await api.call("DELETE", BASE, params={"labelSelector": "tier=gold", "dryRun": "All"})
+    assert dry.status == 200 and len(dry.json["items"]) == 2
+    assert len((await api.call("GET", BASE)).json["items"]) == 3
+    gone = await api.call("DELETE", BASE, params={"labelSelector": "tier=gold"})
+    assert gone.status == 200
+    assert gone.json["kind"] == "WorkflowRunList"
+    assert sorted(o["metadata"]["name"] for o in gone.json["items"]) == ["dc-a", "dc-b"]
+    left = await api.call("GET", BASE)
+    assert [o["metadata"]["name"] for o in left.json["items"]] == ["dc-c"]
