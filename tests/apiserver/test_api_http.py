@@ -575,3 +575,18 @@ async def test_deletecollection_deletes_only_what_the_selector_matches(api: Api)
     assert sorted(o["metadata"]["name"] for o in gone.json["items"]) == ["dc-a", "dc-b"]
     left = await api.call("GET", BASE)
     assert [o["metadata"]["name"] for o in left.json["items"]] == ["dc-c"]
+
+
+async def test_concurrent_patches_of_one_object_lose_no_update(api: Api) -> None:
+    await create(api, "busy")
+    merge = {"Content-Type": "application/merge-patch+json"}
+
+    async def label(i: int) -> int:
+        patch = json.dumps({"metadata": {"labels": {f"k{i}": "v"}}}).encode()
+        reply = await api.call("PATCH", f"{BASE}/busy", data=patch, headers=merge)
+        return reply.status
+
+    statuses = await asyncio.gather(*(label(i) for i in range(25)))
+    assert statuses == [200] * 25
+    labels = (await api.call("GET", f"{BASE}/busy")).json["metadata"]["labels"]
+    assert set(labels) == {f"k{i}" for i in range(25)}
