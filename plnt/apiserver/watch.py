@@ -1,8 +1,12 @@
-"""Watch streaming: one JSON event per line, flushed as it happens, headers sent at once.
+"""Watch streaming: one JSON event per line, headers sent at once, nothing held back.
 
-The stream ends at `timeoutSeconds` (or a random 30-60 minutes, as
-kube-apiserver's minRequestTimeout does) or when the client goes away. Closing
-early would make `kubectl get -w` exit silently, so we never do.
+An event is written as soon as no further event is already buffered for this
+watcher; events that are (a burst, or a watcher that fell behind) go out in one
+write. A plain-JSON event line is serialised once for all watchers
+(`keys.OpenWatches.line`). The stream ends at `timeoutSeconds` (or a random
+30-60 minutes, as kube-apiserver's minRequestTimeout does), when the client
+goes away, or at shutdown. Closing early would make `kubectl get -w` exit
+silently, so we never do.
 """
 
 from __future__ import annotations
