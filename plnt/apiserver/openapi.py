@@ -151,6 +151,14 @@ def _v3_operation(
     return op
 
 
+def collection_path(d: ResourceDefinition, group: str, version: str) -> str:
+    """`/apis/<g>/<v>/namespaces/{namespace}/<plural>` (or the cluster-scoped form)."""
+    base = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    if d.namespaced:
+        return f"{base}/namespaces/{{namespace}}/{d.plural}"
+    return f"{base}/{d.plural}"
+
+
 def _path_params(*names: str) -> list[dict[str, Any]]:
     return [
         {"name": n, "in": "path", "required": True, "schema": {"type": "string"}} for n in names
@@ -167,10 +175,7 @@ def v3_document(
     for d in definitions:
         ref = prefix + _definition_name(d, d.model.__name__)
         gvk = _gvk(d)
-        base = f"/apis/{group}/{version}" if group else f"/api/{version}"
-        collection = (
-            f"{base}/namespaces/{{namespace}}/{d.plural}" if d.namespaced else f"{base}/{d.plural}"
-        )
+        collection = collection_path(d, group, version)
         item = collection + "/{name}"
         item_params = _path_params("namespace", "name") if d.namespaced else _path_params("name")
         coll_params = _path_params("namespace") if d.namespaced else []
@@ -274,8 +279,7 @@ def v2_document(
     for d in definitions:
         ref = prefix + _definition_name(d, d.model.__name__)
         gvk = _gvk(d)
-        base = f"/apis/{group}/{version}" if group else f"/api/{version}"
-        collection = f"{base}/namespaces/{{namespace}}/{d.plural}"
+        collection = collection_path(d, group, version)
 
         def op(
             action: str,
