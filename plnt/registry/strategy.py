@@ -30,6 +30,7 @@ class Strategy:
     def __init__(self, *, model: type[pydantic.BaseModel], has_status: bool = True) -> None:
         self.model = model
         self.has_status = has_status
+        self._validated: tuple[Object, pydantic.BaseModel] | None = None
 
     # --- prepare ---------------------------------------------------------------
 
@@ -74,8 +75,9 @@ class Strategy:
     def validate(self, obj: Object) -> list[Cause]:
         """Schema validation through the model plus the kind's own rules; every error."""
         causes = validate_metadata(obj)
+        self._validated = None
         try:
-            self.model.model_validate(obj)
+            self._validated = (obj, self.model.model_validate(obj))
         except pydantic.ValidationError as error:
             causes.extend(
                 Cause(reason=c.reason, message=c.message, field=c.field)
@@ -110,9 +112,11 @@ class Strategy:
         Runs after validation passed, so the model accepts the object; metadata is
         left exactly as sent.
         """
-        wire = self.model.model_validate(obj).model_dump(
-            mode="json", by_alias=True, exclude_none=True
-        )
+        # The model `validate` just built for this very object, if any (writes run
+        # validate then canonicalize with nothing in between): one pydantic pass, not two.
+        memo, self._validated = self._validated, None
+        model = memo[1] if memo is not None and memo[0] is obj else self.model.model_validate(obj)
+        wire = model.model_dump(mode="json", by_alias=True, exclude_none=True)
         for key in list(obj):
             if key not in ("metadata", "apiVersion", "kind") and key not in wire:
                 del obj[key]
