@@ -9,6 +9,7 @@ call. Representation (object, Table, PartialObjectMetadata) is decided by
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -18,7 +19,7 @@ from plnt.apiserver import keys, negotiation, params, patching, responses, scale
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.registry import patches, tables, transitions
 from plnt.registry.definitions import Object
-from plnt.registry.options import ListPage, WriteResult
+from plnt.registry.options import ListPage, WriteOptions, WriteResult
 from plnt.registry.store import ResourceStore
 
 
@@ -113,98 +114,132 @@ def record_transitions(
         recorder.record(result.object, type=t.type, reason=t.reason, message=t.message)
 
 
+async def _get(request: web.Request, store: ResourceStore, info: RequestInfo) -> web.Response:
+    obj = await store.get(info.namespace, info.name)
+    return responses.json_response(encode_one(request, store, obj))
+
+
+async def _list(request: web.Request, store: ResourceStore, info: RequestInfo) -> web.Response:
+    options = params.list_options(request.query, store.definition, watch=False)
+    page = await store.list(info.namespace, options)
+    return responses.json_response(encode_list(request, store, page))
+
+
+async def _watch(
+    request: web.Request, store: ResourceStore, info: RequestInfo
+) -> web.StreamResponse:
+    options = params.list_options(request.query, store.definition, watch=True)
+    return await watch.serve(request, store, info.namespace, options)
+
+
+async def _object_and_options(request: web.Request) -> tuple[Object, WriteOptions]:
+    """A create or update body (a JSON object) and its write options."""
+    limit = request.app[keys.SETTINGS].max_request_body_bytes
+    body, duplicates = await params.decode_object(request, limit=limit)
+    if not isinstance(body, dict):
+        raise errors.BadRequest("the request body must be a JSON object")
+    options = params.write_options(
+        request.query, duplicates=duplicates, user_agent=request.headers.get("User-Agent", "")
+    )
+    return body, options
+
+
+async def _create(request: web.Request, store: ResourceStore, info: RequestInfo) -> web.Response:
+    if info.subresource:
+        raise errors.MethodNotSupported.of(store.definition.group_resource, "create")
+    body, options = await _object_and_options(request)
+    result = await store.create(info.namespace, body, options)
+    record_transitions(request, store, result, dry_run=options.dry_run)
+    return responses.json_response(result.object, status=201, warnings=result.warnings)
+
+
+async def _update(request: web.Request, store: ResourceStore, info: RequestInfo) -> web.Response:
+    body, options = await _object_and_options(request)
+    result = await store.update(
+        info.namespace, info.name, lambda old: body, options, subresource=info.subresource
+    )
+    record_transitions(request, store, result, dry_run=options.dry_run)
+    return responses.json_response(result.object, warnings=result.warnings)
+
+
+_FORCE_FORBIDDEN = "Forbidden: may not be specified for non-apply patch"
+
+
+async def _patch(
+    request: web.Request, store: ResourceStore, info: RequestInfo
+) -> web.StreamResponse:
+    limit = request.app[keys.SETTINGS].max_request_body_bytes
+    media = negotiation.content_type(request.headers.get("Content-Type"))
+    if media == negotiation.APPLY_PATCH:
+        return await _server_side_apply(request, store, info, limit=limit)
+    if media not in negotiation.PATCH_TYPES:
+        raise patching.unsupported()
+    if "force" in request.query:
+        raise errors.Invalid(
+            f"force: {_FORCE_FORBIDDEN}",
+            causes=[errors.Cause("FieldValueForbidden", _FORCE_FORBIDDEN, "force")],
+        )
+    patch_body, _ = await params.decode_object(request, limit=limit)
+    transform = patching.applier(media, patch_body)
+    kind, name = store.definition.qualified_kind, info.name
+
+    def apply(old: Object) -> Object:
+        try:
+            return transform(old)
+        except patches.PatchError as error:
+            raise patching.api_error(error, qualified_kind=kind, name=name) from error
+
+    options = params.write_options(
+        request.query, is_patch=True, user_agent=request.headers.get("User-Agent", "")
+    )
+    result = await store.update(info.namespace, name, apply, options, subresource=info.subresource)
+    record_transitions(request, store, result, dry_run=options.dry_run)
+    return responses.json_response(result.object, warnings=result.warnings)
+
+
+async def _delete(request: web.Request, store: ResourceStore, info: RequestInfo) -> web.Response:
+    limit = request.app[keys.SETTINGS].max_request_body_bytes
+    options = await params.delete_options(request, limit=limit)
+    obj, _ = await store.delete(info.namespace, info.name, options)
+    return responses.json_response(obj)
+
+
+async def _delete_collection(
+    request: web.Request, store: ResourceStore, info: RequestInfo
+) -> web.Response:
+    limit = request.app[keys.SETTINGS].max_request_body_bytes
+    list_options = params.list_options(request.query, store.definition, watch=False)
+    options = await params.delete_options(request, limit=limit)
+    page = await store.delete_collection(info.namespace, list_options, options)
+    return responses.json_response(encode_list(request, store, page))
+
+
+_Handler = Callable[[web.Request, ResourceStore, RequestInfo], Awaitable[web.StreamResponse]]
+_VERBS: dict[str, _Handler] = {
+    "get": _get,
+    "list": _list,
+    "watch": _watch,
+    "create": _create,
+    "update": _update,
+    "patch": _patch,
+    "delete": _delete,
+    "deletecollection": _delete_collection,
+}
+
+
 async def dispatch(request: web.Request) -> web.StreamResponse:
-    """Serve any resource request."""
+    """Serve any resource request: find the resource, then the verb's handler."""
     info: RequestInfo = request[keys.REQUEST_INFO]
     store = find_store(request, info)
     d = store.definition
-    limit = request.app[keys.SETTINGS].max_request_body_bytes
-    query = request.query
-    namespace, name, verb = info.namespace, info.name, info.verb
     if info.subresource:
         if d.subresource(info.subresource) is None:
             raise errors.NotFound("the server could not find the requested resource")
         if info.subresource == "scale":
             return await scale.handle(request, store, info)
-        if verb not in ("get", "update", "patch"):
-            raise errors.MethodNotSupported.of(d.group_resource, verb)
-    if verb == "get":
-        return responses.json_response(encode_one(request, store, await store.get(namespace, name)))
-    if verb == "list":
-        page = await store.list(namespace, params.list_options(query, d, watch=False))
-        return responses.json_response(encode_list(request, store, page))
-    if verb == "watch":
-        return await watch.serve(
-            request, store, namespace, params.list_options(query, d, watch=True)
-        )
-    if verb == "create":
-        if info.subresource:
-            raise errors.MethodNotSupported.of(d.group_resource, "create")
-        body, duplicates = await params.decode_object(request, limit=limit)
-        if not isinstance(body, dict):
-            raise errors.BadRequest("the request body must be a JSON object")
-        options = params.write_options(
-            query, duplicates=duplicates, user_agent=request.headers.get("User-Agent", "")
-        )
-        result = await store.create(namespace, body, options)
-        record_transitions(request, store, result, dry_run=options.dry_run)
-        return responses.json_response(result.object, status=201, warnings=result.warnings)
-    if verb == "update":
-        body, duplicates = await params.decode_object(request, limit=limit)
-        if not isinstance(body, dict):
-            raise errors.BadRequest("the request body must be a JSON object")
-        options = params.write_options(
-            query, duplicates=duplicates, user_agent=request.headers.get("User-Agent", "")
-        )
-        result = await store.update(
-            namespace, name, lambda old: body, options, subresource=info.subresource
-        )
-        record_transitions(request, store, result, dry_run=options.dry_run)
-        return responses.json_response(result.object, warnings=result.warnings)
-    if verb == "patch":
-        media = negotiation.content_type(request.headers.get("Content-Type"))
-        if media == negotiation.APPLY_PATCH:
-            return await _server_side_apply(request, store, info, limit=limit)
-        if media not in negotiation.PATCH_TYPES:
-            raise patching.unsupported()
-        if "force" in query:
-            raise errors.Invalid(
-                "force: Forbidden: may not be specified for non-apply patch",
-                causes=[
-                    errors.Cause(
-                        "FieldValueForbidden",
-                        "Forbidden: may not be specified for non-apply patch",
-                        "force",
-                    )
-                ],
-            )
-        patch_body, _ = await params.decode_object(request, limit=limit)
-        transform = patching.applier(media, patch_body)
-
-        def apply(old: Object) -> Object:
-            try:
-                return transform(old)
-            except patches.PatchError as error:
-                raise patching.api_error(
-                    error, qualified_kind=d.qualified_kind, name=name
-                ) from error
-
-        options = params.write_options(
-            query, is_patch=True, user_agent=request.headers.get("User-Agent", "")
-        )
-        result = await store.update(namespace, name, apply, options, subresource=info.subresource)
-        record_transitions(request, store, result, dry_run=options.dry_run)
-        return responses.json_response(result.object, warnings=result.warnings)
-    if verb == "delete":
-        obj, _ = await store.delete(
-            namespace, name, await params.delete_options(request, limit=limit)
-        )
-        return responses.json_response(obj)
-    if verb == "deletecollection":
-        page = await store.delete_collection(
-            namespace,
-            params.list_options(query, d, watch=False),
-            await params.delete_options(request, limit=limit),
-        )
-        return responses.json_response(encode_list(request, store, page))
-    raise errors.MethodNotSupported.of(d.group_resource, verb)
+        if info.verb not in ("get", "update", "patch"):
+            raise errors.MethodNotSupported.of(d.group_resource, info.verb)
+    handler = _VERBS.get(info.verb)
+    if handler is None:
+        raise errors.MethodNotSupported.of(d.group_resource, info.verb)
+    return await handler(request, store, info)
