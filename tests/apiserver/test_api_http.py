@@ -590,3 +590,34 @@ async def test_concurrent_patches_of_one_object_lose_no_update(api: Api) -> None
     assert statuses == [200] * 25
     labels = (await api.call("GET", f"{BASE}/busy")).json["metadata"]["labels"]
     assert set(labels) == {f"k{i}" for i in range(25)}
+
+
+async def test_a_watch_ends_by_itself_after_timeout_seconds(api: Api) -> None:
+    await create(api, "t0")
+    params = {"watch": "true", "resourceVersion": "0", "timeoutSeconds": "1"}
+    async with api.session.get(api.url + BASE, params=params) as stream:
+        async with asyncio.timeout(15):
+            body = await stream.read()  # returns only when the server ends the stream
+    lines = [json.loads(line) for line in body.splitlines() if line]
+    assert [e["type"] for e in lines] == ["ADDED"]
+
+
+async def test_malformed_yaml_is_a_bad_request_naming_the_position(api: Api) -> None:
+    reply = await api.call(
+        "POST",
+        BASE,
+        data=b"metadata: {name: [unclosed\n",
+        headers={"Content-Type": "application/yaml"},
+    )
+    assert reply.status == 400 and reply.json["reason"] == "BadRequest"
+    assert "line" in reply.json["message"]
+    good = await api.call(
+        "POST",
+        BASE,
+        data=(
+            b"apiVersion: plnt.work/v1\nkind: WorkflowRun\nmetadata: {name: y}\n"
+            b"spec: {workflow: {ref: 'oci://r/w:1', digest: 'sha256:" + b"e" * 64 + b"'}}\n"
+        ),
+        headers={"Content-Type": "application/yaml"},
+    )
+    assert good.status == 201 and good.json["metadata"]["name"] == "y"
