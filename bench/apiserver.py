@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -46,7 +45,7 @@ from plnt.apiserver import pki
 from plnt.apiserver.settings import ServerSettings
 from plnt.bench import apiserver as harness
 from plnt.storage.etcd import EtcdStore
-from plnt.storage.etcd_process import EtcdProcess
+from plnt.storage.etcd_process import EtcdProcess, free_port
 
 LIST_NS = "bench-list"
 CREATE_NS = "bench-create"
@@ -54,12 +53,6 @@ WATCH_NS = "bench-watch"
 RAW_CREATE_PREFIX = "/bench-raw/creates/"
 READY = "bench-server ready"
 SCRIPT = str(Path(__file__).resolve())
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # -- the server child ---------------------------------------------------------------------

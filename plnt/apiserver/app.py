@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import weakref
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -137,9 +138,12 @@ def build_app(settings: settings_module.ServerSettings) -> web.Application:
     return app
 
 
-def ssl_context_for(settings: settings_module.ServerSettings) -> object:
-    """The serving TLS context, requesting (not requiring) client certificates."""
+def ssl_context_for(settings: settings_module.ServerSettings) -> ssl.SSLContext:
+    """The serving TLS context, requesting (not requiring) client certificates.
+
+    Uses the PKI `build_app` made sure of; call it after `build_app`.
+    """
     if settings.pki_dir is None:
         raise ValueError("pki_dir is required: plnt serves HTTPS only")
-    paths = pki.ensure_pki(Path(settings.pki_dir), extra_sans=settings.extra_sans)
+    paths = pki.Pki.at(Path(settings.pki_dir))
     return tlsconfig.server_ssl_context(paths, client_ca_files=paths.client_ca_files)

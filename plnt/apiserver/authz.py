@@ -27,6 +27,7 @@ import pydantic
 import yaml
 
 from plnt.apiserver import authn
+from plnt.registry.labelnames import go_quote
 
 ALWAYS_ALLOWED_PATHS: tuple[str, ...] = ("/healthz", "/livez", "/readyz")
 ALWAYS_ALLOWED_GROUPS: tuple[str, ...] = (authn.SYSTEM_MASTERS,)
@@ -85,51 +86,20 @@ class PolicyError(Exception):
 _SANITIZE = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 
 
-_GO_ESCAPES = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-}
-
-
-def _go_quote(value: str) -> str:
-    """Go's %q for the printable strings API paths and names consist of."""
-    out = []
-    for char in value:
-        code = ord(char)
-        if char in ('"', "\\"):
-            out.append("\\" + char)
-        elif char in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[char])
-        elif char.isprintable():
-            out.append(char)
-        elif code < 0x80:
-            out.append(f"\\x{code:02x}")
-        elif code <= 0xFFFF:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    return '"' + "".join(out) + '"'
-
-
 def denial_detail(attributes: Attributes) -> str:
     """The `User "u" cannot …` part of a 403 message (kube's forbiddenMessage)."""
-    user, verb = _go_quote(attributes.user.name), attributes.verb
+    user, verb = go_quote(attributes.user.name), attributes.verb
     if not attributes.resource_request:
-        return f"User {user} cannot {verb} path {_go_quote(attributes.path)}"
+        return f"User {user} cannot {verb} path {go_quote(attributes.path)}"
     resource = attributes.resource
     if attributes.subresource:
         resource = f"{resource}/{attributes.subresource}"
     text = (
-        f"User {user} cannot {verb} resource {_go_quote(resource)} "
-        f"in API group {_go_quote(attributes.api_group)}"
+        f"User {user} cannot {verb} resource {go_quote(resource)} "
+        f"in API group {go_quote(attributes.api_group)}"
     )
     if attributes.namespace:
-        return f"{text} in the namespace {_go_quote(attributes.namespace)}"
+        return f"{text} in the namespace {go_quote(attributes.namespace)}"
     return f"{text} at the cluster scope"
 
 
@@ -147,7 +117,7 @@ def forbidden_message(attributes: Attributes, *, reason: str = "") -> str:
         return f"forbidden: {detail}"
     if not attributes.name:
         return f"{qualified} is forbidden: {detail}"
-    return f"{qualified} {_go_quote(attributes.name)} is forbidden: {detail}"
+    return f"{qualified} {go_quote(attributes.name)} is forbidden: {detail}"
 
 
 def forbidden_qualified_resource(attributes: Attributes) -> str:

@@ -11,7 +11,6 @@ revalidate with If-None-Match and get 304.
 from __future__ import annotations
 
 import asyncio
-import json
 import platform
 import sys
 from dataclasses import dataclass
@@ -280,8 +279,3 @@ def add_routes(app: web.Application) -> None:
     r.add_get("/metrics", metrics)
     r.add_get("/api/v1/namespaces/{name}", namespace)
     selfreview.add_routes(app)
-
-
-def documents_json(doc: Document) -> Any:
-    """For tests and tools: the parsed body of a document."""
-    return json.loads(doc.body)

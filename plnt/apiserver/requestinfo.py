@@ -12,6 +12,8 @@ from urllib.parse import unquote
 
 from multidict import MultiMapping
 
+from plnt.registry import fieldselectors, selectors
+
 _METHOD_VERBS = {
     "POST": "create",
     "PUT": "update",
@@ -41,13 +43,12 @@ class RequestInfo:
 
 
 def _name_from_field_selector(selector: str) -> str:
-    for term in selector.split(","):
-        key, sep, value = term.partition("=")
-        if key.strip() == "metadata.name" and sep and not value.startswith("="):
-            return value.strip()
-        if key.strip() == "metadata.name" and value.startswith("="):
-            return value[1:].strip()
-    return ""
+    """The name a lone `metadata.name=` term pins ("" if none, or if unparsable)."""
+    try:
+        parsed = fieldselectors.parse_field_selector(selector, allowed=None)
+    except selectors.SelectorError:
+        return ""
+    return parsed.single_name() or ""
 
 
 def parse(method: str, path: str, query: MultiMapping[str]) -> RequestInfo:

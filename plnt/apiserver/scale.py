@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from plnt.api import errors
-from plnt.apiserver import negotiation, params, patching, responses
+from plnt.apiserver import keys, negotiation, params, patching, responses
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.registry import patches
 from plnt.registry.definitions import Object
@@ -60,7 +60,7 @@ def _replicas_of(scale: Any, name: str) -> int:
 
 async def handle(request: web.Request, store: ResourceStore, info: RequestInfo) -> web.Response:
     name, namespace = info.name, info.namespace
-    limit = 3 * 1024 * 1024
+    limit = request.app[keys.SETTINGS].max_request_body_bytes
     if info.verb == "get":
         return responses.json_response(to_scale(await store.get(namespace, name)))
     if info.verb == "update":

@@ -19,7 +19,6 @@ import contextlib
 import logging
 import os
 import signal
-import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,7 +138,6 @@ async def _serve_api(
     )
     application = app_module.build_app(server_settings)
     ssl_context = app_module.ssl_context_for(server_settings)
-    assert isinstance(ssl_context, ssl.SSLContext)
     runner = web.AppRunner(
         application, shutdown_timeout=2.0, access_log=None, handler_cancellation=True
     )

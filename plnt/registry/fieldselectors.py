@@ -134,8 +134,11 @@ def _unescape(selector: str, value: str) -> str:
     return "".join(out)
 
 
-def parse_field_selector(text: str, *, allowed: Collection[str]) -> FieldSelector:
+def parse_field_selector(text: str, *, allowed: Collection[str] | None) -> FieldSelector:
     """Parse a `fieldSelector` query value, refusing fields outside `allowed`.
+
+    `allowed=None` checks no field: request classification reads the name before
+    it knows the resource, as kube's request info does.
 
     As in apimachinery the terms are sorted, empty terms are skipped, `==` means `=`,
     and the field check runs after the whole text has parsed.
@@ -151,6 +154,6 @@ def parse_field_selector(text: str, *, allowed: Collection[str]) -> FieldSelecto
         value = _unescape(text, raw)
         requirements.append(FieldRequirement(field, "!=" if operator == "!=" else "=", value))
     for requirement in requirements:
-        if requirement.field not in allowed:
+        if allowed is not None and requirement.field not in allowed:
             raise SelectorError(f"field label not supported: {requirement.field}")
     return FieldSelector(tuple(requirements))

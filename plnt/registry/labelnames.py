@@ -87,25 +87,41 @@ def label_value_errors(value: str) -> list[str]:
     return errors
 
 
+_GO_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+}
+
+
 def go_quote(text: str) -> str:
-    """Go's %q for the strings that appear in selector errors."""
+    """Go's %q: how kube-apiserver prints names, paths and values inside messages."""
     out = ['"']
     for char in text:
-        if char in '"\\':
+        code = ord(char)
+        if char in ('"', "\\"):
             out.append("\\" + char)
-        elif char == "\n":
-            out.append("\\n")
-        elif char == "\t":
-            out.append("\\t")
-        elif char == "\r":
-            out.append("\\r")
-        elif not char.isprintable():
-            code = ord(char)
-            out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}")
-        else:
+        elif char in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[char])
+        elif char.isprintable():
             out.append(char)
+        elif code < 0x80:
+            out.append(f"\\x{code:02x}")
+        elif code <= 0xFFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
     out.append('"')
     return "".join(out)
+
+
+def is_dns1123_subdomain(value: str) -> bool:
+    """A lowercase RFC 1123 subdomain, as object names must be (at most 253 characters)."""
+    return len(value) <= _MAX_SUBDOMAIN and _DNS_SUBDOMAIN_RE.fullmatch(value) is not None
 
 
 def quoted_list(values: Iterable[str]) -> str:

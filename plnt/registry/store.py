@@ -1,10 +1,10 @@
 """The generic resource store: Kubernetes write and read semantics over the storage protocol.
 
-One `ResourceStore` per resource. It fixes the order of the strategy hooks
-(prepare → field validation → validate → warn → canonicalise), turns storage
-errors into API errors exactly once (here), and owns the resourceVersion rules:
-an object's resourceVersion is its etcd mod revision and is never stored in the
-bytes themselves.
+One `ResourceStore` per resource. It fixes the order of every write: identity
+checks → field validation → the strategy's prepare → validate → warn →
+canonicalise → managedFields. Storage errors become API errors through
+`storedobjects.translate`, once, in this layer; an object's resourceVersion is
+its etcd mod revision and is never stored in the bytes themselves.
 """
 
 from __future__ import annotations

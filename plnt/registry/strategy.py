@@ -9,12 +9,11 @@ status strategy keeps everything but status.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
 
 import pydantic
 
 from plnt.api.errors import Cause
-from plnt.registry import fieldcauses
+from plnt.registry import fieldcauses, labelnames
 from plnt.registry.definitions import Object
 
 _SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp")
@@ -125,19 +124,6 @@ class Strategy:
                 obj[key] = value
 
 
-_DNS1123_SUBDOMAIN_MAX = 253
-
-
-def _is_dns1123_subdomain(value: str) -> bool:
-    import re
-
-    return (
-        len(value) <= _DNS1123_SUBDOMAIN_MAX
-        and re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", value)
-        is not None
-    )
-
-
 def validate_metadata(obj: Object) -> list[Cause]:
     """Name, labels and annotations rules shared by every kind."""
     causes: list[Cause] = []
@@ -153,7 +139,7 @@ def validate_metadata(obj: Object) -> list[Cause]:
                 "metadata.name",
             )
         )
-    elif not isinstance(name, str) or not _is_dns1123_subdomain(name):
+    elif not isinstance(name, str) or not labelnames.is_dns1123_subdomain(name):
         causes.append(
             Cause(
                 "FieldValueInvalid",
@@ -187,15 +173,3 @@ def validate_metadata(obj: Object) -> list[Cause]:
             )
         )
     return causes
-
-
-def join_causes(*groups: Sequence[Cause]) -> list[Cause]:
-    """Concatenate cause lists, dropping exact duplicates while keeping order."""
-    seen: set[Cause] = set()
-    out: list[Cause] = []
-    for group in groups:
-        for cause in group:
-            if cause not in seen:
-                seen.add(cause)
-                out.append(cause)
-    return out

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from plnt.api import errors
 from plnt.registry.definitions import Object
-from plnt.registry.options import ListOptions
+from plnt.registry.options import ListOptions, has_filters
 from plnt.registry.storedobjects import parse_resource_version, translate
 from plnt.storage import errors as storage_errors
 from plnt.storage.interface import Buffered, WatchEvent
@@ -58,10 +58,7 @@ class Watch:
         self._initial_items: list[Object] = []
         self._initial_left = 0
         self._buffered: Buffered | None = None
-        self._filtered = bool(
-            (options.label_selector is not None and not options.label_selector.empty())
-            or (options.field_selector is not None and not options.field_selector.empty())
-        )
+        self._filtered = has_filters(options)
         self._revision = 0
         self._error: errors.APIError | None = None
         self._source: AbstractAsyncContextManager[AsyncIterator[WatchEvent]] | None = None

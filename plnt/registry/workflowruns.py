@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from plnt.api import errors
 from plnt.api.workflowruns import GROUP, KIND, VERSION, WorkflowRun
+from plnt.registry import tables
 from plnt.registry.definitions import (
     Object,
     PrinterColumn,
@@ -102,7 +103,7 @@ DEFINITION = ResourceDefinition(
             "The promoted revision.",
             lambda o: lookup(o, "status", "revision"),
         ),
-        PrinterColumn("Age", "string", "Time since creation.", lambda o: _age(o)),
+        PrinterColumn("Age", "string", "Time since creation.", tables.age),
         PrinterColumn("Digest", "string", "Digest of the spec.", _short_digest, priority=1),
         PrinterColumn(
             "Target",
@@ -117,9 +118,3 @@ DEFINITION = ResourceDefinition(
     ),
     field_labels=lambda obj: {"status.phase": str(lookup(obj, "status", "phase") or "")},
 )
-
-
-def _age(obj: Object) -> str:
-    from plnt.registry.tables import age
-
-    return age(obj)

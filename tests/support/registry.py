@@ -19,7 +19,6 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -35,6 +34,8 @@ import bcrypt
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, utils
+
+from plnt.storage.etcd_process import free_port
 
 BINARY = "/usr/bin/docker-registry"
 
@@ -59,14 +60,6 @@ class Registry:
     def ref(self, repository: str, tag: str = "v1") -> str:
         """An `oci://` reference into this registry."""
         return f"oci://{self.host}/{repository}:{tag}"
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _config(root: Path, port: int, htpasswd: Path | None, token_auth: str) -> str:

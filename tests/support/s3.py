@@ -23,7 +23,7 @@ from pathlib import Path
 
 import botocore.session
 
-from tests.support.registry import free_port
+from plnt.storage.etcd_process import free_port
 
 REGION = "us-east-1"
 _POLICY = json.dumps(

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from plnt.storage.etcd_process import free_port
 from plnt.workflowspec import digests, errors, references, sources
 from tests.support import s3 as support
-from tests.support.registry import free_port
 
 SPEC = b"apiVersion: microagents.plnt.work/v1\nkind: Workflow\n"
 BUCKET = "specs"
