@@ -72,6 +72,9 @@ class SmokeTest(WireModel):
 class CanaryAnalysis(WireModel):
     """Thresholds the canary must stay under while it takes traffic."""
 
+    requests: int = Field(
+        default=20, ge=1, le=10000, description="Requests sent to the canary (and the stable)."
+    )
     max_error_rate: float | None = Field(
         default=None, ge=0.0, le=1.0, description="Largest tolerated error ratio (0..1)."
     )
@@ -132,8 +135,23 @@ class RevisionRecord(WireModel):
 
     revision: int
     digest: str
+    ref: str | None = Field(default=None, description="The spec reference it was pulled from.")
     backend: str | None = None
     promoted_at: str | None = None
+    reason: str | None = Field(
+        default=None, description='Why it was deployed: "deploy" or "rollback to revision N".'
+    )
+
+
+class TrafficTarget(WireModel):
+    """One revision that takes invocations, its share, and where its replicas listen."""
+
+    revision: int
+    digest: str
+    weight: int = Field(ge=0, le=100, description="Percent of invocations sent to it.")
+    endpoints: list[str] = Field(
+        default_factory=list, description="Base URLs of its ready runner replicas."
+    )
 
 
 class BenchResult(WireModel):
@@ -167,6 +185,9 @@ class WorkflowRunStatus(WireModel):
     ready_replicas: int | None = Field(default=None, description="Runner replicas that are ready.")
     selector: str | None = Field(default=None, description="Label selector of the runners (scale).")
     history: list[RevisionRecord] | None = Field(default=None, description="Promoted revisions.")
+    traffic: list[TrafficTarget] | None = Field(
+        default=None, description="Revisions that take invocations, with their weights."
+    )
     saga: list[SagaStep] | None = Field(default=None, description="The deploy saga's timeline.")
     last_bench: BenchResult | None = Field(default=None, description="The last bench result.")
 
@@ -179,3 +200,13 @@ class WorkflowRun(WireModel):
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: WorkflowRunSpec
     status: WorkflowRunStatus | None = None
+
+
+class WorkflowRunRollback(WireModel):
+    """Body of `POST …/workflowruns/{name}/rollback`: the revision to return to."""
+
+    api_version: Literal["plnt.work/v1"] = "plnt.work/v1"
+    kind: Literal["WorkflowRunRollback"] = "WorkflowRunRollback"
+    to_revision: int | None = Field(
+        default=None, ge=1, description="A revision in status.history; default: the previous one."
+    )
