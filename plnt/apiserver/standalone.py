@@ -6,9 +6,17 @@ finds the same objects, certificates and kubeconfig:
     DIR/etcd/         etcd's data (and DIR/etcd.log)
     DIR/pki/          CA, serving and admin client certificates
     DIR/kubeconfig    admin credentials for kubectl
+    DIR/temporal.db   the embedded Temporal dev server's state (and temporal.log)
+    DIR/specs/        the deploy worker's cache of verified workflow specs
+    DIR/runners/      the local target: runner processes' records, specs and logs
 
-On SIGINT/SIGTERM the server stops accepting, closes watches, then etcd is
-stopped and reaped; nothing is left running.
+Unless `temporal_address` names an external Temporal, a Temporal dev server runs as
+a child process too; unless `worker` is off, the deploy worker runs in this process.
+
+On SIGINT/SIGTERM the server stops accepting, closes watches, the worker stops, then
+Temporal and etcd are stopped and reaped. Runner processes are left running on
+purpose: they serve invocations across restarts and are adopted by the next worker
+(`plnt down --state-dir DIR` stops them).
 """
 
 from __future__ import annotations
@@ -25,10 +33,15 @@ from pathlib import Path
 
 import yaml
 from aiohttp import web
+from temporalio import client as temporal_client
 
 from plnt.apiserver import app as app_module
 from plnt.apiserver import authn, authz, pki
 from plnt.apiserver.settings import ServerSettings
+from plnt.client.clients import PlntClient
+from plnt.sagas import starter, worker
+from plnt.sagas.control import DeployUnavailable
+from plnt.sagas.temporal_process import TemporalDevServer, TemporalProcessError
 from plnt.storage.etcd_process import EtcdProcess, EtcdProcessError
 
 log = logging.getLogger("plnt.standalone")
@@ -48,6 +61,11 @@ class StandaloneSettings:
     etcd_client_port: int = 0
     token_file: Path | None = None
     policy_file: Path | None = None
+    temporal_address: str | None = None
+    temporal_namespace: str = "default"
+    temporal_ui: bool = True
+    worker: bool = True
+    sagas: bool = True
 
 
 def _b64(path: Path) -> str:
@@ -89,13 +107,23 @@ def write_kubeconfig(path: Path, *, server: str, paths: pki.Pki) -> None:
     path.chmod(0o600)
 
 
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """Where the started parts listen, for the start-up message."""
+
+    server: str
+    kubeconfig: Path
+    temporal_address: str | None
+    temporal_ui: str | None
+
+
 async def serve(
     settings: StandaloneSettings,
     *,
     stop: asyncio.Event,
-    on_ready: Callable[[str, Path], None] | None = None,
+    on_ready: Callable[[Ready], None] | None = None,
 ) -> None:
-    """Run etcd and the API server until `stop` is set, then shut both down."""
+    """Run etcd, Temporal, the API server and the worker until `stop` is set, then stop all."""
     state = settings.state_dir
     state.mkdir(parents=True, exist_ok=True)
     try:  # refuse bad input before anything starts
@@ -111,11 +139,49 @@ async def serve(
         await etcd.astart()
     except EtcdProcessError as error:
         raise StandaloneError(f"etcd did not start: {error}") from error
+    temporal: TemporalDevServer | None = None
     try:
+        if not settings.sagas:  # the API machinery alone: no Temporal, no worker, no deploys
+            await _serve_api(
+                settings,
+                etcd_endpoint=etcd.endpoint,
+                paths=paths,
+                stop=stop,
+                temporal=None,
+                ready=lambda server, kubeconfig: Ready(server, kubeconfig, None, None),
+                on_ready=on_ready,
+            )
+            return
+        if settings.temporal_address is None:
+            temporal = TemporalDevServer(
+                state / "temporal.db",
+                namespace=settings.temporal_namespace,
+                ui_port=0 if settings.temporal_ui else None,
+            )
+            try:
+                await temporal.astart()
+            except TemporalProcessError as error:
+                raise StandaloneError(f"Temporal did not start: {error}") from error
+        address = temporal.address if temporal is not None else settings.temporal_address
+        assert address is not None
+        try:
+            client = await starter.connect(address, namespace=settings.temporal_namespace)
+        except DeployUnavailable as error:
+            raise StandaloneError(str(error)) from error
         await _serve_api(
-            settings, etcd_endpoint=etcd.endpoint, paths=paths, stop=stop, on_ready=on_ready
+            settings,
+            etcd_endpoint=etcd.endpoint,
+            paths=paths,
+            stop=stop,
+            temporal=client,
+            ready=lambda server, kubeconfig: Ready(
+                server, kubeconfig, address, temporal.ui_address if temporal else None
+            ),
+            on_ready=on_ready,
         )
     finally:
+        if temporal is not None:
+            await temporal.astop()
         await etcd.astop()
 
 
@@ -125,7 +191,9 @@ async def _serve_api(
     etcd_endpoint: str,
     paths: pki.Pki,
     stop: asyncio.Event,
-    on_ready: Callable[[str, Path], None] | None,
+    temporal: temporal_client.Client | None,
+    ready: Callable[[str, Path], Ready],
+    on_ready: Callable[[Ready], None] | None,
 ) -> None:
     state = settings.state_dir
     server_settings = ServerSettings(
@@ -136,7 +204,8 @@ async def _serve_api(
         token_file=settings.token_file,
         policy_file=settings.policy_file,
     )
-    application = app_module.build_app(server_settings)
+    control = starter.TemporalDeployControl(temporal) if temporal is not None else None
+    application = app_module.build_app(server_settings, deploy=control)
     ssl_context = app_module.ssl_context_for(server_settings)
     runner = web.AppRunner(
         application, shutdown_timeout=2.0, access_log=None, handler_cancellation=True
@@ -154,14 +223,23 @@ async def _serve_api(
         server = f"https://{settings.host}:{settings.port}"
         kubeconfig = state / "kubeconfig"
         write_kubeconfig(kubeconfig, server=server, paths=paths)
-        if on_ready is not None:
-            on_ready(server, kubeconfig)
-        await stop.wait()
+        if settings.worker and temporal is not None:
+            api = PlntClient.from_kubeconfig(kubeconfig)
+            activities = worker.local_activities(api, state)
+            async with worker.build(temporal, activities):
+                if on_ready is not None:
+                    on_ready(ready(server, kubeconfig))
+                await stop.wait()
+            await activities.close()
+        else:
+            if on_ready is not None:
+                on_ready(ready(server, kubeconfig))
+            await stop.wait()
     finally:
         await runner.cleanup()
 
 
-def run(settings: StandaloneSettings, *, on_ready: Callable[[str, Path], None]) -> None:
+def run(settings: StandaloneSettings, *, on_ready: Callable[[Ready], None]) -> None:
     """Blocking entry point for the CLI: serve until SIGINT or SIGTERM."""
 
     async def main() -> None:

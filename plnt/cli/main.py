@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import typer
 
-from plnt.cli import push, run_runner, up
+from plnt.cli import push, run_runner, up, worker
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="plnt: AI workflows on Kubernetes."
 )
-for module in (up, push, run_runner):
+for module in (up, push, run_runner, worker):
     module.register(app)
 
 

@@ -1,8 +1,10 @@
-"""`plnt up`: run plnt standalone (embedded etcd, HTTPS on loopback, a kubeconfig)."""
+"""`plnt up`: run plnt standalone (embedded etcd and Temporal, HTTPS on loopback, a kubeconfig,
+the deploy worker), and `plnt down`: stop the runner processes a state directory recorded."""
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -10,11 +12,13 @@ from typing import Annotated
 import typer
 
 from plnt.apiserver import standalone
+from plnt.sagas.targets import local
 
 
 def register(app: typer.Typer) -> None:
-    """Add `up` to `app`."""
-    app.command("up")(up)
+    """Add `up` and `down` to `app`."""
+    app.command("up", epilog="Example: plnt up --state-dir ~/.plnt")(up)
+    app.command("down", epilog="Example: plnt down --state-dir ~/.plnt")(down)
 
 
 def up(
@@ -29,13 +33,40 @@ def up(
     policy_file: Annotated[
         Path | None, typer.Option("--policy-file", help="Authorization policy (YAML).")
     ] = None,
+    temporal_address: Annotated[
+        str | None,
+        typer.Option(
+            "--temporal-address", help="Use this Temporal (HOST:PORT) instead of an embedded one."
+        ),
+    ] = None,
+    temporal_namespace: Annotated[
+        str, typer.Option("--temporal-namespace", help="Temporal namespace of the sagas.")
+    ] = "default",
+    worker: Annotated[
+        bool,
+        typer.Option("--worker/--no-worker", help="Run the deploy worker in this process."),
+    ] = True,
+    sagas: Annotated[
+        bool,
+        typer.Option(
+            "--sagas/--no-sagas",
+            help="Deploy WorkflowRuns; --no-sagas serves the API only (no Temporal, no worker).",
+        ),
+    ] = True,
 ) -> None:
-    """Run etcd and the plnt API server until interrupted; objects survive restarts."""
+    """Run etcd, Temporal, the plnt API server and the deploy worker until interrupted.
+
+    Objects, sagas and runner processes survive restarts with the same --state-dir.
+    """
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
 
-    def ready(server: str, kubeconfig: Path) -> None:
-        print(f"plnt is ready at {server}; export KUBECONFIG={kubeconfig}", flush=True)
+    def ready(parts: standalone.Ready) -> None:
+        if parts.temporal_address is not None:
+            ui = f", UI {parts.temporal_ui}" if parts.temporal_ui else ""
+            print(f"Temporal at {parts.temporal_address}{ui}", flush=True)
+        print(f"plnt is ready at {parts.server}; export KUBECONFIG={parts.kubeconfig}", flush=True)
 
+    code = 0
     try:
         standalone.run(
             standalone.StandaloneSettings(
@@ -44,10 +75,37 @@ def up(
                 port=port,
                 token_file=token_file,
                 policy_file=policy_file,
+                temporal_address=temporal_address,
+                temporal_namespace=temporal_namespace,
+                worker=worker,
+                sagas=sagas,
             ),
             on_ready=ready,
         )
     except standalone.StandaloneError as error:
         typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(1) from None
+        code = 1
+    exit_now(code)
+
+
+def exit_now(code: int) -> None:
+    """Flush and leave without interpreter teardown.
+
+    The Temporal SDK's native runtime can crash while a plain Python process tears
+    itself down (temporalio/sdk-python#300); every command that used the SDK exits
+    here instead, after its own orderly shutdown, so users never see that crash.
+    """
+    logging.shutdown()
     sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def down(
+    state_dir: Annotated[
+        Path, typer.Option("--state-dir", help="The state directory `plnt up` used.")
+    ],
+) -> None:
+    """Stop every runner process recorded under the state directory."""
+    stopped = local.stop_all(state_dir.expanduser().resolve() / "runners")
+    typer.echo(f"stopped {stopped} runner process(es)")

@@ -1,0 +1,87 @@
+"""`plnt worker`: run the deploy worker alone, against any Temporal and any plnt API server.
+
+The worker reads and writes WorkflowRuns through the API server named by a kubeconfig
+(as kubectl would), and starts runner processes under `--state-dir` (the local target).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from plnt.cli.up import exit_now
+from plnt.client import errors as client_errors
+from plnt.client.clients import PlntClient
+from plnt.sagas import starter
+from plnt.sagas import values as v
+from plnt.sagas import worker as saga_worker
+from plnt.sagas.control import DeployUnavailable
+
+
+def register(app: typer.Typer) -> None:
+    """Add `worker` to `app`."""
+    app.command(
+        "worker",
+        epilog=(
+            "Example: plnt worker --temporal-address 127.0.0.1:7233 "
+            "--kubeconfig ~/.plnt/kubeconfig --state-dir ~/.plnt"
+        ),
+    )(worker)
+
+
+def worker(
+    temporal_address: Annotated[
+        str, typer.Option("--temporal-address", help="Temporal frontend, HOST:PORT.")
+    ],
+    state_dir: Annotated[
+        Path, typer.Option("--state-dir", help="Where runner processes and specs are kept.")
+    ],
+    kubeconfig: Annotated[
+        Path | None, typer.Option("--kubeconfig", help="Kubeconfig of the plnt API server.")
+    ] = None,
+    context: Annotated[str | None, typer.Option("--context", help="Kubeconfig context.")] = None,
+    temporal_namespace: Annotated[
+        str, typer.Option("--temporal-namespace", help="Temporal namespace of the sagas.")
+    ] = "default",
+    task_queue: Annotated[
+        str, typer.Option("--task-queue", help="Task queue to poll.")
+    ] = v.TASK_QUEUE,
+) -> None:
+    """Run the deploy saga's workflow and activities until interrupted."""
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
+    try:
+        api = PlntClient.from_kubeconfig(kubeconfig, context=context)
+    except client_errors.KubeconfigError as error:
+        typer.echo(f"error: {error}", err=True)
+        exit_now(1)
+        return
+    code = asyncio.run(
+        _run(
+            api, temporal_address, temporal_namespace, state_dir.expanduser().resolve(), task_queue
+        )
+    )
+    exit_now(code)
+
+
+async def _run(
+    api: PlntClient, address: str, namespace: str, state_dir: Path, task_queue: str
+) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        client = await starter.connect(address, namespace=namespace)
+    except DeployUnavailable as error:
+        typer.echo(f"error: {error}", err=True)
+        await api.close()
+        return 1
+    activities = saga_worker.local_activities(api, state_dir)
+    print(f"plnt worker polling {task_queue} on {address}", flush=True)
+    await saga_worker.run_until(client, activities, stop, task_queue=task_queue)
+    return 0

@@ -1,0 +1,397 @@
+"""The deploy saga's activities: every side effect of a deploy, each idempotent.
+
+Activities reach plnt's objects only through its HTTP API (`plnt.client`), never
+through storage, so a worker can run on any machine that can reach the API server
+and Temporal. Replicas are made by a `Target`. Failures are raised as Temporal
+`ApplicationError`s whose `type` names the cause (DigestMismatch, InvalidSpec,
+SpecNotFound, BackendUnavailable, InstallFailed, SmokeFailed, AnalysisFailed); the
+workflow's retry policies mark the ones retrying cannot fix as non-retryable, and
+the attempt number travels in `details` so the timeline shows it.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import aiohttp
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from plnt.client import errors as client_errors
+from plnt.client.clients import PlntClient
+from plnt.sagas import placement, probing
+from plnt.sagas import values as v
+from plnt.sagas.speccache import SpecCache
+from plnt.sagas.targets import interface as targets
+from plnt.workflowspec import documents, model
+from plnt.workflowspec import errors as spec_errors
+
+log = logging.getLogger("plnt.sagas")
+
+WORKFLOWRUNS = "workflowruns"
+
+
+def _fail(kind: str, message: str, *, retryable: bool = False) -> ApplicationError:
+    return ApplicationError(
+        message, activity.info().attempt, type=kind, non_retryable=not retryable
+    )
+
+
+def _spec_failure(error: Exception) -> ApplicationError:
+    """A pull or parse failure as the typed error the workflow maps to a condition."""
+    if isinstance(error, spec_errors.DigestMismatch):
+        return _fail("DigestMismatch", str(error))
+    if isinstance(error, spec_errors.InvalidReference | spec_errors.InvalidDigest):
+        return _fail("InvalidReference", str(error))
+    if isinstance(error, spec_errors.NotFound):
+        return _fail("SpecNotFound", str(error))
+    if isinstance(error, documents.SpecError):
+        return _fail("InvalidSpec", f"invalid workflow spec: {error}")
+    return _fail("PullFailed", str(error), retryable=True)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class DeployActivities:
+    """The activities, bound to one API client, one target and one spec cache."""
+
+    def __init__(
+        self,
+        *,
+        api: PlntClient,
+        target: targets.Target,
+        specs: SpecCache,
+        probe_timeout: float = 30.0,
+    ) -> None:
+        self.api = api
+        self.target = target
+        self.specs = specs
+        self.probe_timeout = probe_timeout
+        self._session: aiohttp.ClientSession | None = None
+
+    def all(self) -> list[Any]:
+        """Every activity, for `Worker(activities=...)`."""
+        return [
+            self.report,
+            self.pull,
+            self.resolve,
+            self.install,
+            self.scale,
+            self.smoke,
+            self.analyze,
+            self.retire,
+            self.teardown,
+            self.release,
+        ]
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=self.probe_timeout)
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+        await self.api.close()
+
+    # -- status and events ----------------------------------------------------------
+
+    async def _current(self, run: v.RunRef) -> dict[str, Any] | None:
+        """The run's object, or None when it is gone or was recreated (another uid)."""
+        try:
+            obj = await self.api.get_workflowrun(run.name, namespace=run.namespace)
+        except client_errors.NotFound:
+            return None
+        return obj if obj.get("metadata", {}).get("uid") == run.uid else None
+
+    @activity.defn(name="report")
+    async def report(self, report: v.Report) -> None:
+        """Write the saga's status fields (and an Event); a vanished object is not an error."""
+        run = report.run
+        for _ in range(5):
+            obj = await self._current(run)
+            if obj is None:
+                return
+            patch = {
+                "metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]},
+                "status": report.status,
+            }
+            try:
+                obj = await self.api.patch_workflowrun_status(
+                    run.name, patch, namespace=run.namespace
+                )
+                break
+            except client_errors.Conflict:
+                continue  # another writer in between: read again
+            except client_errors.NotFound:
+                return
+        else:
+            raise _fail("Conflict", "status kept changing underneath", retryable=True)
+        if report.event_reason:
+            await self._event(
+                obj,
+                type=report.event_type or "Normal",
+                reason=report.event_reason,
+                message=report.event_message or "",
+            )
+
+    async def _event(self, obj: dict[str, Any], *, type: str, reason: str, message: str) -> None:
+        meta = obj["metadata"]
+        now = _now()
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{meta['name']}.{uuid.uuid4().hex[:16]}",
+                "namespace": meta["namespace"],
+            },
+            "involvedObject": {
+                "apiVersion": obj.get("apiVersion"),
+                "kind": obj.get("kind"),
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "uid": meta["uid"],
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+            "type": type,
+            "reason": reason,
+            "message": message[:1024],
+            "source": {"component": "plnt-deploy"},
+            "reportingComponent": "plnt-deploy",
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        path = f"/api/v1/namespaces/{meta['namespace']}/events"
+        await self.api.request("POST", path, json=event)
+
+    # -- pull and resolve -----------------------------------------------------------
+
+    @activity.defn(name="pull")
+    async def pull(self, ref: str, digest: str) -> v.PullResult:
+        """Fetch the spec, verify its digest, validate it, and keep it in the spec cache."""
+        try:
+            data, workflow = await self.specs.workflow(ref, digest)
+        except (spec_errors.SourceError, documents.SpecError) as error:
+            raise _spec_failure(error) from error
+        return v.PullResult(
+            digest=digest,
+            size=len(data),
+            workflow=f"{workflow.metadata.name}@{workflow.metadata.version}",
+            has_smoke=workflow.smoke is not None,
+            attempt=activity.info().attempt,
+        )
+
+    @activity.defn(name="resolve")
+    async def resolve(
+        self, namespace: str, selection: dict[str, Any], gpu_class: str | None
+    ) -> v.Resolved:
+        """The backend for model steps: by name, or the matching one with most headroom.
+
+        A run that names no backend and selects none gets the built-in echo backend.
+        """
+        name, selector = selection.get("name"), selection.get("selector")
+        wanted_model = selection.get("model")
+        attempt = activity.info().attempt
+        if not name and selector is None and not gpu_class:
+            return v.Resolved(v.Backend(type="echo", model=wanted_model), attempt)
+        backends = await self.api.list_backends(namespace=namespace)
+        try:
+            chosen = placement.choose(
+                backends, name=name, selector=selector, gpu_class=gpu_class, model=wanted_model
+            )
+        except placement.NoBackend as error:
+            # Retried a few times by the policy (a backend may be created just after the run).
+            raise _fail("NoBackend", str(error), retryable=True) from error
+        spec = chosen.get("spec") or {}
+        models = spec.get("models") or []
+        return v.Resolved(
+            v.Backend(
+                name=chosen["metadata"]["name"],
+                type=str(spec.get("type", "openai")),
+                endpoint=spec.get("endpoint"),
+                model=wanted_model or (models[0] if models else None),
+            ),
+            attempt,
+        )
+
+    # -- replicas -------------------------------------------------------------------
+
+    async def _revision(self, request: v.InstallRequest) -> targets.Revision:
+        try:
+            data = await self.specs.ensure(request.ref, request.digest)
+        except (spec_errors.SourceError, documents.SpecError) as error:
+            raise _spec_failure(error) from error
+        cache = request.cache
+        return targets.Revision(
+            run=targets.RunKey(request.run.namespace, request.run.name, request.run.uid),
+            revision=request.revision,
+            digest=request.digest,
+            spec=data,
+            backend=targets.BackendConfig(
+                name=request.backend.name,
+                type=request.backend.type,
+                endpoint=request.backend.endpoint,
+                model=request.backend.model,
+                api_key_env=request.backend.api_key_env,
+            ),
+            replicas=request.replicas,
+            cache=targets.CacheConfig(
+                enabled=bool(cache.get("enabled", True)),
+                ttl_seconds=float(cache.get("ttlSeconds", 600)),
+                max_entries=int(cache.get("maxEntries", 1024)),
+            ),
+        )
+
+    @staticmethod
+    def _installed(replicas: list[targets.Replica]) -> v.Installed:
+        ready = [replica for replica in replicas if replica.ready]
+        return v.Installed(
+            endpoints=[replica.url for replica in ready],
+            ready_replicas=len(ready),
+            attempt=activity.info().attempt,
+        )
+
+    @activity.defn(name="install")
+    async def install(self, request: v.InstallRequest) -> v.Installed:
+        """Ensure the revision's replicas run and are ready (adopting live ones)."""
+        revision = await self._revision(request)
+        try:
+            replicas = await self.target.install(revision, heartbeat=activity.heartbeat)
+        except targets.InstallFailed as error:
+            raise _fail("InstallFailed", str(error), retryable=True) from error
+        return self._installed(replicas)
+
+    @activity.defn(name="scale")
+    async def scale(self, request: v.InstallRequest) -> v.Installed:
+        """Resize the revision to `request.replicas` ready replicas."""
+        revision = await self._revision(request)
+        try:
+            replicas = await self.target.scale(revision, heartbeat=activity.heartbeat)
+        except targets.InstallFailed as error:
+            raise _fail("InstallFailed", str(error), retryable=True) from error
+        return self._installed(replicas)
+
+    @activity.defn(name="retire")
+    async def retire(self, request: v.RetireRequest) -> None:
+        """Stop every replica of one revision."""
+        run = targets.RunKey(request.run.namespace, request.run.name, request.run.uid)
+        await self.target.retire(run, request.revision)
+
+    @activity.defn(name="teardown")
+    async def teardown(self, run: v.RunRef) -> None:
+        """Stop every replica of every revision of the run."""
+        await self.target.teardown(targets.RunKey(run.namespace, run.name, run.uid))
+
+    @activity.defn(name="release")
+    async def release(self, run: v.RunRef) -> None:
+        """Remove the teardown finalizer, so the deletion completes."""
+        for _ in range(10):
+            obj = await self._current(run)
+            if obj is None:
+                return
+            finalizers = list(obj["metadata"].get("finalizers") or [])
+            if v.FINALIZER not in finalizers:
+                return
+            index = finalizers.index(v.FINALIZER)
+            path = self.api.object_path(WORKFLOWRUNS, run.name, namespace=run.namespace)
+            patch = [
+                {"op": "test", "path": "/metadata/uid", "value": run.uid},
+                {"op": "test", "path": f"/metadata/finalizers/{index}", "value": v.FINALIZER},
+                {"op": "remove", "path": f"/metadata/finalizers/{index}"},
+            ]
+            try:
+                await self.api.request(
+                    "PATCH", path, json=patch, content_type="application/json-patch+json"
+                )
+                return
+            except (client_errors.Conflict, client_errors.Invalid):
+                continue  # changed underneath (a failed test is 422): read again
+            except client_errors.NotFound:
+                return
+        raise _fail("Conflict", "finalizers kept changing underneath", retryable=True)
+
+    # -- judging the canary ---------------------------------------------------------
+
+    async def _smoke_case(
+        self, ref: str, digest: str, inputs: dict[str, Any] | None, expect: dict[str, Any] | None
+    ) -> tuple[dict[str, Any], model.Expectations] | None:
+        try:
+            _, workflow = await self.specs.workflow(ref, digest)
+        except (spec_errors.SourceError, documents.SpecError) as error:
+            raise _spec_failure(error) from error
+        case = workflow.smoke
+        chosen_inputs = inputs if inputs is not None else (case.inputs if case else None)
+        if chosen_inputs is None:
+            return None
+        if expect is not None:
+            try:
+                expectations = model.Expectations.model_validate(expect)
+            except ValueError as error:
+                raise _fail("InvalidSpec", f"spec.canary.smoke.expect: {error}") from error
+        else:
+            expectations = case.expect if case else model.Expectations()
+        return chosen_inputs, expectations
+
+    @activity.defn(name="smoke")
+    async def smoke(self, request: v.SmokeRequest) -> v.SmokeResult:
+        """Run the smoke case (the run's, else the spec's) against every canary replica."""
+        attempt = activity.info().attempt
+        case = await self._smoke_case(request.ref, request.digest, request.inputs, request.expect)
+        if case is None:
+            return v.SmokeResult("no smoke case in the run or the spec", True, attempt)
+        try:
+            message = await probing.run_smoke(self._http(), request.endpoints, *case)
+        except probing.SmokeFailed as error:
+            raise _fail("SmokeFailed", str(error)) from error
+        except probing.Unreachable as error:
+            raise _fail("Unreachable", str(error), retryable=True) from error
+        return v.SmokeResult(message, False, attempt)
+
+    @activity.defn(name="analyze")
+    async def analyze(self, request: v.AnalysisRequest) -> v.AnalysisResult:
+        """Send load to the canary (and the stable) and hold the canary to the limits."""
+        case = await self._smoke_case(request.ref, request.digest, request.inputs, None)
+        inputs = case[0] if case else {}
+        session = self._http()
+        canary = await probing.load(
+            session,
+            request.canary,
+            inputs,
+            requests=request.requests,
+            progress=lambda done: activity.heartbeat(f"canary {done}/{request.requests}"),
+        )
+        stable = (
+            await probing.load(
+                session,
+                request.stable,
+                inputs,
+                requests=request.requests,
+                progress=lambda done: activity.heartbeat(f"stable {done}/{request.requests}"),
+            )
+            if request.stable
+            else None
+        )
+        try:
+            verdict = probing.judge(
+                canary,
+                stable,
+                max_error_rate=request.max_error_rate,
+                max_p95=request.max_p95_milliseconds,
+            )
+        except probing.AnalysisFailed as error:
+            raise _fail("AnalysisFailed", str(error)) from error
+        return v.AnalysisResult(
+            verdict.message,
+            verdict.error_rate,
+            verdict.p95,
+            verdict.stable_p95,
+            activity.info().attempt,
+        )

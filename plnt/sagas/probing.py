@@ -1,0 +1,151 @@
+"""Judging a canary over HTTP: the smoke case, and the analysis under load.
+
+Both call the runners' own `POST /invoke` directly (not through the API server), so
+what they measure is the revision, not the proxy. Messages state measured values
+against limits ("p95 412 ms > limit 250 ms") because they end up in conditions.
+
+Errors: `SmokeFailed` and `AnalysisFailed` (the canary is bad: not worth retrying),
+`Unreachable` (a transport failure: worth retrying).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from plnt.workflowspec import model, smoke
+
+
+class ProbeError(Exception):
+    """A probe did not pass; the message is meant for a condition."""
+
+
+class SmokeFailed(ProbeError):
+    """The canary answered, but not as the smoke case expects."""
+
+
+class AnalysisFailed(ProbeError):
+    """The canary exceeded an analysis limit."""
+
+
+class Unreachable(ProbeError):
+    """A runner could not be reached at all."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One invocation: whether it succeeded and how long it took."""
+
+    ok: bool
+    milliseconds: float
+
+
+async def invoke(
+    session: aiohttp.ClientSession, endpoint: str, inputs: dict[str, Any]
+) -> tuple[int, Any]:
+    """POST `{endpoint}/invoke`; (status, parsed body)."""
+    try:
+        async with session.post(f"{endpoint}/invoke", json={"inputs": inputs}) as response:
+            return response.status, await response.json(content_type=None)
+    except (aiohttp.ClientError, TimeoutError) as error:
+        raise Unreachable(f"{endpoint} unreachable: {error or type(error).__name__}") from error
+
+
+async def run_smoke(
+    session: aiohttp.ClientSession,
+    endpoints: Sequence[str],
+    inputs: dict[str, Any],
+    expect: model.Expectations,
+) -> str:
+    """Run the smoke case on every endpoint; the summary, or SmokeFailed naming the failures."""
+    for endpoint in endpoints:
+        status, body = await invoke(session, endpoint, inputs)
+        if status != 200:
+            error = body.get("error", {}) if isinstance(body, dict) else {}
+            detail = error.get("message") if isinstance(error, dict) else None
+            raise SmokeFailed(f"smoke failed on {endpoint}: HTTP {status}: {detail or body}")
+        failures = smoke.check(expect, body.get("output"))
+        if failures:
+            raise SmokeFailed(f"smoke failed on {endpoint}: " + "; ".join(failures))
+    return f"smoke passed on {len(endpoints)} replica(s)"
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """Nearest-rank percentile (0 for no values)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[rank - 1]
+
+
+async def load(
+    session: aiohttp.ClientSession,
+    endpoints: Sequence[str],
+    inputs: dict[str, Any],
+    *,
+    requests: int,
+    concurrency: int = 4,
+    progress: Callable[[int], None] | None = None,
+) -> list[Sample]:
+    """`requests` invocations spread round-robin over `endpoints`, `concurrency` at a time."""
+    samples: list[Sample] = []
+    counter = iter(range(requests))
+
+    async def worker() -> None:
+        for index in counter:
+            endpoint = endpoints[index % len(endpoints)]
+            began = time.perf_counter()
+            try:
+                status, _ = await invoke(session, endpoint, inputs)
+                ok = status == 200
+            except Unreachable:
+                ok = False
+            samples.append(Sample(ok, (time.perf_counter() - began) * 1000.0))
+            if progress is not None:
+                progress(len(samples))
+
+    async with asyncio.TaskGroup() as group:
+        for _ in range(max(1, min(concurrency, requests))):
+            group.create_task(worker())
+    return samples
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """An analysis outcome."""
+
+    error_rate: float
+    p95: float
+    stable_p95: float | None
+    message: str
+
+
+def judge(
+    canary: Sequence[Sample],
+    stable: Sequence[Sample] | None,
+    *,
+    max_error_rate: float | None,
+    max_p95: float | None,
+) -> Verdict:
+    """Compare the canary's samples with the limits (and with the stable's, for context)."""
+    errors = sum(1 for sample in canary if not sample.ok)
+    error_rate = errors / len(canary) if canary else 0.0
+    p95 = percentile([sample.milliseconds for sample in canary], 0.95)
+    stable_p95 = percentile([s.milliseconds for s in stable], 0.95) if stable else None
+    context = f" (stable p95 {stable_p95:.0f} ms)" if stable_p95 is not None else ""
+    problems = []
+    if max_error_rate is not None and error_rate > max_error_rate:
+        problems.append(f"error rate {error_rate:.2f} > limit {max_error_rate:.2f}")
+    if max_p95 is not None and p95 > max_p95:
+        problems.append(f"p95 {p95:.0f} ms > limit {max_p95:.0f} ms")
+    measured = f"{len(canary)} requests, error rate {error_rate:.2f}, p95 {p95:.0f} ms{context}"
+    if problems:
+        raise AnalysisFailed("analysis failed: " + "; ".join(problems) + f"{context}")
+    return Verdict(error_rate, p95, stable_p95, f"analysis passed: {measured}")

@@ -1,0 +1,66 @@
+"""The worker's content-addressed cache of pulled, verified workflow specs.
+
+Why a cache on disk: pull, smoke and install run as separate activities (possibly
+retried on another worker), and specs must not travel through the workflow history.
+Each activity asks `ensure(ref, digest)`: a cached file is re-verified against its
+name before use, and a missing one is pulled again, so a fresh worker needs nothing
+but the reference.
+
+Errors: the `plnt.workflowspec.errors.SourceError` tree from the pull, and
+`plnt.workflowspec.documents.SpecError` for bytes that are not a valid workflow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from pathlib import Path
+
+from plnt.workflowspec import digests, documents, model, sources
+
+
+class SpecCache:
+    """Verified specs under `root/sha256/HEX`."""
+
+    def __init__(self, root: Path, *, config: sources.SourceSettings | None = None) -> None:
+        self.root = root
+        self.config = config or sources.SourceSettings()
+
+    def path_of(self, digest: str) -> Path:
+        return self.root / "sha256" / digests.hex_of(digests.parse(digest))
+
+    async def ensure(self, ref: str, digest: str) -> bytes:
+        """The verified bytes of `digest`, pulled from `ref` unless cached."""
+        path = self.path_of(digest)
+        cached = await asyncio.to_thread(_read_if_valid, path, digest)
+        if cached is not None:
+            return cached
+        pulled = await sources.pull(ref, digest=digest, config=self.config)
+        await asyncio.to_thread(_write_atomically, path, pulled.data)
+        return pulled.data
+
+    async def workflow(self, ref: str, digest: str) -> tuple[bytes, model.Workflow]:
+        """The bytes and the parsed workflow (SpecError if it is not valid)."""
+        data = await self.ensure(ref, digest)
+        return data, documents.parse_workflow(data)
+
+
+def _read_if_valid(path: Path, digest: str) -> bytes | None:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    return data if digests.compute(data) == digest else None
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".pull-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

