@@ -19,7 +19,9 @@ from aiohttp import web
 from plnt.apiserver import (
     authn,
     authz,
+    deployhooks,
     endpoints,
+    invoke,
     keys,
     metrics,
     middleware,
@@ -30,9 +32,11 @@ from plnt.apiserver import (
 from plnt.apiserver import (
     settings as settings_module,
 )
-from plnt.registry import events
+from plnt.registry import events, workflowruns
 from plnt.registry.catalog import ALL_RESOURCES
+from plnt.registry.definitions import ResourceDefinition
 from plnt.registry.store import ResourceStore
+from plnt.sagas.control import DeployControl
 from plnt.storage.cache import CachedStore
 from plnt.storage.etcd import EtcdStore
 from plnt.storage.interface import Store
@@ -79,7 +83,7 @@ def _storage_context(
                 store = cache
             ready["watch-cache"] = True
             app[keys.STORAGE] = store
-            stores = {(d.group, d.plural): ResourceStore(d, store) for d in ALL_RESOURCES}
+            stores = {(d.group, d.plural): _resource_store(app, d, store) for d in ALL_RESOURCES}
             app[keys.STORES] = stores
             recorder = events.EventRecorder(stores[("", "events")])
             app[keys.RECORDER] = recorder
@@ -101,17 +105,38 @@ def _storage_context(
     return context
 
 
+def _resource_store(app: web.Application, d: ResourceDefinition, storage: Store) -> ResourceStore:
+    """WorkflowRuns of a server with sagas get the deploy hooks and the teardown finalizer."""
+    hooks = app.get(keys.DEPLOY_HOOKS)
+    if hooks is not None and d is workflowruns.DEFINITION:
+        return deployhooks.HookedResourceStore(workflowruns.with_teardown(), storage, hooks=hooks)
+    return ResourceStore(d, storage)
+
+
+async def _deploy_context(app: web.Application) -> AsyncIterator[None]:
+    """Start-up convergence and retries of deploy submissions, after storage is ready."""
+    hooks = app[keys.DEPLOY_HOOKS]
+    hooks.start(app[keys.STORES][(workflowruns.DEFINITION.group, "workflowruns")])
+    try:
+        yield
+    finally:
+        await hooks.close()
+
+
 async def _close_watches(app: web.Application) -> None:
     """End every open watch at shutdown: clients re-watch, as they do after any close."""
     for task in list(app[keys.WATCHES].tasks):
         task.cancel()
 
 
-def build_app(settings: settings_module.ServerSettings) -> web.Application:
+def build_app(
+    settings: settings_module.ServerSettings, *, deploy: DeployControl | None = None
+) -> web.Application:
     """The API server application for `settings` (not yet listening).
 
     The PKI under `settings.pki_dir` is created when missing, because the
-    authenticators need its CAs.
+    authenticators need its CAs. With `deploy`, WorkflowRun writes start or signal
+    their sagas (see `deployhooks`) and new runs get the teardown finalizer.
     """
     if settings.pki_dir is None:
         raise ValueError("pki_dir is required: plnt serves HTTPS only")
@@ -131,7 +156,13 @@ def build_app(settings: settings_module.ServerSettings) -> web.Application:
     app[endpoints.DOCUMENTS] = endpoints.Documents(
         server_address=f"{settings.host}:{settings.port}"
     )
+    app[keys.DEPLOY] = deploy
+    if deploy is not None:
+        app[keys.DEPLOY_HOOKS] = deployhooks.DeployHooks(deploy)
     app.cleanup_ctx.append(_storage_context(settings))
+    if deploy is not None:
+        app.cleanup_ctx.append(_deploy_context)
+    app.cleanup_ctx.append(invoke.upstream_context)
     endpoints.add_routes(app)
     app.router.add_route("*", "/apis/{tail:.+}", resources.dispatch)
     app.router.add_route("*", "/api/{tail:.+}", resources.dispatch)

@@ -9,14 +9,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 
-from plnt.apiserver import authn, authz
+from plnt.apiserver import authn, authz, deployhooks, traffic
 from plnt.apiserver.metrics import Metrics
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.apiserver.settings import ServerSettings
 from plnt.registry.events import EventRecorder
 from plnt.registry.store import ResourceStore
+from plnt.sagas.control import DeployControl
 from plnt.storage.interface import Store
 
 SETTINGS = web.AppKey("settings", ServerSettings)
@@ -27,6 +29,13 @@ AUTHENTICATOR = web.AppKey("authenticator", authn.Authenticator)
 AUTHORIZER = web.AppKey("authorizer", authz.Authorizer)
 METRICS = web.AppKey("metrics", Metrics)
 READY: web.AppKey[dict[str, bool]] = web.AppKey("ready")
+DEPLOY: web.AppKey[DeployControl | None] = web.AppKey("deploy")
+"""The saga control, or None on a server without sagas (then no hooks, no finalizer)."""
+DEPLOY_HOOKS = web.AppKey("deploy_hooks", deployhooks.DeployHooks)
+"""Present only with a DeployControl."""
+INVOKER = web.AppKey("invoker", traffic.Invoker)
+UPSTREAM = web.AppKey("upstream", aiohttp.ClientSession)
+"""The one client session to runners (connection pooling), open while the app runs."""
 
 
 @dataclass

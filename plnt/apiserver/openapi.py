@@ -13,7 +13,8 @@ import hashlib
 import json
 from typing import Any
 
-from plnt.registry.definitions import ResourceDefinition
+from plnt.api.workflowruns import WorkflowRunRollback
+from plnt.registry.definitions import ResourceDefinition, Subresource
 
 PATCH_CONTENT_TYPES = (
     "application/json-patch+json",
@@ -81,6 +82,63 @@ def schemas(definitions: tuple[ResourceDefinition, ...], *, ref_prefix: str) -> 
         ]
         top.setdefault("description", d.description)
         out[rename[d.model.__name__]] = top
+    return out
+
+
+STATUS_NAME = "io.k8s.apimachinery.pkg.apis.meta.v1.Status"
+SCALE_NAME = "io.k8s.api.autoscaling.v1.Scale"
+_OPEN_OBJECT: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+_SUBRESOURCE_BODIES = {"invoke": "WorkflowRunInvocationRequest", "rollback": "WorkflowRunRollback"}
+"""Request body schemas of the POST-only subresources (by subresource name)."""
+
+
+def _sub_name(d: ResourceDefinition, sub: Subresource) -> str:
+    """The schema name of a subresource's answer."""
+    if sub.kind == d.kind:
+        return _definition_name(d, d.model.__name__)
+    if sub.kind == "Scale":
+        return SCALE_NAME
+    if sub.kind == "Status":
+        return STATUS_NAME
+    return _definition_name(d, sub.kind)
+
+
+def _subresource_schemas(
+    definitions: tuple[ResourceDefinition, ...], *, ref_prefix: str
+) -> dict[str, Any]:
+    """Schemas of subresource bodies and answers that are not kinds of their own."""
+    out: dict[str, Any] = {}
+    for d in definitions:
+        for sub in d.subresources:
+            name = _sub_name(d, sub)
+            if sub.kind == "Scale":
+                out[name] = SCALE_SCHEMA
+            elif sub.kind == "Status":
+                out[name] = STATUS_SCHEMA
+            elif sub.kind == "WorkflowRunInvocationList":
+                out[name] = {
+                    "type": "object",
+                    "description": "The last invocations of a run made by this API server.",
+                    "properties": {
+                        "apiVersion": {"type": "string"},
+                        "kind": {"type": "string"},
+                        "metadata": {"type": "object"},
+                        "items": {"type": "array", "items": INVOCATION_ENTRY_SCHEMA},
+                    },
+                }
+            elif sub.kind != d.kind:
+                out[name] = {**_OPEN_OBJECT, "description": "The runner's answer, unchanged."}
+            body = _SUBRESOURCE_BODIES.get(sub.name)
+            if body == "WorkflowRunRollback":
+                raw = WorkflowRunRollback.model_json_schema(by_alias=True, mode="validation")
+                out[_definition_name(d, body)] = _to_openapi(raw, {}, ref_prefix)
+            elif body is not None:
+                out[_definition_name(d, body)] = {
+                    "type": "object",
+                    "description": 'The invoke envelope: {"inputs": {...}}.',
+                    "required": ["inputs"],
+                    "properties": {"inputs": _OPEN_OBJECT},
+                }
     return out
 
 
@@ -215,7 +273,7 @@ def v3_document(
         }
         for sub in d.subresources:
             sub_gvk = _gvk(d, kind=sub.kind, group=sub.group, version=sub.version)
-            sub_ref = ref if sub.kind == d.kind else prefix + "io.k8s.api.autoscaling.v1.Scale"
+            sub_ref = prefix + _sub_name(d, sub)
             ops: dict[str, Any] = {"parameters": item_params}
             if "get" in sub.verbs:
                 ops["get"] = _v3_operation(d, "get", sub_ref, gvk=sub_gvk)
@@ -238,12 +296,20 @@ def v3_document(
                     body_types=PATCH_CONTENT_TYPES,
                 )
             if "create" in sub.verbs:
-                ops["post"] = _v3_operation(
-                    d, "post", sub_ref, gvk=sub_gvk, body_types=("application/json",)
-                )
+                post = _v3_operation(d, "post", sub_ref, gvk=sub_gvk, params=[_DRY_RUN])
+                body = _SUBRESOURCE_BODIES.get(sub.name)
+                if body is not None:
+                    post["requestBody"] = {
+                        "required": sub.name != "rollback",
+                        "content": {
+                            "application/json": {
+                                "schema": {"$ref": prefix + _definition_name(d, body)}
+                            }
+                        },
+                    }
+                ops["post"] = post
             paths[f"{item}/{sub.name}"] = ops
-    if any(s.kind == "Scale" for d in definitions for s in d.subresources):
-        components["io.k8s.api.autoscaling.v1.Scale"] = SCALE_SCHEMA
+    components.update(_subresource_schemas(definitions, ref_prefix=prefix))
     return {
         "openapi": "3.0.0",
         "info": {"title": "plnt", "version": version},
@@ -251,6 +317,36 @@ def v3_document(
         "components": {"schemas": components},
     }
 
+
+_DRY_RUN = _query("dryRun", "When present (All), modifications are not persisted.")
+
+INVOCATION_ENTRY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "time": {"type": "string"},
+        "revision": {"type": "integer"},
+        "endpoint": {"type": "string"},
+        "status": {"type": "integer"},
+        "durationMs": {"type": "number"},
+        "cache": {"type": "string"},
+    },
+}
+
+STATUS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "Status is a return value for calls that don't return other objects.",
+    "properties": {
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string"},
+        "metadata": {"type": "object"},
+        "status": {"type": "string"},
+        "message": {"type": "string"},
+        "reason": {"type": "string"},
+        "code": {"type": "integer"},
+        "details": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+    },
+    "x-kubernetes-group-version-kind": [{"group": "", "kind": "Status", "version": "v1"}],
+}
 
 SCALE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -308,14 +404,25 @@ def v2_document(
             "delete": op("delete"),
         }
         for sub in d.subresources:
-            target = ref if sub.kind == d.kind else prefix + "io.k8s.api.autoscaling.v1.Scale"
+            target = prefix + _sub_name(d, sub)
             sgvk = _gvk(d, kind=sub.kind, group=sub.group, version=sub.version)
-            paths[f"{collection}/{{name}}/{sub.name}"] = {
-                "get": op("get", target=target, op_gvk=sgvk),
-                "patch": op("patch", consumes=PATCH_CONTENT_TYPES, target=target, op_gvk=sgvk),
-            }
-    if any(s.kind == "Scale" for d in definitions for s in d.subresources):
-        defs["io.k8s.api.autoscaling.v1.Scale"] = SCALE_SCHEMA
+            sub_ops: dict[str, Any] = {}
+            if "get" in sub.verbs:
+                sub_ops["get"] = op("get", target=target, op_gvk=sgvk)
+            if "update" in sub.verbs:
+                sub_ops["put"] = op(
+                    "put", consumes=("application/json",), target=target, op_gvk=sgvk
+                )
+            if "patch" in sub.verbs:
+                sub_ops["patch"] = op(
+                    "patch", consumes=PATCH_CONTENT_TYPES, target=target, op_gvk=sgvk
+                )
+            if "create" in sub.verbs:
+                sub_ops["post"] = op(
+                    "post", consumes=("application/json",), target=target, op_gvk=sgvk
+                )
+            paths[f"{collection}/{{name}}/{sub.name}"] = sub_ops
+    defs.update(_subresource_schemas(definitions, ref_prefix=prefix))
     return {
         "swagger": "2.0",
         "info": {"title": "plnt", "version": version},

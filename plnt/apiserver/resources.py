@@ -4,6 +4,10 @@ One dispatcher reads the `RequestInfo` the middleware computed, finds the
 resource's `ResourceStore`, and maps the verb (and subresource) to a registry
 call. Representation (object, Table, PartialObjectMetadata) is decided by
 `negotiation` and applied here, after the registry has answered.
+
+The runtime subresources of WorkflowRun (`invoke`, `invocations`, `rollback`, `abort`)
+have their own modules; deploy warnings that writes collect on the way (see
+`deployhooks`) become `Warning` headers here, whatever handler answered.
 """
 
 from __future__ import annotations
@@ -15,7 +19,18 @@ from typing import Any
 from aiohttp import web
 
 from plnt.api import errors
-from plnt.apiserver import keys, negotiation, params, patching, responses, scale, watch
+from plnt.apiserver import (
+    deployhooks,
+    invoke,
+    keys,
+    negotiation,
+    params,
+    patching,
+    responses,
+    rollback,
+    scale,
+    watch,
+)
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.registry import patches, tables, transitions
 from plnt.registry.definitions import Object
@@ -227,16 +242,36 @@ _VERBS: dict[str, _Handler] = {
 }
 
 
+_SUBRESOURCES: dict[str, _Handler] = {
+    "scale": scale.handle,
+    "invoke": invoke.handle_invoke,
+    "invocations": invoke.handle_invocations,
+    "rollback": rollback.handle_rollback,
+    "abort": rollback.handle_abort,
+}
+
+
 async def dispatch(request: web.Request) -> web.StreamResponse:
-    """Serve any resource request: find the resource, then the verb's handler."""
+    """Serve any resource request; deploy warnings of its writes go out as headers."""
+    with deployhooks.collect_warnings() as deploy_warnings:
+        response = await _dispatch(request)
+    if deploy_warnings and not response.prepared:
+        for text in deploy_warnings:
+            response.headers.add("Warning", deployhooks.warning_value(text))
+    return response
+
+
+async def _dispatch(request: web.Request) -> web.StreamResponse:
+    """Find the resource, then the verb's (or subresource's) handler."""
     info: RequestInfo = request[keys.REQUEST_INFO]
     store = find_store(request, info)
     d = store.definition
     if info.subresource:
         if d.subresource(info.subresource) is None:
             raise errors.NotFound("the server could not find the requested resource")
-        if info.subresource == "scale":
-            return await scale.handle(request, store, info)
+        special = _SUBRESOURCES.get(info.subresource)
+        if special is not None:
+            return await special(request, store, info)
         if info.verb not in ("get", "update", "patch"):
             raise errors.MethodNotSupported.of(d.group_resource, info.verb)
     handler = _VERBS.get(info.verb)

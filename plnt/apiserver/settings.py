@@ -23,6 +23,7 @@ class ServerSettings:
     requestheader_allowed_names: tuple[str, ...] = ("front-proxy-client",)
     watch_cache: bool = True
     max_request_body_bytes: int = MAX_REQUEST_BODY_BYTES
+    invoke_timeout_seconds: float = 300.0
     min_request_timeout_seconds: int = 1800
     bookmark_interval_seconds: float = 60.0
     version: str = "v1.37.0-plnt.1"

@@ -1,6 +1,14 @@
-"""WorkflowRun: definition, strategy and printer columns."""
+"""WorkflowRun: definition, strategy and printer columns.
+
+The served subresources are `status`, `scale`, and the runtime operations `invoke`,
+`invocations`, `rollback` and `abort` (served by `plnt.apiserver`). A server that deploys
+runs (one with a DeployControl) uses `with_teardown()`, whose strategy adds the
+`plnt.work/teardown` finalizer on create so deleting a run waits until its runners are gone.
+"""
 
 from __future__ import annotations
+
+import dataclasses
 
 from plnt.api import errors
 from plnt.api.workflowruns import GROUP, KIND, VERSION, WorkflowRun
@@ -43,8 +51,37 @@ def _ready_reason(obj: Object) -> str | None:
     return None
 
 
+TEARDOWN_FINALIZER = "plnt.work/teardown"
+"""Removed by the deploy saga once the run's runners are torn down."""
+
+ROLLBACK_TO_ANNOTATION = "plnt.work/rollback-to"
+"""Set by `/rollback`: the revision the new generation returns to."""
+
+ROLLBACK_GENERATION_ANNOTATION = "plnt.work/rollback-generation"
+"""Set by `/rollback`: the generation that rollback produced (later edits are not rollbacks)."""
+
+
 class WorkflowRunStrategy(Strategy):
-    """Defaulting and rules of WorkflowRun beyond its schema."""
+    """Defaulting and rules of WorkflowRun beyond its schema.
+
+    `teardown_finalizer`: add `TEARDOWN_FINALIZER` to every new run (only a server with
+    sagas may, since only the saga removes it).
+    """
+
+    def __init__(self, *, model: type[WorkflowRun], teardown_finalizer: bool = False) -> None:
+        super().__init__(model=model)
+        self.teardown_finalizer = teardown_finalizer
+
+    def prepare_for_create(self, obj: Object) -> None:
+        super().prepare_for_create(obj)
+        if not self.teardown_finalizer:
+            return
+        meta = obj["metadata"]
+        finalizers = meta.get("finalizers")
+        if finalizers is None:
+            meta["finalizers"] = [TEARDOWN_FINALIZER]
+        elif isinstance(finalizers, list) and TEARDOWN_FINALIZER not in finalizers:
+            finalizers.append(TEARDOWN_FINALIZER)
 
     def validate_semantics(self, obj: Object) -> list[errors.Cause]:
         causes: list[errors.Cause] = []
@@ -84,6 +121,10 @@ DEFINITION = ResourceDefinition(
         Subresource(
             "scale", "Scale", ("get", "patch", "update"), group="autoscaling", version="v1"
         ),
+        Subresource("invoke", "WorkflowRunInvocation", ("create",)),
+        Subresource("invocations", "WorkflowRunInvocationList", ("get",)),
+        Subresource("rollback", KIND, ("create",)),
+        Subresource("abort", "Status", ("create",), group="", version="v1"),
     ),
     columns=(
         PrinterColumn(
@@ -118,3 +159,10 @@ DEFINITION = ResourceDefinition(
     ),
     field_labels=lambda obj: {"status.phase": str(lookup(obj, "status", "phase") or "")},
 )
+
+
+def with_teardown() -> ResourceDefinition:
+    """The WorkflowRun definition of a server with sagas: new runs get the teardown finalizer."""
+    return dataclasses.replace(
+        DEFINITION, strategy=WorkflowRunStrategy(model=WorkflowRun, teardown_finalizer=True)
+    )

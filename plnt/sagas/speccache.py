@@ -17,7 +17,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from plnt.workflowspec import digests, documents, model, sources
+from plnt.workflowspec import digests, documents, model, references, sources
+from plnt.workflowspec import errors as spec_errors
 
 
 class SpecCache:
@@ -36,9 +37,28 @@ class SpecCache:
         cached = await asyncio.to_thread(_read_if_valid, path, digest)
         if cached is not None:
             return cached
-        pulled = await sources.pull(ref, digest=digest, config=self.config)
-        await asyncio.to_thread(_write_atomically, path, pulled.data)
-        return pulled.data
+        data = await self._fetch(ref, digest)
+        await asyncio.to_thread(_write_atomically, path, data)
+        return data
+
+    async def _fetch(self, ref: str, digest: str) -> bytes:
+        """Fetch by the tag or key as written, then hold the bytes to the pinned digest.
+
+        Fetching by the name (not by digest) is what makes a moved tag visible: the
+        store answers with what the name means now, and a mismatch names both digests
+        instead of looking like a missing blob.
+        """
+        parsed = references.parse(ref)
+        if parsed.digest is not None and parsed.digest != digest:
+            raise spec_errors.InvalidReference(
+                f"{parsed} is pinned to {parsed.digest} but the run pins {digest}", ref=ref
+            )
+        if parsed.tag is None and not isinstance(parsed, references.S3Ref):
+            return (await sources.pull(parsed, digest=digest, config=self.config)).data
+        by_name = references.unpinned(parsed)
+        data: bytes = await sources.for_reference(by_name, self.config).fetch(by_name, digest=None)
+        digests.verify(data, digest, ref=str(by_name))
+        return data
 
     async def workflow(self, ref: str, digest: str) -> tuple[bytes, model.Workflow]:
         """The bytes and the parsed workflow (SpecError if it is not valid)."""

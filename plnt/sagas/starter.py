@@ -24,7 +24,12 @@ from plnt.sagas.control import DeployUnavailable
 def desired_of(obj: dict[str, Any]) -> v.Desired:
     """The desired state an accepted write left, as the workflow's `desire` signal takes it."""
     meta = obj.get("metadata") or {}
-    rollback = (meta.get("annotations") or {}).get(v.ROLLBACK_ANNOTATION)
+    annotations = meta.get("annotations") or {}
+    rollback = annotations.get(v.ROLLBACK_ANNOTATION)
+    # The annotation describes the write that set it: a later edit keeps the annotation
+    # but not the generation it names.
+    if annotations.get(v.ROLLBACK_GENERATION_ANNOTATION) != str(meta.get("generation")):
+        rollback = None
     return v.Desired(
         run=v.RunRef(str(meta.get("namespace")), str(meta.get("name")), str(meta.get("uid"))),
         generation=int(meta.get("generation") or 1),

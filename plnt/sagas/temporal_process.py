@@ -21,6 +21,7 @@ import contextlib
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -65,7 +66,7 @@ class TemporalDevServer:
         self.namespace = namespace
         self.log_file = log_file or db_file.with_suffix(".log")
         self.start_timeout = start_timeout
-        self._process: asyncio.subprocess.Process | None = None
+        self._process: subprocess.Popen[bytes] | None = None
 
     @property
     def address(self) -> str:
@@ -106,15 +107,19 @@ class TemporalDevServer:
             command.append("--headless")
         else:
             command += ["--ui-port", str(self.ui_port), "--ui-ip", "127.0.0.1"]
-        with self.log_file.open("ab") as log:
-            self._process = await asyncio.create_subprocess_exec(
-                *command, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log
-            )
+        self._process = self._spawn(command)
         try:
             await self._wait_ready()
         except BaseException:
             await self.astop()
             raise
+
+    def _spawn(self, command: list[str]) -> subprocess.Popen[bytes]:
+        """Popen rather than an asyncio subprocess: the child must not belong to one event
+        loop, so that sync callers (test fixtures) can stop it from any loop. Spawning
+        does not wait for the child, so it does not block the loop."""
+        with self.log_file.open("ab") as log:
+            return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
 
     async def _wait_ready(self) -> None:
         process = self._process
@@ -124,7 +129,7 @@ class TemporalDevServer:
         delay = 0.05
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
             while True:
-                if process.returncode is not None:
+                if process.poll() is not None:
                     raise TemporalProcessError(
                         f"temporal exited with code {process.returncode}: {self._tail()}"
                     )
@@ -136,8 +141,7 @@ class TemporalDevServer:
                     raise TemporalProcessError(
                         f"temporal not ready after {self.start_timeout:.0f} s: {self._tail()}"
                     )
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(process.wait(), timeout=delay)
+                await asyncio.sleep(delay)  # backoff between readiness probes
                 delay = min(delay * 2, 0.5)
 
     def _tail(self, lines: int = 5) -> str:
@@ -148,14 +152,19 @@ class TemporalDevServer:
         return " | ".join(text[-lines:]) or "(empty log)"
 
     async def astop(self, grace: float = 10.0) -> None:
+        await asyncio.to_thread(self.stop, grace)
+
+    def stop(self, grace: float = 10.0) -> None:
+        """SIGTERM, wait up to `grace` seconds, SIGKILL; always reaped; idempotent."""
         process, self._process = self._process, None
-        if process is None or process.returncode is not None:
+        if process is None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            process.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.wait_for(process.wait(), timeout=grace)
-        except TimeoutError:
+        if process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(process.pid, signal.SIGKILL)
-            await process.wait()
+                process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, signal.SIGKILL)
+                process.wait()

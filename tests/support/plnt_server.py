@@ -1,5 +1,8 @@
 """A real standalone plnt (`python -m plnt up`) as a child process, and the real kubectl against it.
 
+Without `sagas=True` the server runs with `--no-sagas` (the API machinery alone), so
+tests of the API see no deploy writing status underneath them.
+
 `PlntServer` starts the server on a free loopback port with its own state
 directory, waits (with a deadline) for the ready line, and always stops it with
 SIGTERM (then SIGKILL) so etcd, its child, shuts down too. `Kubectl` runs the
@@ -44,6 +47,7 @@ class PlntServer:
     state_dir: Path
     port: int = 0
     extra_args: Sequence[str] = ()
+    sagas: bool = False
     start_timeout: float = 60.0
     process: subprocess.Popen[str] | None = None
     output: list[str] = field(default_factory=list)
@@ -75,6 +79,7 @@ class PlntServer:
                 str(self.state_dir),
                 "--port",
                 str(self.port),
+                *(() if self.sagas else ("--no-sagas",)),
                 *self.extra_args,
             ],
             stdout=subprocess.PIPE,

@@ -1,0 +1,243 @@
+"""Deploy hooks: every accepted change of a WorkflowRun's desired state reaches its saga.
+
+The saga must never miss a write the API server acknowledged, so the hook runs inside the
+write's request, after storage accepted it and before the answer goes out. Writes that
+call it (none under dry-run): creation, a new `metadata.generation` (spec edits by update,
+patch, apply or `/scale`), and the start of a deletion (deletionTimestamp newly set).
+Status writes and metadata-only edits (labels, annotations) do not change the desired
+state, so they are not submitted.
+
+`HookedResourceStore` is the WorkflowRun `ResourceStore` with the hook wired into its
+writes; every HTTP path (create, update, patch, server-side apply, scale, delete,
+deletecollection, rollback) goes through it, so none can forget it.
+
+When the saga service is down (`DeployUnavailable`) the write still stands: the answer
+gets a `Warning: 299 plnt "…"` header (collected per request by `collect_warnings`) and
+the key goes to a retry loop with exponential backoff that resubmits the *latest* stored
+object. The same loop first resubmits, at start-up, every run whose
+`status.observedGeneration` lags `metadata.generation` or that is being deleted, so a
+restart of the API server converges.
+
+Errors: none of its own. `DeployUnavailable` (and any other failure of `submit`, which
+is logged) never fails the write; it becomes a warning and a retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from plnt.api import errors
+from plnt.registry import managedfields
+from plnt.registry.definitions import Object, ResourceDefinition
+from plnt.registry.options import DeleteOptions, ListOptions, WriteOptions, WriteResult
+from plnt.registry.store import ResourceStore, Transform
+from plnt.sagas.control import DeployControl, DeployUnavailable
+from plnt.storage.interface import Store
+
+log = logging.getLogger("plnt.apiserver.deploy")
+
+RETRY_INITIAL_SECONDS = 0.5
+RETRY_MAX_SECONDS = 30.0
+
+_warnings: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "plnt_deploy_warnings", default=None
+)
+
+Key = tuple[str, str]
+"""(namespace, name) of a WorkflowRun."""
+
+
+@contextlib.contextmanager
+def collect_warnings() -> Iterator[list[str]]:
+    """Collect the deploy warnings of the writes made inside the block (one request)."""
+    collected: list[str] = []
+    token = _warnings.set(collected)
+    try:
+        yield collected
+    finally:
+        _warnings.reset(token)
+
+
+def warning_value(text: str) -> str:
+    """`299 plnt "text"`: a Warning header value with plnt as the agent."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'299 plnt "{escaped}"'
+
+
+def _meta(obj: Object | None) -> dict[str, Any]:
+    meta = (obj or {}).get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _generation(obj: Object | None) -> int:
+    return int(_meta(obj).get("generation") or 0)
+
+
+def needs_deploy(obj: Object) -> bool:
+    """True when the saga has not caught up with `obj` (start-up convergence)."""
+    status = obj.get("status") or {}
+    observed = status.get("observedGeneration") if isinstance(status, dict) else None
+    return bool(_meta(obj).get("deletionTimestamp")) or observed != _generation(obj)
+
+
+class DeployHooks:
+    """Submits WorkflowRuns to a `DeployControl`, and retries the ones it could not."""
+
+    def __init__(
+        self,
+        deploy: DeployControl,
+        *,
+        retry_initial_seconds: float = RETRY_INITIAL_SECONDS,
+        retry_max_seconds: float = RETRY_MAX_SECONDS,
+    ) -> None:
+        self.deploy = deploy
+        self.pending: set[Key] = set()
+        self._retry_initial = retry_initial_seconds
+        self._retry_max = retry_max_seconds
+        self._wake = asyncio.Event()
+        self._store: ResourceStore | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def submit(self, obj: Object) -> None:
+        """Submit `obj`; on failure remember it for the retry loop and warn the request."""
+        meta = _meta(obj)
+        key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+        try:
+            await self.deploy.submit(obj)
+        except Exception as error:  # the write is stored: never fail it
+            if not isinstance(error, DeployUnavailable):
+                log.exception("deploy submit of %s/%s failed", *key)
+            self.pending.add(key)
+            self._wake.set()
+            collected = _warnings.get()
+            if collected is not None:
+                collected.append(
+                    f"workflowrun {key[1]} is stored, but its deploy could not be started "
+                    f"({error}): the deploy will start when Temporal is reachable"
+                )
+        else:
+            self.pending.discard(key)
+
+    # --- background: start-up convergence, then retries ------------------------------
+
+    def start(self, store: ResourceStore) -> None:
+        """Begin the background loop over `store` (the WorkflowRun store)."""
+        self._store = store
+        self._task = asyncio.create_task(self._run(), name="deploy hook retries")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def converge(self) -> None:
+        """Submit every run the saga has not caught up with (after a restart)."""
+        assert self._store is not None
+        page = await self._store.list("", ListOptions())
+        for obj in page.items:
+            if needs_deploy(obj):
+                await self.submit(obj)
+
+    async def retry_pending(self) -> bool:
+        """Resubmit the latest stored object of each pending key; True when all went through."""
+        assert self._store is not None
+        for namespace, name in sorted(self.pending):
+            try:
+                obj = await self._store.get(namespace, name)
+            except errors.NotFound:
+                self.pending.discard((namespace, name))
+                continue
+            await self.submit(obj)
+        return not self.pending
+
+    async def _run(self) -> None:
+        delay = self._retry_initial
+        try:
+            await self.converge()
+        except errors.APIError:
+            log.exception("start-up deploy convergence could not list workflowruns")
+        while True:
+            if not self.pending:
+                self._wake.clear()
+                await self._wake.wait()
+                delay = self._retry_initial
+            # Back off before every retry: the submit that put the key here just failed.
+            await asyncio.sleep(delay)
+            try:
+                done = await self.retry_pending()
+            except errors.APIError:
+                log.exception("deploy retry could not read workflowruns")
+                done = False
+            delay = self._retry_initial if done else min(delay * 2, self._retry_max)
+
+
+class HookedResourceStore(ResourceStore):
+    """The WorkflowRun store whose successful writes call `DeployHooks.submit` when due."""
+
+    def __init__(
+        self, definition: ResourceDefinition, storage: Store, *, hooks: DeployHooks
+    ) -> None:
+        super().__init__(definition, storage)
+        self.hooks = hooks
+
+    async def create(
+        self,
+        namespace: str,
+        body: Object,
+        options: WriteOptions,
+        *,
+        applied: Sequence[managedfields.Entry] | None = None,
+    ) -> WriteResult:
+        result = await super().create(namespace, body, options, applied=applied)
+        if not options.dry_run:
+            await self.hooks.submit(result.object)
+        return result
+
+    async def update(
+        self,
+        namespace: str,
+        name: str,
+        transform: Transform,
+        options: WriteOptions,
+        *,
+        subresource: str = "",
+        applying_write: bool = False,
+    ) -> WriteResult:
+        result = await super().update(
+            namespace,
+            name,
+            transform,
+            options,
+            subresource=subresource,
+            applying_write=applying_write,
+        )
+        old, new = result.previous, result.object
+        if options.dry_run or old is None:
+            return result
+        deletion_started = bool(_meta(new).get("deletionTimestamp")) and not _meta(old).get(
+            "deletionTimestamp"
+        )
+        if _generation(new) != _generation(old) or deletion_started:
+            await self.hooks.submit(new)
+        return result
+
+    async def delete(
+        self, namespace: str, name: str, options: DeleteOptions
+    ) -> tuple[Object, bool]:
+        before = None if options.dry_run else await self.get(namespace, name)
+        obj, gone = await super().delete(namespace, name, options)
+        if (
+            before is not None
+            and not gone
+            and _meta(obj).get("deletionTimestamp")
+            and not _meta(before).get("deletionTimestamp")
+        ):
+            await self.hooks.submit(obj)
+        return obj, gone

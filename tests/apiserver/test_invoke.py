@@ -1,0 +1,248 @@
+"""`POST …/invoke` and `GET …/invocations` against real runner processes.
+
+The runners are `python -m plnt.runner` child processes with the echo backend; the
+tests play the saga's part by writing `status.traffic` through the status subresource.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from tests.apiserver.conftest import BASE, Api, workflowrun
+from tests.runner.conftest import EXAMPLES
+from tests.runner.test_process import runner_process
+
+MERGE = {"Content-Type": "application/merge-patch+json"}
+DIGEST = "sha256:" + "ab" * 32
+DEADLINE_SECONDS = 20.0
+
+
+@contextlib.asynccontextmanager
+async def runner() -> AsyncIterator[str]:
+    """A real runner process serving the chat example with the echo backend."""
+    async with runner_process(
+        "--spec", str(EXAMPLES / "chat.workflow.yaml"), "--backend-type", "echo"
+    ) as (_, url):
+        yield url
+
+
+@pytest.fixture
+async def runner_a() -> AsyncIterator[str]:
+    async with runner() as url:
+        yield url
+
+
+@pytest.fixture
+async def runner_b() -> AsyncIterator[str]:
+    async with runner() as url:
+        yield url
+
+
+@pytest.fixture
+def closed_endpoint() -> str:
+    """A loopback URL nothing listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+
+def target(revision: int, weight: int, *endpoints: str) -> dict[str, Any]:
+    return {"revision": revision, "digest": DIGEST, "weight": weight, "endpoints": list(endpoints)}
+
+
+async def run_with_traffic(api: Api, name: str, *targets: dict[str, Any]) -> None:
+    """Create the run and publish `targets` as its traffic, as the saga would."""
+    assert (await api.call("POST", BASE, body=workflowrun(name))).status == 201
+    reply = await api.call(
+        "PATCH",
+        f"{BASE}/{name}/status",
+        body={"status": {"revision": targets[-1]["revision"], "traffic": list(targets)}},
+        headers=MERGE,
+    )
+    assert reply.status == 200, reply.text
+
+
+async def invoke(api: Api, name: str, question: str = "q?") -> Any:
+    return await api.call("POST", f"{BASE}/{name}/invoke", body={"inputs": {"question": question}})
+
+
+async def test_invoke_answers_the_runner_body_with_revision_cache_and_timing_headers(
+    api: Api, runner_a: str
+) -> None:
+    await run_with_traffic(api, "w", target(1, 100, runner_a))
+    first = await invoke(api, "w", "hello")
+    assert first.status == 200, first.text
+    assert first.json["output"] == "hello"
+    assert first.headers["X-Plnt-Revision"] == "1"
+    assert first.headers["X-Plnt-Cache"] == "miss"
+    timing = first.headers["Server-Timing"]
+    assert "runner;dur=" in timing
+    assert timing.rsplit(", ", 1)[-1].startswith("apiserver;dur=")
+    again = await invoke(api, "w", "hello")
+    assert again.headers["X-Plnt-Cache"] == "hit"
+
+
+async def test_invalid_inputs_come_back_with_the_runner_status_unchanged(
+    api: Api, runner_a: str
+) -> None:
+    await run_with_traffic(api, "w", target(1, 100, runner_a))
+    reply = await api.call("POST", f"{BASE}/w/invoke", body={"inputs": {"nope": 1}})
+    assert 400 <= reply.status < 500
+    assert reply.headers["X-Plnt-Cache"] == "off"
+
+
+async def test_a_body_without_the_inputs_envelope_is_a_400_naming_it(api: Api) -> None:
+    assert (await api.call("POST", BASE, body=workflowrun("w"))).status == 201
+    reply = await api.call("POST", f"{BASE}/w/invoke", body={"question": "q?"})
+    assert reply.status == 400
+    assert '{"inputs": {...}}' in reply.json["message"]
+
+
+async def test_a_run_without_ready_traffic_is_a_503_service_unavailable(api: Api) -> None:
+    assert (await api.call("POST", BASE, body=workflowrun("idle"))).status == 201
+    reply = await invoke(api, "idle")
+    assert reply.status == 503
+    assert reply.json["reason"] == "ServiceUnavailable"
+    assert reply.json["message"] == "workflowrun idle has no ready revision"
+    missing = await invoke(api, "missing")
+    assert missing.status == 404
+
+
+async def test_weights_send_nothing_to_weight_zero_and_use_both_revisions_at_fifty_fifty(
+    api: Api, runner_a: str, runner_b: str
+) -> None:
+    await run_with_traffic(api, "w", target(1, 0, runner_a), target(2, 100, runner_b))
+    revisions = {(await invoke(api, "w", f"q{i}")).headers["X-Plnt-Revision"] for i in range(20)}
+    assert revisions == {"2"}
+    reply = await api.call(
+        "PATCH",
+        f"{BASE}/w/status",
+        body={"status": {"traffic": [target(1, 50, runner_a), target(2, 50, runner_b)]}},
+        headers=MERGE,
+    )
+    assert reply.status == 200
+    seen: set[str] = set()
+    for i in range(60):
+        seen.add((await invoke(api, "w", f"r{i}")).headers["X-Plnt-Revision"])
+    assert seen == {"1", "2"}
+
+
+@pytest.fixture
+async def held_runner() -> AsyncIterator[tuple[str, asyncio.Event, asyncio.Event]]:
+    """An upstream that holds each invocation until released: (url, arrived, release)."""
+    arrived, release = asyncio.Event(), asyncio.Event()
+
+    async def hold(request: web.Request) -> web.Response:
+        arrived.set()
+        await release.wait()
+        return web.json_response({"output": "held", "cache": {"hits": 0, "misses": 0}})
+
+    app = web.Application()
+    app.router.add_post("/invoke", hold)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    try:
+        yield str(server.make_url("")).rstrip("/"), arrived, release
+    finally:
+        release.set()
+        await server.close()
+
+
+async def test_calls_go_to_the_endpoint_with_the_fewest_in_flight(
+    api: Api, runner_a: str, held_runner: tuple[str, asyncio.Event, asyncio.Event]
+) -> None:
+    held, arrived, release = held_runner
+    await run_with_traffic(api, "w", target(1, 100, held, runner_a))
+    # Ties go round robin: within two calls one lands on the held endpoint and stays there.
+    pending: asyncio.Task[Any] | None = None
+    for i in range(2):
+        pending = asyncio.create_task(invoke(api, "w", f"first{i}"))
+        arrival = asyncio.create_task(arrived.wait())
+        await asyncio.wait({pending, arrival}, return_when=asyncio.FIRST_COMPLETED)
+        arrival.cancel()
+        if arrived.is_set():
+            break
+    assert arrived.is_set() and pending is not None and not pending.done()
+    try:
+        for i in range(10):
+            reply = await invoke(api, "w", f"next{i}")
+            assert reply.json["output"] == f"next{i}"
+        log = (await api.call("GET", f"{BASE}/w/invocations")).json["items"]
+        assert {entry["endpoint"] for entry in log[-10:]} == {runner_a}
+    finally:
+        release.set()
+        held_reply = await asyncio.wait_for(pending, DEADLINE_SECONDS)
+    assert held_reply.json["output"] == "held"
+    assert held_reply.headers["X-Plnt-Cache"] == "off"
+
+
+async def test_an_unreachable_endpoint_fails_over_once_to_another(
+    api: Api, runner_a: str, closed_endpoint: str
+) -> None:
+    await run_with_traffic(api, "w", target(1, 100, closed_endpoint, runner_a))
+    for i in range(4):
+        reply = await invoke(api, "w", f"q{i}")
+        assert reply.status == 200, reply.text
+    log = (await api.call("GET", f"{BASE}/w/invocations")).json["items"]
+    assert {entry["endpoint"] for entry in log} == {runner_a}
+
+
+async def test_only_unreachable_endpoints_give_a_503_naming_them(
+    api: Api, closed_endpoint: str
+) -> None:
+    await run_with_traffic(api, "w", target(1, 100, closed_endpoint))
+    reply = await invoke(api, "w")
+    assert reply.status == 503
+    assert reply.json["reason"] == "ServiceUnavailable"
+    assert closed_endpoint in reply.json["message"]
+
+
+async def test_the_invocation_log_keeps_the_last_hundred_entries(api: Api, runner_a: str) -> None:
+    await run_with_traffic(api, "w", target(3, 100, runner_a))
+    for i in range(105):
+        assert (await invoke(api, "w", f"q{i % 3}")).status == 200
+    listing = await api.call("GET", f"{BASE}/w/invocations")
+    assert listing.status == 200
+    body = listing.json
+    assert body["kind"] == "WorkflowRunInvocationList"
+    assert body["apiVersion"] == "plnt.work/v1"
+    assert len(body["items"]) == 100
+    entry = body["items"][-1]
+    assert entry["revision"] == 3
+    assert entry["endpoint"] == runner_a
+    assert entry["status"] == 200
+    assert entry["cache"] == "hit"
+    assert entry["durationMs"] >= 0
+    assert entry["time"]
+
+
+async def test_discovery_lists_the_runtime_subresources_with_their_verbs(api: Api) -> None:
+    legacy = (await api.call("GET", "/apis/plnt.work/v1")).json["resources"]
+    verbs = {r["name"]: r["verbs"] for r in legacy}
+    assert verbs["workflowruns/invoke"] == ["create"]
+    assert verbs["workflowruns/rollback"] == ["create"]
+    assert verbs["workflowruns/abort"] == ["create"]
+    assert verbs["workflowruns/invocations"] == ["get"]
+    assert "workflowruns/scale" in verbs
+    v2 = await api.call(
+        "GET",
+        "/apis",
+        headers={"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"},
+    )
+    resources = v2.json["items"][0]["versions"][0]["resources"]
+    runs = next(r for r in resources if r["resource"] == "workflowruns")
+    subs = {s["subresource"]: s["verbs"] for s in runs["subresources"]}
+    assert subs["invoke"] == ["create"] and subs["invocations"] == ["get"]
+    openapi = (await api.call("GET", "/openapi/v3/apis/plnt.work/v1")).json
+    item = "/apis/plnt.work/v1/namespaces/{namespace}/workflowruns/{name}"
+    for sub in ("invoke", "rollback", "abort"):
+        assert "post" in openapi["paths"][f"{item}/{sub}"]
+    assert "get" in openapi["paths"][f"{item}/invocations"]

@@ -1,0 +1,108 @@
+"""The deploy saga end to end: real kubectl, real API server, real Temporal, real runners."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from plnt.client.clients import PlntClient
+from tests.deploy.conftest import Stack
+from tests.support.plnt_server import Kubectl, wait_for
+from tests.support.stack import runner_pids
+
+
+def manifest(name: str, ref: str, digest: str, **spec: Any) -> str:
+    body: dict[str, Any] = {"workflow": {"ref": ref, "digest": digest}, **spec}
+    return yaml.safe_dump(
+        {
+            "apiVersion": "plnt.work/v1",
+            "kind": "WorkflowRun",
+            "metadata": {"name": name},
+            "spec": body,
+        }
+    )
+
+
+def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    for item in (obj.get("status") or {}).get("conditions") or []:
+        if item["type"] == kind:
+            return dict(item)
+    return None
+
+
+def invoke(stack: Stack, namespace: str, name: str, inputs: dict[str, Any]) -> Any:
+    async def call() -> Any:
+        client = PlntClient.from_kubeconfig(stack.server.kubeconfig)
+        try:
+            return await client.invoke(name, inputs, namespace=namespace)
+        finally:
+            await client.close()
+
+    return asyncio.run(call())
+
+
+def test_apply_becomes_ready_and_invoke_answers_through_kubectl(
+    stack: Stack, kubectl: Kubectl, namespace: str, tmp_path: Path
+) -> None:
+    ref, digest = stack.spec("ready")
+    kubectl.run("apply", "-n", namespace, "-f", "-", input=manifest("hello", ref, digest))
+    kubectl.run("wait", "-n", namespace, "--for=condition=Ready", "wfr/hello", "--timeout=60s")
+    obj = kubectl.json("get", "-n", namespace, "wfr/hello")
+    status = obj["status"]
+    assert status["phase"] == "Ready"
+    assert (status["revision"], status["digest"]) == (1, digest)
+    assert status["observedGeneration"] == obj["metadata"]["generation"]
+    assert [s["state"] for s in status["saga"]] == [
+        "Succeeded",
+        "Succeeded",
+        "Succeeded",
+        "Succeeded",
+        "Skipped",
+        "Succeeded",
+    ]
+    assert obj["metadata"]["finalizers"] == ["plnt.work/teardown"]
+    pids = runner_pids(stack.state_dir, contains=obj["metadata"]["uid"])
+    assert len(pids) == 1, (pids, status)
+
+    body = tmp_path / "input.json"
+    body.write_text(json.dumps({"inputs": {"topic": "etcd"}}))
+    answer = json.loads(
+        kubectl.run(
+            "create",
+            "--raw",
+            f"/apis/plnt.work/v1/namespaces/{namespace}/workflowruns/hello/invoke",
+            "-f",
+            str(body),
+        ).stdout
+    )
+    assert answer["output"]["topic"] == "etcd"
+    assert "etcd" in answer["output"]["pros"]
+
+    described = kubectl.run("describe", "-n", namespace, "wfr/hello").stdout
+    assert "Promoted" in described and "smoke passed" in described
+
+
+def test_digest_mismatch_fails_naming_both_digests_and_deploys_nothing(
+    stack: Stack, kubectl: Kubectl, namespace: str
+) -> None:
+    ref, digest = stack.spec("mismatch", version="9.9.9")
+    wrong = "sha256:" + "0" * 64
+    kubectl.run("apply", "-n", namespace, "-f", "-", input=manifest("bad", ref, wrong))
+
+    def failed() -> dict[str, Any] | None:
+        obj = kubectl.json("get", "-n", namespace, "wfr/bad")
+        return obj if (obj.get("status") or {}).get("phase") == "Failed" else None
+
+    obj = wait_for(failed, timeout=60, message="phase Failed")
+    ready = condition(obj, "Ready")
+    assert ready is not None and ready["status"] == "False"
+    assert ready["reason"] == "DigestMismatch"
+    assert wrong in ready["message"] and digest in ready["message"]
+    pull = obj["status"]["saga"][0]
+    assert (pull["name"], pull["state"], pull["attempts"]) == ("pull", "Failed", 1)
+    assert runner_pids(stack.state_dir, contains=obj["metadata"]["uid"]) == set()
+    assert "revision" not in obj["status"]
