@@ -18,6 +18,7 @@ install-dev: $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
 
 up: install
+	$(BIN)/plnt push examples/fanout.workflow.yaml oci-layout:$(STATE_DIR)/layouts/examples:fanout
 	$(BIN)/plnt up --state-dir $(STATE_DIR) --port $(PORT)
 
 lint: install-dev

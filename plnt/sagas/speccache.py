@@ -13,6 +13,7 @@ Errors: the `plnt.workflowspec.errors.SourceError` tree from the pull, and
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import tempfile
 from pathlib import Path
@@ -22,11 +23,23 @@ from plnt.workflowspec import errors as spec_errors
 
 
 class SpecCache:
-    """Verified specs under `root/sha256/HEX`."""
+    """Verified specs under `root/sha256/HEX`.
 
-    def __init__(self, root: Path, *, config: sources.SourceSettings | None = None) -> None:
+    A relative `oci-layout:` path in a WorkflowRun means a layout inside `layout_root`
+    (standalone: `STATE/layouts`), so a run's YAML does not depend on where the worker
+    runs or what its working directory is; `..` may not leave that root.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        config: sources.SourceSettings | None = None,
+        layout_root: Path | None = None,
+    ) -> None:
         self.root = root
         self.config = config or sources.SourceSettings()
+        self.layout_root = layout_root
 
     def path_of(self, digest: str) -> Path:
         return self.root / "sha256" / digests.hex_of(digests.parse(digest))
@@ -48,7 +61,7 @@ class SpecCache:
         store answers with what the name means now, and a mismatch names both digests
         instead of looking like a missing blob.
         """
-        parsed = references.parse(ref)
+        parsed = self._rooted(references.parse(ref))
         if parsed.digest is not None and parsed.digest != digest:
             raise spec_errors.InvalidReference(
                 f"{parsed} is pinned to {parsed.digest} but the run pins {digest}", ref=ref
@@ -64,6 +77,15 @@ class SpecCache:
         """The bytes and the parsed workflow (SpecError if it is not valid)."""
         data = await self.ensure(ref, digest)
         return data, documents.parse_workflow(data)
+
+    def _rooted(self, ref: references.Reference) -> references.Reference:
+        if not isinstance(ref, references.LayoutRef) or Path(ref.path).is_absolute():
+            return ref
+        if self.layout_root is None or ".." in Path(ref.path).parts:
+            raise spec_errors.InvalidReference(
+                f"{ref}: a relative layout path must stay inside the layout root", ref=str(ref)
+            )
+        return dataclasses.replace(ref, path=str(self.layout_root / ref.path))
 
 
 def _read_if_valid(path: Path, digest: str) -> bytes | None:

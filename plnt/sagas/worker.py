@@ -26,11 +26,11 @@ from plnt.workflowspec import sources
 def local_activities(
     api: PlntClient, state_dir: Path, *, config: sources.SourceSettings | None = None
 ) -> DeployActivities:
-    """Activities with the local target and spec cache under `state_dir`."""
+    """Activities with the local target, the spec cache and the layout root under `state_dir`."""
     return DeployActivities(
         api=api,
         target=LocalTarget(state_dir / "runners"),
-        specs=SpecCache(state_dir / "specs", config=config),
+        specs=SpecCache(state_dir / "specs", config=config, layout_root=state_dir / "layouts"),
     )
 
 

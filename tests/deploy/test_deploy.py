@@ -10,9 +10,10 @@ from typing import Any
 import yaml
 
 from plnt.client.clients import PlntClient
+from plnt.workflowspec import digests
 from tests.deploy.conftest import Stack
 from tests.support.plnt_server import Kubectl, wait_for
-from tests.support.stack import runner_pids
+from tests.support.stack import publish, runner_pids
 
 
 def manifest(name: str, ref: str, digest: str, **spec: Any) -> str:
@@ -106,3 +107,32 @@ def test_digest_mismatch_fails_naming_both_digests_and_deploys_nothing(
     assert (pull["name"], pull["state"], pull["attempts"]) == ("pull", "Failed", 1)
     assert runner_pids(stack.state_dir, contains=obj["metadata"]["uid"]) == set()
     assert "revision" not in obj["status"]
+
+
+def test_the_example_run_deploys_from_the_embedded_layout_and_answers(
+    stack: Stack, kubectl: Kubectl, namespace: str
+) -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    run = yaml.safe_load((examples / "fanout-run.yaml").read_text())
+    spec_file = examples / "fanout.workflow.yaml"
+    assert run["spec"]["workflow"]["digest"] == digests.compute(spec_file.read_bytes())
+    # What `make up` does before starting the server:
+    publish(stack.state_dir / "layouts" / "examples", "fanout", spec_file.read_text())
+
+    kubectl.run("apply", "-n", namespace, "-f", str(examples / "fanout-run.yaml"))
+    kubectl.run("wait", "-n", namespace, "--for=condition=Ready", "wfr/fanout", "--timeout=90s")
+    answer = json.loads(
+        kubectl.run(
+            "create",
+            "--raw",
+            f"/apis/plnt.work/v1/namespaces/{namespace}/workflowruns/fanout/invoke",
+            "-f",
+            str(examples / "fanout-input.json"),
+        ).stdout
+    )
+    assert answer["output"]["topic"] == "etcd"
+    assert "operators" in answer["output"]["cons"]
+    saga = kubectl.json("get", "-n", namespace, "wfr/fanout")["status"]["saga"]
+    analyze = next(step for step in saga if step["name"] == "analyze")
+    assert analyze["state"] == "Succeeded"
+    assert "20 requests" in analyze["message"]

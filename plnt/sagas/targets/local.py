@@ -38,7 +38,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 
@@ -48,6 +48,7 @@ from plnt.sagas.targets import local_records as records
 from plnt.storage import etcd_process
 
 Heartbeat = Callable[[Any], None] | None
+_T = TypeVar("_T")
 _HOST = "127.0.0.1"
 
 
@@ -59,6 +60,20 @@ class _Launch:
     backend_config: Path
     cache: interface.CacheConfig
     fingerprint: str
+
+
+async def _in_thread_to_the_end(function: Callable[..., _T], /, *args: Any) -> _T:
+    """Run blocking `function` in a thread; on cancellation, wait for it before re-raising.
+
+    The thread cannot be stopped, so letting the caller go (and release the run lock)
+    while it still starts or stops processes would let another worker race it.
+    """
+    task = asyncio.ensure_future(asyncio.to_thread(function, *args))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait([task])
+        raise
 
 
 def _beat(heartbeat: Heartbeat, **details: Any) -> None:
@@ -102,7 +117,7 @@ class LocalTarget:
         """
         layout = records.RunLayout(self.state_dir, revision.run)
         async with self._locked(layout, heartbeat, create=True):
-            launch, started = await asyncio.to_thread(self._ensure, layout, revision)
+            launch, started = await _in_thread_to_the_end(self._ensure, layout, revision)
             ready = await self._await_ready(layout, revision, launch, started, heartbeat)
         return [self._replica(record, ready=True) for record in ready]
 
@@ -120,7 +135,7 @@ class LocalTarget:
             for record in sorted(extras, key=lambda record: record.index, reverse=True):
                 _beat(heartbeat, revision=revision.revision, stopping=record.index)
                 await self._stop_records(layout, [record])
-            launch, started = await asyncio.to_thread(self._ensure, layout, revision)
+            launch, started = await _in_thread_to_the_end(self._ensure, layout, revision)
             ready = await self._await_ready(layout, revision, launch, started, heartbeat)
         return [self._replica(record, ready=True) for record in ready]
 
@@ -159,7 +174,7 @@ class LocalTarget:
         async with self._locked(layout, None, create=False) as locked:
             if locked:
                 await self._stop_records(layout, layout.records())
-                await asyncio.to_thread(shutil.rmtree, layout.root, ignore_errors=True)
+                await _in_thread_to_the_end(shutil.rmtree, layout.root, True)
 
     # --- locking -------------------------------------------------------------------------
 
@@ -322,7 +337,7 @@ class LocalTarget:
                     tail = await asyncio.to_thread(processes.log_tail, Path(record.log))
                     if processes.lost_port_race(tail) and attempts[index] < self.port_attempts:
                         attempts[index] += 1
-                        pending[index] = current[index] = await asyncio.to_thread(
+                        pending[index] = current[index] = await _in_thread_to_the_end(
                             self._start, layout, revision.revision, index, launch
                         )
                         continue
@@ -358,7 +373,7 @@ class LocalTarget:
                 layout.remove_record(record)
             return count
 
-        return await asyncio.to_thread(stop)
+        return await _in_thread_to_the_end(stop)
 
     @staticmethod
     def _replica(record: records.ReplicaRecord, *, ready: bool) -> interface.Replica:
