@@ -185,7 +185,9 @@ class WorkflowRunController:
         state = self.state
         assert state is not None
         stable = state.stable
-        if stable is not None and stable.fingerprint == fingerprint(desired.spec):
+        if desired.spec.get("target", "local") != "local":
+            await self._unsupported_target(desired)
+        elif stable is not None and stable.fingerprint == fingerprint(desired.spec):
             await self._scale(desired, stable)
         else:
             await self._deploy_interruptibly(desired)
@@ -478,6 +480,23 @@ class WorkflowRunController:
         self.conditions.set("Progressing", False, reason, message, now=now, generation=generation)
         event = "Normal" if cancelled else "Warning"
         await self._report(desired, event=(event, "RolledBack", f"{message}; canary removed"))
+
+    async def _unsupported_target(self, desired: v.Desired) -> None:
+        """Only the local target exists yet: say so instead of deploying somewhere else."""
+        state = self.state
+        assert state is not None
+        target = desired.spec.get("target")
+        message = f"spec.target {target!r} is not available in this installation; use target: local"
+        now, generation = workflow.now(), desired.generation
+        serving = state.stable is not None
+        self.conditions.set(
+            "Ready", serving, "TargetUnavailable", message, now=now, generation=generation
+        )
+        self.conditions.set(
+            "Progressing", False, "TargetUnavailable", message, now=now, generation=generation
+        )
+        state.phase = "Degraded" if serving else "Failed"
+        await self._report(desired, event=("Warning", "TargetUnavailable", message))
 
     # -- scale and teardown -----------------------------------------------------------
 

@@ -136,3 +136,25 @@ def test_the_example_run_deploys_from_the_embedded_layout_and_answers(
     analyze = next(step for step in saga if step["name"] == "analyze")
     assert analyze["state"] == "Succeeded"
     assert "20 requests" in analyze["message"]
+
+
+def test_the_kubernetes_target_is_refused_by_the_saga_with_a_reason(
+    stack: Stack, kubectl: Kubectl, namespace: str
+) -> None:
+    ref, digest = stack.spec("ready")
+    applied = kubectl.run(
+        "apply", "-n", namespace, "-f", "-", input=manifest("k8s", ref, digest, target="kubernetes")
+    )
+    assert "kubernetes runners need plnt installed in a cluster" in applied.stderr
+
+    def failed() -> dict[str, Any] | None:
+        obj = kubectl.json("get", "-n", namespace, "wfr/k8s")
+        return obj if (obj.get("status") or {}).get("phase") == "Failed" else None
+
+    obj = wait_for(failed, timeout=60, message="phase Failed")
+    ready = condition(obj, "Ready")
+    assert ready is not None and (ready["status"], ready["reason"]) == (
+        "False",
+        "TargetUnavailable",
+    )
+    assert runner_pids(stack.state_dir, contains=obj["metadata"]["uid"]) == set()

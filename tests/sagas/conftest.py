@@ -1,0 +1,95 @@
+"""Fixtures for the saga tests: the local target on a fresh state directory.
+
+`local_target_state_dir` stops every runner recorded under it when the test ends, and
+then kills any runner process whose command line still names the directory, so no test
+leaves a process behind even when it fails half-way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import signal
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from plnt.sagas.targets import interface, local
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+CHAT_SPEC = (EXAMPLES / "chat.workflow.yaml").read_bytes()
+
+MakeRevision = Callable[..., interface.Revision]
+
+
+def local_target_runner_pids(state_dir: Path) -> set[int]:
+    """Live (non-zombie) runner processes whose command line names `state_dir`."""
+    found = set()
+    marker = str(state_dir)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            continue
+        if b"plnt.runner" not in args or not any(marker.encode() in arg for arg in args):
+            continue
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                continue
+        if state not in ("Z", "X"):
+            found.add(pid)
+    return found
+
+
+@pytest.fixture
+def local_target_state_dir(tmp_path: Path) -> Iterator[Path]:
+    """A state directory whose runners are all stopped (and reaped) after the test."""
+    state_dir = tmp_path / "state"
+    state_dir.mkdir()
+    try:
+        yield state_dir
+    finally:
+        local.stop_all(state_dir, timeout=5.0)
+        for pid in local_target_runner_pids(state_dir):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+
+
+@pytest.fixture
+def local_target(local_target_state_dir: Path) -> local.LocalTarget:
+    """A local target on the test's state directory."""
+    return local.LocalTarget(local_target_state_dir, ready_timeout=60.0, stop_timeout=5.0)
+
+
+@pytest.fixture
+def local_target_run() -> interface.RunKey:
+    """A run key no other test uses."""
+    return interface.RunKey(namespace="default", name="chat", uid=uuid.uuid4().hex[:12])
+
+
+@pytest.fixture
+def local_target_revision(local_target_run: interface.RunKey) -> MakeRevision:
+    """`make(revision=1, replicas=1, spec=CHAT_SPEC)`: a revision of the chat example."""
+
+    def make(
+        revision: int = 1, *, replicas: int = 1, spec: bytes = CHAT_SPEC
+    ) -> interface.Revision:
+        return interface.Revision(
+            run=local_target_run,
+            revision=revision,
+            digest="sha256:" + hashlib.sha256(spec).hexdigest(),
+            spec=spec,
+            backend=interface.BackendConfig(type="echo", latency_ms=1.0),
+            replicas=replicas,
+        )
+
+    return make
