@@ -8,12 +8,22 @@ from __future__ import annotations
 
 import typer
 
-from plnt.cli import push, run_runner, up, worker
+from plnt.cli import (
+    deploying,
+    inspecting,
+    invoke,
+    operations,
+    push,
+    run_runner,
+    runs,
+    up,
+    worker,
+)
 
 app = typer.Typer(
-    no_args_is_help=True, add_completion=False, help="plnt: AI workflows on Kubernetes."
+    no_args_is_help=True, add_completion=True, help="plnt: AI workflows on Kubernetes."
 )
-for module in (up, push, run_runner, worker):
+for module in (up, push, run_runner, worker, runs, deploying, inspecting, invoke, operations):
     module.register(app)
 
 

@@ -7,12 +7,14 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from plnt.apiserver import standalone
-from plnt.sagas.targets import local
+# The server stack (aiohttp app, Temporal SDK) is imported inside the commands, so
+# every other `plnt` command starts without paying for it.
+if TYPE_CHECKING:
+    from plnt.apiserver import standalone
 
 
 def register(app: typer.Typer) -> None:
@@ -58,6 +60,8 @@ def up(
 
     Objects, sagas and runner processes survive restarts with the same --state-dir.
     """
+    from plnt.apiserver import standalone
+
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
 
     def ready(parts: standalone.Ready) -> None:
@@ -107,5 +111,7 @@ def down(
     ],
 ) -> None:
     """Stop every runner process recorded under the state directory."""
+    from plnt.sagas.targets import local
+
     stopped = local.stop_all(state_dir.expanduser().resolve() / "runners")
     typer.echo(f"stopped {stopped} runner process(es)")

@@ -17,10 +17,8 @@ import typer
 from plnt.cli.up import exit_now
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
-from plnt.sagas import starter
-from plnt.sagas import values as v
-from plnt.sagas import worker as saga_worker
-from plnt.sagas.control import DeployUnavailable
+
+TASK_QUEUE = "plnt-deploy"  # plnt.sagas.values.TASK_QUEUE, without importing the SDK here
 
 
 def register(app: typer.Typer) -> None:
@@ -50,7 +48,7 @@ def worker(
     ] = "default",
     task_queue: Annotated[
         str, typer.Option("--task-queue", help="Task queue to poll.")
-    ] = v.TASK_QUEUE,
+    ] = TASK_QUEUE,
 ) -> None:
     """Run the deploy saga's workflow and activities until interrupted."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
@@ -71,6 +69,10 @@ def worker(
 async def _run(
     api: PlntClient, address: str, namespace: str, state_dir: Path, task_queue: str
 ) -> int:
+    from plnt.sagas import starter
+    from plnt.sagas import worker as saga_worker
+    from plnt.sagas.control import DeployUnavailable
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

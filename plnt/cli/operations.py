@@ -1,0 +1,90 @@
+"""`plnt scale`, `plnt rollback`, `plnt abort` and `plnt bench`: one subresource call each."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from plnt.cli import connecting, printing
+from plnt.cli.connecting import ContextOption, KubeconfigOption, NamespaceOption
+from plnt.client import PlntClient
+
+Name = Annotated[str, typer.Argument(help="The WorkflowRun's name.")]
+
+
+def register(app: typer.Typer) -> None:
+    """Add `scale`, `rollback`, `abort` and `bench` to `app`."""
+    app.command("scale", epilog="Example: plnt scale summarize --replicas 3")(scale)
+    app.command("rollback", epilog="Example: plnt rollback summarize --to-revision 2")(rollback)
+    app.command("abort", epilog="Example: plnt abort summarize")(abort)
+    app.command("bench", epilog="Example: plnt bench summarize --requests 500 --concurrency 16")(
+        bench
+    )
+
+
+def scale(
+    name: Name,
+    replicas: Annotated[int, typer.Option("--replicas", min=0, help="Desired runner replicas.")],
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    namespace: NamespaceOption = None,
+) -> None:
+    """Set the number of runner replicas (the scale subresource)."""
+
+    async def action(client: PlntClient) -> dict[str, Any]:
+        return await client.scale_workflowrun(name, replicas)
+
+    connecting.call(connecting.Target(kubeconfig, context, namespace), action)
+    typer.echo(f"{printing.GROUP_RESOURCE}/{name} scaled")
+
+
+def rollback(
+    name: Name,
+    to_revision: Annotated[
+        int | None,
+        typer.Option(
+            "--to-revision", min=1, help="A revision from `plnt history` (default: the previous)."
+        ),
+    ] = None,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    namespace: NamespaceOption = None,
+) -> None:
+    """Deploy an earlier promoted revision again (the rollback subresource)."""
+
+    async def action(client: PlntClient) -> dict[str, Any]:
+        return await client.rollback(name, to_revision=to_revision)
+
+    run = connecting.call(connecting.Target(kubeconfig, context, namespace), action)
+    digest = printing.short_digest(((run.get("spec") or {}).get("workflow") or {}).get("digest"))
+    which = f"revision {to_revision}" if to_revision is not None else "the previous revision"
+    typer.echo(f"{printing.GROUP_RESOURCE}/{name} rolled back to {which} ({digest})")
+
+
+def abort(
+    name: Name,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    namespace: NamespaceOption = None,
+) -> None:
+    """Cancel the deploy in progress; its compensation runs (the abort subresource)."""
+
+    async def action(client: PlntClient) -> dict[str, Any]:
+        return await client.abort(name)
+
+    status = connecting.call(connecting.Target(kubeconfig, context, namespace), action)
+    typer.echo(status.get("message") or f"{printing.GROUP_RESOURCE}/{name} abort requested")
+
+
+def bench(
+    name: Name,
+    requests: Annotated[int, typer.Option("--requests", help="Requests to send.")] = 100,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Requests in flight.")] = 8,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    namespace: NamespaceOption = None,
+) -> None:
+    """Benchmark a WorkflowRun (not yet available: the server has no bench subresource)."""
+    _ = (name, requests, concurrency, kubeconfig, context, namespace)
+    connecting.fail("bench is not yet available", connecting.EXIT_USAGE)

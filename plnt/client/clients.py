@@ -1,0 +1,305 @@
+"""`PlntClient`: typed calls for the objects and subresources of `plnt.work/v1`.
+
+Each method is one HTTP request (lists follow `continue` tokens) and answers the
+decoded JSON the server sent, unchanged: callers that want models validate with
+`plnt.api`. Namespaced calls default to the kubeconfig context's namespace.
+Errors are those of `plnt.client.errors`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from plnt.client import kubeconfig, transport
+from plnt.client.transport import Params, WatchEvent
+
+GROUP_VERSION = "plnt.work/v1"
+WORKFLOWRUNS = "workflowruns"
+PLNTBACKENDS = "plntbackends"
+LIST_CHUNK = 500
+
+
+@dataclass(frozen=True, slots=True)
+class TimingHop:
+    """One `Server-Timing` entry: a hop name, its duration in ms, and a description."""
+
+    name: str
+    duration_ms: float | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class InvokeResult:
+    """The runner's answer to an invocation, and what the headers say about it."""
+
+    body: Any
+    revision: str | None
+    cache: str | None
+    timings: tuple[TimingHop, ...]
+
+    @property
+    def output(self) -> Any:
+        """The workflow's output (the `output` field of the runner's answer)."""
+        return self.body.get("output") if isinstance(self.body, dict) else self.body
+
+
+def parse_server_timing(header: str) -> tuple[TimingHop, ...]:
+    """`a;dur=1.5;desc="x", b;dur=2` as hops, in order; malformed parameters are ignored."""
+    hops: list[TimingHop] = []
+    for metric in header.split(","):
+        name, *parameters = (part.strip() for part in metric.split(";"))
+        if not name:
+            continue
+        duration: float | None = None
+        description = ""
+        for parameter in parameters:
+            key, _, value = parameter.partition("=")
+            value = value.strip().strip('"')
+            if key.strip().lower() == "dur":
+                try:
+                    duration = float(value)
+                except ValueError:
+                    duration = None
+            elif key.strip().lower() == "desc":
+                description = value
+        hops.append(TimingHop(name, duration, description))
+    return tuple(hops)
+
+
+class PlntClient(transport.Transport):
+    """The plnt API: WorkflowRuns, their subresources, PlntBackends and Events."""
+
+    @classmethod
+    def from_kubeconfig(
+        cls,
+        kubeconfig_path: str | os.PathLike[str] | None = None,
+        *,
+        context: str | None = None,
+        namespace: str | None = None,
+        timeout: float = 30.0,
+    ) -> PlntClient:
+        """A client for the server kubectl would use with the same flags and environment."""
+        connection = kubeconfig.load(kubeconfig_path, context=context, namespace=namespace)
+        return cls(connection, timeout=timeout)
+
+    # --- paths -------------------------------------------------------------------------
+
+    def collection_path(
+        self, plural: str, *, namespace: str | None = None, all_namespaces: bool = False
+    ) -> str:
+        """`/apis/plnt.work/v1[/namespaces/NS]/PLURAL`."""
+        if all_namespaces:
+            return f"/apis/{GROUP_VERSION}/{plural}"
+        ns = quote(namespace or self.namespace, safe="")
+        return f"/apis/{GROUP_VERSION}/namespaces/{ns}/{plural}"
+
+    def object_path(
+        self, plural: str, name: str, *, namespace: str | None = None, subresource: str = ""
+    ) -> str:
+        """`.../PLURAL/NAME[/SUBRESOURCE]`."""
+        path = f"{self.collection_path(plural, namespace=namespace)}/{quote(name, safe='')}"
+        return f"{path}/{subresource}" if subresource else path
+
+    # --- generic reads -----------------------------------------------------------------
+
+    async def list_all(self, path: str, *, params: Params | None = None) -> list[dict[str, Any]]:
+        """Every item of a collection, following `continue` tokens."""
+        items: list[dict[str, Any]] = []
+        query: dict[str, str | int | bool] = {**(params or {}), "limit": LIST_CHUNK}
+        while True:
+            page = (await self.request("GET", path, params=query)).json()
+            items.extend(page.get("items") or [])
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+            query["continue"] = token
+
+    async def table(self, path: str, *, params: Params | None = None) -> dict[str, Any]:
+        """The server's Table rendering of an object or a collection (what kubectl prints)."""
+        reply = await self.request("GET", path, params=params, headers={"Accept": transport.TABLE})
+        body: dict[str, Any] = reply.json()
+        return body
+
+    # --- WorkflowRuns ------------------------------------------------------------------
+
+    async def get_workflowrun(self, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        """The WorkflowRun `name`."""
+        path = self.object_path(WORKFLOWRUNS, name, namespace=namespace)
+        return _object(await self.request("GET", path))
+
+    async def list_workflowruns(
+        self,
+        *,
+        namespace: str | None = None,
+        all_namespaces: bool = False,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """WorkflowRuns of a namespace (or every namespace), optionally filtered."""
+        params: dict[str, str | int | bool] = {}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        path = self.collection_path(
+            WORKFLOWRUNS, namespace=namespace, all_namespaces=all_namespaces
+        )
+        return await self.list_all(path, params=params)
+
+    async def create_workflowrun(
+        self, body: Mapping[str, Any], *, namespace: str | None = None
+    ) -> dict[str, Any]:
+        """Create a WorkflowRun (fails with AlreadyExists if the name is taken)."""
+        path = self.collection_path(WORKFLOWRUNS, namespace=_namespace_of(body, namespace))
+        return _object(await self.request("POST", path, json=body))
+
+    async def apply_workflowrun(
+        self,
+        body: Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        field_manager: str = "plnt",
+        force: bool = True,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Create or update by server-side apply; the answer is the object as stored."""
+        name = (body.get("metadata") or {}).get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError("the WorkflowRun has no metadata.name")
+        params: dict[str, str | int | bool] = {"fieldManager": field_manager}
+        if force:
+            params["force"] = True
+        if dry_run:
+            params["dryRun"] = "All"
+        path = self.object_path(WORKFLOWRUNS, name, namespace=_namespace_of(body, namespace))
+        reply = await self.request(
+            "PATCH", path, json=body, params=params, content_type=transport.APPLY_PATCH
+        )
+        return _object(reply)
+
+    async def patch_workflowrun_status(
+        self, name: str, patch: Mapping[str, Any], *, namespace: str | None = None
+    ) -> dict[str, Any]:
+        """Merge-patch the status subresource (`patch` is e.g. `{"status": {...}}`)."""
+        path = self.object_path(WORKFLOWRUNS, name, namespace=namespace, subresource="status")
+        reply = await self.request("PATCH", path, json=patch, content_type=transport.MERGE_PATCH)
+        return _object(reply)
+
+    async def get_scale(self, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        """The autoscaling/v1 Scale of a WorkflowRun."""
+        path = self.object_path(WORKFLOWRUNS, name, namespace=namespace, subresource="scale")
+        return _object(await self.request("GET", path))
+
+    async def scale_workflowrun(
+        self, name: str, replicas: int, *, namespace: str | None = None
+    ) -> dict[str, Any]:
+        """Set the desired replicas through the scale subresource; answers the Scale."""
+        path = self.object_path(WORKFLOWRUNS, name, namespace=namespace, subresource="scale")
+        patch = {"spec": {"replicas": replicas}}
+        reply = await self.request("PATCH", path, json=patch, content_type=transport.MERGE_PATCH)
+        return _object(reply)
+
+    async def invoke(
+        self,
+        name: str,
+        inputs: Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        request_timeout: float | None = None,
+    ) -> InvokeResult:
+        """Run the workflow once with `inputs` on its promoted revision."""
+        path = self.object_path(WORKFLOWRUNS, name, namespace=namespace, subresource="invoke")
+        reply = await self.request(
+            "POST", path, json={"inputs": dict(inputs)}, request_timeout=request_timeout
+        )
+        headers = {key.lower(): value for key, value in reply.headers.items()}
+        return InvokeResult(
+            body=reply.json(),
+            revision=headers.get("x-plnt-revision"),
+            cache=headers.get("x-plnt-cache"),
+            timings=parse_server_timing(headers.get("server-timing", "")),
+        )
+
+    async def invocations(self, name: str, *, namespace: str | None = None) -> Any:
+        """Recent invocations of a WorkflowRun, as the server reports them."""
+        path = self.object_path(WORKFLOWRUNS, name, namespace=namespace, subresource="invocations")
+        return (await self.request("GET", path)).json()
+
+    async def rollback(
+        self, name: str, *, to_revision: int | None = None, namespace: str | None = None
+    ) -> dict[str, Any]:
+        """Return to `to_revision` (default: the previous one); answers the WorkflowRun."""
+        path = self.object_path(WORKFLOWRUNS, name, namespace=namespace, subresource="rollback")
+        body: dict[str, Any] = {} if to_revision is None else {"toRevision": to_revision}
+        return _object(await self.request("POST", path, json=body))
+
+    async def abort(self, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        """Abort the deploy in progress; answers a metav1.Status."""
+        path = self.object_path(WORKFLOWRUNS, name, namespace=namespace, subresource="abort")
+        return _object(await self.request("POST", path, json={}))
+
+    async def watch_workflowrun(
+        self,
+        name: str,
+        *,
+        namespace: str | None = None,
+        resource_version: str | None = None,
+        timeout_seconds: int | None = None,
+    ) -> AsyncIterator[WatchEvent]:
+        """Watch one WorkflowRun (`fieldSelector=metadata.name=NAME`) from `resource_version`."""
+        params: dict[str, str | int | bool] = {"fieldSelector": f"metadata.name={name}"}
+        if resource_version:
+            params["resourceVersion"] = resource_version
+        if timeout_seconds is not None:
+            params["timeoutSeconds"] = timeout_seconds
+        params["allowWatchBookmarks"] = True
+        path = self.collection_path(WORKFLOWRUNS, namespace=namespace)
+        async for event in self.watch(path, params=params):
+            yield event
+
+    # --- PlntBackends and Events -------------------------------------------------------
+
+    async def list_backends(
+        self, *, namespace: str | None = None, all_namespaces: bool = False
+    ) -> list[dict[str, Any]]:
+        """PlntBackends of a namespace (or every namespace)."""
+        path = self.collection_path(
+            PLNTBACKENDS, namespace=namespace, all_namespaces=all_namespaces
+        )
+        return await self.list_all(path)
+
+    async def events_for(
+        self, name: str, *, kind: str = "WorkflowRun", namespace: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Events about one object, oldest first."""
+        ns = namespace or self.namespace
+        selector = f"involvedObject.kind={kind},involvedObject.name={name}"
+        path = f"/api/v1/namespaces/{quote(ns, safe='')}/events"
+        events = await self.list_all(path, params={"fieldSelector": selector})
+        return sorted(events, key=_event_time)
+
+
+def _event_time(event: Mapping[str, Any]) -> str:
+    series = event.get("series") or {}
+    return str(
+        series.get("lastObservedTime")
+        or event.get("lastTimestamp")
+        or event.get("eventTime")
+        or event.get("firstTimestamp")
+        or (event.get("metadata") or {}).get("creationTimestamp")
+        or ""
+    )
+
+
+def _namespace_of(body: Mapping[str, Any], namespace: str | None) -> str | None:
+    declared = (body.get("metadata") or {}).get("namespace")
+    return namespace or (declared if isinstance(declared, str) and declared else None)
+
+
+def _object(reply: transport.Response) -> dict[str, Any]:
+    body = reply.json()
+    return body if isinstance(body, dict) else {"value": body}

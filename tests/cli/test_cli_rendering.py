@@ -1,0 +1,102 @@
+"""The pure parts of the CLI: when a deploy is over, step lines, inputs, columns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from plnt.cli import invoke, printing, progress
+
+
+def run(generation: int, **status: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "x", "generation": generation}, "status": status}
+
+
+def condition(kind: str, value: str, reason: str = "", message: str = "") -> dict[str, str]:
+    return {"type": kind, "status": value, "reason": reason, "message": message}
+
+
+def test_a_status_for_an_older_generation_never_ends_the_wait() -> None:
+    assert progress.outcome(run(2, phase="Ready", observedGeneration=1), 2) is None
+
+
+def test_ready_for_the_applied_generation_is_success() -> None:
+    result = progress.outcome(run(1, phase="Ready", observedGeneration=1, revision=3), 1)
+    assert result is not None and result.succeeded
+
+
+def test_a_rolled_back_deploy_is_a_failure_even_though_the_old_revision_is_ready() -> None:
+    status = {
+        "phase": "Ready",
+        "observedGeneration": 2,
+        "conditions": [condition("Ready", "True", "RolledBack", "smoke failed; revision 1 serves")],
+    }
+    assert progress.outcome(run(2, **status), 2) == progress.Outcome(
+        False, "smoke failed; revision 1 serves"
+    )
+
+
+def test_degraded_reports_the_degraded_message_before_the_ready_one() -> None:
+    status = {
+        "phase": "Degraded",
+        "observedGeneration": 1,
+        "conditions": [
+            condition("Ready", "True", "RolledBack", "ready message"),
+            condition("Degraded", "True", "CanaryFailed", "p95 above 200ms"),
+        ],
+    }
+    assert progress.outcome(run(1, **status), 1) == progress.Outcome(False, "p95 above 200ms")
+
+
+def test_steps_in_progress_keep_the_wait_going() -> None:
+    assert progress.outcome(run(1, phase="SmokeTesting", observedGeneration=1), 1) is None
+
+
+def test_an_aborted_first_deploy_is_a_failure() -> None:
+    status = {
+        "phase": "Pending",
+        "observedGeneration": 1,
+        "conditions": [condition("Progressing", "False", "Aborted", "deploy aborted")],
+    }
+    assert progress.outcome(run(1, **status), 1) == progress.Outcome(False, "deploy aborted")
+
+
+def test_a_step_line_shows_state_attempts_duration_and_message() -> None:
+    step = {
+        "name": "canary",
+        "state": "Failed",
+        "attempts": 3,
+        "startTime": "2020-01-01T00:00:00Z",
+        "endTime": "2020-01-01T00:02:05Z",
+        "message": "runner did not become ready",
+    }
+    assert (
+        progress.step_line(step)
+        == "✗  canary  Failed  attempt 3  2m5s  runner did not become ready"
+    )
+
+
+def test_inputs_from_a_file_are_overridden_by_pairs_whose_values_may_be_json() -> None:
+    parsed = invoke.parse_inputs('{"a": 1, "b": "x"}', ["b=y", "n=3", "flags=[1,2]", "s=a=b"])
+    assert parsed == {"a": 1, "b": "y", "n": 3, "flags": [1, 2], "s": "a=b"}
+
+
+@pytest.mark.parametrize(("text", "pairs"), [("[1]", []), ("{", []), (None, ["novalue"])])
+def test_bad_inputs_are_refused(text: str | None, pairs: list[str]) -> None:
+    with pytest.raises(ValueError):
+        invoke.parse_inputs(text, pairs)
+
+
+def test_columns_are_aligned_and_empty_cells_show_none() -> None:
+    assert printing.columns(["Name", "Phase"], [["a", None], ["long-name", "Ready"]]) == (
+        "NAME        PHASE\na           <none>\nlong-name   Ready"
+    )
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(5, "5s"), (125, "2m5s"), (900, "15m"), (3 * 3600 + 60, "3h1m"), (30 * 3600, "1d6h")],
+)
+def test_durations_read_like_kubectl(seconds: float, text: str) -> None:
+    assert printing.human_duration(seconds) == text
