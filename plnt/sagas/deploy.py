@@ -525,6 +525,17 @@ class WorkflowRunController:
             stable.replicas, stable.endpoints = replicas, installed.endpoints
             stable.ready_replicas = installed.ready_replicas
             message = f"revision {stable.revision} scaled from {old} to {replicas} replicas"
+            ready = self.conditions.get("Ready")
+            if ready is not None and ready["status"] == "True" and ready["reason"] == "Promoted":
+                self.conditions.set(
+                    "Ready",
+                    True,
+                    "Promoted",
+                    f"revision {stable.revision} ({stable.digest[:19]}) serves "
+                    f"{stable.ready_replicas}/{replicas} replicas",
+                    now=workflow.now(),
+                    generation=desired.generation,
+                )
             await self._report(desired, event=("Normal", "Scaled", message))
         else:
             await self._report(desired)

@@ -119,7 +119,15 @@ def test_the_example_run_deploys_from_the_embedded_layout_and_answers(
     # What `make up` does before starting the server:
     publish(stack.state_dir / "layouts" / "examples", "fanout", spec_file.read_text())
 
-    kubectl.run("apply", "-n", namespace, "-f", str(examples / "fanout-run.yaml"))
+    kubectl.run(
+        "apply",
+        "-n",
+        namespace,
+        "-f",
+        str(examples / "plntbackend.yaml"),
+        "-f",
+        str(examples / "fanout-run.yaml"),
+    )
     kubectl.run("wait", "-n", namespace, "--for=condition=Ready", "wfr/fanout", "--timeout=90s")
     answer = json.loads(
         kubectl.run(
@@ -136,6 +144,8 @@ def test_the_example_run_deploys_from_the_embedded_layout_and_answers(
     analyze = next(step for step in saga if step["name"] == "analyze")
     assert analyze["state"] == "Succeeded"
     assert "20 requests" in analyze["message"]
+    resolve = next(step for step in saga if step["name"] == "resolve")
+    assert resolve["message"] == "backend echo: echo, model echo-1"
 
 
 def test_the_kubernetes_target_is_refused_by_the_saga_with_a_reason(
