@@ -21,7 +21,6 @@ made for the run, oldest first (time, revision, endpoint, status, durationMs, ca
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -29,14 +28,14 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from plnt.api import errors
+from plnt.api import codec, errors
 from plnt.api.meta import now_rfc3339
-from plnt.apiserver import keys, params, responses, traffic
+from plnt.apiserver import keys, negotiation, params, responses, traffic
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.registry.store import ResourceStore
 
 _ENVELOPE = 'the invoke body must be a JSON object {"inputs": {...}}'
-_PASSED_HEADERS = ("Content-Type",)
+_PASSED_HEADERS = ("Content-Type", "X-Plnt-Cache")
 
 
 async def upstream_context(app: web.Application) -> AsyncIterator[None]:
@@ -64,6 +63,27 @@ def _inputs_of(body: Any) -> Any:
     if extra:
         raise errors.BadRequest(f"{_ENVELOPE}; unexpected fields: {', '.join(extra)}")
     return body["inputs"]
+
+
+async def _payload(request: web.Request) -> bytes:
+    """The bytes to forward: a JSON body is checked and passed on as it came (no re-encoding);
+    a YAML body is decoded and sent on as JSON."""
+    media = negotiation.content_type(request.headers.get("Content-Type"))
+    if media not in ("", "application/json"):
+        body, _ = await params.decode_object(request, limit=_limit(request))
+        _inputs_of(body)
+        return codec.dumps(body)
+    data = await params.read_body(request, limit=_limit(request))
+    try:
+        body = codec.loads(data)
+    except ValueError as error:
+        raise errors.BadRequest(f"the body of the request could not be decoded: {error}") from error
+    _inputs_of(body)
+    return data
+
+
+def _limit(request: web.Request) -> int:
+    return request.app[keys.SETTINGS].max_request_body_bytes
 
 
 class _Unreachable(Exception):
@@ -97,9 +117,7 @@ async def handle_invoke(
     began = time.perf_counter()
     if info.verb != "create":
         raise errors.MethodNotSupported.of(store.definition.group_resource, info.verb)
-    limit = request.app[keys.SETTINGS].max_request_body_bytes
-    body, _ = await params.decode_object(request, limit=limit)
-    payload = json.dumps({"inputs": _inputs_of(body)}).encode()
+    payload = await _payload(request)
     obj = await store.get(info.namespace, info.name)
     invoker = request.app[keys.INVOKER]
     balancer = invoker.balancer
@@ -139,11 +157,7 @@ async def handle_invoke(
     except errors.APIError as error:
         _log(request, info, target.revision, endpoint, error.code, began, "off")
         raise
-    try:
-        decoded = json.loads(answer) if answer else None
-    except ValueError:
-        decoded = None
-    cache = traffic.cache_outcome(decoded)
+    cache = passed.pop("X-Plnt-Cache", None) or _cache_from_body(answer)
     total_ms = _log(request, info, target.revision, endpoint, status, began, cache)
     own_ms = max(0.0, total_ms - upstream * 1000.0)
     headers = {
@@ -153,6 +167,15 @@ async def handle_invoke(
         "Content-Type": passed.get("Content-Type", responses.JSON_CONTENT_TYPE),
     }
     return web.Response(status=status, body=answer, headers=headers)
+
+
+def _cache_from_body(answer: bytes) -> str:
+    """The cache outcome from the answer's `cache` field (runners that send no header)."""
+    try:
+        decoded = codec.loads(answer) if answer else None
+    except ValueError:
+        decoded = None
+    return traffic.cache_outcome(decoded)
 
 
 def _log(

@@ -74,7 +74,23 @@ async def invoke(request: web.Request) -> web.StreamResponse:
             "backendMs": round(execution.backend_ms, 3),
         },
     }
-    return web.json_response(payload, headers={"Server-Timing": responses.timing_of(execution)})
+    headers = {
+        "Server-Timing": responses.timing_of(execution),
+        "X-Plnt-Cache": cache_outcome(execution.cache_hits, execution.cache_misses),
+    }
+    return web.json_response(payload, headers=headers)
+
+
+def cache_outcome(hits: int, misses: int) -> str:
+    """`hit` (every cached step hit), `miss` (none did), `partial`, or `off` (nothing cached).
+
+    Sent as `X-Plnt-Cache` so a proxy can report it without parsing the body.
+    """
+    if hits + misses == 0:
+        return "off"
+    if misses == 0:
+        return "hit"
+    return "miss" if hits == 0 else "partial"
 
 
 async def healthz(request: web.Request) -> web.StreamResponse:

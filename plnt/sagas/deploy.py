@@ -504,6 +504,7 @@ class WorkflowRunController:
         state = self.state
         assert state is not None
         replicas = int(desired.spec.get("replicas", 1))
+        self.conditions.observe(desired.generation)
         if replicas != stable.replicas or stable.ready_replicas != replicas:
             installed: v.Installed = await workflow.execute_activity(
                 "scale",

@@ -120,6 +120,11 @@ class Conditions:
     def get(self, kind: str) -> dict[str, Any] | None:
         return self.items.get(kind)
 
+    def observe(self, generation: int) -> None:
+        """Mark every condition as current for `generation` (nothing else about it changed)."""
+        for item in self.items.values():
+            item["observedGeneration"] = generation
+
     def to_json(self) -> list[dict[str, Any]]:
         order = ("Ready", "Progressing", "Degraded")
         return [self.items[kind] for kind in order if kind in self.items]

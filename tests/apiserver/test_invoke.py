@@ -106,6 +106,26 @@ async def test_a_body_without_the_inputs_envelope_is_a_400_naming_it(api: Api) -
     assert '{"inputs": {...}}' in reply.json["message"]
 
 
+async def test_a_yaml_body_is_accepted_and_malformed_json_is_a_400(api: Api, runner_a: str) -> None:
+    await run_with_traffic(api, "w", target(1, 100, runner_a))
+    reply = await api.call(
+        "POST",
+        f"{BASE}/w/invoke",
+        data=b"inputs:\n  question: from yaml\n",
+        headers={"Content-Type": "application/yaml"},
+    )
+    assert reply.status == 200, reply.text
+    assert reply.json["output"] == "from yaml"
+    broken = await api.call(
+        "POST",
+        f"{BASE}/w/invoke",
+        data=b'{"inputs": ',
+        headers={"Content-Type": "application/json"},
+    )
+    assert broken.status == 400
+    assert broken.json["message"].startswith("the body of the request could not be decoded")
+
+
 async def test_a_run_without_ready_traffic_is_a_503_service_unavailable(api: Api) -> None:
     assert (await api.call("POST", BASE, body=workflowrun("idle"))).status == 201
     reply = await invoke(api, "idle")

@@ -8,17 +8,26 @@ OCI image layout, the embedded default source.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import os
+import signal
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
+import yaml
 
+from plnt.client.clients import InvokeResult, PlntClient
 from plnt.sagas.targets import local
 from plnt.sagas.temporal_process import TemporalDevServer
-from tests.support.plnt_server import Kubectl, PlntServer
-from tests.support.stack import WorkerProcess, publish
+from tests.support.plnt_server import Kubectl, PlntServer, wait_for
+from tests.support.stack import WorkerProcess, publish, runner_pids
+
+T = TypeVar("T")
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fanout.workflow.yaml"
 
@@ -44,6 +53,14 @@ class Stack:
         body = text if text is not None else EXAMPLE.read_text()
         body = body.replace("version: 1.0.0", f"version: {version}")
         return publish(self.layout, tag, body)
+
+
+def kill_strays(state: Path) -> None:
+    """Kill runner processes that name `state` but no record does (a test that failed
+    half-way may leave one); they were started by this module's worker."""
+    for pid in runner_pids(state):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="session")
@@ -74,10 +91,12 @@ def stack(temporal: TemporalDevServer, tmp_path_factory: pytest.TempPathFactory)
     finally:
         if built is not None:
             built.worker.stop()
+            built.server.stop()
         elif worker is not None:
             worker.stop()
         server.stop()
         local.stop_all(state / "runners")
+        kill_strays(state)
 
 
 @pytest.fixture
@@ -90,3 +109,126 @@ def kubectl(stack: Stack, tmp_path: Path) -> Kubectl:
 @pytest.fixture
 def namespace() -> str:
     return f"d-{uuid.uuid4().hex[:10]}"
+
+
+# --- helpers shared by the rollout, lifecycle and resilience tests -------------------------
+
+
+def restart_server(stack: Stack) -> None:
+    """Stop the API server (SIGTERM) and start it again on the same port and state.
+
+    The same `PlntServer` object is started again, so the module fixture still stops
+    it; etcd keeps its data in the state directory and the PKI is reused, so the
+    worker's kubeconfig stays valid. `stack.server.output` holds both runs' output.
+    """
+    stack.server.stop()
+    stack.server.start()
+
+
+def workflowrun(name: str, ref: str, digest: str, **spec: Any) -> str:
+    """A WorkflowRun manifest (YAML) pinning `ref` at `digest`, with more `spec` fields."""
+    body: dict[str, Any] = {"workflow": {"ref": ref, "digest": digest}, **spec}
+    return yaml.safe_dump(
+        {
+            "apiVersion": "plnt.work/v1",
+            "kind": "WorkflowRun",
+            "metadata": {"name": name},
+            "spec": body,
+        }
+    )
+
+
+def condition_of(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    """The status condition of type `kind`, if the object has it."""
+    for item in (obj.get("status") or {}).get("conditions") or []:
+        if item.get("type") == kind:
+            return dict(item)
+    return None
+
+
+def step_of(obj: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """The saga timeline step `name` of the object's status, if present."""
+    for item in (obj.get("status") or {}).get("saga") or []:
+        if item.get("name") == name:
+            return dict(item)
+    return None
+
+
+def settled(obj: dict[str, Any]) -> bool:
+    """The saga has finished with the object's current generation (deployed, failed or not)."""
+    generation = obj["metadata"].get("generation")
+    status = obj.get("status") or {}
+    progressing = condition_of(obj, "Progressing")
+    return (
+        status.get("observedGeneration") == generation
+        and progressing is not None
+        and progressing["status"] == "False"
+        and progressing.get("observedGeneration") == generation
+        and status.get("phase") not in (None, "RollingBack")
+    )
+
+
+class Api:
+    """A blocking facade over `PlntClient` for synchronous tests: one loop, one client."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        self._runner = asyncio.Runner()
+        self.client = PlntClient.from_kubeconfig(kubeconfig)
+
+    def call(self, operation: Callable[[PlntClient], Awaitable[T]]) -> T:
+        return self._runner.run(_await(operation(self.client)))
+
+    def get(self, namespace: str, name: str) -> dict[str, Any]:
+        return self.call(lambda c: c.get_workflowrun(name, namespace=namespace))
+
+    def wait(
+        self,
+        namespace: str,
+        name: str,
+        predicate: Callable[[dict[str, Any]], bool],
+        *,
+        timeout: float = 60.0,
+        message: str = "condition",
+    ) -> dict[str, Any]:
+        """Poll the run until `predicate(obj)`; the object (AssertionError naming the last one)."""
+        last: list[dict[str, Any]] = []
+
+        def check() -> dict[str, Any] | None:
+            obj = self.get(namespace, name)
+            last[:] = [obj]
+            return obj if predicate(obj) else None
+
+        try:
+            found: dict[str, Any] = wait_for(check, timeout=timeout, message=message)
+        except AssertionError as error:
+            status = last[0].get("status") if last else None
+            raise AssertionError(f"{error}; last status: {json.dumps(status, indent=1)}") from None
+        return found
+
+    def wait_settled(self, namespace: str, name: str, *, timeout: float = 60.0) -> dict[str, Any]:
+        return self.wait(namespace, name, settled, timeout=timeout, message=f"{name} settled")
+
+    def invoke(self, namespace: str, name: str, inputs: dict[str, Any]) -> InvokeResult:
+        return self.call(lambda c: c.invoke(name, inputs, namespace=namespace))
+
+    def events(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        return self.call(lambda c: c.events_for(name, namespace=namespace))
+
+    def close(self) -> None:
+        try:
+            self._runner.run(self.client.close())
+        finally:
+            self._runner.close()
+
+
+async def _await(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+@pytest.fixture
+def api(stack: Stack) -> Iterator[Api]:
+    facade = Api(stack.server.kubeconfig)
+    try:
+        yield facade
+    finally:
+        facade.close()

@@ -43,8 +43,10 @@ async def test_second_identical_invocation_is_served_from_the_step_cache(
     payload = {"inputs": {"topic": "raft"}}
     async with session.post(f"{url}/invoke", json=payload) as response:
         first = await response.json()
+        assert response.headers["X-Plnt-Cache"] == "miss"
     async with session.post(f"{url}/invoke", json=payload) as response:
         second = await response.json()
+        assert response.headers["X-Plnt-Cache"] == "hit"
     assert first["cache"]["hits"] == 0 and first["cache"]["misses"] == 3
     assert second["cache"]["hits"] == 3 and second["cache"]["misses"] == 0
     assert {step["cache"] for step in second["trace"]} == {"hit"}

@@ -57,3 +57,14 @@ def test_conditions_are_listed_ready_progressing_degraded() -> None:
     for kind in ("Degraded", "Ready", "Progressing"):
         conditions.set(kind, False, "R", "", now=T0, generation=1)
     assert [c["type"] for c in conditions.to_json()] == ["Ready", "Progressing", "Degraded"]
+
+
+def test_observing_a_generation_updates_every_condition_and_nothing_else() -> None:
+    conditions = timeline.Conditions()
+    conditions.set("Ready", True, "Promoted", "m", now=T0, generation=1)
+    conditions.set("Degraded", False, "Healthy", "h", now=T0, generation=1)
+    conditions.observe(3)
+    assert [(c["observedGeneration"], c["reason"]) for c in conditions.to_json()] == [
+        (3, "Promoted"),
+        (3, "Healthy"),
+    ]

@@ -15,6 +15,7 @@ processes left by a failed test are stopped through `plnt.sagas.targets.local.st
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -123,4 +124,24 @@ def runner_pids(state_dir: Path, *, contains: str = "") -> set[int]:
         command = raw.replace(b"\0", b" ").decode(errors="replace")
         if state != "Z" and "plnt.runner" in command and needle in command and contains in command:
             found.add(int(entry))
+    return found
+
+
+def runner_pids_by_revision(state_dir: Path, *, uid: str) -> dict[int, set[int]]:
+    """Live runner processes of one run, grouped by the revision their replica record names.
+
+    A process is counted only when it is live (see `runner_pids`) and its command line
+    carries the record's `-X plnt-replica=TOKEN`, so a stale record is not a process.
+    Processes without a record do not appear here; compare with `runner_pids` for those.
+    """
+    found: dict[int, set[int]] = {}
+    # The local target keeps its records under `STATE/runners/runs/...` in `plnt up`.
+    for path in sorted(state_dir.glob(f"**/runs/*/*-{uid}/replicas/r*.json")):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        live = runner_pids(state_dir, contains=f"plnt-replica={record.get('token')} ")
+        if live:
+            found.setdefault(int(record["revision"]), set()).update(live)
     return found

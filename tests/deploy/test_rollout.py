@@ -1,0 +1,184 @@
+"""Rollouts end to end: a failed smoke rolls back, a newer spec supersedes, rollback, abort.
+
+Real kubectl, a real API server, a real Temporal and worker, real runner processes.
+A slow deploy is made with `spec.canary.analysis` (the analyze step sends that many
+invocations), so a test can act while the `analyze` step is Running.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from plnt.client import errors as client_errors
+from tests.deploy.conftest import Api, Stack, condition_of, settled, step_of, workflowrun
+from tests.support.plnt_server import Kubectl
+from tests.support.stack import runner_pids, runner_pids_by_revision
+
+SLOW = {"analysis": {"requests": 3000, "maxErrorRate": 1.0}}
+
+
+def apply(kubectl: Kubectl, namespace: str, manifest: str) -> None:
+    kubectl.run("apply", "-n", namespace, "-f", "-", input=manifest)
+
+
+def deploy(
+    stack: Stack,
+    kubectl: Kubectl,
+    api: Api,
+    namespace: str,
+    name: str,
+    tag: str,
+    version: str,
+    **spec: Any,
+) -> tuple[str, dict[str, Any]]:
+    """Publish the example as `tag` with `version`, apply it, wait until settled."""
+    ref, digest = stack.spec(tag, version=version)
+    apply(kubectl, namespace, workflowrun(name, ref, digest, **spec))
+    return digest, api.wait_settled(namespace, name)
+
+
+def step_running(name: str) -> Any:
+    def check(obj: dict[str, Any]) -> bool:
+        step = step_of(obj, name)
+        return step is not None and step["state"] == "Running"
+
+    return check
+
+
+def event_reasons(api: Api, namespace: str, name: str) -> list[tuple[str, str]]:
+    return [(e.get("type", ""), e.get("reason", "")) for e in api.events(namespace, name)]
+
+
+def test_failed_smoke_rolls_back_and_the_previous_revision_keeps_serving(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str
+) -> None:
+    digest_a, obj = deploy(stack, kubectl, api, namespace, "smoky", "smoke-a", "1.0.0", replicas=2)
+    assert obj["status"]["revision"] == 1
+    ref_b, digest_b = stack.spec("smoke-b", version="2.0.0")
+    assert digest_b != digest_a
+    smoke = {"input": {"topic": "etcd"}, "expect": {"equals": "nope"}}
+    apply(
+        kubectl,
+        namespace,
+        workflowrun("smoky", ref_b, digest_b, replicas=2, canary={"smoke": smoke}),
+    )
+
+    def degraded(obj: dict[str, Any]) -> bool:
+        found = condition_of(obj, "Degraded")
+        return settled(obj) and found is not None and found["status"] == "True"
+
+    obj = api.wait(namespace, "smoky", degraded, message="Degraded True")
+    status = obj["status"]
+    degraded_condition = condition_of(obj, "Degraded")
+    assert degraded_condition is not None
+    assert degraded_condition["reason"] == "SmokeFailed"
+    assert "does not equal" in degraded_condition["message"]
+    assert "nope" in degraded_condition["message"]
+    ready = condition_of(obj, "Ready")
+    assert ready is not None and (ready["status"], ready["reason"]) == ("True", "RolledBack")
+    assert (status["revision"], status["digest"]) == (1, digest_a)
+    assert [entry["revision"] for entry in status["history"]] == [1]
+    smoke_step, rollback_step = step_of(obj, "smoke"), step_of(obj, "rollback")
+    assert smoke_step is not None and smoke_step["state"] == "Failed"
+    assert rollback_step is not None and rollback_step["state"] == "Compensated"
+
+    uid = obj["metadata"]["uid"]
+    by_revision = runner_pids_by_revision(stack.state_dir, uid=uid)
+    assert set(by_revision) == {1} and len(by_revision[1]) == 2, by_revision
+    assert runner_pids(stack.state_dir, contains=uid) == by_revision[1]
+
+    answer = api.invoke(namespace, "smoky", {"topic": "etcd"})
+    assert answer.revision == "1"
+    assert answer.output["topic"] == "etcd"
+
+    events = kubectl.run("get", "events", "-n", namespace).stdout
+    assert any("Warning" in line and "SmokeFailed" in line for line in events.splitlines()), events
+
+
+def test_a_newer_spec_supersedes_a_deploy_in_flight_and_its_canary_is_removed(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str
+) -> None:
+    ref_1, digest_1 = stack.spec("super-1", version="3.0.0")
+    ref_2, digest_2 = stack.spec("super-2", version="3.1.0")  # published up front: less to do
+    apply(kubectl, namespace, workflowrun("busy", ref_1, digest_1, replicas=2, canary=SLOW))
+    api.wait(namespace, "busy", step_running("analyze"), message="analyze Running")
+    apply(kubectl, namespace, workflowrun("busy", ref_2, digest_2, replicas=2))
+
+    def promoted_2(obj: dict[str, Any]) -> bool:
+        return settled(obj) and obj["status"].get("digest") == digest_2
+
+    obj = api.wait(namespace, "busy", promoted_2, message="second digest promoted")
+    status = obj["status"]
+    assert status["phase"] == "Ready"
+    assert status["revision"] == 2
+    assert [entry["revision"] for entry in status["history"]] == [2]
+    assert "Superseded" in {reason for _, reason in event_reasons(api, namespace, "busy")}
+
+    uid = obj["metadata"]["uid"]
+    by_revision = runner_pids_by_revision(stack.state_dir, uid=uid)
+    assert set(by_revision) == {2} and len(by_revision[2]) == 2, by_revision
+    assert runner_pids(stack.state_dir, contains=uid) == by_revision[2]
+
+
+def test_rollback_to_revision_one_deploys_its_digest_again_as_a_new_revision(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str, tmp_path: Path
+) -> None:
+    digest_a, _ = deploy(stack, kubectl, api, namespace, "back", "roll-a", "5.0.0")
+    ref_a = f"oci-layout:{stack.layout}:roll-a"
+    digest_b, obj = deploy(stack, kubectl, api, namespace, "back", "roll-b", "5.1.0")
+    assert obj["status"]["revision"] == 2
+    digest_c, obj = deploy(stack, kubectl, api, namespace, "back", "roll-c", "5.2.0")
+    assert (obj["status"]["revision"], obj["status"]["digest"]) == (3, digest_c)
+    assert len({digest_a, digest_b, digest_c}) == 3
+
+    body = tmp_path / "rollback.json"
+    body.write_text(json.dumps({"toRevision": 1}))
+    path = f"/apis/plnt.work/v1/namespaces/{namespace}/workflowruns/back/rollback"
+    answer = json.loads(kubectl.run("create", "--raw", path, "-f", str(body)).stdout)
+    assert answer["spec"]["workflow"] == {"ref": ref_a, "digest": digest_a}
+
+    def promoted_4(obj: dict[str, Any]) -> bool:
+        return settled(obj) and obj["status"].get("revision") == 4
+
+    obj = api.wait(namespace, "back", promoted_4, message="revision 4 promoted")
+    status = obj["status"]
+    assert status["digest"] == digest_a
+    assert status["history"][-1]["reason"] == "rollback to revision 1"
+    assert [entry["revision"] for entry in status["history"]] == [1, 2, 3, 4]
+    assert obj["spec"]["workflow"] == {"ref": ref_a, "digest": digest_a}
+    assert api.invoke(namespace, "back", {"topic": "etcd"}).revision == "4"
+    by_revision = runner_pids_by_revision(stack.state_dir, uid=obj["metadata"]["uid"])
+    assert set(by_revision) == {4}, by_revision
+
+
+def test_abort_cancels_the_deploy_in_flight_and_a_second_abort_is_a_conflict(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str
+) -> None:
+    digest_a, obj = deploy(stack, kubectl, api, namespace, "halt", "abort-a", "1.0.0")
+    assert obj["status"]["revision"] == 1
+    ref_b, digest_b = stack.spec("abort-b", version="4.0.0")
+    apply(kubectl, namespace, workflowrun("halt", ref_b, digest_b, canary=SLOW))
+    api.wait(namespace, "halt", step_running("analyze"), message="analyze Running")
+
+    answer = api.call(lambda c: c.abort("halt", namespace=namespace))
+    assert (answer["status"], answer["code"]) == ("Success", 200)
+
+    obj = api.wait_settled(namespace, "halt")
+    progressing = condition_of(obj, "Progressing")
+    assert progressing is not None
+    assert (progressing["status"], progressing["reason"]) == ("False", "Aborted")
+    status = obj["status"]
+    assert (status["revision"], status["digest"]) == (1, digest_a)
+    assert [t["revision"] for t in status["traffic"]] == [1]
+    uid = obj["metadata"]["uid"]
+    by_revision = runner_pids_by_revision(stack.state_dir, uid=uid)
+    assert set(by_revision) == {1} and len(by_revision[1]) == 1, by_revision
+    assert runner_pids(stack.state_dir, contains=uid) == by_revision[1]
+    assert api.invoke(namespace, "halt", {"topic": "etcd"}).revision == "1"
+
+    with pytest.raises(client_errors.Conflict):
+        api.call(lambda c: c.abort("halt", namespace=namespace))
