@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Literal
 
 from pydantic import Field
@@ -56,3 +57,9 @@ class Event(WireModel):
     related: ObjectReference | None = None
     reporting_component: str | None = None
     reporting_instance: str | None = None
+
+
+def event_name(involved: str) -> str:
+    """`NAME.HEX(UnixNano)`, as client-go's recorder names Events: names sort in creation
+    order, so Events written within one second still list in the order they happened."""
+    return f"{involved}.{time.time_ns():x}"

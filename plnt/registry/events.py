@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from plnt.api.events import Event
+from plnt.api.events import Event, event_name
 from plnt.api.meta import now_rfc3339, parse_time
 from plnt.registry.definitions import Object, PrinterColumn, ResourceDefinition, lookup
 from plnt.registry.options import WriteOptions
@@ -177,7 +176,7 @@ class EventRecorder:
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {
-                "name": f"{meta.get('name', 'unknown')}.{uuid.uuid4().hex[:16]}",
+                "name": event_name(meta.get("name", "unknown")),
                 "namespace": namespace,
             },
             "involvedObject": {

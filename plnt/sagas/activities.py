@@ -12,7 +12,6 @@ the attempt number travels in `details` so the timeline shows it.
 from __future__ import annotations
 
 import logging
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,6 +19,7 @@ import aiohttp
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from plnt.api.events import event_name
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.sagas import placement, probing
@@ -149,7 +149,7 @@ class DeployActivities:
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {
-                "name": f"{meta['name']}.{uuid.uuid4().hex[:16]}",
+                "name": event_name(meta["name"]),
                 "namespace": meta["namespace"],
             },
             "involvedObject": {
