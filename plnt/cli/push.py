@@ -20,7 +20,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from plnt.workflowspec import documents, errors, references, sources
+from plnt.workflowspec import errors, references, sources
 
 EXIT_CODES: dict[type[errors.SourceError], int] = {
     errors.InvalidReference: 2,
@@ -89,6 +89,8 @@ def push(
         s3_endpoint_url, s3_region, max_bytes, timeout,
     )  # fmt: skip
     data = _read_spec(file, limit=max_bytes)
+    from plnt.workflowspec import documents  # deferred: the spec model loads jsonschema and jinja2
+
     try:
         documents.parse_workflow(data)
     except documents.WorkflowSpecError as exc:

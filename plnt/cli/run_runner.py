@@ -8,9 +8,6 @@ from typing import Annotated
 
 import typer
 
-from plnt.runner import serving, settings
-from plnt.workflowspec import documents
-
 
 def runner(
     spec: Annotated[Path, typer.Option(help="Workflow spec file.")],
@@ -33,6 +30,10 @@ def runner(
     max_body_bytes: Annotated[int, typer.Option(help="Largest accepted request body.")] = 1048576,
 ) -> None:
     """Serve a workflow: POST /invoke, the OpenAI-compatible /v1 API, health and metrics."""
+    # Deferred so that other `plnt` commands start without loading the runner.
+    from plnt.runner import serving, settings
+    from plnt.workflowspec import documents
+
     if backend_type is not None and backend_type not in ("echo", "openai", "vllm", "ollama"):
         raise typer.BadParameter(
             f"unknown backend type {backend_type!r}", param_hint="--backend-type"

@@ -387,7 +387,7 @@ class WorkflowRunController:
                 "revision": revision,
                 "digest": digest,
                 "ref": ref,
-                "backend": backend.name,
+                "backend": backend.name or backend.type,
                 "promotedAt": tl.rfc3339(workflow.now()),
                 "reason": reason,
             }
