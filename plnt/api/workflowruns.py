@@ -38,7 +38,7 @@ class WorkflowReference(WireModel):
     ref: str = Field(
         description=(
             "Location of the spec: oci://host[:port]/repo:tag, s3://bucket/key, "
-            "or layout:NAME:TAG in the embedded OCI layout."
+            "or oci-layout:PATH:TAG (a relative PATH is a layout in the server's layout root)."
         ),
         min_length=1,
     )

@@ -20,7 +20,10 @@ from plnt.registry.definitions import (
     Subresource,
     lookup,
 )
+from plnt.registry.labelnames import go_quote
 from plnt.registry.strategy import Strategy
+from plnt.workflowspec import errors as spec_errors
+from plnt.workflowspec import references
 
 
 def _backend(obj: Object) -> str | None:
@@ -94,6 +97,7 @@ class WorkflowRunStrategy(Strategy):
                     "spec.backend",
                 )
             )
+        causes.extend(_reference_causes(obj))
         return causes
 
     def warnings(self, obj: Object) -> list[str]:
@@ -166,3 +170,29 @@ def with_teardown() -> ResourceDefinition:
     return dataclasses.replace(
         DEFINITION, strategy=WorkflowRunStrategy(model=WorkflowRun, teardown_finalizer=True)
     )
+
+
+def _reference_causes(obj: Object) -> list[errors.Cause]:
+    """A reference the pull could never resolve is refused at admission, not in the saga."""
+    ref = lookup(obj, "spec", "workflow", "ref")
+    digest = lookup(obj, "spec", "workflow", "digest")
+    if not isinstance(ref, str) or not ref:
+        return []  # the schema reports a missing or mistyped ref
+    try:
+        parsed = references.parse(ref)
+    except spec_errors.InvalidReference as error:
+        return [
+            errors.Cause(
+                "FieldValueInvalid", f"Invalid value: {go_quote(ref)}: {error}", "spec.workflow.ref"
+            )
+        ]
+    if parsed.digest is not None and isinstance(digest, str) and parsed.digest != digest:
+        return [
+            errors.Cause(
+                "FieldValueInvalid",
+                f"Invalid value: {go_quote(ref)}: pinned to {parsed.digest}, "
+                f"but spec.workflow.digest is {digest}",
+                "spec.workflow.ref",
+            )
+        ]
+    return []

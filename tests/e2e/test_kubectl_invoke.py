@@ -70,7 +70,7 @@ def test_kubectl_create_raw_invoke_prints_the_runner_answer(
         "apiVersion": "plnt.work/v1",
         "kind": "WorkflowRun",
         "metadata": {"name": "inv", "namespace": namespace},
-        "spec": {"workflow": {"ref": "layout:chat:1", "digest": DIGEST}},
+        "spec": {"workflow": {"ref": "oci-layout:chat:1", "digest": DIGEST}},
     }
     manifest = tmp_path / "wfr.yaml"
     manifest.write_text(yaml.safe_dump(run))

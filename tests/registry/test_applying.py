@@ -21,7 +21,7 @@ STATUS = frozenset({fp("status")})
 
 
 def config(**spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"workflow": {"ref": "layout:wf:1", "digest": DIGEST}}
+    body: dict[str, Any] = {"workflow": {"ref": "oci-layout:wf:1", "digest": DIGEST}}
     body.update(spec)
     return {
         "apiVersion": API,

@@ -23,7 +23,7 @@ def _run(**spec: Any) -> dict[str, Any]:
         "apiVersion": "plnt.work/v1",
         "kind": "WorkflowRun",
         "metadata": {"name": "summarize", "labels": {"team": "a"}},
-        "spec": {"workflow": {"ref": "layout:summarize:1", "digest": DIGEST}, **spec},
+        "spec": {"workflow": {"ref": "oci-layout:summarize:1", "digest": DIGEST}, **spec},
     }
 
 

@@ -1,0 +1,33 @@
+"""WorkflowRun admission: a spec reference the pull could never resolve is a 422 naming it."""
+
+from __future__ import annotations
+
+from tests.apiserver.conftest import BASE, DIGEST, Api, workflowrun
+
+
+async def test_an_unparseable_reference_is_refused_naming_spec_workflow_ref(api: Api) -> None:
+    body = workflowrun("bad-ref")
+    body["spec"]["workflow"]["ref"] = "ftp://example/wf"
+    reply = await api.call("POST", BASE, body=body)
+    assert reply.status == 422, reply.text
+    causes = reply.json["details"]["causes"]
+    assert [c["field"] for c in causes] == ["spec.workflow.ref"]
+    assert 'Invalid value: "ftp://example/wf": unknown reference' in causes[0]["message"]
+    assert (await api.call("GET", f"{BASE}/bad-ref")).status == 404
+
+
+async def test_a_reference_pinned_to_another_digest_than_the_spec_is_refused(api: Api) -> None:
+    other = "sha256:" + "ab" * 32
+    body = workflowrun("two-digests")
+    body["spec"]["workflow"]["ref"] = f"oci://r.example/wf:1@{other}"
+    reply = await api.call("POST", BASE, body=body)
+    assert reply.status == 422, reply.text
+    message = reply.json["details"]["causes"][0]["message"]
+    assert other in message and DIGEST in message
+
+
+async def test_a_reference_pinned_to_the_same_digest_is_accepted(api: Api) -> None:
+    body = workflowrun("pinned")
+    body["spec"]["workflow"]["ref"] = f"oci-layout:examples:fanout@{DIGEST}"
+    reply = await api.call("POST", BASE, body=body)
+    assert reply.status == 201, reply.text
