@@ -9,6 +9,13 @@ plus `apiserver;dur=` for the time spent here, upstream round trip excluded).
 Authorization sees verb `create` on `workflowruns/invoke`, so a policy can grant
 invoking without granting edits.
 
+With `?stream=true` (or `Accept: application/x-ndjson`) the runner is asked for its NDJSON
+stream and the bytes are passed on as they arrive (never buffered whole), with
+`X-Plnt-Revision` and the runner's `Content-Type`; a stream has no `Server-Timing` or
+`X-Plnt-Cache` (its last line holds timings and cache). An answer that is not a stream (the
+runner refused the inputs) is passed on whole, as without streaming. A failure once the
+stream began becomes its last line, `{"type":"error","error":{...},"status":502|504}`.
+
 Errors (metav1.Status): 400 BadRequest for a body that is not the envelope; 503
 ServiceUnavailable when the run has no ready revision, or when the runner chosen (and
 one other, if there is one) cannot be reached; 504 Timeout when the runner does not
@@ -16,14 +23,18 @@ answer within the invoke timeout. A connection failure is retried once on anothe
 endpoint; a timeout is not (the runner may be working on it).
 
 `GET …/workflowruns/{name}/invocations` lists the last 100 invocations this API server
-made for the run, oldest first (time, revision, endpoint, status, durationMs, cache).
+made for the run, oldest first (time, revision, endpoint, status, durationMs, cache). A
+stream is logged when it ends, with the status its last line reports (499 when the caller
+went away first).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import aiohttp
 from aiohttp import web
@@ -36,6 +47,9 @@ from plnt.registry.store import ResourceStore
 
 _ENVELOPE = 'the invoke body must be a JSON object {"inputs": {...}}'
 _PASSED_HEADERS = ("Content-Type", "X-Plnt-Cache")
+NDJSON = "application/x-ndjson"
+CLIENT_CLOSED = 499
+T = TypeVar("T")
 
 
 async def upstream_context(app: web.Application) -> AsyncIterator[None]:
@@ -90,6 +104,14 @@ class _Unreachable(Exception):
     """The runner at an endpoint could not be connected to (nothing was sent)."""
 
 
+def _timeout(endpoint: str, error: BaseException) -> errors.Timeout:
+    timeout = errors.Timeout(
+        f"the runner at {endpoint} did not answer in time", retry_after_seconds=1
+    )
+    timeout.__cause__ = error
+    return timeout
+
+
 async def _forward(
     session: aiohttp.ClientSession, endpoint: str, payload: bytes
 ) -> tuple[int, bytes, dict[str, str], list[str]]:
@@ -103,24 +125,62 @@ async def _forward(
             headers = {h: response.headers[h] for h in _PASSED_HEADERS if h in response.headers}
             return response.status, body, headers, response.headers.getall("Server-Timing", [])
     except TimeoutError as error:
-        raise errors.Timeout(
-            f"the runner at {endpoint} did not answer in time",
-            retry_after_seconds=1,
-        ) from error
+        raise _timeout(endpoint, error) from error
     except aiohttp.ClientConnectionError as error:
         raise _Unreachable(str(error) or type(error).__name__) from error
 
 
+@dataclass
+class _Route:
+    """Where one invocation is going: the revision, the endpoint, and time spent upstream."""
+
+    targets: list[traffic.Target]
+    target: traffic.Target
+    endpoint: str
+    upstream_seconds: float = 0.0
+
+
+async def _with_failover(
+    request: web.Request, info: RequestInfo, route: _Route, send: Callable[[str], Awaitable[T]]
+) -> T:
+    """`send(endpoint)` once, and once more on another endpoint if the first is unreachable."""
+    balancer = request.app[keys.INVOKER].balancer
+    failures: list[str] = []
+    while True:
+        sent = time.perf_counter()
+        try:
+            with balancer.track(route.endpoint):
+                result = await send(route.endpoint)
+            route.upstream_seconds += time.perf_counter() - sent
+            return result
+        except _Unreachable as error:
+            route.upstream_seconds += time.perf_counter() - sent
+            failures.append(f"{route.endpoint}: {error}")
+            retry = (
+                None
+                if len(failures) > 1
+                else balancer.fallback(route.targets, route.target, route.endpoint)
+            )
+            if retry is None:
+                raise errors.ServiceUnavailable(
+                    f"workflowrun {info.name}: the runner could not be reached "
+                    f"({'; '.join(failures)})",
+                    retry_after_seconds=1,
+                ) from error
+            route.endpoint = retry
+            route.target = next((t for t in route.targets if retry in t.endpoints), route.target)
+
+
 async def handle_invoke(
     request: web.Request, store: ResourceStore, info: RequestInfo
-) -> web.Response:
+) -> web.StreamResponse:
     began = time.perf_counter()
     if info.verb != "create":
         raise errors.MethodNotSupported.of(store.definition.group_resource, info.verb)
+    stream = wants_stream(request)
     payload = await _payload(request)
     obj = await store.get(info.namespace, info.name)
-    invoker = request.app[keys.INVOKER]
-    balancer = invoker.balancer
+    balancer = request.app[keys.INVOKER].balancer
     targets = traffic.targets_of(obj.get("status"))
     target = balancer.pick_target(targets)
     endpoint = None if target is None else balancer.pick_endpoint(target.endpoints)
@@ -128,45 +188,189 @@ async def handle_invoke(
         raise errors.ServiceUnavailable(
             f"workflowrun {info.name} has no ready revision", retry_after_seconds=1
         )
+    route = _Route(targets=targets, target=target, endpoint=endpoint)
     session = request.app[keys.UPSTREAM]
-    upstream = 0.0
-    failures: list[str] = []
-    status, answer = 0, b""
-    passed: dict[str, str] = {}
-    timings: list[str] = []
     try:
-        while True:
-            sent = time.perf_counter()
-            try:
-                with balancer.track(endpoint):
-                    status, answer, passed, timings = await _forward(session, endpoint, payload)
-                upstream += time.perf_counter() - sent
-                break
-            except _Unreachable as error:
-                upstream += time.perf_counter() - sent
-                failures.append(f"{endpoint}: {error}")
-                retry = None if len(failures) > 1 else balancer.fallback(targets, target, endpoint)
-                if retry is None:
-                    raise errors.ServiceUnavailable(
-                        f"workflowrun {info.name}: the runner could not be reached "
-                        f"({'; '.join(failures)})",
-                        retry_after_seconds=1,
-                    ) from error
-                endpoint = retry
-                target = next((t for t in targets if endpoint in t.endpoints), target)
+        if stream:
+            return await _with_failover(
+                request,
+                info,
+                route,
+                lambda at: _relay(request, info, session, at, payload, route=route, began=began),
+            )
+        answer = await _with_failover(
+            request, info, route, lambda at: _forward(session, at, payload)
+        )
     except errors.APIError as error:
-        _log(request, info, target.revision, endpoint, error.code, began, "off")
+        _log_route(request, info, route, error.code, began, "off")
         raise
-    cache = passed.pop("X-Plnt-Cache", None) or _cache_from_body(answer)
-    total_ms = _log(request, info, target.revision, endpoint, status, began, cache)
-    own_ms = max(0.0, total_ms - upstream * 1000.0)
+    return _buffered(request, info, route, answer, began=began)
+
+
+def _buffered(
+    request: web.Request,
+    info: RequestInfo,
+    route: _Route,
+    answer: tuple[int, bytes, dict[str, str], list[str]],
+    *,
+    began: float,
+) -> web.Response:
+    """The runner's whole answer, with the revision, cache and timing headers added."""
+    status, body, passed, timings = answer
+    cache = passed.pop("X-Plnt-Cache", None) or _cache_from_body(body)
+    total_ms = _log_route(request, info, route, status, began, cache)
+    own_ms = max(0.0, total_ms - route.upstream_seconds * 1000.0)
     headers = {
-        "X-Plnt-Revision": str(target.revision),
+        "X-Plnt-Revision": str(route.target.revision),
         "X-Plnt-Cache": cache,
         "Server-Timing": ", ".join([*timings, f"apiserver;dur={own_ms:.3f}"]),
         "Content-Type": passed.get("Content-Type", responses.JSON_CONTENT_TYPE),
     }
-    return web.Response(status=status, body=answer, headers=headers)
+    return web.Response(status=status, body=body, headers=headers)
+
+
+def wants_stream(request: web.Request) -> bool:
+    """`?stream=true` (or 1/yes) or an Accept header naming NDJSON."""
+    if request.query.get("stream", "").lower() in ("true", "1", "yes"):
+        return True
+    return NDJSON in request.headers.get("Accept", "")
+
+
+class _LastLine:
+    """Remembers the last complete line of a byte stream passing through (not the stream)."""
+
+    def __init__(self) -> None:
+        self._partial = bytearray()
+        self.last = b""
+
+    def feed(self, chunk: bytes) -> None:
+        self._partial += chunk
+        end = self._partial.rfind(b"\n")
+        if end < 0:
+            return
+        start = self._partial.rfind(b"\n", 0, end) + 1
+        line = bytes(self._partial[start:end])
+        if line.strip():
+            self.last = line
+        del self._partial[: end + 1]
+
+    def finish(self) -> None:
+        if self._partial.strip():
+            self.last = bytes(self._partial)
+        self._partial.clear()
+
+
+def _error_line(status: int, kind: str, message: str) -> bytes:
+    detail = {"type": kind, "message": message, "code": status}
+    return codec.dumps({"type": "error", "error": detail, "status": status}) + b"\n"
+
+
+def _outcome(last: bytes) -> tuple[int, str] | None:
+    """(status, cache) from a stream's last line, None when it is neither result nor error."""
+    try:
+        line = codec.loads(last) if last else None
+    except ValueError:
+        return None
+    if not isinstance(line, dict):
+        return None
+    if line.get("type") == "result":
+        return 200, traffic.cache_outcome(line)
+    status = line.get("status")
+    if line.get("type") == "error" and isinstance(status, int):
+        return status, "off"
+    return None
+
+
+async def _relay(
+    request: web.Request,
+    info: RequestInfo,
+    session: aiohttp.ClientSession,
+    endpoint: str,
+    payload: bytes,
+    *,
+    route: _Route,
+    began: float,
+) -> web.StreamResponse:
+    """Pass the runner's NDJSON stream on chunk by chunk, then log how it ended.
+
+    An answer that is not a stream (an error before the first line) is answered whole, as
+    without streaming. A failure after the stream began cannot change the status any more:
+    it becomes the stream's last line, `{"type": "error", ...}`.
+    """
+    try:
+        async with session.post(
+            f"{endpoint}/invoke",
+            params={"stream": "true"},
+            data=payload,
+            headers={"Content-Type": "application/json", "Accept": NDJSON},
+        ) as upstream:
+            media = upstream.headers.get("Content-Type", "")
+            if upstream.status != 200 or not media.startswith(NDJSON):
+                body = await upstream.read()
+                passed = {h: upstream.headers[h] for h in _PASSED_HEADERS if h in upstream.headers}
+                timings = upstream.headers.getall("Server-Timing", [])
+                return _buffered(
+                    request, info, route, (upstream.status, body, passed, timings), began=began
+                )
+            out = web.StreamResponse(
+                status=200,
+                headers={
+                    "Content-Type": media,
+                    "X-Plnt-Revision": str(route.target.revision),
+                    "Cache-Control": "no-cache, private",
+                },
+            )
+            try:
+                await out.prepare(request)
+            except ConnectionError:
+                status, cache = CLIENT_CLOSED, "off"
+            else:
+                status, cache = await _pass_through(upstream, out, endpoint)
+    except TimeoutError as error:
+        raise _timeout(endpoint, error) from error
+    except aiohttp.ClientConnectionError as error:
+        raise _Unreachable(str(error) or type(error).__name__) from error
+    _log_route(request, info, route, status, began, cache)
+    with contextlib.suppress(ConnectionError):
+        await out.write_eof()
+    return out
+
+
+class _CallerGone(Exception):
+    """The client of the API server went away while its stream was being written."""
+
+
+async def _send(out: web.StreamResponse, data: bytes) -> None:
+    try:
+        await out.write(data)
+    except ConnectionError as error:
+        raise _CallerGone from error
+
+
+async def _pass_through(
+    upstream: aiohttp.ClientResponse, out: web.StreamResponse, endpoint: str
+) -> tuple[int, str]:
+    """Copy the stream; answer the (status, cache outcome) its last line reports."""
+    last = _LastLine()
+    try:
+        try:
+            async for chunk in upstream.content.iter_any():
+                last.feed(chunk)
+                await _send(out, chunk)
+        except TimeoutError:
+            status, kind, why = 504, "gateway_timeout", "did not finish in time"
+        except aiohttp.ClientError as error:
+            status, kind, why = 502, "bad_gateway", f"broke off the stream ({type(error).__name__})"
+        else:
+            last.finish()
+            outcome = _outcome(last.last)
+            if outcome is not None:
+                return outcome
+            status, kind, why = 502, "bad_gateway", "ended the stream without a result"
+        await _send(out, _error_line(status, kind, f"the runner at {endpoint} {why}"))
+        return status, "off"
+    except _CallerGone:
+        return CLIENT_CLOSED, "off"  # the runner finishes the invocation on its own
 
 
 def _cache_from_body(answer: bytes) -> str:
@@ -178,16 +382,11 @@ def _cache_from_body(answer: bytes) -> str:
     return traffic.cache_outcome(decoded)
 
 
-def _log(
-    request: web.Request,
-    info: RequestInfo,
-    revision: int,
-    endpoint: str,
-    status: int,
-    began: float,
-    cache: str,
+def _log_route(
+    request: web.Request, info: RequestInfo, route: _Route, status: int, began: float, cache: str
 ) -> float:
     """Record one invocation; returns its duration in milliseconds."""
+    revision, endpoint = route.target.revision, route.endpoint
     duration = (time.perf_counter() - began) * 1000.0
     request.app[keys.INVOKER].log.record(
         info.namespace,

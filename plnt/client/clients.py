@@ -9,18 +9,23 @@ Errors are those of `plnt.client.errors`.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping
+import ssl
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from plnt.client import kubeconfig, transport
+import aiohttp
+
+from plnt.api import codec
+from plnt.client import errors, kubeconfig, transport
 from plnt.client.transport import Params, WatchEvent
 
 GROUP_VERSION = "plnt.work/v1"
 WORKFLOWRUNS = "workflowruns"
 PLNTBACKENDS = "plntbackends"
 LIST_CHUNK = 500
+NDJSON = "application/x-ndjson"
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +229,64 @@ class PlntClient(transport.Transport):
             timings=parse_server_timing(headers.get("server-timing", "")),
         )
 
+    async def invoke_stream(
+        self,
+        name: str,
+        inputs: Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        request_timeout: float | None = None,
+        on_headers: Callable[[Mapping[str, str]], None] | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Run the workflow once and yield the lines of its NDJSON stream as they arrive.
+
+        Lines are `{"type": "step", "step": {...}}` as steps finish, then one last line
+        `{"type": "result", ...}` (the body `invoke` answers) or `{"type": "error",
+        "error": {...}, "status": N}`. A failure before the stream starts raises the
+        `errors` tree as `invoke` does. `on_headers` is called once with the answer's
+        headers (`X-Plnt-Revision` …) before the first line.
+        """
+        path = self.object_path(WORKFLOWRUNS, name, namespace=namespace, subresource="invoke")
+        limit = self.timeout if request_timeout is None else request_timeout
+        try:
+            async with self._client_session().post(
+                self.connection.server + path,
+                params={"stream": "true"},
+                data=codec.dumps({"inputs": dict(inputs)}),
+                headers={"Content-Type": transport.JSON, "Accept": NDJSON},
+                timeout=aiohttp.ClientTimeout(total=limit),
+                server_hostname=self.connection.tls_server_name,
+            ) as response:
+                if response.status >= 300:
+                    answer = transport.Response(
+                        response.status, dict(response.headers), await response.read()
+                    )
+                    raise _api_error(answer)
+                if on_headers is not None:
+                    on_headers(dict(response.headers))
+                # Split by hand: readline() refuses lines over the read buffer, and a
+                # result line holds the whole output.
+                pending = bytearray()
+                async for chunk in response.content.iter_any():
+                    pending += chunk
+                    end = pending.rfind(b"\n")
+                    if end < 0:
+                        continue
+                    complete = bytes(pending[:end])
+                    del pending[: end + 1]
+                    for raw in complete.split(b"\n"):
+                        if raw.strip():
+                            yield _line(raw)
+                if pending.strip():
+                    yield _line(bytes(pending))
+        except (aiohttp.ClientError, TimeoutError, ssl.SSLError) as error:
+            detail = (
+                "timed out waiting for the server"
+                if isinstance(error, TimeoutError)
+                else (str(error) or type(error).__name__)
+            )
+            raise errors.TransportError(f"POST {path}: {detail}") from error
+
     async def invocations(self, name: str, *, namespace: str | None = None) -> Any:
         """Recent invocations of a WorkflowRun, as the server reports them."""
         path = self.object_path(WORKFLOWRUNS, name, namespace=namespace, subresource="invocations")
@@ -298,6 +361,24 @@ def _event_time(event: Mapping[str, Any]) -> str:
 def _namespace_of(body: Mapping[str, Any], namespace: str | None) -> str | None:
     declared = (body.get("metadata") or {}).get("namespace")
     return namespace or (declared if isinstance(declared, str) and declared else None)
+
+
+def _api_error(answer: transport.Response) -> errors.ApiError:
+    try:
+        body = answer.json()
+    except ValueError:
+        body = None
+    return errors.from_response(answer.status, body, answer.body.decode("utf-8", "replace"))
+
+
+def _line(raw: bytes) -> dict[str, Any]:
+    try:
+        line = codec.loads(raw)
+    except ValueError as error:
+        raise errors.ServerError(f"malformed stream line: {raw[:200]!r}", code=502) from error
+    if not isinstance(line, dict):
+        raise errors.ServerError(f"malformed stream line: {raw[:200]!r}", code=502)
+    return line
 
 
 def _object(reply: transport.Response) -> dict[str, Any]:

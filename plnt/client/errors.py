@@ -147,5 +147,28 @@ def from_response(http_code: int, body: Any, text: str) -> ApiError:
     """The typed error for a failed response: its Status if it sent one, else its text."""
     if isinstance(body, Mapping) and body.get("kind") == "Status":
         return from_status(body, http_code=http_code)
-    message = text.strip()[:500] or f"the server answered HTTP {http_code}"
+    runner = _runner_message(body)
+    message = runner or text.strip()[:500] or f"the server answered HTTP {http_code}"
     return from_status({"message": message}, http_code=http_code)
+
+
+def _runner_message(body: Any) -> str | None:
+    """A runner's own error body (`{"error": {"type", "message", "problems"?}}`) as one line.
+
+    Invocations are answered by the runner, not the API server, so their failures carry
+    the runner's error shape rather than a metav1.Status.
+    """
+    error = body.get("error") if isinstance(body, Mapping) else None
+    if not isinstance(error, Mapping) or not isinstance(error.get("message"), str):
+        return None
+    message = str(error["message"])
+    problems = error.get("problems")
+    if isinstance(problems, list) and problems:
+        details = [
+            f"{p.get('path') or '(inputs)'}: {p.get('message')}"
+            for p in problems
+            if isinstance(p, Mapping)
+        ]
+        if details and not all(d in message for d in details):
+            message = f"{message} ({'; '.join(details)})"
+    return message

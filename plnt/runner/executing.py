@@ -10,6 +10,11 @@ step fails for good, the task group cancels the rest and the first failure is ra
 Time is measured per step (start/finish offsets from the start of the invocation) and per
 backend call; the union of backend intervals is "backend time" in Server-Timing, the rest
 of the invocation is "runner time".
+
+A caller may pass `on_step` to `Executor.run`: it is called synchronously, in the step's
+task, once per step that finishes — with `None` on success or the step's `RunnerError` on
+failure (steps cancelled because another failed are not reported). It must not block; the
+streaming endpoint hands each call to a queue. Without it nothing extra happens per step.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -30,6 +35,7 @@ from plnt.workflowspec import documents, model, templating
 MAX_HTTP_RESPONSE_BYTES = 10 * 1024 * 1024
 _REQUIRED = re.compile(r"^'(.+)' is a required property$")
 AnyStep = model.ModelStep | model.HttpStep | model.TransformStep
+StepListener = Callable[["StepTrace", "errors.RunnerError | None"], None]
 
 
 @dataclass
@@ -84,6 +90,7 @@ class _Invocation:
     intervals: list[tuple[float, float]] = field(default_factory=list)
     hits: int = 0
     misses: int = 0
+    on_step: StepListener | None = None
 
     def offset_ms(self, moment: float) -> float:
         return (moment - self.started) * 1000.0
@@ -176,9 +183,14 @@ class Executor:
                     filled[name] = schema["default"]
         return filled
 
-    async def run(self, inputs: dict[str, Any]) -> Execution:
-        """Execute the DAG over validated inputs and evaluate the output expression."""
-        invocation = _Invocation(inputs=inputs, started=time.perf_counter())
+    async def run(
+        self, inputs: dict[str, Any], *, on_step: StepListener | None = None
+    ) -> Execution:
+        """Execute the DAG over validated inputs and evaluate the output expression.
+
+        `on_step(trace, error)` is called as each step finishes (see the module docstring).
+        """
+        invocation = _Invocation(inputs=inputs, started=time.perf_counter(), on_step=on_step)
         loop = asyncio.get_running_loop()
         done = {step.id: loop.create_future() for step in self.workflow.steps}
         try:
@@ -215,6 +227,20 @@ class Executor:
         invocation.traces[step.id] = trace
         began = time.perf_counter()
         trace.started_ms = invocation.offset_ms(began)
+        try:
+            await self._step_body(step, invocation, trace, began)
+        except errors.RunnerError as error:
+            if invocation.on_step is not None:
+                trace.finished_ms = invocation.offset_ms(time.perf_counter())
+                invocation.on_step(trace, error)
+            raise
+        if invocation.on_step is not None:
+            invocation.on_step(trace, None)
+        done[step.id].set_result(None)
+
+    async def _step_body(
+        self, step: AnyStep, invocation: _Invocation, trace: StepTrace, began: float
+    ) -> None:
         visible = self._compiled.ancestors[step.id]
         outputs = {key: value for key, value in invocation.outputs.items() if key in visible}
         context = templating.context(invocation.inputs, outputs)
@@ -246,7 +272,6 @@ class Executor:
         finished = time.perf_counter()
         trace.finished_ms = invocation.offset_ms(finished)
         self._metrics.step_latency.labels(step.id, step.kind, trace.cache).observe(finished - began)
-        done[step.id].set_result(None)
 
     def _resolve(self, step: AnyStep, context: dict[str, Any]) -> Any:
         templates = self._compiled.steps[step.id]

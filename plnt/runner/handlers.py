@@ -3,28 +3,51 @@
 `POST /invoke` takes `{"inputs": {...}}` (the envelope leaves room for options later and
 matches the API server's invoke subresource) and answers the output, the per-step trace,
 cache statistics and timings, with a `Server-Timing` header on every answer.
+
+With `?stream=true` or `Accept: application/x-ndjson` it answers a stream instead (see
+`plnt.runner.streaming`): one line per finished step, then the same body as a last line.
+The body and the inputs are checked before the stream starts, so those errors are still
+plain JSON answers with their status; a stream carries no `Server-Timing` or `X-Plnt-Cache`
+header (they are known only at the end; the last line holds both facts).
 """
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import prometheus_client
 from aiohttp import web
 
-from plnt.runner import errors, executing, keys, responses
+from plnt.runner import errors, executing, keys, responses, streaming
+
+log = logging.getLogger(__name__)
 
 
-async def execute(app: web.Application, inputs: Any, *, endpoint: str) -> executing.Execution:
-    """Validate inputs and run the workflow once, recording metrics for `endpoint`."""
+async def execute(
+    app: web.Application,
+    inputs: Any,
+    *,
+    endpoint: str,
+    on_step: executing.StepListener | None = None,
+    on_valid: Callable[[], Awaitable[None]] | None = None,
+) -> executing.Execution:
+    """Validate inputs and run the workflow once, recording metrics for `endpoint`.
+
+    `on_valid` is awaited once the inputs passed the schema, before any step runs;
+    `on_step` is handed to the executor.
+    """
     metrics = app[keys.METRICS]
     executor = app[keys.EXECUTOR]
     metrics.in_flight.inc()
     began = time.perf_counter()
     try:
         validated = executor.validate_inputs(inputs)
-        execution = await executor.run(validated)
+        if on_valid is not None:
+            await on_valid()
+        execution = await executor.run(validated, on_step=on_step)
     except errors.RunnerError as error:
         metrics.invocations.labels(endpoint, "error").inc()
         metrics.errors.labels(error.type).inc()
@@ -50,35 +73,80 @@ def cache_stats(app: web.Application, execution: executing.Execution) -> dict[st
     }
 
 
-async def invoke(request: web.Request) -> web.StreamResponse:
-    """POST /invoke: run the workflow on `{"inputs": {...}}`."""
-    began = time.perf_counter()
-    body = await responses.read_json(request)
-    if not isinstance(body, dict) or "inputs" not in body or set(body) - {"inputs"}:
-        raise errors.InvalidRequest('the body must be a JSON object {"inputs": {...}}')
-    try:
-        execution = await execute(request.app, body["inputs"], endpoint="invoke")
-    except errors.RunnerError as error:
-        elapsed = (time.perf_counter() - began) * 1000.0
-        timing = responses.server_timing(runner_ms=elapsed, backend_ms=None)
-        return responses.error_response(error, headers={"Server-Timing": timing})
-    workflow = request.app[keys.WORKFLOW]
-    payload = {
+def result_body(app: web.Application, execution: executing.Execution) -> dict[str, Any]:
+    """What /invoke answers for a finished execution (and a stream's last line holds)."""
+    workflow = app[keys.WORKFLOW]
+    return {
         "workflow": {"name": workflow.metadata.name, "version": workflow.metadata.version},
         "output": execution.output,
         "trace": [step.to_json() for step in execution.trace],
-        "cache": cache_stats(request.app, execution),
+        "cache": cache_stats(app, execution),
         "timings": {
             "totalMs": round(execution.total_ms, 3),
             "runnerMs": round(execution.runner_ms, 3),
             "backendMs": round(execution.backend_ms, 3),
         },
     }
+
+
+async def invoke(request: web.Request) -> web.StreamResponse:
+    """POST /invoke: run the workflow on `{"inputs": {...}}` (streamed when asked to)."""
+    began = time.perf_counter()
+    body = await responses.read_json(request)
+    if not isinstance(body, dict) or "inputs" not in body or set(body) - {"inputs"}:
+        raise errors.InvalidRequest('the body must be a JSON object {"inputs": {...}}')
+    if streaming.wants_stream(request):
+        return await invoke_stream(request, body["inputs"], began=began)
+    try:
+        execution = await execute(request.app, body["inputs"], endpoint="invoke")
+    except errors.RunnerError as error:
+        elapsed = (time.perf_counter() - began) * 1000.0
+        timing = responses.server_timing(runner_ms=elapsed, backend_ms=None)
+        return responses.error_response(error, headers={"Server-Timing": timing})
+    payload = result_body(request.app, execution)
     headers = {
         "Server-Timing": responses.timing_of(execution),
         "X-Plnt-Cache": cache_outcome(execution.cache_hits, execution.cache_misses),
     }
     return web.json_response(payload, headers=headers)
+
+
+async def invoke_stream(request: web.Request, inputs: Any, *, began: float) -> web.StreamResponse:
+    """The streamed /invoke: a JSON error before the first line, NDJSON lines after it."""
+    response = web.StreamResponse(
+        status=200, headers={"Content-Type": streaming.NDJSON, "Cache-Control": "no-cache"}
+    )
+
+    async def start() -> None:
+        await response.prepare(request)
+
+    writer = streaming.LineWriter(response)
+    try:
+        async with writer:
+            try:
+                execution = await execute(
+                    request.app,
+                    inputs,
+                    endpoint="invoke",
+                    on_step=lambda trace, error: writer.send(streaming.step_line(trace, error)),
+                    on_valid=start,
+                )
+            except errors.RunnerError as error:
+                if not response.prepared:
+                    raise
+                writer.send(streaming.error_line(error))
+            except Exception:
+                if not response.prepared:
+                    raise
+                log.exception("unhandled error streaming %s", request.path)
+                writer.send(streaming.error_line(errors.RunnerError("internal error")))
+            else:
+                writer.send(streaming.result_line(result_body(request.app, execution)))
+    except errors.RunnerError as error:
+        elapsed = (time.perf_counter() - began) * 1000.0
+        timing = responses.server_timing(runner_ms=elapsed, backend_ms=None)
+        return responses.error_response(error, headers={"Server-Timing": timing})
+    return response
 
 
 def cache_outcome(hits: int, misses: int) -> str:

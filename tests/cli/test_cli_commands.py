@@ -210,8 +210,6 @@ async def test_invoke_prints_the_output_and_details_with_verbose(
     assert "hello" in result.stdout
     assert "revision: 1" in result.stderr
     assert "timing: apiserver" in result.stderr
-    streamed = await cli("invoke", "chat", "--stream")
-    assert (streamed.code, streamed.stderr) == (2, "error: streaming invoke is not yet available\n")
 
 
 async def test_rollback_abort_and_bench_report_the_servers_answer(

@@ -1,0 +1,100 @@
+"""The wire format of streamed invocations: newline-delimited JSON, written as steps finish.
+
+A client asks for a stream with `POST /invoke?stream=true` or `Accept: application/x-ndjson`.
+Steps report from their own tasks through a synchronous listener, so `LineWriter` puts each
+line on a queue and one writer task sends them in order: a slow client delays the lines,
+never the workflow. Lines:
+
+    {"type": "step", "step": {...trace entry..., "error": {...} only when the step failed}}
+    {"type": "result", ...the body POST /invoke answers...}             exactly one last line,
+    {"type": "error", "error": {...runner error body...}, "status": N}   or this one
+
+A client that goes away mid-stream stops the writing, not the invocation. Errors: none of
+its own; a lost connection is swallowed here (the invocation's metrics still count it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Any
+
+from aiohttp import web
+
+from plnt.runner import errors, executing, responses
+
+NDJSON = "application/x-ndjson"
+_TRUE = frozenset({"true", "1", "yes"})
+
+
+def wants_stream(request: web.Request) -> bool:
+    """True for `?stream=true` (or 1/yes) or an Accept header naming NDJSON."""
+    if request.query.get("stream", "").lower() in _TRUE:
+        return True
+    return NDJSON in request.headers.get("Accept", "")
+
+
+def step_line(trace: executing.StepTrace, error: errors.RunnerError | None) -> dict[str, Any]:
+    """The line for one finished step; a failed step carries the runner's error detail."""
+    entry = trace.to_json()
+    if error is not None:
+        entry["error"] = responses.error_body(error)["error"]
+    return {"type": "step", "step": entry}
+
+
+def result_line(body: dict[str, Any]) -> dict[str, Any]:
+    """The last line of a successful stream: the /invoke answer, tagged."""
+    return {"type": "result", **body}
+
+
+def error_line(error: errors.RunnerError) -> dict[str, Any]:
+    """The last line of a stream whose invocation failed after streaming began."""
+    return {"type": "error", **responses.error_body(error), "status": error.status}
+
+
+def encode(line: dict[str, Any]) -> bytes:
+    """One NDJSON line (compact, UTF-8, newline-terminated)."""
+    return json.dumps(line, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+class LineWriter:
+    """Sends queued lines on a prepared response from one task, in order.
+
+    `send` is synchronous (it may be called from a step listener). Leaving
+    `async with LineWriter(response) as writer:` sends what is queued, then ends the body
+    if the response was prepared (nothing is written to an unprepared one).
+    """
+
+    def __init__(self, response: web.StreamResponse) -> None:
+        self._response = response
+        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self.connected = True
+
+    async def __aenter__(self) -> LineWriter:
+        self._task = asyncio.create_task(self._drain())
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._queue.put_nowait(None)
+        assert self._task is not None
+        try:
+            await self._task
+        finally:
+            if self.connected and self._response.prepared:
+                with contextlib.suppress(ConnectionError):
+                    await self._response.write_eof()
+
+    def send(self, line: dict[str, Any]) -> None:
+        """Queue one line."""
+        self._queue.put_nowait(encode(line))
+
+    async def _drain(self) -> None:
+        while (data := await self._queue.get()) is not None:
+            if not self.connected:
+                continue
+            try:
+                await self._response.write(data)
+            except ConnectionError:
+                self.connected = False

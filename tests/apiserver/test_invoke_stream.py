@@ -1,0 +1,206 @@
+"""`POST …/invoke?stream=true` through the API server to real runner processes.
+
+The runners are `python -m plnt.runner` child processes on the echo backend; HTTP steps
+call a gate served by the test, so a test decides when a step may finish. The tests play
+the saga's part by writing `status.traffic` through the status subresource.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from tests.apiserver.conftest import BASE, Api
+from tests.apiserver.test_invoke import (  # noqa: F401  (closed_endpoint is a fixture)
+    closed_endpoint,
+    run_with_traffic,
+    target,
+)
+from tests.runner.conftest import EXAMPLES
+from tests.runner.test_process import runner_process
+
+DEADLINE_SECONDS = 20.0
+NDJSON = "application/x-ndjson"
+
+GATED = """
+apiVersion: microagents.plnt.work/v1
+kind: Workflow
+metadata: {{name: gated}}
+inputs: {{type: object, properties: {{who: {{type: string}}}}, required: [who]}}
+steps:
+  - {{id: greet, kind: transform, template: "hello {{{{ inputs.who }}}}"}}
+  - {{id: call, kind: http, needs: [greet], url: "{url}", retries: 0, timeoutSeconds: 30}}
+output: '[steps.greet.output, steps.call.output]'
+"""
+
+
+@pytest.fixture
+async def gate() -> AsyncIterator[tuple[str, asyncio.Event, asyncio.Event]]:
+    """An HTTP target: `/hold` answers once released, `/broken` answers 500."""
+    arrived, release = asyncio.Event(), asyncio.Event()
+
+    async def hold(request: web.Request) -> web.Response:
+        arrived.set()
+        await release.wait()
+        return web.json_response({"opened": True})
+
+    async def broken(request: web.Request) -> web.Response:
+        return web.Response(status=500, text="boom")
+
+    app = web.Application()
+    app.router.add_get("/hold", hold)
+    app.router.add_get("/broken", broken)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    try:
+        yield str(server.make_url("")).rstrip("/"), arrived, release
+    finally:
+        release.set()
+        await server.close()
+
+
+@pytest.fixture
+async def fanout_runner() -> AsyncIterator[str]:
+    """A runner process of the fanout example on the echo backend with some latency."""
+    spec = str(EXAMPLES / "fanout.workflow.yaml")
+    args = ("--spec", spec, "--backend-type", "echo", "--latency-ms", "20")
+    async with runner_process(*args) as (_, url):
+        yield url
+
+
+def gated_spec(tmp_path: Path, url: str) -> str:
+    path = tmp_path / "gated.workflow.yaml"
+    path.write_text(GATED.format(url=url))
+    return str(path)
+
+
+def lines_of(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+async def log_of(api: Api, name: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = (await api.call("GET", f"{BASE}/{name}/invocations")).json[
+        "items"
+    ]
+    return items
+
+
+async def test_step_lines_and_the_result_pass_through_in_order_with_the_revision(
+    api: Api, fanout_runner: str
+) -> None:
+    await run_with_traffic(api, "w", target(4, 100, fanout_runner))
+    reply = await api.call(
+        "POST", f"{BASE}/w/invoke", body={"inputs": {"topic": "etcd"}}, params={"stream": "true"}
+    )
+    assert reply.status == 200, reply.text
+    assert reply.headers["Content-Type"] == NDJSON
+    assert reply.headers["X-Plnt-Revision"] == "4"
+    assert "Server-Timing" not in reply.headers
+    lines = lines_of(reply.text)
+    assert [line["type"] for line in lines] == ["step", "step", "step", "result"]
+    assert {lines[0]["step"]["id"], lines[1]["step"]["id"]} == {"pros", "cons"}
+    assert lines[2]["step"]["id"] == "join"
+    assert lines[3]["output"]["topic"] == "etcd"
+    entry = (await log_of(api, "w"))[-1]
+    assert (entry["status"], entry["revision"], entry["cache"]) == (200, 4, "miss")
+    assert entry["endpoint"] == fanout_runner and entry["durationMs"] >= 0
+    by_accept = await api.call(
+        "POST", f"{BASE}/w/invoke", body={"inputs": {"topic": "etcd"}}, headers={"Accept": NDJSON}
+    )
+    assert [line["type"] for line in lines_of(by_accept.text)][-1] == "result"
+    assert (await log_of(api, "w"))[-1]["cache"] == "hit"
+
+
+async def test_a_step_line_reaches_the_caller_while_a_later_step_still_runs(
+    api: Api, tmp_path: Path, gate: tuple[str, asyncio.Event, asyncio.Event]
+) -> None:
+    url, arrived, release = gate
+    spec = gated_spec(tmp_path, f"{url}/hold")
+    async with runner_process("--spec", spec, "--backend-type", "echo") as (_, runner):
+        await run_with_traffic(api, "g", target(1, 100, runner))
+        async with api.session.post(
+            f"{api.url}{BASE}/g/invoke?stream=true", json={"inputs": {"who": "ada"}}
+        ) as response:
+            assert response.status == 200
+            async with asyncio.timeout(DEADLINE_SECONDS):
+                first = json.loads(await response.content.readline())
+                await arrived.wait()
+            assert first["step"]["id"] == "greet"
+            assert not release.is_set()  # the runner is still inside `call`
+            assert (await log_of(api, "g")) == []  # logged when the stream ends
+            release.set()
+            async with asyncio.timeout(DEADLINE_SECONDS):
+                rest = lines_of((await response.read()).decode())
+    assert [line["type"] for line in rest] == ["step", "result"]
+    assert rest[-1]["output"] == ["hello ada", {"opened": True}]
+    assert (await log_of(api, "g"))[-1]["status"] == 200
+
+
+async def test_a_failure_after_streaming_began_ends_with_the_runners_error_line_and_is_logged(
+    api: Api, tmp_path: Path, gate: tuple[str, asyncio.Event, asyncio.Event]
+) -> None:
+    url, _, _ = gate
+    spec = gated_spec(tmp_path, f"{url}/broken")
+    async with runner_process("--spec", spec, "--backend-type", "echo") as (_, runner):
+        await run_with_traffic(api, "b", target(2, 100, runner))
+        reply = await api.call(
+            "POST", f"{BASE}/b/invoke?stream=true", body={"inputs": {"who": "ada"}}
+        )
+    assert reply.status == 200
+    lines = lines_of(reply.text)
+    assert [line["type"] for line in lines] == ["step", "step", "error"]
+    assert lines[1]["step"]["error"]["type"] == "bad_gateway"
+    assert lines[2]["status"] == 502 and lines[2]["error"]["step"] == "call"
+    entry = (await log_of(api, "b"))[-1]
+    assert (entry["status"], entry["revision"], entry["cache"]) == (502, 2, "off")
+
+
+async def test_invalid_inputs_answer_the_runners_json_error_instead_of_a_stream(
+    api: Api, fanout_runner: str
+) -> None:
+    await run_with_traffic(api, "w", target(1, 100, fanout_runner))
+    reply = await api.call("POST", f"{BASE}/w/invoke?stream=true", body={"inputs": {}})
+    assert reply.status == 422
+    assert reply.headers["Content-Type"].startswith("application/json")
+    assert reply.json["error"]["problems"][0]["path"] == "$.topic"
+    assert "apiserver;dur=" in reply.headers["Server-Timing"]
+    assert (await log_of(api, "w"))[-1]["status"] == 422
+
+
+async def test_a_runner_dying_mid_stream_ends_the_stream_with_a_bad_gateway_line(
+    api: Api, tmp_path: Path, gate: tuple[str, asyncio.Event, asyncio.Event]
+) -> None:
+    url, arrived, _ = gate
+    spec = gated_spec(tmp_path, f"{url}/hold")
+    async with runner_process("--spec", spec, "--backend-type", "echo") as (process, runner):
+        await run_with_traffic(api, "d", target(1, 100, runner))
+        async with api.session.post(
+            f"{api.url}{BASE}/d/invoke?stream=true", json={"inputs": {"who": "ada"}}
+        ) as response:
+            async with asyncio.timeout(DEADLINE_SECONDS):
+                first = json.loads(await response.content.readline())
+                await arrived.wait()
+                process.kill()
+                await process.wait()
+                rest = lines_of((await response.read()).decode())
+    assert first["step"]["id"] == "greet"
+    assert [line["type"] for line in rest] == ["error"]
+    assert rest[0]["status"] == 502 and runner in rest[0]["error"]["message"]
+    assert (await log_of(api, "d"))[-1]["status"] == 502
+
+
+async def test_an_unreachable_runner_is_a_503_status_before_any_stream(
+    api: Api,
+    closed_endpoint: str,  # noqa: F811
+) -> None:
+    await run_with_traffic(api, "w", target(1, 100, closed_endpoint))
+    reply = await api.call("POST", f"{BASE}/w/invoke?stream=true", body={"inputs": {"topic": "x"}})
+    assert reply.status == 503
+    assert reply.json["reason"] == "ServiceUnavailable"
