@@ -11,6 +11,7 @@ the attempt number travels in `details` so the timeline shows it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import UTC, datetime
 from typing import Any
@@ -32,6 +33,7 @@ from plnt.workflowspec import errors as spec_errors
 log = logging.getLogger("plnt.sagas")
 
 WORKFLOWRUNS = "workflowruns"
+MERGE_PATCH = "application/merge-patch+json"
 
 
 def _fail(kind: str, message: str, *, retryable: bool = False) -> ApplicationError:
@@ -202,7 +204,7 @@ class DeployActivities:
         attempt = activity.info().attempt
         if not name and selector is None and not gpu_class:
             return v.Resolved(v.Backend(type="echo", model=wanted_model), attempt)
-        backends = await self.api.list_backends(namespace=namespace)
+        backends = await self._probed(await self.api.list_backends(namespace=namespace))
         try:
             chosen = placement.choose(
                 backends, name=name, selector=selector, gpu_class=gpu_class, model=wanted_model
@@ -221,6 +223,36 @@ class DeployActivities:
             ),
             attempt,
         )
+
+    async def _probed(self, backends: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The backends with `status.reachable` from a probe made now (written back, best effort).
+
+        Placement must not choose a backend that does not answer; probing at resolve time
+        means a deploy never trusts a stale status.
+        """
+
+        async def probe(backend: dict[str, Any]) -> dict[str, Any]:
+            spec = backend.get("spec") or {}
+            if spec.get("type") == "echo" or not spec.get("endpoint"):
+                return backend
+            ok, detail = await probing.reachable(self._http(), str(spec["endpoint"]))
+            status = {"reachable": ok, "lastProbeTime": _now()}
+            meta = backend["metadata"]
+            path = self.api.object_path(
+                "plntbackends", meta["name"], namespace=meta["namespace"], subresource="status"
+            )
+            try:
+                await self.api.request(
+                    "PATCH", path, json={"status": status}, content_type=MERGE_PATCH
+                )
+            except client_errors.ClientError as error:
+                log.warning("could not record the probe of %s: %s", meta["name"], error)
+            if not ok:
+                log.info("backend %s unreachable: %s", meta["name"], detail)
+            merged = {**(backend.get("status") or {}), **status, "probe": detail}
+            return {**backend, "status": merged}
+
+        return list(await asyncio.gather(*(probe(backend) for backend in backends)))
 
     # -- replicas -------------------------------------------------------------------
 

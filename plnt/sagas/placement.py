@@ -56,8 +56,10 @@ def choose(
     if name:
         for backend in backends:
             if backend.get("metadata", {}).get("name") == name:
-                if (backend.get("status") or {}).get("reachable") is False:
-                    raise NoBackend(f'PlntBackend "{name}" is unreachable (last probe failed)')
+                status = backend.get("status") or {}
+                if status.get("reachable") is False:
+                    probe = status.get("probe") or "the last probe failed"
+                    raise NoBackend(f'PlntBackend "{name}" is unreachable: {probe}')
                 return backend
         known = sorted(str(b.get("metadata", {}).get("name")) for b in backends)
         raise NoBackend(

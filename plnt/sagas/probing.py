@@ -76,6 +76,21 @@ async def run_smoke(
     return f"smoke passed on {len(endpoints)} replica(s)"
 
 
+async def reachable(session: aiohttp.ClientSession, endpoint: str) -> tuple[bool, str]:
+    """Whether an OpenAI-compatible API answers `GET {endpoint}/models`, and what it said.
+
+    Any HTTP answer below 500 means the server is up (401 just means it wants a key).
+    """
+    url = f"{endpoint.rstrip('/')}/models"
+    try:
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=3)) as response:
+            if response.status < 500:
+                return True, f"GET {url}: HTTP {response.status}"
+            return False, f"GET {url}: HTTP {response.status}"
+    except (aiohttp.ClientError, TimeoutError) as error:
+        return False, f"GET {url}: {error or type(error).__name__}"
+
+
 def percentile(values: Sequence[float], fraction: float) -> float:
     """Nearest-rank percentile (0 for no values)."""
     if not values:

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from plnt.client.clients import PlntClient
+from plnt.storage.etcd_process import free_port
 from plnt.workflowspec import digests
 from tests.deploy.conftest import Stack
 from tests.support.plnt_server import Kubectl, wait_for
@@ -168,3 +169,85 @@ def test_the_kubernetes_target_is_refused_by_the_saga_with_a_reason(
         "TargetUnavailable",
     )
     assert runner_pids(stack.state_dir, contains=obj["metadata"]["uid"]) == set()
+
+
+def backend_manifest(name: str, backend_type: str, *, endpoint: str | None, **extra: Any) -> str:
+    spec: dict[str, Any] = {"type": backend_type, **extra}
+    if endpoint is not None:
+        spec["endpoint"] = endpoint
+    labels = spec.pop("labels", {})
+    return yaml.safe_dump(
+        {
+            "apiVersion": "plnt.work/v1",
+            "kind": "PlntBackend",
+            "metadata": {"name": name, "labels": labels},
+            "spec": spec,
+        }
+    )
+
+
+def test_an_unreachable_named_backend_fails_the_deploy_naming_the_probe(
+    stack: Stack, kubectl: Kubectl, namespace: str
+) -> None:
+    closed = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    kubectl.run(
+        "apply",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        input=backend_manifest("down", "openai", endpoint=closed),
+    )
+    ref, digest = stack.spec("ready")
+    kubectl.run(
+        "apply",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        input=manifest("needs-down", ref, digest, backend={"name": "down"}),
+    )
+
+    def failed() -> dict[str, Any] | None:
+        obj = kubectl.json("get", "-n", namespace, "wfr/needs-down")
+        return obj if (obj.get("status") or {}).get("phase") == "Failed" else None
+
+    obj = wait_for(failed, timeout=60, message="phase Failed")
+    ready = condition(obj, "Ready")
+    assert ready is not None and ready["reason"] == "BackendUnavailable"
+    assert 'PlntBackend "down" is unreachable' in ready["message"]
+    assert f"{closed}/models" in ready["message"]
+    backend = kubectl.json("get", "-n", namespace, "plntbackend/down")
+    assert backend["status"]["reachable"] is False
+    assert runner_pids(stack.state_dir, contains=obj["metadata"]["uid"]) == set()
+
+
+def test_placement_by_selector_skips_a_bigger_backend_that_does_not_answer(
+    stack: Stack, kubectl: Kubectl, namespace: str
+) -> None:
+    closed = f"http://127.0.0.1:{free_port()}/v1"
+    big = backend_manifest(
+        "big", "openai", endpoint=closed, labels={"pool": "a"}, capacity={"maxConcurrency": 64}
+    )
+    small = backend_manifest(
+        "small", "echo", endpoint=None, labels={"pool": "a"}, capacity={"maxConcurrency": 2}
+    )
+    other = backend_manifest(
+        "other", "echo", endpoint=None, labels={"pool": "b"}, capacity={"maxConcurrency": 99}
+    )
+    kubectl.run("apply", "-n", namespace, "-f", "-", input="---\n".join([big, small, other]))
+    ref, digest = stack.spec("ready")
+    selection = {"selector": {"matchLabels": {"pool": "a"}}}
+    kubectl.run(
+        "apply",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        input=manifest("placed", ref, digest, backend=selection),
+    )
+    kubectl.run("wait", "-n", namespace, "--for=condition=Ready", "wfr/placed", "--timeout=60s")
+    obj = kubectl.json("get", "-n", namespace, "wfr/placed")
+    assert obj["status"]["backend"] == "small"
+    resolve = next(step for step in obj["status"]["saga"] if step["name"] == "resolve")
+    assert resolve["message"].startswith("backend small: echo")
