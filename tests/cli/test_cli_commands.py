@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,17 +20,9 @@ from tests.client.conftest import (
     workflowrun,
     write_kubeconfig,
 )
+from tests.support.waiting import eventually
 
 T = TypeVar("T")
-
-
-async def wait_until(predicate: Callable[[], Awaitable[T]], *, within: float = 60.0) -> T:
-    """Await `predicate()` until it is truthy, within a deadline."""
-    async with asyncio.timeout(within):
-        while True:
-            if value := await predicate():
-                return value
-            await asyncio.sleep(0.05)
 
 
 def write_run(path: Path, name: str, **spec: Any) -> Path:
@@ -147,7 +138,7 @@ async def test_run_wait_follows_the_saga_and_ends_when_the_generation_is_ready(
             return False
         return True
 
-    await wait_until(created)
+    await eventually(created, within=60.0, what="the run to be created")
     step = {"name": "pull", "state": "Running", "attempts": 1, "startTime": "2030-01-01T00:00:00Z"}
     await client.patch_workflowrun_status(
         "w", {"status": {"phase": "Pulling", "observedGeneration": 1, "saga": [step]}}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -29,17 +28,9 @@ from tests.client.conftest import (
     workflowrun,
     write_kubeconfig,
 )
+from tests.support.waiting import eventually
 
 T = TypeVar("T")
-
-
-async def wait_until(predicate: Callable[[], Awaitable[T]], *, within: float = 20.0) -> T:
-    """Await `predicate()` until it is truthy, within a deadline."""
-    async with asyncio.timeout(within):
-        while True:
-            if value := await predicate():
-                return value
-            await asyncio.sleep(0.05)
 
 
 async def test_created_objects_can_be_read_listed_and_applied_again(client: PlntClient) -> None:
@@ -128,7 +119,7 @@ async def test_events_for_an_object_include_its_acceptance(client: PlntClient) -
     async def reasons() -> list[str]:
         return [e["reason"] for e in await client.events_for("ev")]
 
-    assert await wait_until(reasons) == ["Accepted"]
+    assert await eventually(reasons, within=20.0, what="the Accepted event") == ["Accepted"]
 
 
 async def test_one_client_serves_many_concurrent_requests(client: PlntClient) -> None:

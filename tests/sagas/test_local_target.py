@@ -8,7 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,17 +19,7 @@ import pytest
 from plnt.sagas.targets import interface, local, local_records
 from plnt.storage import etcd_process
 from tests.sagas.conftest import CHAT_SPEC, MakeRevision, local_target_runner_pids
-
-DEADLINE_SECONDS = 30.0
-
-
-async def wait_until(condition: Callable[[], bool], *, within: float = DEADLINE_SECONDS) -> None:
-    """Poll `condition` until it holds; fail when it does not by the deadline."""
-    async with asyncio.timeout(within):
-        while True:
-            if condition():
-                return
-            await asyncio.sleep(0.02)
+from tests.support.waiting import eventually
 
 
 def is_running(pid: int) -> bool:
@@ -113,7 +103,7 @@ async def test_install_restarts_a_replica_whose_process_was_killed(
     killed = first[0].pid
     assert killed is not None
     os.kill(killed, signal.SIGKILL)
-    await wait_until(lambda: not is_running(killed))
+    await eventually(lambda: not is_running(killed))
 
     second = await local_target.install(local_target_revision(replicas=2))
 
@@ -134,7 +124,7 @@ async def test_a_record_whose_pid_now_belongs_to_another_process_is_not_adopted(
     record = layout.read_record(1, 0)
     assert record is not None and first[0].pid is not None
     os.kill(first[0].pid, signal.SIGKILL)
-    await wait_until(lambda: not is_running(first[0].pid or 0))
+    await eventually(lambda: not is_running(first[0].pid or 0))
     layout.write_record(replace(record, pid=foreign_process))
 
     second = await local_target.install(local_target_revision())
@@ -171,7 +161,7 @@ async def test_an_install_cancelled_while_waiting_leaves_replicas_a_retry_adopts
 ) -> None:
     layout = local_records.RunLayout(local_target_state_dir, local_target_run)
     attempt = asyncio.create_task(local_target.install(local_target_revision(replicas=2)))
-    await wait_until(lambda: len([r for r in layout.records() if r.pid is not None]) == 2)
+    await eventually(lambda: len([r for r in layout.records() if r.pid is not None]) == 2)
     attempt.cancel()
     with pytest.raises(asyncio.CancelledError):
         await attempt
@@ -222,7 +212,7 @@ async def test_replicas_and_revisions_report_the_live_replicas(
 
     killed = installed[1].pid or 0
     os.kill(killed, signal.SIGKILL)
-    await wait_until(lambda: not is_running(killed))
+    await eventually(lambda: not is_running(killed))
     assert await local_target.replicas(local_target_run, 1) == installed[:1]
 
 
