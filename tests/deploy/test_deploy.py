@@ -251,3 +251,20 @@ def test_placement_by_selector_skips_a_bigger_backend_that_does_not_answer(
     assert obj["status"]["backend"] == "small"
     resolve = next(step for step in obj["status"]["saga"] if step["name"] == "resolve")
     assert resolve["message"].startswith("backend small: echo")
+
+
+def test_kubectl_wait_for_ready_after_a_spec_change_waits_for_the_new_revision(
+    stack: Stack, kubectl: Kubectl, namespace: str
+) -> None:
+    first_ref, first_digest = stack.spec("wait-a", version="3.0.0")
+    second_ref, second_digest = stack.spec("wait-b", version="3.1.0")
+    kubectl.run("apply", "-n", namespace, "-f", "-", input=manifest("w", first_ref, first_digest))
+    kubectl.run("wait", "-n", namespace, "--for=condition=Ready", "wfr/w", "--timeout=60s")
+    # Ready is already True (revision 1 serves), but its observedGeneration is 1: kubectl
+    # only accepts it once the condition speaks for generation 2.
+    kubectl.run("apply", "-n", namespace, "-f", "-", input=manifest("w", second_ref, second_digest))
+    kubectl.run("wait", "-n", namespace, "--for=condition=Ready", "wfr/w", "--timeout=60s")
+    obj = kubectl.json("get", "-n", namespace, "wfr/w")
+    ready = condition(obj, "Ready")
+    assert ready is not None and ready["observedGeneration"] == obj["metadata"]["generation"] == 2
+    assert (obj["status"]["revision"], obj["status"]["digest"]) == (2, second_digest)
