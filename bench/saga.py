@@ -113,6 +113,31 @@ async def running_plnt(
 
 
 @contextlib.asynccontextmanager
+async def running_bare_proxy(upstream: str) -> AsyncIterator[str]:
+    """`plnt.bench.bareproxy` in front of `upstream` as a child process; its base URL."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "plnt.bench.bareproxy", "--upstream", upstream,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, cwd=REPO,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        async with asyncio.timeout(30):
+            line = (await process.stdout.readline()).decode()
+        if "listening on " not in line:
+            raise harness.BenchError(f"the bare proxy did not start: {line!r}")
+        yield line.rsplit(" ", 1)[-1].strip()
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                async with asyncio.timeout(10):
+                    await process.wait()
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+
+
+@contextlib.asynccontextmanager
 async def running_temporal(workdir: Path) -> AsyncIterator[TemporalDevServer]:
     server = TemporalDevServer(workdir / "temporal" / "temporal.db", ui_port=None)
     try:
@@ -175,6 +200,7 @@ async def bench(args: argparse.Namespace, workdir: Path) -> saga.SagaResults:
                         WORKFLOWRUNS, name, namespace=NAMESPACE, subresource="invoke"
                     )
                     async with (
+                        running_bare_proxy(results.endpoint) as bare_url,
                         harness.https_session(context, pool=args.concurrency) as api,
                         saga.http_session(pool=args.concurrency) as direct,
                     ):
@@ -184,6 +210,7 @@ async def bench(args: argparse.Namespace, workdir: Path) -> saga.SagaResults:
                             api_url=api_url,
                             direct_url=f"{results.endpoint}/invoke",
                             settings=settings,
+                            bare_url=f"{bare_url}/invoke",
                         )
             finally:
                 try:

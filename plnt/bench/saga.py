@@ -62,6 +62,8 @@ class InvokeResults:
     direct: PhaseStats
     api_sequential: PhaseStats
     direct_sequential: PhaseStats
+    bare: PhaseStats | None = None
+    bare_sequential: PhaseStats | None = None
 
     @property
     def throughput_ratio(self) -> float:
@@ -75,6 +77,20 @@ class InvokeResults:
     @property
     def concurrent_overhead_ms(self) -> float:
         return self.api.percentile_ms(0.5) - self.direct.percentile_ms(0.5)
+
+    @property
+    def bare_throughput_ratio(self) -> float | None:
+        """The bare proxy's calls/s over direct: the ratio any Python HTTP hop reaches here."""
+        if self.bare is None or not self.direct.rate:
+            return None
+        return self.bare.rate / self.direct.rate
+
+    @property
+    def bare_overhead_ms(self) -> float | None:
+        """p50 through the bare proxy minus p50 direct, sequentially."""
+        if self.bare_sequential is None:
+            return None
+        return self.bare_sequential.percentile_ms(0.5) - self.direct_sequential.percentile_ms(0.5)
 
 
 @dataclass(slots=True)
@@ -229,9 +245,14 @@ async def invoke_phases(
     api_url: str,
     direct_url: str,
     settings: InvokeSettings,
+    bare_url: str | None = None,
 ) -> InvokeResults:
-    """Through the API and directly, at `concurrency` and then one at a time."""
+    """Through the API, directly (and through the bare proxy), wide and then one at a time.
+
+    The bare proxy is reached with the `direct` session (plain HTTP, like the runner).
+    """
     through, straight = invoke_operation(api, api_url), invoke_operation(direct, direct_url)
+    bare = invoke_operation(direct, bare_url) if bare_url else None
 
     async def run(operation: Callable[[int], Awaitable[bool]], *, wide: bool) -> PhaseStats:
         return await measure(
@@ -241,12 +262,16 @@ async def invoke_phases(
             warmup=settings.warmup,
         )
 
-    return InvokeResults(
+    results = InvokeResults(
         api=await run(through, wide=True),
         direct=await run(straight, wide=True),
         api_sequential=await run(through, wide=False),
         direct_sequential=await run(straight, wide=False),
     )
+    if bare is not None:
+        results.bare = await run(bare, wide=True)
+        results.bare_sequential = await run(bare, wide=False)
+    return results
 
 
 def http_session(*, pool: int) -> aiohttp.ClientSession:
@@ -288,12 +313,17 @@ def report(results: SagaResults, settings: InvokeSettings) -> list[str]:
             f"then 1 for {settings.sequential_duration:g} s; runner {results.endpoint}",
             f"{'phase':<22}{'calls/s':>10}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}{'errors':>8}",
         ]
-        for label, stats in (
+        phases: list[tuple[str, PhaseStats | None]] = [
             (f"api c={settings.concurrency}", invoke.api),
             (f"direct c={settings.concurrency}", invoke.direct),
+            (f"bare proxy c={settings.concurrency}", invoke.bare),
             ("api c=1", invoke.api_sequential),
             ("direct c=1", invoke.direct_sequential),
-        ):
+            ("bare proxy c=1", invoke.bare_sequential),
+        ]
+        for label, stats in phases:
+            if stats is None:
+                continue
             lines.append(
                 f"{label:<22}{stats.rate:>10.1f}{stats.percentile_ms(0.5):>10.2f}"
                 f"{stats.percentile_ms(0.95):>10.2f}{stats.percentile_ms(0.99):>10.2f}"
@@ -307,6 +337,12 @@ def report(results: SagaResults, settings: InvokeSettings) -> list[str]:
             f"{_verdict(overhead <= OVERHEAD_TARGET_MS)}",
             f"overhead p50 c={settings.concurrency:<8} {invoke.concurrent_overhead_ms:6.2f} ms",
         ]
+        bare_ratio, bare_overhead = invoke.bare_throughput_ratio, invoke.bare_overhead_ms
+        if bare_ratio is not None and bare_overhead is not None:
+            lines += [
+                f"floor: bare proxy/direct {bare_ratio:5.2f}, overhead p50 c=1 "
+                f"{bare_overhead:5.2f} ms (plain HTTP, no TLS, no middleware)",
+            ]
     return lines
 
 
@@ -349,4 +385,11 @@ def as_json(results: SagaResults, settings: InvokeSettings) -> dict[str, Any]:
             "target_throughput_ratio": THROUGHPUT_TARGET,
             "target_overhead_ms": OVERHEAD_TARGET_MS,
         }
+        if invoke.bare is not None and invoke.bare_sequential is not None:
+            out["invoke"].update(
+                bare=phase(invoke.bare),
+                bare_sequential=phase(invoke.bare_sequential),
+                bare_throughput_ratio=invoke.bare_throughput_ratio,
+                bare_overhead_p50_ms=invoke.bare_overhead_ms,
+            )
     return out

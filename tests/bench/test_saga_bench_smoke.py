@@ -52,12 +52,20 @@ def test_benchmark_deploys_invokes_both_ways_and_prints_every_result(tmp_path: P
     assert printed["deploy"]["count"] == 2
     assert {"p50_s", "p95_s", "max_s", "first_s"} <= set(printed["deploy"])
     invoke = printed["invoke"]
-    assert {"throughput_ratio", "overhead_p50_ms", "concurrent_overhead_p50_ms"} <= set(invoke)
-    for phase in ("api", "direct", "api_sequential", "direct_sequential"):
+    assert {
+        "throughput_ratio",
+        "overhead_p50_ms",
+        "concurrent_overhead_p50_ms",
+        "bare_throughput_ratio",
+        "bare_overhead_p50_ms",
+    } <= set(invoke)
+    phases = ("api", "direct", "bare", "api_sequential", "direct_sequential", "bare_sequential")
+    for phase in phases:
         assert invoke[phase]["ops"] >= 1 and invoke[phase]["errors"] == 0, (phase, invoke)
     assert any(line.startswith("apply -> Ready") for line in lines)
     assert any(line.startswith("ratio invoke api/direct") for line in lines)
     assert any(line.startswith("overhead p50 c=1") for line in lines)
+    assert any(line.startswith("floor: bare proxy/direct") for line in lines)
     assert _processes_mentioning(str(tmp_path)) == set()
 
 
