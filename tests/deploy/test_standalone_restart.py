@@ -1,0 +1,77 @@
+"""`plnt up` as users run it (embedded Temporal, in-process worker) across a full restart.
+
+Runner processes outlive `plnt up` on purpose: after a restart on the same state
+directory the promoted revision still answers, and the next saga adopts its replicas
+instead of starting new ones. Deleting the run then leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from plnt.sagas.targets import local
+from tests.deploy.conftest import EXAMPLE, Api, workflowrun
+from tests.support.plnt_server import Kubectl, PlntServer
+from tests.support.stack import publish, runner_pids
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Iterator[Path]:
+    directory = tmp_path / "state"
+    try:
+        yield directory
+    finally:
+        local.stop_all(directory / "runners")
+        for pid in runner_pids(directory):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_runners_keep_serving_across_a_restart_and_are_adopted_not_duplicated(
+    state: Path, tmp_path: Path
+) -> None:
+    ref, digest = publish(state / "layouts" / "examples", "fanout", EXAMPLE.read_text())
+    cache = tmp_path / "home" / ".kube" / "cache"
+    cache.mkdir(parents=True)
+    server = PlntServer(state, sagas=True).start()
+    try:
+        kubectl = Kubectl(kubeconfig=server.kubeconfig, cache_dir=cache)
+        assert any(line.startswith("Temporal at 127.0.0.1:") for line in server.output)
+        kubectl.run("apply", "-f", "-", input=workflowrun("kept", ref, digest))
+        kubectl.run("wait", "--for=condition=Ready", "wfr/kept", "--timeout=90s")
+        uid = kubectl.json("get", "wfr/kept")["metadata"]["uid"]
+        before = runner_pids(state, contains=uid)
+        assert len(before) == 1
+    finally:
+        assert server.stop() == 0
+    assert runner_pids(state, contains=uid) == before  # still serving while plnt is down
+
+    server = PlntServer(state, port=server.port, sagas=True).start()
+    api = Api(server.kubeconfig)
+    try:
+        kubectl = Kubectl(kubeconfig=server.kubeconfig, cache_dir=cache)
+        answer = api.invoke("default", "kept", {"topic": "restarts"})
+        assert answer.revision == "1"
+        assert answer.output["topic"] == "restarts"
+
+        kubectl.run("scale", "wfr/kept", "--replicas=2")
+
+        def scaled(obj: dict[str, Any]) -> bool:
+            return (obj.get("status") or {}).get("readyReplicas") == 2
+
+        api.wait("default", "kept", scaled, message="two ready replicas")
+        after = runner_pids(state, contains=uid)
+        assert len(after) == 2 and before <= after  # the first replica was adopted
+
+        kubectl.run("delete", "wfr/kept", "--timeout=90s")
+        assert runner_pids(state, contains=uid) == set()
+    finally:
+        api.close()
+        server.stop()
