@@ -82,4 +82,19 @@ async def connect(address: str, *, namespace: str = "default") -> temporal_clien
     try:
         return await temporal_client.Client.connect(address, namespace=namespace)
     except RuntimeError as error:  # the SDK reports connection failures as RuntimeError
-        raise DeployUnavailable(f"cannot connect to Temporal at {address}: {error}") from error
+        raise DeployUnavailable(
+            f"cannot connect to Temporal at {address}: {_reason(error)}"
+        ) from error
+
+
+def _reason(error: RuntimeError) -> str:
+    """The SDK's transport error in a few words (its full text is a Rust debug dump)."""
+    text = str(error)
+    for needle, reason in (
+        ("ConnectionRefused", "connection refused"),
+        ("TimedOut", "timed out"),
+        ("dns error", "the host name does not resolve"),
+    ):
+        if needle in text:
+            return reason
+    return text

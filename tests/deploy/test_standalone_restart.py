@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +19,9 @@ from typing import Any
 import pytest
 
 from plnt.sagas.targets import local
+from plnt.storage.etcd_process import free_port
 from tests.deploy.conftest import EXAMPLE, Api, workflowrun
-from tests.support.plnt_server import Kubectl, PlntServer
+from tests.support.plnt_server import REPO, Kubectl, PlntServer
 from tests.support.stack import publish, runner_pids
 
 
@@ -75,3 +78,43 @@ def test_runners_keep_serving_across_a_restart_and_are_adopted_not_duplicated(
     finally:
         api.close()
         server.stop()
+
+
+def test_an_unreachable_temporal_address_is_a_one_line_error_and_nothing_keeps_running(
+    tmp_path: Path,
+) -> None:
+    closed = free_port()
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "plnt",
+            "up",
+            "--state-dir",
+            str(tmp_path / "state"),
+            "--port",
+            str(free_port()),
+            "--temporal-address",
+            f"127.0.0.1:{closed}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"error: cannot connect to Temporal at 127.0.0.1:{closed}: connection refused\n"
+    )
+    assert "plnt is ready" not in result.stdout
+    assert not _processes_mentioning(str(tmp_path))
+
+
+def _processes_mentioning(text: str) -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if text.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    found.add(int(entry))
+    return found
