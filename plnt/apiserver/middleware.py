@@ -18,7 +18,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from plnt.api import errors
-from plnt.apiserver import authn, authz, keys, requestinfo, responses
+from plnt.apiserver import authn, authz, keys, requestinfo, responses, tlsconfig
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -96,14 +96,16 @@ def _connection_only(request: web.Request) -> bool:
 
 async def _authenticate(request: web.Request) -> authn.UserInfo | None:
     authenticator = request.app[keys.AUTHENTICATOR]
-    transport = request.transport
-    if transport is None or not _connection_only(request):
+    # Keyed by the connection's TLS state: it lives exactly as long as the connection
+    # and can be weakly referenced with any event loop (uvloop's transports cannot).
+    connection = tlsconfig.peer_ssl_object(request)
+    if connection is None or not _connection_only(request):
         return await authenticator.authenticate(request)
     identities = request.app[keys.CONNECTION_IDENTITIES]
-    if transport in identities:
-        return identities[transport]
+    if connection in identities:
+        return identities[connection]
     user = await authenticator.authenticate(request)
-    identities[transport] = user
+    identities[connection] = user
     return user
 
 
