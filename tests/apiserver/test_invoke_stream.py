@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
-from aiohttp.test_utils import TestServer
 
 from tests.apiserver.conftest import BASE, Api
 from tests.apiserver.test_invoke import (  # noqa: F401  (closed_endpoint is a fixture)
@@ -25,45 +23,17 @@ from tests.apiserver.test_invoke import (  # noqa: F401  (closed_endpoint is a f
 )
 from tests.runner.conftest import EXAMPLES
 from tests.runner.test_process import runner_process
+from tests.support.gate import Gate, gated_workflow, serving_gate
 
 DEADLINE_SECONDS = 20.0
 NDJSON = "application/x-ndjson"
 
-GATED = """
-apiVersion: microagents.plnt.work/v1
-kind: Workflow
-metadata: {{name: gated}}
-inputs: {{type: object, properties: {{who: {{type: string}}}}, required: [who]}}
-steps:
-  - {{id: greet, kind: transform, template: "hello {{{{ inputs.who }}}}"}}
-  - {{id: call, kind: http, needs: [greet], url: "{url}", retries: 0, timeoutSeconds: 30}}
-output: '[steps.greet.output, steps.call.output]'
-"""
-
 
 @pytest.fixture
-async def gate() -> AsyncIterator[tuple[str, asyncio.Event, asyncio.Event]]:
+async def gate() -> AsyncIterator[Gate]:
     """An HTTP target: `/hold` answers once released, `/broken` answers 500."""
-    arrived, release = asyncio.Event(), asyncio.Event()
-
-    async def hold(request: web.Request) -> web.Response:
-        arrived.set()
-        await release.wait()
-        return web.json_response({"opened": True})
-
-    async def broken(request: web.Request) -> web.Response:
-        return web.Response(status=500, text="boom")
-
-    app = web.Application()
-    app.router.add_get("/hold", hold)
-    app.router.add_get("/broken", broken)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    try:
-        yield str(server.make_url("")).rstrip("/"), arrived, release
-    finally:
-        release.set()
-        await server.close()
+    async with serving_gate() as served:
+        yield served
 
 
 @pytest.fixture
@@ -77,7 +47,7 @@ async def fanout_runner() -> AsyncIterator[str]:
 
 def gated_spec(tmp_path: Path, url: str) -> str:
     path = tmp_path / "gated.workflow.yaml"
-    path.write_text(GATED.format(url=url))
+    path.write_text(gated_workflow(url))
     return str(path)
 
 

@@ -10,11 +10,10 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import web
-from aiohttp.test_utils import TestServer
 
 from plnt.runner import settings
 from tests.runner.conftest import EXAMPLES, StartRunner
+from tests.support.gate import Gate, gated_workflow, serving_gate
 
 DEADLINE_SECONDS = 20.0
 NDJSON = "application/x-ndjson"
@@ -30,41 +29,14 @@ async def read_lines(response: aiohttp.ClientResponse) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-async def gate() -> AsyncIterator[tuple[str, asyncio.Event, asyncio.Event]]:
+async def gate() -> AsyncIterator[Gate]:
     """An HTTP target that holds each request until released: (url, arrived, release)."""
-    arrived, release = asyncio.Event(), asyncio.Event()
-
-    async def hold(request: web.Request) -> web.Response:
-        arrived.set()
-        await release.wait()
-        return web.json_response({"opened": True})
-
-    async def broken(request: web.Request) -> web.Response:
-        return web.Response(status=500, text="boom")
-
-    app = web.Application()
-    app.router.add_get("/hold", hold)
-    app.router.add_get("/broken", broken)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    try:
-        yield str(server.make_url("")).rstrip("/"), arrived, release
-    finally:
-        release.set()
-        await server.close()
+    async with serving_gate() as served:
+        yield served
 
 
 def two_steps(target: str, route: str) -> str:
-    return f"""
-apiVersion: microagents.plnt.work/v1
-kind: Workflow
-metadata: {{name: gated}}
-inputs: {{type: object, properties: {{who: {{type: string}}}}, required: [who]}}
-steps:
-  - {{id: greet, kind: transform, template: "hello {{{{ inputs.who }}}}"}}
-  - {{id: call, kind: http, needs: [greet], url: "{target}/{route}", retries: 0}}
-output: '[steps.greet.output, steps.call.output]'
-"""
+    return gated_workflow(f"{target}/{route}")
 
 
 async def test_fanout_streams_both_parallel_steps_before_the_join_and_the_result_last(

@@ -41,6 +41,62 @@ def kubectl_binary() -> str:
 
 
 @dataclass
+class ChildProcess:
+    """A child whose stdout is collected line by line and that says once when it is ready.
+
+    `start` waits (with a deadline) for a line containing `ready_marker`; `stop` sends
+    SIGTERM, waits, SIGKILLs if needed, reaps, and returns the exit code. Both are
+    idempotent in the sense that a stopped child can be started again.
+    """
+
+    argv: Sequence[str]
+    ready_marker: str
+    what: str
+    start_timeout: float = 60.0
+    process: subprocess.Popen[str] | None = None
+    output: list[str] = field(default_factory=list)
+    _pump: threading.Thread = field(default_factory=lambda: threading.Thread())
+
+    def start(self) -> None:
+        ready = threading.Event()
+        self.process = subprocess.Popen(
+            list(self.argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO
+        )
+        stdout = self.process.stdout
+        assert stdout is not None
+
+        def pump() -> None:
+            for line in stdout:
+                self.output.append(line)
+                if self.ready_marker in line:
+                    ready.set()
+
+        self._pump = threading.Thread(target=pump, daemon=True)
+        self._pump.start()
+        deadline = time.monotonic() + self.start_timeout
+        while not ready.wait(0.05):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"{self.what} did not become ready:\n" + "".join(self.output))
+
+    def stop(self) -> int | None:
+        proc, self.process = self.process, None
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self._pump.join(timeout=5)
+        if proc.stdout is not None:
+            proc.stdout.close()
+        return proc.returncode
+
+
+@dataclass
 class PlntServer:
     """`plnt up` in a child process."""
 
@@ -49,9 +105,8 @@ class PlntServer:
     extra_args: Sequence[str] = ()
     sagas: bool = False
     start_timeout: float = 60.0
-    process: subprocess.Popen[str] | None = None
+    child: ChildProcess | None = None
     output: list[str] = field(default_factory=list)
-    _pump: threading.Thread = field(default_factory=lambda: threading.Thread())
 
     @property
     def url(self) -> str:
@@ -65,62 +120,24 @@ class PlntServer:
     def pki_dir(self) -> Path:
         return self.state_dir / "pki"
 
+    @property
+    def process(self) -> subprocess.Popen[str] | None:
+        return self.child.process if self.child is not None else None
+
     def start(self) -> PlntServer:
         if not self.port:
             self.port = free_port()
-        ready = threading.Event()
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "plnt",
-                "up",
-                "--state-dir",
-                str(self.state_dir),
-                "--port",
-                str(self.port),
-                *(() if self.sagas else ("--no-sagas",)),
-                *self.extra_args,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            cwd=REPO,
-        )
-        stdout = self.process.stdout
-        assert stdout is not None
-
-        def pump() -> None:
-            for line in stdout:
-                self.output.append(line)
-                if "plnt is ready" in line:
-                    ready.set()
-
-        self._pump = threading.Thread(target=pump, daemon=True)
-        self._pump.start()
-        deadline = time.monotonic() + self.start_timeout
-        while not ready.wait(0.05):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("plnt up did not become ready:\n" + "".join(self.output))
+        argv = [
+            sys.executable, "-m", "plnt", "up", "--state-dir", str(self.state_dir),
+            "--port", str(self.port), *(() if self.sagas else ("--no-sagas",)), *self.extra_args,
+        ]  # fmt: skip
+        self.child = ChildProcess(argv, "plnt is ready", "plnt up", self.start_timeout)
+        self.child.output = self.output  # one transcript across restarts
+        self.child.start()
         return self
 
     def stop(self) -> int | None:
-        proc = self.process
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        self._pump.join(timeout=5)
-        if proc.stdout is not None:
-            proc.stdout.close()
-        self.process = None
-        return proc.returncode
+        return self.child.stop() if self.child is not None else None
 
     def __enter__(self) -> PlntServer:
         return self.start()

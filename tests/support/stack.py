@@ -20,13 +20,11 @@ import os
 import signal
 import subprocess
 import sys
-import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from plnt.workflowspec import sources
-from tests.support.plnt_server import REPO
+from tests.support.plnt_server import ChildProcess
 
 
 def publish(layout: Path, tag: str, text: str) -> tuple[str, str]:
@@ -46,66 +44,33 @@ class WorkerProcess:
     kubeconfig: Path
     state_dir: Path
     start_timeout: float = 30.0
-    process: subprocess.Popen[str] | None = None
+    child: ChildProcess | None = None
     output: list[str] = field(default_factory=list)
 
+    @property
+    def process(self) -> subprocess.Popen[str] | None:
+        return self.child.process if self.child is not None else None
+
     def start(self) -> WorkerProcess:
-        ready = threading.Event()
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "plnt",
-                "worker",
-                "--temporal-address",
-                self.temporal_address,
-                "--kubeconfig",
-                str(self.kubeconfig),
-                "--state-dir",
-                str(self.state_dir),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            cwd=REPO,
-        )
-        stdout = self.process.stdout
-        assert stdout is not None
-
-        def pump() -> None:
-            for line in stdout:
-                self.output.append(line)
-                if "plnt worker polling" in line:
-                    ready.set()
-
-        threading.Thread(target=pump, daemon=True).start()
-        deadline = time.monotonic() + self.start_timeout
-        while not ready.wait(0.05):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("plnt worker did not start:\n" + "".join(self.output))
+        argv = [
+            sys.executable, "-m", "plnt", "worker",
+            "--temporal-address", self.temporal_address,
+            "--kubeconfig", str(self.kubeconfig), "--state-dir", str(self.state_dir),
+        ]  # fmt: skip
+        self.child = ChildProcess(argv, "plnt worker polling", "plnt worker", self.start_timeout)
+        self.child.output = self.output
+        self.child.start()
         return self
 
     def kill(self) -> None:
         """SIGKILL: the worker dies mid-whatever, as a crashed machine would."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait()
+        process = self.process
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+            process.wait()
 
     def stop(self) -> int | None:
-        proc, self.process = self.process, None
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
-        return proc.returncode
+        return self.child.stop() if self.child is not None else None
 
 
 def runner_pids(state_dir: Path, *, contains: str = "") -> set[int]:
