@@ -44,6 +44,7 @@ from plnt.apiserver import app as app_module
 from plnt.apiserver import pki
 from plnt.apiserver.settings import ServerSettings
 from plnt.bench import apiserver as harness
+from plnt.bench import children
 from plnt.storage.etcd import EtcdStore
 from plnt.storage.etcd_process import EtcdProcess, free_port
 
@@ -145,18 +146,10 @@ async def serve_child(args: argparse.Namespace) -> None:
 # -- the load generator -------------------------------------------------------------------
 
 
-@dataclass
-class ServerChild:
-    """The API server process; always stopped and reaped by `running_server`."""
-
-    process: asyncio.subprocess.Process
-    output: list[str] = field(default_factory=list)
-
-
 @contextlib.asynccontextmanager
 async def running_server(
     etcd: EtcdProcess, pki_dir: Path, *, cprofile: str | None, start_timeout: float = 60.0
-) -> AsyncIterator[tuple[ServerChild, int, int]]:
+) -> AsyncIterator[tuple[children.Child, int, int]]:
     port, bare_port = free_port(), free_port()
     command = [
         sys.executable, SCRIPT, "--serve", "--etcd", etcd.endpoint,
@@ -164,47 +157,15 @@ async def running_server(
     ]  # fmt: skip
     if cprofile:
         command += ["--cprofile", cprofile]
-    process = await asyncio.create_subprocess_exec(
-        *command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    child = ServerChild(process)
-    ready = asyncio.Event()
-
-    async def pump() -> None:
-        assert process.stdout is not None
-        async for raw in process.stdout:
-            line = raw.decode(errors="replace")
-            child.output.append(line)
-            if line.startswith(READY):
-                ready.set()
-
-    pumping = asyncio.create_task(pump())
-    try:
-        try:
-            async with asyncio.timeout(start_timeout):
-                waiting = asyncio.create_task(ready.wait())
-                await asyncio.wait([waiting, pumping], return_when=asyncio.FIRST_COMPLETED)
-                if not ready.is_set():
-                    waiting.cancel()
-                    raise harness.BenchError("server exited:\n" + "".join(child.output))
-        except TimeoutError as error:
-            raise harness.BenchError("server not ready:\n" + "".join(child.output)) from error
+    async with children.running_child(
+        command,
+        ready=READY,
+        what="the server",
+        start_timeout=start_timeout,
+        stop_timeout=20,
+        hold_stdin=True,
+    ) as child:
         yield child, port, bare_port
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                async with asyncio.timeout(20):
-                    await process.wait()
-            except TimeoutError:
-                process.kill()
-                await process.wait()
-        pumping.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await pumping
 
 
 @contextlib.contextmanager

@@ -23,19 +23,18 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from plnt.bench import apiserver as harness
-from plnt.bench import saga
+from plnt.bench import children, saga
 from plnt.client import kubeconfig, transport
 from plnt.client.clients import WORKFLOWRUNS, PlntClient
 from plnt.sagas.temporal_process import TemporalDevServer
@@ -50,11 +49,14 @@ READY = "plnt is ready"
 
 @dataclass
 class PlntUp:
-    """`plnt up` as a child process; always stopped and reaped by `running_plnt`."""
+    """`plnt up` as a child process (see `running_plnt`)."""
 
-    process: asyncio.subprocess.Process
+    child: children.Child
     state_dir: Path
-    output: list[str] = field(default_factory=list)
+
+    @property
+    def process(self) -> asyncio.subprocess.Process:
+        return self.child.process
 
 
 @contextlib.asynccontextmanager
@@ -62,49 +64,16 @@ async def running_plnt(
     state_dir: Path, temporal_address: str, *, start_timeout: float = 90.0
 ) -> AsyncIterator[PlntUp]:
     """`plnt up` with the given Temporal and its in-process worker; `plnt down` afterwards."""
-    port = free_port()
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "plnt", "up", "--state-dir", str(state_dir), "--port", str(port),
-        "--temporal-address", temporal_address,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        cwd=REPO,
-    )  # fmt: skip
-    child = PlntUp(process, state_dir)
-    ready = asyncio.Event()
-
-    async def pump() -> None:
-        assert process.stdout is not None
-        async for raw in process.stdout:
-            line = raw.decode(errors="replace")
-            child.output.append(line)
-            if line.startswith(READY):
-                ready.set()
-
-    pumping = asyncio.create_task(pump())
+    argv = [
+        sys.executable, "-m", "plnt", "up", "--state-dir", str(state_dir),
+        "--port", str(free_port()), "--temporal-address", temporal_address,
+    ]  # fmt: skip
     try:
-        waiting = asyncio.create_task(ready.wait())
-        done, _ = await asyncio.wait(
-            [waiting, pumping], timeout=start_timeout, return_when=asyncio.FIRST_COMPLETED
-        )
-        if not ready.is_set():
-            waiting.cancel()
-            why = "exited" if pumping in done else f"not ready after {start_timeout:.0f} s"
-            raise harness.BenchError(f"plnt up {why}:\n" + "".join(child.output))
-        yield child
+        async with children.running_child(
+            argv, ready=READY, what="plnt up", start_timeout=start_timeout, cwd=REPO
+        ) as child:
+            yield PlntUp(child, state_dir)
     finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                async with asyncio.timeout(30):
-                    await process.wait()
-            except TimeoutError:
-                process.kill()
-                await process.wait()
-        pumping.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await pumping
         down = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "plnt", "down", "--state-dir", str(state_dir),
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, cwd=REPO,
@@ -115,26 +84,11 @@ async def running_plnt(
 @contextlib.asynccontextmanager
 async def running_bare_proxy(upstream: str) -> AsyncIterator[str]:
     """`plnt.bench.bareproxy` in front of `upstream` as a child process; its base URL."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "plnt.bench.bareproxy", "--upstream", upstream,
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, cwd=REPO,
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        async with asyncio.timeout(30):
-            line = (await process.stdout.readline()).decode()
-        if "listening on " not in line:
-            raise harness.BenchError(f"the bare proxy did not start: {line!r}")
-        yield line.rsplit(" ", 1)[-1].strip()
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                async with asyncio.timeout(10):
-                    await process.wait()
-            except TimeoutError:
-                process.kill()
-                await process.wait()
+    argv = [sys.executable, "-m", "plnt.bench.bareproxy", "--upstream", upstream]
+    async with children.running_child(
+        argv, ready="listening on ", what="the bare proxy", start_timeout=30, cwd=REPO
+    ) as child:
+        yield child.ready_line.rsplit(" ", 1)[-1].strip()
 
 
 @contextlib.asynccontextmanager

@@ -1,0 +1,96 @@
+"""Child processes of the benchmark scripts: started, watched for a ready line, always reaped.
+
+Every measured part (the API server, `plnt up`, the bare proxy) runs in its own process,
+so the load generator never shares a core's event loop with what it measures. They all
+announce readiness with one line on stdout; `running_child` waits for it with a deadline
+and, on the way out (also on failure), sends SIGTERM, waits, SIGKILLs if needed and reaps.
+
+Errors: `ChildFailed` (a `BenchError`) when the child exits or is not ready in time; its
+message carries the child's output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from plnt.bench.apiserver import BenchError
+
+
+class ChildFailed(BenchError):
+    """A child exited before it was ready, or was not ready by the deadline."""
+
+
+@dataclass
+class Child:
+    """A running child and everything it printed so far (stdout and stderr)."""
+
+    process: asyncio.subprocess.Process
+    output: list[str] = field(default_factory=list)
+
+    @property
+    def ready_line(self) -> str:
+        """The line that announced readiness (the last line read when it came)."""
+        return self.output[-1] if self.output else ""
+
+
+@contextlib.asynccontextmanager
+async def running_child(
+    argv: Sequence[str],
+    *,
+    ready: str,
+    what: str,
+    start_timeout: float = 60.0,
+    stop_timeout: float = 30.0,
+    cwd: Path | None = None,
+    hold_stdin: bool = False,
+) -> AsyncIterator[Child]:
+    """Run `argv` until the block ends; enter once a line containing `ready` was printed.
+
+    With `hold_stdin` the child's stdin is a pipe this process keeps open, so a child
+    that watches for EOF there ends with its parent even when the parent is killed.
+    """
+    process = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.PIPE if hold_stdin else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        cwd=cwd,
+    )
+    child = Child(process)
+    announced = asyncio.Event()
+
+    async def pump() -> None:
+        assert process.stdout is not None
+        async for raw in process.stdout:
+            child.output.append(raw.decode(errors="replace"))
+            if ready in child.output[-1]:
+                announced.set()
+
+    pumping = asyncio.create_task(pump())
+    try:
+        waiting = asyncio.create_task(announced.wait())
+        done, _ = await asyncio.wait(
+            [waiting, pumping], timeout=start_timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if not announced.is_set():
+            waiting.cancel()
+            why = "exited" if pumping in done else f"was not ready after {start_timeout:.0f} s"
+            raise ChildFailed(f"{what} {why}:\n" + "".join(child.output))
+        yield child
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                async with asyncio.timeout(stop_timeout):
+                    await process.wait()
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+        pumping.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await pumping
