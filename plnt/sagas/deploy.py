@@ -27,7 +27,7 @@ from datetime import timedelta
 from temporalio import workflow
 
 from plnt.sagas.reporting import ControllerState, step_args
-from plnt.sagas.rollout import Interrupted, Rollout, fingerprint, retry
+from plnt.sagas.rollout import Interrupted, Rollout, fingerprint, retry, retry_delay
 
 with workflow.unsafe.imports_passed_through():
     from plnt.sagas import timeline as tl
@@ -74,7 +74,7 @@ class WorkflowRunController(Rollout):
         if state.pending is not None:
             self.desire(state.pending)
         while True:
-            await workflow.wait_condition(self._has_work)
+            await self._next_work()
             desired = self.desired
             assert desired is not None
             if desired.deleting:
@@ -84,6 +84,17 @@ class WorkflowRunController(Rollout):
             if workflow.info().is_continue_as_new_suggested():
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(self._snapshot())
+
+    async def _next_work(self) -> None:
+        """Until a write needs handling, or a retry of a transient failure is due."""
+        state = self.state
+        assert state is not None
+        if not state.retries:
+            await workflow.wait_condition(self._has_work)
+            return
+        delay = timedelta(seconds=retry_delay(state.retries))
+        with contextlib.suppress(TimeoutError):  # due: converge the newest desired again
+            await workflow.wait_condition(self._has_work, timeout=delay)
 
     def _has_work(self) -> bool:
         desired = self.desired
@@ -104,6 +115,7 @@ class WorkflowRunController(Rollout):
         assert state is not None
         stable = state.stable
         if desired.spec.get("target", "local") != "local":
+            state.retries = 0
             await self._unsupported_target(desired)
         elif stable is not None and stable.fingerprint == fingerprint(desired.spec):
             await self._scale(desired, stable)

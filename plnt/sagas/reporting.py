@@ -43,6 +43,7 @@ class ControllerState:
     saga: list[dict[str, Any]] = field(default_factory=list)
     phase: str = "Pending"
     pending: v.Desired | None = None
+    retries: int = 0
 
 
 class SagaBase:

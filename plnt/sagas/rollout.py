@@ -63,8 +63,19 @@ def retry(attempts: int, *, non_retryable: list[str] | None = None) -> RetryPoli
 
 SPEC_ERRORS = ["DigestMismatch", "InvalidSpec", "InvalidReference", "SpecNotFound"]
 
+# Failures that time may fix (a registry or backend that is down, a runner that did not
+# start): the saga tries the same generation again after `retry_delay`. Everything else
+# (a bad spec, a failed smoke or analysis) waits for a new generation.
+TRANSIENT = frozenset(
+    {"PullFailed", "NoBackend", "InstallFailed", "Unreachable", "Conflict", "Error", "ScaleFailed"}
+)
+RETRY_FIRST_SECONDS = 10
+RETRY_MAX_SECONDS = 300
 
-SPEC_ERRORS = ["DigestMismatch", "InvalidSpec", "InvalidReference", "SpecNotFound"]
+
+def retry_delay(retries: int) -> int:
+    """Seconds before retry number `retries` (1, 2, …): 10 s doubling up to 5 minutes."""
+    return min(RETRY_FIRST_SECONDS << min(max(retries - 1, 0), 16), RETRY_MAX_SECONDS)
 
 
 class Interrupted(Exception):
@@ -243,6 +254,7 @@ class Rollout(SagaBase):
             fingerprint=fingerprint(desired.spec),
         )
         state.stable = new
+        state.retries = 0
         reason = f"rollback to revision {desired.rollback_to}" if desired.rollback_to else "deploy"
         state.history.append(
             {
@@ -293,6 +305,7 @@ class Rollout(SagaBase):
         state = self.state
         assert state is not None
         now = workflow.now()
+        failure_type = ""
         if cancelled:
             reason = self.interrupt or "Superseded"
             newer = self.desired.generation if self.desired else desired.generation
@@ -307,6 +320,11 @@ class Rollout(SagaBase):
             reason = REASONS.get(failure_type, FAILURE_STEP_REASON[step])
             self.timeline.set_attempts(step, attempts)
             self.timeline.finish(step, now, "Failed", message)
+        if not cancelled and failure_type in TRANSIENT:
+            state.retries += 1
+            message = f"{message}; retrying in {retry_delay(state.retries)} s"
+        else:
+            state.retries = 0
         self.timeline.skip_pending(now, f"not run: {step} did not succeed")
         state.phase = "RollingBack"
         await self._report(desired, event=("Warning", reason, message))
@@ -349,22 +367,27 @@ class Rollout(SagaBase):
         replicas = int(desired.spec.get("replicas", 1))
         self.conditions.observe(desired.generation)
         if replicas != stable.replicas or stable.ready_replicas != replicas:
-            installed: v.Installed = await workflow.execute_activity(
-                "scale",
-                v.InstallRequest(
-                    run=state.run,
-                    revision=stable.revision,
-                    ref=stable.ref,
-                    digest=stable.digest,
-                    backend=stable.backend,
-                    replicas=replicas,
-                    cache=dict(desired.spec.get("cache") or {}),
-                ),
-                result_type=v.Installed,
-                start_to_close_timeout=timedelta(minutes=5),
-                heartbeat_timeout=timedelta(seconds=5),
-                retry_policy=retry(5),
-            )
+            try:
+                installed: v.Installed = await workflow.execute_activity(
+                    "scale",
+                    v.InstallRequest(
+                        run=state.run,
+                        revision=stable.revision,
+                        ref=stable.ref,
+                        digest=stable.digest,
+                        backend=stable.backend,
+                        replicas=replicas,
+                        cache=dict(desired.spec.get("cache") or {}),
+                    ),
+                    result_type=v.Installed,
+                    start_to_close_timeout=timedelta(minutes=5),
+                    heartbeat_timeout=timedelta(seconds=5),
+                    retry_policy=retry(5),
+                )
+            except ActivityError as error:
+                await self._scale_failed(desired, error)
+                return
+            state.retries = 0
             old = stable.replicas
             stable.replicas, stable.endpoints = replicas, installed.endpoints
             stable.ready_replicas = installed.ready_replicas
@@ -383,6 +406,23 @@ class Rollout(SagaBase):
             await self._report(desired, event=("Normal", "Scaled", message))
         else:
             await self._report(desired)
+
+    async def _scale_failed(self, desired: v.Desired, error: ActivityError) -> None:
+        """The stable revision keeps what it has; the saga tries the scale again later."""
+        state = self.state
+        assert state is not None
+        state.retries += 1
+        _, why, _ = failure(error)
+        message = f"scaling failed: {why}; retrying in {retry_delay(state.retries)} s"
+        self.conditions.set(
+            "Degraded",
+            True,
+            "ScaleFailed",
+            message,
+            now=workflow.now(),
+            generation=desired.generation,
+        )
+        await self._report(desired, event=("Warning", "ScaleFailed", message))
 
     async def _retire(self, revision: int) -> None:
         state = self.state

@@ -11,9 +11,10 @@ import yaml
 
 from plnt.client.clients import PlntClient
 from plnt.storage.etcd_process import free_port
-from plnt.workflowspec import digests
-from tests.deploy.conftest import Stack
+from plnt.workflowspec import digests, sources
+from tests.deploy.conftest import EXAMPLE, Stack
 from tests.support.plnt_server import Kubectl, wait_for
+from tests.support.registry import running_registry
 from tests.support.stack import publish, runner_pids
 
 
@@ -268,3 +269,29 @@ def test_kubectl_wait_for_ready_after_a_spec_change_waits_for_the_new_revision(
     ready = condition(obj, "Ready")
     assert ready is not None and ready["observedGeneration"] == obj["metadata"]["generation"] == 2
     assert (obj["status"]["revision"], obj["status"]["digest"]) == (2, second_digest)
+
+
+def test_a_registry_that_is_down_fails_the_pull_and_the_saga_retries_until_it_serves(
+    stack: Stack, kubectl: Kubectl, namespace: str
+) -> None:
+    port = free_port()  # the registry will listen here, but not yet
+    text = EXAMPLE.read_text().replace("version: 1.0.0", "version: 7.0.0")
+    digest = str(digests.compute(text.encode()))
+    ref = f"oci://127.0.0.1:{port}/workflows/late:1"
+    kubectl.run("apply", "-n", namespace, "-f", "-", input=manifest("late", ref, digest))
+
+    def failed() -> dict[str, Any] | None:
+        obj = kubectl.json("get", "-n", namespace, "wfr/late")
+        return obj if (obj.get("status") or {}).get("phase") == "Failed" else None
+
+    obj = wait_for(failed, timeout=60, message="phase Failed")
+    ready = condition(obj, "Ready")
+    assert ready is not None and ready["reason"] == "PullFailed"
+    assert ready["message"].endswith("retrying in 10 s"), ready["message"]
+
+    with running_registry(port=port):
+        asyncio.run(sources.publish(text.encode(), ref))
+        kubectl.run("wait", "-n", namespace, "--for=condition=Ready", "wfr/late", "--timeout=90s")
+        obj = kubectl.json("get", "-n", namespace, "wfr/late")
+        assert (obj["status"]["digest"], obj["status"]["phase"]) == (digest, "Ready")
+        assert condition(obj, "Ready")["reason"] == "Promoted"  # type: ignore[index]

@@ -99,8 +99,12 @@ def running_registry(
     username: str | None = None,
     password: str | None = None,
     token: tuple[TokenIssuer, str] | None = None,
+    port: int | None = None,
 ) -> Iterator[Registry]:
-    """Start a registry (with basic auth when a username is given); stop it on exit."""
+    """Start a registry (with basic auth when a username is given); stop it on exit.
+
+    `port` pins the port (a test that refers to the registry before it runs); else a free one.
+    """
     if not os.path.exists(BINARY):
         raise RuntimeError(f"{BINARY} is missing: apt-get install docker-registry")
     root = Path(tempfile.mkdtemp(prefix="plnt-registry-"))
@@ -111,7 +115,7 @@ def running_registry(
             htpasswd = root / "htpasswd"
             hashed = bcrypt.hashpw((password or "").encode(), bcrypt.gensalt(rounds=4))
             htpasswd.write_text(f"{username}:{hashed.decode()}\n")
-        port = free_port()
+        port = port or free_port()
         config = root / "config.yml"
         token_auth = ""
         if token is not None:
