@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import Field
 
 from plnt.api.base import WireModel
-from plnt.api.meta import ObjectMeta
+from plnt.api.meta import ObjectMeta, now_rfc3339
 
 
 class ObjectReference(WireModel):
@@ -59,7 +60,44 @@ class Event(WireModel):
     reporting_instance: str | None = None
 
 
+MAX_MESSAGE = 1024  # what kube allows an Event's note/message
+
+
 def event_name(involved: str) -> str:
     """`NAME.HEX(UnixNano)`, as client-go's recorder names Events: names sort in creation
     order, so Events written within one second still list in the order they happened."""
     return f"{involved}.{time.time_ns():x}"
+
+
+def event_about(
+    involved: Mapping[str, Any], *, type: str, reason: str, message: str, component: str
+) -> dict[str, Any]:
+    """A core/v1 Event about `involved` (an object as served, with uid), stamped now.
+
+    The one shape both the API server's own recorder and the deploy saga's activities
+    write, so `kubectl describe` lists them alike.
+    """
+    meta = involved.get("metadata") or {}
+    namespace = meta.get("namespace") or "default"
+    now = now_rfc3339()
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": event_name(meta.get("name", "unknown")), "namespace": namespace},
+        "involvedObject": {
+            "apiVersion": involved.get("apiVersion"),
+            "kind": involved.get("kind"),
+            "name": meta.get("name"),
+            "namespace": namespace,
+            "uid": meta.get("uid"),
+            "resourceVersion": meta.get("resourceVersion"),
+        },
+        "type": type,
+        "reason": reason,
+        "message": message[:MAX_MESSAGE],
+        "source": {"component": component},
+        "reportingComponent": component,
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }

@@ -18,6 +18,16 @@ VERSION = "v1"
 API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "WorkflowRun"
 
+# The names the API server and the deploy saga agree on (both sides import them from here).
+TEARDOWN_FINALIZER = "plnt.work/teardown"
+"""Removed by the deploy saga once the run's runners are torn down."""
+
+ROLLBACK_TO_ANNOTATION = "plnt.work/rollback-to"
+"""Set by `/rollback`: the revision the new generation returns to."""
+
+ROLLBACK_GENERATION_ANNOTATION = "plnt.work/rollback-generation"
+"""Set by `/rollback`: the generation that rollback produced (later edits are not rollbacks)."""
+
 Phase = Literal[
     "Pending",
     "Pulling",

@@ -30,13 +30,16 @@ import pydantic
 from aiohttp import web
 
 from plnt.api import errors
-from plnt.api.workflowruns import WorkflowRunRollback
+from plnt.api.workflowruns import (
+    ROLLBACK_GENERATION_ANNOTATION,
+    ROLLBACK_TO_ANNOTATION,
+    WorkflowRunRollback,
+)
 from plnt.apiserver import keys, negotiation, params, responses
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.registry import decoding, fieldcauses, transitions
 from plnt.registry.definitions import Object, lookup
 from plnt.registry.store import ResourceStore
-from plnt.registry.workflowruns import ROLLBACK_GENERATION_ANNOTATION, ROLLBACK_TO_ANNOTATION
 from plnt.sagas.control import DeployUnavailable
 
 

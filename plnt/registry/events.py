@@ -7,8 +7,8 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from plnt.api.events import Event, event_name
-from plnt.api.meta import now_rfc3339, parse_time
+from plnt.api.events import Event, event_about
+from plnt.api.meta import parse_time
 from plnt.registry.definitions import Object, PrinterColumn, ResourceDefinition, lookup
 from plnt.registry.options import WriteOptions
 from plnt.registry.store import ResourceStore
@@ -159,7 +159,11 @@ class EventRecorder:
     def record(self, involved: Object, *, type: str, reason: str, message: str) -> None:
         """Queue an Event about `involved` (an object as served, with uid)."""
         try:
-            self._queue.put_nowait(self._event(involved, type=type, reason=reason, message=message))
+            self._queue.put_nowait(
+                event_about(
+                    involved, type=type, reason=reason, message=message, component=self._component
+                )
+            )
         except asyncio.QueueFull:
             self.dropped += 1
             log.warning(
@@ -167,35 +171,6 @@ class EventRecorder:
                 reason,
                 involved.get("metadata", {}).get("name"),
             )
-
-    def _event(self, involved: Object, *, type: str, reason: str, message: str) -> Object:
-        meta = involved.get("metadata", {})
-        namespace = meta.get("namespace") or "default"
-        now = now_rfc3339()
-        return {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": event_name(meta.get("name", "unknown")),
-                "namespace": namespace,
-            },
-            "involvedObject": {
-                "apiVersion": involved.get("apiVersion"),
-                "kind": involved.get("kind"),
-                "name": meta.get("name"),
-                "namespace": namespace,
-                "uid": meta.get("uid"),
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "type": type,
-            "reason": reason,
-            "message": message,
-            "source": {"component": self._component},
-            "reportingComponent": self._component,
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
 
     async def run(self) -> None:
         """Write queued Events until cancelled; a failed write is logged, not retried."""

@@ -11,7 +11,13 @@ from __future__ import annotations
 import dataclasses
 
 from plnt.api import errors
-from plnt.api.workflowruns import GROUP, KIND, VERSION, WorkflowRun
+from plnt.api.workflowruns import (
+    GROUP,
+    KIND,
+    TEARDOWN_FINALIZER,
+    VERSION,
+    WorkflowRun,
+)
 from plnt.registry import tables
 from plnt.registry.definitions import (
     Object,
@@ -52,16 +58,6 @@ def _ready_reason(obj: Object) -> str | None:
         if isinstance(condition, dict) and condition.get("type") == "Ready":
             return str(condition.get("reason") or condition.get("status"))
     return None
-
-
-TEARDOWN_FINALIZER = "plnt.work/teardown"
-"""Removed by the deploy saga once the run's runners are torn down."""
-
-ROLLBACK_TO_ANNOTATION = "plnt.work/rollback-to"
-"""Set by `/rollback`: the revision the new generation returns to."""
-
-ROLLBACK_GENERATION_ANNOTATION = "plnt.work/rollback-generation"
-"""Set by `/rollback`: the generation that rollback produced (later edits are not rollbacks)."""
 
 
 class WorkflowRunStrategy(Strategy):

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from plnt.api.events import event_name
+from plnt.api.events import event_about
+from plnt.api.meta import now_rfc3339
+from plnt.api.workflowruns import TEARDOWN_FINALIZER
 from plnt.client import errors as client_errors
+from plnt.client import transport
 from plnt.client.clients import PlntClient
 from plnt.sagas import placement, probing
 from plnt.sagas import values as v
@@ -33,7 +35,7 @@ from plnt.workflowspec import errors as spec_errors
 log = logging.getLogger("plnt.sagas")
 
 WORKFLOWRUNS = "workflowruns"
-MERGE_PATCH = "application/merge-patch+json"
+COMPONENT = "plnt-deploy"
 
 
 def _fail(kind: str, message: str, *, retryable: bool = False) -> ApplicationError:
@@ -53,10 +55,6 @@ def _spec_failure(error: Exception) -> ApplicationError:
     if isinstance(error, documents.SpecError):
         return _fail("InvalidSpec", f"invalid workflow spec: {error}")
     return _fail("PullFailed", str(error), retryable=True)
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class DeployActivities:
@@ -145,33 +143,8 @@ class DeployActivities:
             )
 
     async def _event(self, obj: dict[str, Any], *, type: str, reason: str, message: str) -> None:
-        meta = obj["metadata"]
-        now = _now()
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": event_name(meta["name"]),
-                "namespace": meta["namespace"],
-            },
-            "involvedObject": {
-                "apiVersion": obj.get("apiVersion"),
-                "kind": obj.get("kind"),
-                "name": meta["name"],
-                "namespace": meta["namespace"],
-                "uid": meta["uid"],
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "type": type,
-            "reason": reason,
-            "message": message[:1024],
-            "source": {"component": "plnt-deploy"},
-            "reportingComponent": "plnt-deploy",
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
-        path = f"/api/v1/namespaces/{meta['namespace']}/events"
+        event = event_about(obj, type=type, reason=reason, message=message, component=COMPONENT)
+        path = f"/api/v1/namespaces/{obj['metadata']['namespace']}/events"
         await self.api.request("POST", path, json=event)
 
     # -- pull and resolve -----------------------------------------------------------
@@ -236,14 +209,14 @@ class DeployActivities:
             if spec.get("type") == "echo" or not spec.get("endpoint"):
                 return backend
             ok, detail = await probing.reachable(self._http(), str(spec["endpoint"]))
-            status = {"reachable": ok, "lastProbeTime": _now()}
+            status = {"reachable": ok, "lastProbeTime": now_rfc3339()}
             meta = backend["metadata"]
             path = self.api.object_path(
                 "plntbackends", meta["name"], namespace=meta["namespace"], subresource="status"
             )
             try:
                 await self.api.request(
-                    "PATCH", path, json={"status": status}, content_type=MERGE_PATCH
+                    "PATCH", path, json={"status": status}, content_type=transport.MERGE_PATCH
                 )
             except client_errors.ClientError as error:
                 log.warning("could not record the probe of %s: %s", meta["name"], error)
@@ -330,13 +303,17 @@ class DeployActivities:
             if obj is None:
                 return
             finalizers = list(obj["metadata"].get("finalizers") or [])
-            if v.FINALIZER not in finalizers:
+            if TEARDOWN_FINALIZER not in finalizers:
                 return
-            index = finalizers.index(v.FINALIZER)
+            index = finalizers.index(TEARDOWN_FINALIZER)
             path = self.api.object_path(WORKFLOWRUNS, run.name, namespace=run.namespace)
             patch = [
                 {"op": "test", "path": "/metadata/uid", "value": run.uid},
-                {"op": "test", "path": f"/metadata/finalizers/{index}", "value": v.FINALIZER},
+                {
+                    "op": "test",
+                    "path": f"/metadata/finalizers/{index}",
+                    "value": TEARDOWN_FINALIZER,
+                },
                 {"op": "remove", "path": f"/metadata/finalizers/{index}"},
             ]
             try:

@@ -24,6 +24,7 @@ from temporalio.workflow import ActivityCancellationType
 from plnt.sagas.reporting import SagaBase
 
 with workflow.unsafe.imports_passed_through():
+    from plnt.api.meta import format_time
     from plnt.sagas import timeline as tl
     from plnt.sagas import values as v
 
@@ -262,7 +263,7 @@ class Rollout(SagaBase):
                 "digest": digest,
                 "ref": ref,
                 "backend": backend.name or backend.type,
-                "promotedAt": tl.rfc3339(workflow.now()),
+                "promotedAt": format_time(workflow.now()),
                 "reason": reason,
             }
         )

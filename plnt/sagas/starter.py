@@ -16,6 +16,7 @@ from typing import Any
 from temporalio import client as temporal_client
 from temporalio.service import RPCError, RPCStatusCode
 
+from plnt.api.workflowruns import ROLLBACK_GENERATION_ANNOTATION, ROLLBACK_TO_ANNOTATION
 from plnt.sagas import deploy
 from plnt.sagas import values as v
 from plnt.sagas.control import DeployUnavailable
@@ -25,10 +26,10 @@ def desired_of(obj: dict[str, Any]) -> v.Desired:
     """The desired state an accepted write left, as the workflow's `desire` signal takes it."""
     meta = obj.get("metadata") or {}
     annotations = meta.get("annotations") or {}
-    rollback = annotations.get(v.ROLLBACK_ANNOTATION)
+    rollback = annotations.get(ROLLBACK_TO_ANNOTATION)
     # The annotation describes the write that set it: a later edit keeps the annotation
     # but not the generation it names.
-    if annotations.get(v.ROLLBACK_GENERATION_ANNOTATION) != str(meta.get("generation")):
+    if annotations.get(ROLLBACK_GENERATION_ANNOTATION) != str(meta.get("generation")):
         rollback = None
     return v.Desired(
         run=v.RunRef(str(meta.get("namespace")), str(meta.get("name")), str(meta.get("uid"))),

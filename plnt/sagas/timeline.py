@@ -12,12 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from plnt.api.meta import format_time
+
 STEP_STATES = ("Pending", "Running", "Succeeded", "Failed", "Compensated", "Skipped")
-
-
-def rfc3339(moment: datetime) -> str:
-    """Kubernetes' metav1.Time format (seconds, UTC, `Z`)."""
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -61,13 +58,13 @@ class Timeline:
 
     def start(self, name: str, now: datetime, message: str = "") -> None:
         step = self.step(name)
-        step.state, step.start_time, step.end_time = "Running", rfc3339(now), None
+        step.state, step.start_time, step.end_time = "Running", format_time(now), None
         step.attempts += 1
         step.message = message
 
     def finish(self, name: str, now: datetime, state: str, message: str = "") -> None:
         step = self.step(name)
-        step.state, step.end_time = state, rfc3339(now)
+        step.state, step.end_time = state, format_time(now)
         if step.start_time is None:
             step.start_time = step.end_time
         step.message = message
@@ -106,7 +103,7 @@ class Conditions:
         since = (
             previous["lastTransitionTime"]
             if previous is not None and previous["status"] == value
-            else rfc3339(now)
+            else format_time(now)
         )
         self.items[kind] = {
             "type": kind,

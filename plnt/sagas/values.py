@@ -11,9 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TASK_QUEUE = "plnt-deploy"
-FINALIZER = "plnt.work/teardown"
-ROLLBACK_ANNOTATION = "plnt.work/rollback-to"
-ROLLBACK_GENERATION_ANNOTATION = "plnt.work/rollback-generation"
 
 
 def workflow_id(namespace: str, name: str, uid: str) -> str:

@@ -14,24 +14,10 @@ import sys
 from pathlib import Path
 
 from plnt.bench import saga
+from tests.support.processes import live_processes
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = ["--deploys", "2", "--concurrency", "2", "--duration", "0.5", "--warmup", "0.1"]
-
-
-def _processes_mentioning(needle: str) -> set[int]:
-    found: set[int] = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            command = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        if needle.encode() in command and stat.rsplit(")", 1)[-1].split()[0] != "Z":
-            found.add(int(entry))
-    return found
 
 
 def test_benchmark_deploys_invokes_both_ways_and_prints_every_result(tmp_path: Path) -> None:
@@ -66,7 +52,7 @@ def test_benchmark_deploys_invokes_both_ways_and_prints_every_result(tmp_path: P
     assert any(line.startswith("ratio invoke api/direct") for line in lines)
     assert any(line.startswith("overhead p50 c=1") for line in lines)
     assert any(line.startswith("floor: bare proxy/direct") for line in lines)
-    assert _processes_mentioning(str(tmp_path)) == set()
+    assert live_processes(str(tmp_path)) == set()
 
 
 def test_ready_means_the_ready_condition_is_true_for_the_current_generation() -> None:

@@ -8,10 +8,7 @@ OCI image layout, the embedded default source.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
-import signal
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -25,6 +22,7 @@ from plnt.client.clients import InvokeResult, PlntClient
 from plnt.sagas.targets import local
 from plnt.sagas.temporal_process import TemporalDevServer
 from tests.support.plnt_server import Kubectl, PlntServer, wait_for
+from tests.support.processes import kill_all
 from tests.support.stack import WorkerProcess, publish, runner_pids
 
 T = TypeVar("T")
@@ -56,11 +54,10 @@ class Stack:
 
 
 def kill_strays(state: Path) -> None:
-    """Kill runner processes that name `state` but no record does (a test that failed
-    half-way may leave one); they were started by this module's worker."""
-    for pid in runner_pids(state):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+    """Stop every runner recorded under `state`, then kill any that names `state` but no
+    record does (a test that failed half-way may leave one); this module started them."""
+    local.stop_all(state / "runners")
+    kill_all(runner_pids(state))
 
 
 @pytest.fixture(scope="session")
@@ -95,7 +92,6 @@ def stack(temporal: TemporalDevServer, tmp_path_factory: pytest.TempPathFactory)
         elif worker is not None:
             worker.stop()
         server.stop()
-        local.stop_all(state / "runners")
         kill_strays(state)
 
 

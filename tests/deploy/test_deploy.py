@@ -37,6 +37,17 @@ def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return None
 
 
+def wait_for_phase(kubectl: Kubectl, namespace: str, name: str, phase: str) -> dict[str, Any]:
+    """The run once its status.phase is `phase` (within a minute)."""
+
+    def reached() -> dict[str, Any] | None:
+        obj: dict[str, Any] = kubectl.json("get", "-n", namespace, f"wfr/{name}")
+        return obj if (obj.get("status") or {}).get("phase") == phase else None
+
+    found: dict[str, Any] = wait_for(reached, timeout=60, message=f"{name} in phase {phase}")
+    return found
+
+
 def invoke(stack: Stack, namespace: str, name: str, inputs: dict[str, Any]) -> Any:
     async def call() -> Any:
         client = PlntClient.from_kubeconfig(stack.server.kubeconfig)
@@ -96,11 +107,7 @@ def test_digest_mismatch_fails_naming_both_digests_and_deploys_nothing(
     wrong = "sha256:" + "0" * 64
     kubectl.run("apply", "-n", namespace, "-f", "-", input=manifest("bad", ref, wrong))
 
-    def failed() -> dict[str, Any] | None:
-        obj = kubectl.json("get", "-n", namespace, "wfr/bad")
-        return obj if (obj.get("status") or {}).get("phase") == "Failed" else None
-
-    obj = wait_for(failed, timeout=60, message="phase Failed")
+    obj = wait_for_phase(kubectl, namespace, "bad", "Failed")
     ready = condition(obj, "Ready")
     assert ready is not None and ready["status"] == "False"
     assert ready["reason"] == "DigestMismatch"
@@ -159,11 +166,7 @@ def test_the_kubernetes_target_is_refused_by_the_saga_with_a_reason(
     )
     assert "kubernetes runners need plnt installed in a cluster" in applied.stderr
 
-    def failed() -> dict[str, Any] | None:
-        obj = kubectl.json("get", "-n", namespace, "wfr/k8s")
-        return obj if (obj.get("status") or {}).get("phase") == "Failed" else None
-
-    obj = wait_for(failed, timeout=60, message="phase Failed")
+    obj = wait_for_phase(kubectl, namespace, "k8s", "Failed")
     ready = condition(obj, "Ready")
     assert ready is not None and (ready["status"], ready["reason"]) == (
         "False",
@@ -209,11 +212,7 @@ def test_an_unreachable_named_backend_fails_the_deploy_naming_the_probe(
         input=manifest("needs-down", ref, digest, backend={"name": "down"}),
     )
 
-    def failed() -> dict[str, Any] | None:
-        obj = kubectl.json("get", "-n", namespace, "wfr/needs-down")
-        return obj if (obj.get("status") or {}).get("phase") == "Failed" else None
-
-    obj = wait_for(failed, timeout=60, message="phase Failed")
+    obj = wait_for_phase(kubectl, namespace, "needs-down", "Failed")
     ready = condition(obj, "Ready")
     assert ready is not None and ready["reason"] == "BackendUnavailable"
     assert 'PlntBackend "down" is unreachable' in ready["message"]
@@ -280,11 +279,7 @@ def test_a_registry_that_is_down_fails_the_pull_and_the_saga_retries_until_it_se
     ref = f"oci://127.0.0.1:{port}/workflows/late:1"
     kubectl.run("apply", "-n", namespace, "-f", "-", input=manifest("late", ref, digest))
 
-    def failed() -> dict[str, Any] | None:
-        obj = kubectl.json("get", "-n", namespace, "wfr/late")
-        return obj if (obj.get("status") or {}).get("phase") == "Failed" else None
-
-    obj = wait_for(failed, timeout=60, message="phase Failed")
+    obj = wait_for_phase(kubectl, namespace, "late", "Failed")
     ready = condition(obj, "Ready")
     assert ready is not None and ready["reason"] == "PullFailed"
     assert ready["message"].endswith("retrying in 10 s"), ready["message"]

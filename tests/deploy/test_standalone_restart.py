@@ -7,9 +7,6 @@ instead of starting new ones. Deleting the run then leaves no process behind.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from plnt.sagas.targets import local
 from plnt.storage.etcd_process import free_port
-from tests.deploy.conftest import EXAMPLE, Api, workflowrun
+from tests.deploy.conftest import EXAMPLE, Api, kill_strays, workflowrun
 from tests.support.plnt_server import REPO, Kubectl, PlntServer
+from tests.support.processes import live_processes
 from tests.support.stack import publish, runner_pids
 
 
@@ -31,10 +28,7 @@ def state(tmp_path: Path) -> Iterator[Path]:
     try:
         yield directory
     finally:
-        local.stop_all(directory / "runners")
-        for pid in runner_pids(directory):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        kill_strays(directory)
 
 
 def test_runners_keep_serving_across_a_restart_and_are_adopted_not_duplicated(
@@ -107,14 +101,4 @@ def test_an_unreachable_temporal_address_is_a_one_line_error_and_nothing_keeps_r
         f"error: cannot connect to Temporal at 127.0.0.1:{closed}: connection refused\n"
     )
     assert "plnt is ready" not in result.stdout
-    assert not _processes_mentioning(str(tmp_path))
-
-
-def _processes_mentioning(text: str) -> set[int]:
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError):
-                if text.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
-                    found.add(int(entry))
-    return found
+    assert not live_processes(str(tmp_path))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import signal
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from plnt.sagas.targets import interface, local
+from tests.support.processes import kill_all, live_processes
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CHAT_SPEC = (EXAMPLES / "chat.workflow.yaml").read_bytes()
@@ -26,25 +26,15 @@ MakeRevision = Callable[..., interface.Revision]
 
 
 def local_target_runner_pids(state_dir: Path) -> set[int]:
-    """Live (non-zombie) runner processes whose command line names `state_dir`."""
-    found = set()
-    marker = str(state_dir)
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        pid = int(entry.name)
-        try:
-            args = (entry / "cmdline").read_bytes().split(b"\0")
-            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
-        except (OSError, IndexError):
-            continue
-        if b"plnt.runner" not in args or not any(marker.encode() in arg for arg in args):
-            continue
+    """Live (non-zombie) runner processes whose command line names `state_dir`.
+
+    Our own exited children are reaped first, so they do not linger as zombies.
+    """
+    found = live_processes("plnt.runner", str(state_dir))
+    for pid in list(found):
         with contextlib.suppress(ChildProcessError):
             if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                continue
-        if state not in ("Z", "X"):
-            found.add(pid)
+                found.discard(pid)
     return found
 
 
@@ -57,11 +47,7 @@ def local_target_state_dir(tmp_path: Path) -> Iterator[Path]:
         yield state_dir
     finally:
         local.stop_all(state_dir, timeout=5.0)
-        for pid in local_target_runner_pids(state_dir):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+        kill_all(local_target_runner_pids(state_dir))
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from plnt.workflowspec import sources
 from tests.support.plnt_server import ChildProcess
+from tests.support.processes import live_processes
 
 
 def publish(layout: Path, tag: str, text: str) -> tuple[str, str]:
@@ -75,21 +75,7 @@ class WorkerProcess:
 
 def runner_pids(state_dir: Path, *, contains: str = "") -> set[int]:
     """Live (non-zombie) runner processes whose command line has `state_dir` and `contains`."""
-    found: set[int] = set()
-    needle = str(state_dir)
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            raw = Path(f"/proc/{entry}/cmdline").read_bytes()
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        state = stat.rsplit(")", 1)[-1].split()[0] if ")" in stat else "?"
-        command = raw.replace(b"\0", b" ").decode(errors="replace")
-        if state != "Z" and "plnt.runner" in command and needle in command and contains in command:
-            found.add(int(entry))
-    return found
+    return live_processes("plnt.runner", str(state_dir), contains)
 
 
 def runner_pids_by_revision(state_dir: Path, *, uid: str) -> dict[int, set[int]]:
