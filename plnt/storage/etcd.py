@@ -227,7 +227,10 @@ class EtcdStore:
 
         `current` (not in the protocol) is a caller's guess of the present value,
         e.g. from a watch cache; it saves the first read. A guess is never
-        trusted for a no-op or a Conflict: those are confirmed against etcd.
+        trusted for a no-op, a Conflict or an error raised by `mutate`: those are
+        confirmed against etcd, and `mutate` runs again on the fresh value when the
+        guess turns out stale (a handler that refuses what it sees must see the
+        latest write, as kube's GuaranteedUpdate does).
         """
         raw = (self.key_prefix + key).encode()
         confirmed = current is None
@@ -242,7 +245,16 @@ class EtcdStore:
                     key=key,
                     current_revision=state.mod_revision,
                 )
-            new_value = mutate(state)
+            try:
+                new_value = mutate(state)
+            except Exception:
+                if confirmed:
+                    raise
+                fresh = await self.get(key)
+                if fresh.mod_revision == state.mod_revision:
+                    raise
+                state, confirmed = fresh, True
+                continue
             if new_value is None or new_value == state.value:
                 if confirmed:
                     return state

@@ -157,3 +157,38 @@ async def test_the_cache_catches_up_after_etcd_restarts(tmp_path: Path) -> None:
                     assert (await cached.list("/p/")).items == [before, after]
         finally:
             await store.close()
+
+
+async def test_a_mutate_that_refuses_a_stale_guess_runs_again_on_the_value_in_etcd(
+    etcd_store: EtcdStore, prefix: str
+) -> None:
+    """A cached guess one write behind must not turn into the caller's error."""
+    stale = await etcd_store.create(prefix + "k", b"old")
+    await etcd_store.guaranteed_update(prefix + "k", lambda kv: b"new")
+    seen: list[bytes] = []
+
+    def mutate(kv: KeyValue) -> bytes:
+        seen.append(kv.value)
+        if kv.value == b"old":
+            raise ValueError("refused the stale value")
+        return b"newer"
+
+    written = await etcd_store.guaranteed_update(prefix + "k", mutate, current=stale)
+    assert seen == [b"old", b"new"]
+    assert (await etcd_store.get(prefix + "k")).value == written.value == b"newer"
+
+
+async def test_a_mutate_that_refuses_a_current_guess_raises_without_retrying(
+    etcd_store: EtcdStore, prefix: str
+) -> None:
+    current = await etcd_store.create(prefix + "k", b"v")
+    calls: list[bytes] = []
+
+    def refuse(kv: KeyValue) -> bytes:
+        calls.append(kv.value)
+        raise ValueError("no")
+
+    with pytest.raises(ValueError, match="no"):
+        await etcd_store.guaranteed_update(prefix + "k", refuse, current=current)
+    assert calls == [b"v"]
+    assert (await etcd_store.get(prefix + "k")).mod_revision == current.mod_revision
