@@ -124,6 +124,39 @@ def is_dns1123_subdomain(value: str) -> bool:
     return len(value) <= _MAX_SUBDOMAIN and _DNS_SUBDOMAIN_RE.fullmatch(value) is not None
 
 
+def dns1123_subdomain_errors(value: str) -> list[str]:
+    """Why `value` is not a lowercase RFC 1123 subdomain (kube's IsDNS1123Subdomain texts)."""
+    errors: list[str] = []
+    if len(value) > _MAX_SUBDOMAIN:
+        errors.append(f"must be no more than {_MAX_SUBDOMAIN} characters")
+    if not _DNS_SUBDOMAIN_RE.fullmatch(value):
+        errors.append(_regex_error(_DNS_SUBDOMAIN_MSG, _DNS_SUBDOMAIN_FMT, "example.com"))
+    return errors
+
+
+_CONFIG_KEY_FMT = "[-._a-zA-Z0-9]+"
+_CONFIG_KEY_RE = re.compile(_CONFIG_KEY_FMT)
+_CONFIG_KEY_MSG = "a valid config key must consist of alphanumeric characters, '-', '_' or '.'"
+
+
+def config_key_errors(key: str) -> list[str]:
+    """Why `key` is not a valid Secret or ConfigMap key (kube's IsConfigMapKey texts)."""
+    errors: list[str] = []
+    if len(key) > _MAX_SUBDOMAIN:
+        errors.append(f"must be no more than {_MAX_SUBDOMAIN} characters")
+    if not _CONFIG_KEY_RE.fullmatch(key):
+        errors.append(
+            _regex_error(_CONFIG_KEY_MSG, _CONFIG_KEY_FMT, "key.name", "KEY_NAME", "key-name")
+        )
+    if key == ".":
+        errors.append("must not be '.'")
+    elif key == "..":
+        errors.append("must not be '..'")
+    elif key.startswith(".."):
+        errors.append("must not start with '..'")
+    return errors
+
+
 def quoted_list(values: Iterable[str]) -> str:
     """`["a","b"]`: Go's quoting of a string slice in messages."""
     return "[" + ",".join(go_quote(value) for value in values) + "]"

@@ -2,8 +2,10 @@
 
 `BackendConfig` is a small pydantic model so the same configuration can come from a JSON or
 YAML file (`--backend-config FILE`) or from CLI flags, and be checked the same way. The API
-key is never part of a spec: it comes from the config file's `apiKey` or, preferably, from
-the environment variable named by `apiKeyEnv`.
+key is never part of a spec: it comes from the environment variable named by `apiKeyEnv`,
+from the file named by `apiKeyFile` (a mounted Secret key, or the standalone secret file
+the local target points at, so the key itself never passes through a config or a workflow
+history), or from the config file's `apiKey`, in that order.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ class BackendConfig(BaseModel):
     api_key_env: str | None = Field(
         default=None, description="Environment variable holding the API key."
     )
+    api_key_file: str | None = Field(
+        default=None, description="File holding the API key (trailing newline ignored)."
+    )
     api_key: str | None = Field(default=None, description="The API key itself (prefer the env).")
     latency_ms: float = Field(default=0.0, ge=0, description="Echo only: delay per call.")
     timeout_seconds: float = Field(
@@ -53,11 +58,24 @@ class BackendConfig(BaseModel):
         return self
 
     def resolved_api_key(self) -> str | None:
-        """The API key: from `apiKeyEnv` when set and present, else `apiKey`."""
+        """The API key: from `apiKeyEnv` when set and present, else `apiKeyFile`, else `apiKey`.
+
+        Raises BackendConfigError naming the file when `apiKeyFile` cannot be read: a
+        runner started without the key it was promised would fail every model step.
+        """
         if self.api_key_env:
             value = os.environ.get(self.api_key_env)
             if value:
                 return value
+        if self.api_key_file:
+            try:
+                return Path(self.api_key_file).read_text(encoding="utf-8").rstrip("\r\n")
+            except OSError as error:
+                problem = error.strerror or str(error)
+                raise BackendConfigError(f"apiKeyFile {self.api_key_file}: {problem}") from error
+            except UnicodeDecodeError as error:
+                message = f"apiKeyFile {self.api_key_file}: not UTF-8 text"
+                raise BackendConfigError(message) from error
         return self.api_key
 
     def identity(self) -> str:

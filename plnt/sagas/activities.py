@@ -44,6 +44,12 @@ def _fail(kind: str, message: str, *, retryable: bool = False) -> ApplicationErr
     )
 
 
+def _secret_of(backend: v.Backend) -> targets.SecretKeyRef | None:
+    if not backend.secret_name:
+        return None
+    return targets.SecretKeyRef(backend.secret_name, backend.secret_key or "token")
+
+
 def _spec_failure(error: Exception) -> ApplicationError:
     """A pull or parse failure as the typed error the workflow maps to a condition."""
     if isinstance(error, spec_errors.DigestMismatch):
@@ -187,12 +193,15 @@ class DeployActivities:
             raise _fail("NoBackend", str(error), retryable=True) from error
         spec = chosen.get("spec") or {}
         models = spec.get("models") or []
+        credentials = spec.get("credentialsRef") or {}
         return v.Resolved(
             v.Backend(
                 name=chosen["metadata"]["name"],
                 type=str(spec.get("type", "openai")),
                 endpoint=spec.get("endpoint"),
                 model=wanted_model or (models[0] if models else None),
+                secret_name=credentials.get("name"),
+                secret_key=credentials.get("key", "token") if credentials.get("name") else None,
             ),
             attempt,
         )
@@ -246,6 +255,7 @@ class DeployActivities:
                 endpoint=request.backend.endpoint,
                 model=request.backend.model,
                 api_key_env=request.backend.api_key_env,
+                credentials=_secret_of(request.backend),
             ),
             replicas=request.replicas,
             cache=targets.CacheConfig(
@@ -270,6 +280,9 @@ class DeployActivities:
         revision = await self._revision(request)
         try:
             replicas = await self.target.install(revision, heartbeat=activity.heartbeat)
+        except targets.CredentialsMissing as error:
+            # Not retried here: the saga tries again later, as for a registry that is down.
+            raise _fail("CredentialsMissing", str(error)) from error
         except targets.InstallFailed as error:
             raise _fail("InstallFailed", str(error), retryable=True) from error
         return self._installed(replicas)
@@ -280,6 +293,8 @@ class DeployActivities:
         revision = await self._revision(request)
         try:
             replicas = await self.target.scale(revision, heartbeat=activity.heartbeat)
+        except targets.CredentialsMissing as error:
+            raise _fail("CredentialsMissing", str(error)) from error
         except targets.InstallFailed as error:
             raise _fail("InstallFailed", str(error), retryable=True) from error
         return self._installed(replicas)

@@ -39,6 +39,7 @@ REASONS = {
     "BackendUnavailable": "BackendUnavailable",
     "NoBackend": "BackendUnavailable",
     "InstallFailed": "InstallFailed",
+    "CredentialsMissing": "CredentialsMissing",
     "SmokeFailed": "SmokeFailed",
     "AnalysisFailed": "AnalysisFailed",
 }
@@ -65,10 +66,20 @@ def retry(attempts: int, *, non_retryable: list[str] | None = None) -> RetryPoli
 SPEC_ERRORS = ["DigestMismatch", "InvalidSpec", "InvalidReference", "SpecNotFound"]
 
 # Failures that time may fix (a registry or backend that is down, a runner that did not
-# start): the saga tries the same generation again after `retry_delay`. Everything else
+# start, a backend secret not written yet): the saga tries the same generation again after
+# `retry_delay`. Everything else
 # (a bad spec, a failed smoke or analysis) waits for a new generation.
 TRANSIENT = frozenset(
-    {"PullFailed", "NoBackend", "InstallFailed", "Unreachable", "Conflict", "Error", "ScaleFailed"}
+    {
+        "PullFailed",
+        "NoBackend",
+        "InstallFailed",
+        "CredentialsMissing",
+        "Unreachable",
+        "Conflict",
+        "Error",
+        "ScaleFailed",
+    }
 )
 RETRY_FIRST_SECONDS = 10
 RETRY_MAX_SECONDS = 300

@@ -47,6 +47,9 @@ class Backend:
     endpoint: str | None = None
     model: str | None = None
     api_key_env: str | None = None
+    # The PlntBackend's credentialsRef: a reference only, so no key enters the history.
+    secret_name: str | None = None
+    secret_key: str | None = None
 
 
 @dataclass

@@ -29,7 +29,7 @@ def local_activities(
     """Activities with the local target, the spec cache and the layout root under `state_dir`."""
     return DeployActivities(
         api=api,
-        target=LocalTarget(state_dir / "runners"),
+        target=LocalTarget(state_dir / "runners", secrets_dir=state_dir / "secrets"),
         specs=SpecCache(state_dir / "specs", config=config, layout_root=state_dir / "layouts"),
     )
 

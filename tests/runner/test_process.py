@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -107,3 +108,40 @@ def test_plnt_runner_reports_an_invalid_spec_and_exits_2(tmp_path: Path) -> None
     result = CliRunner().invoke(app, ["runner", "--spec", str(spec), "--port", "0"])
     assert result.exit_code == 2
     assert "cannot need itself" in result.output
+
+
+async def test_the_runner_exits_2_naming_an_api_key_file_it_cannot_read(tmp_path: Path) -> None:
+    missing = tmp_path / "secrets" / "llm" / "token"
+    config = tmp_path / "backend.json"
+    config.write_text(
+        json.dumps(
+            {
+                "type": "openai",
+                "endpoint": "http://127.0.0.1:1/v1",
+                "model": "m",
+                "apiKeyFile": str(missing),
+            }
+        )
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "plnt.runner",
+        "--spec",
+        str(EXAMPLES / "chat.workflow.yaml"),
+        "--backend-config",
+        str(config),
+        "--port",
+        "0",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        async with asyncio.timeout(START_DEADLINE_SECONDS):
+            _, stderr = await process.communicate()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.communicate()
+    assert process.returncode == 2
+    assert f"apiKeyFile {missing}: No such file or directory" in stderr.decode()

@@ -73,3 +73,25 @@ def test_backend_config_loads_from_yaml_and_reads_the_key_from_the_environment(
     path.write_text("type: vllm\n")
     with pytest.raises(settings.BackendConfigError, match="needs an endpoint"):
         settings.load_backend_config(path)
+
+
+def test_the_api_key_comes_from_the_env_then_the_key_file_then_the_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key_file = tmp_path / "token"
+    key_file.write_text("from-file\n")
+    config = settings.BackendConfig(
+        type="openai",
+        endpoint="http://h/v1",
+        api_key_env="TEST_KEY",
+        api_key_file=str(key_file),
+        api_key="inline",
+    )
+    monkeypatch.setenv("TEST_KEY", "from-env")
+    assert config.resolved_api_key() == "from-env"
+    monkeypatch.delenv("TEST_KEY")
+    assert config.resolved_api_key() == "from-file"
+    assert config.model_copy(update={"api_key_file": None}).resolved_api_key() == "inline"
+    key_file.unlink()
+    with pytest.raises(settings.BackendConfigError, match=f"apiKeyFile {key_file}"):
+        config.resolved_api_key()

@@ -19,6 +19,7 @@ import pytest
 from plnt.sagas.targets import interface, local, local_records
 from plnt.storage import etcd_process
 from tests.sagas.conftest import CHAT_SPEC, MakeRevision, local_target_runner_pids
+from tests.support.llm import serving_llm
 from tests.support.waiting import eventually
 
 
@@ -329,3 +330,68 @@ def test_a_run_key_that_cannot_name_a_directory_is_refused(local_target_state_di
         local_records.RunLayout(
             local_target_state_dir, interface.RunKey(namespace="..", name="x", uid="1")
         )
+
+
+def _keyed_revision(make: MakeRevision, endpoint: str) -> interface.Revision:
+    """The chat example on an OpenAI-compatible backend whose key is Secret llm/token."""
+    backend = interface.BackendConfig(
+        name="llm",
+        type="openai",
+        endpoint=endpoint,
+        model="stand-in",
+        credentials=interface.SecretKeyRef("llm", "token"),
+    )
+    return replace(make(), backend=backend)
+
+
+async def test_a_backend_key_reaches_the_backend_from_the_secret_file_and_nowhere_else(
+    local_target_state_dir: Path, local_target_revision: MakeRevision, tmp_path: Path
+) -> None:
+    secrets_dir = tmp_path / "secrets"
+    (secrets_dir / "llm").mkdir(parents=True)
+    (secrets_dir / "llm" / "token").write_text("sk-local-123\n")
+    target = local.LocalTarget(
+        local_target_state_dir, ready_timeout=60.0, stop_timeout=5.0, secrets_dir=secrets_dir
+    )
+    async with serving_llm("sk-local-123") as llm:
+        revision = _keyed_revision(local_target_revision, llm.url)
+        [replica] = await target.install(revision)
+        assert await invoke(replica.url, "what is plnt?") == "stand-in: what is plnt?"
+    assert llm.seen == ["Bearer sk-local-123"]
+    assert holders_of(b"sk-local", local_target_state_dir) == []
+
+
+def holders_of(secret: bytes, state_dir: Path) -> list[str]:
+    """Files under `state_dir`, and runner command lines, that contain `secret`."""
+    files = [path for path in state_dir.rglob("*") if path.is_file()]
+    assert files, "the target wrote nothing"
+    holders = [str(path) for path in files if secret in path.read_bytes()]
+    for pid in local_target_runner_pids(state_dir):
+        if secret in Path(f"/proc/{pid}/cmdline").read_bytes():
+            holders.append(f"pid {pid} command line")
+    return holders
+
+
+async def test_a_missing_secret_file_fails_install_naming_it_and_starts_nothing(
+    local_target_state_dir: Path, local_target_revision: MakeRevision, tmp_path: Path
+) -> None:
+    secrets_dir = tmp_path / "secrets"
+    target = local.LocalTarget(local_target_state_dir, secrets_dir=secrets_dir)
+    revision = _keyed_revision(local_target_revision, "http://127.0.0.1:1/v1")
+    with pytest.raises(interface.CredentialsMissing) as caught:
+        await target.install(revision)
+    message = str(caught.value)
+    assert 'PlntBackend "llm" credentialsRef llm/token' in message
+    assert f"no secret file {secrets_dir / 'llm' / 'token'}" in message
+    assert local_target_runner_pids(local_target_state_dir) == set()
+    without = local.LocalTarget(local_target_state_dir)
+    with pytest.raises(interface.CredentialsMissing, match="no secrets directory"):
+        await without.install(revision)
+
+
+@pytest.mark.parametrize(("name", "key"), [("..", "token"), ("a/b", "token"), ("llm", "../x")])
+def test_a_secret_reference_that_would_leave_the_secrets_directory_is_refused(
+    tmp_path: Path, name: str, key: str
+) -> None:
+    with pytest.raises(interface.CredentialsMissing, match="cannot name"):
+        local_records.secret_path(tmp_path, name, key)

@@ -22,6 +22,10 @@ class InstallFailed(TargetError):
     """Replicas of a revision did not become ready."""
 
 
+class CredentialsMissing(TargetError):
+    """The backend's credentials reference names a secret the target cannot find."""
+
+
 @dataclass(frozen=True)
 class RunKey:
     """One WorkflowRun, by identity: a recreated object with the same name is a new run."""
@@ -29,6 +33,14 @@ class RunKey:
     namespace: str
     name: str
     uid: str
+
+
+@dataclass(frozen=True)
+class SecretKeyRef:
+    """One key of a Secret (a PlntBackend's `credentialsRef`); the target finds its value."""
+
+    name: str
+    key: str
 
 
 @dataclass(frozen=True)
@@ -41,6 +53,7 @@ class BackendConfig:
     model: str | None = None
     api_key_env: str | None = None
     latency_ms: float | None = None
+    credentials: SecretKeyRef | None = None
 
 
 @dataclass(frozen=True)

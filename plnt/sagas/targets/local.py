@@ -19,9 +19,15 @@ Rules that make every operation safe to retry and to run twice at once:
 * Install waits, with a deadline, until every replica answers `GET /readyz` with 200,
   calling `heartbeat` on each poll. Replicas not ready by then are stopped and
   `InstallFailed` carries the tail of their logs.
+* A backend's credentials are a Secret key; standalone, Secret `NAME` key `KEY` is the file
+  `secrets_dir/NAME/KEY` (the layout of a mounted Secret volume). The runner is pointed at
+  the file (`apiKeyFile`) and reads it itself, so the key is never copied into a config,
+  a command line or the saga's history. A missing file is `CredentialsMissing`, before
+  anything starts.
 
 Errors: `interface.TargetError` (base), `interface.InstallFailed`,
-`local_records.InvalidRunKey` (a run key that cannot name a directory).
+`interface.CredentialsMissing`, `local_records.InvalidRunKey` (a run key that cannot name
+a directory).
 """
 
 from __future__ import annotations
@@ -95,8 +101,10 @@ class LocalTarget:
         port_attempts: int = 5,
         poll_interval: float = 0.05,
         probe_timeout: float = 1.0,
+        secrets_dir: Path | None = None,
     ) -> None:
         self.state_dir = Path(state_dir)
+        self.secrets_dir = None if secrets_dir is None else Path(secrets_dir)
         self.ready_timeout = ready_timeout
         self.stop_timeout = stop_timeout
         self.python = python
@@ -218,12 +226,31 @@ class LocalTarget:
     def _launch(self, layout: records.RunLayout, revision: interface.Revision) -> _Launch:
         layout.write_identity()
         spec = layout.write_content("specs", ".yaml", revision.spec)
+        api_key_file = self._api_key_file(revision.backend)
         backend = layout.write_content(
-            "backends", ".json", records.backend_document(revision.backend)
+            "backends", ".json", records.backend_document(revision.backend, api_key_file)
         )
         identity = [spec.name, backend.name, *processes.cache_arguments(revision.cache)]
         fingerprint = hashlib.sha256("\0".join(identity).encode()).hexdigest()
         return _Launch(spec, backend, revision.cache, fingerprint)
+
+    def _api_key_file(self, backend: interface.BackendConfig) -> Path | None:
+        """The file holding the backend's key, or None when it needs none."""
+        ref = backend.credentials
+        if ref is None:
+            return None
+        named = f'PlntBackend "{backend.name}" credentialsRef {ref.name}/{ref.key}'
+        if self.secrets_dir is None:
+            raise interface.CredentialsMissing(f"{named}: this worker has no secrets directory")
+        try:
+            path = records.secret_path(self.secrets_dir, ref.name, ref.key)
+        except interface.CredentialsMissing as error:
+            raise interface.CredentialsMissing(f"{named}: {error}") from error
+        if not path.is_file():
+            raise interface.CredentialsMissing(
+                f"{named}: no secret file {path}; write the key there (mode 0600)"
+            )
+        return path
 
     def _ensure(
         self, layout: records.RunLayout, revision: interface.Revision

@@ -150,17 +150,34 @@ class RunLayout:
         ]
 
 
-def backend_document(backend: interface.BackendConfig) -> bytes:
+def backend_document(backend: interface.BackendConfig, api_key_file: Path | None = None) -> bytes:
     """The runner's backend config file for `backend` (camelCase keys, unset ones left out)."""
     fields = {
         "type": backend.type,
         "endpoint": backend.endpoint,
         "model": backend.model,
         "apiKeyEnv": backend.api_key_env,
+        "apiKeyFile": None if api_key_file is None else str(api_key_file),
         "latencyMs": backend.latency_ms,
     }
     document = {key: value for key, value in fields.items() if value is not None}
     return json.dumps(document, indent=2, sort_keys=True).encode()
+
+
+_SECRET_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+
+
+def secret_path(secrets_dir: Path, name: str, key: str) -> Path:
+    """`secrets_dir/NAME/KEY`, the standalone home of one Secret key.
+
+    Admission already holds name and key to kube's rules; this refuses again anything that
+    would leave `secrets_dir`, since the path is built from an object's fields.
+    """
+    if not _SEGMENT.match(name) or ".." in name:
+        raise interface.CredentialsMissing(f"secret name {name!r} cannot name a directory")
+    if not _SECRET_KEY.match(key) or key.startswith(".."):
+        raise interface.CredentialsMissing(f"secret key {key!r} cannot name a file")
+    return secrets_dir / name / key
 
 
 def runs_dir(state_dir: Path) -> Path:

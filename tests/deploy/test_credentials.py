@@ -1,0 +1,84 @@
+"""Backend credentials end to end: a PlntBackend's credentialsRef reaches the model server.
+
+Standalone, Secret NAME key KEY is the file STATE/secrets/NAME/KEY. The run waits
+(CredentialsMissing, retried) until the file exists, then deploys; the key travels from
+the file to the runner to the backend and through nothing else.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.deploy.conftest import EXAMPLE, Api, Stack, condition_of, workflowrun
+from tests.support.llm import threaded_llm
+from tests.support.plnt_server import Kubectl
+
+CHAT = EXAMPLE.parent / "chat.workflow.yaml"
+
+
+def keyed_backend(name: str, endpoint: str, secret: str) -> str:
+    return yaml.safe_dump(
+        {
+            "apiVersion": "plnt.work/v1",
+            "kind": "PlntBackend",
+            "metadata": {"name": name},
+            "spec": {
+                "type": "openai",
+                "endpoint": endpoint,
+                "models": ["stand-in"],
+                "credentialsRef": {"name": secret, "key": "token"},
+            },
+        }
+    )
+
+
+def waiting_for_credentials(obj: dict[str, Any]) -> bool:
+    ready = condition_of(obj, "Ready")
+    return ready is not None and ready["reason"] == "CredentialsMissing"
+
+
+def test_a_run_waits_for_its_backend_secret_then_calls_the_backend_with_the_key(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str
+) -> None:
+    secret = f"{namespace}-llm"
+    secret_file = stack.state_dir / "secrets" / secret / "token"
+    ref, digest = stack.spec("chat-keyed", text=CHAT.read_text())
+    with threaded_llm("sk-e2e-42") as llm:
+        kubectl.run(
+            "apply", "-n", namespace, "-f", "-", input=keyed_backend("keyed", llm.url, secret)
+        )
+        run = workflowrun("keyed", ref, digest, backend={"name": "keyed"})
+        kubectl.run("apply", "-n", namespace, "-f", "-", input=run)
+
+        waiting = api.wait(
+            namespace, "keyed", waiting_for_credentials, message="Ready=False CredentialsMissing"
+        )
+        ready = condition_of(waiting, "Ready")
+        assert ready is not None and ready["status"] == "False"
+        assert f"no secret file {secret_file}" in ready["message"]
+        assert "retrying in 10 s" in ready["message"]
+        assert "Bearer sk-e2e-42" not in llm.seen
+
+        write_secret(secret_file, "sk-e2e-42\n")
+        kubectl.run("wait", "-n", namespace, "--for=condition=Ready", "wfr/keyed", "--timeout=90s")
+        answer = api.call(
+            lambda c: c.invoke("keyed", {"question": "who holds the key?"}, namespace=namespace)
+        )
+        assert answer.body["output"] == "stand-in: who holds the key?"
+        assert "Bearer sk-e2e-42" in llm.seen
+
+    obj = api.get(namespace, "keyed")
+    assert obj["status"]["backend"] == "keyed"
+    described = kubectl.run("describe", "-n", namespace, "wfr/keyed").stdout
+    assert "CredentialsMissing" in described
+    assert "sk-e2e-42" not in described
+
+
+def write_secret(path: Path, value: str) -> None:
+    """What a user does standalone in place of `kubectl create secret generic`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(value)
+    path.chmod(0o600)
