@@ -8,7 +8,8 @@ persistence, so workflows survive a restart that reuses the same database file.
 Lifecycle: `astart()` picks free loopback ports unless given, spawns the server and
 waits, with a deadline, until its HTTP API answers for the namespace. `astop()` sends
 SIGTERM, waits (the server needs about a second to stop), then SIGKILLs, and always
-reaps. The child stays in the parent's process group, so Ctrl-C reaches it too.
+reaps. The child has a process group of its own, so a Ctrl-C in the terminal reaches
+only the parent, which stops its worker before it stops Temporal.
 
 Errors: `TemporalProcessError` when the binary is missing, the child exits early,
 or it is not ready by the deadline (the message carries the log's last lines).
@@ -119,7 +120,9 @@ class TemporalDevServer:
         loop, so that sync callers (test fixtures) can stop it from any loop. Spawning
         does not wait for the child, so it does not block the loop."""
         with self.log_file.open("ab") as log:
-            return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+            return subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, process_group=0
+            )
 
     async def _wait_ready(self) -> None:
         process = self._process

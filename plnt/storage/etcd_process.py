@@ -13,9 +13,10 @@ Lifecycle rules:
 * `stop()` sends SIGTERM, waits `stop_timeout`, then SIGKILLs, and always reaps
   the child. It is idempotent, and an `atexit` hook calls it for any process the
   parent forgot, so a normal interpreter exit never leaves etcd behind.
-* The child stays in the parent's process group (`start_new_session=False`), so
-  a Ctrl-C in a terminal reaches etcd too and it shuts down cleanly with the
-  server. A parent killed with SIGKILL cannot clean up; etcd then keeps running
+* The child gets a process group of its own (`process_group=0`), so a Ctrl-C in
+  the terminal reaches only the parent, which stops its server first and etcd
+  last: a server that is still closing its watches never sees etcd vanish under
+  it. A parent killed with SIGKILL cannot clean up; etcd then keeps running
   until it is stopped by hand (no `prctl(PR_SET_PDEATHSIG)`, which would need a
   `preexec_fn` that is unsafe in a process with threads).
 
@@ -252,7 +253,7 @@ class EtcdProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                start_new_session=False,
+                process_group=0,
                 close_fds=True,
             )
         _LIVE.add(self)

@@ -17,7 +17,7 @@ import pytest
 
 from plnt.storage.etcd_process import free_port
 from tests.deploy.conftest import EXAMPLE, Api, kill_strays, workflowrun
-from tests.support.plnt_server import REPO, Kubectl, PlntServer
+from tests.support.plnt_server import REPO, ChildProcess, Kubectl, PlntServer
 from tests.support.processes import live_processes
 from tests.support.stack import publish, runner_pids
 
@@ -102,3 +102,30 @@ def test_an_unreachable_temporal_address_is_a_one_line_error_and_nothing_keeps_r
     )
     assert "plnt is ready" not in result.stdout
     assert not live_processes(str(tmp_path))
+
+
+def test_ctrl_c_stops_plnt_up_in_order_and_leaves_no_process(tmp_path: Path) -> None:
+    """SIGINT to the whole foreground group reaches only plnt: it stops its worker and
+    server first, then Temporal and etcd, so nothing complains that etcd went away."""
+    state = tmp_path / "state"
+    argv = [
+        sys.executable,
+        "-m",
+        "plnt",
+        "up",
+        "--state-dir",
+        str(state),
+        "--port",
+        str(free_port()),
+    ]
+    child = ChildProcess(argv, "plnt is ready", "plnt up", start_timeout=90.0, own_session=True)
+    child.start()
+    try:
+        assert live_processes("etcd", str(state)) and live_processes("temporal", str(state))
+        code = child.interrupt()
+    finally:
+        child.stop()
+    transcript = "".join(child.output)
+    assert code == 0, transcript
+    assert "lost etcd" not in transcript and "Traceback" not in transcript
+    assert not live_processes(str(state))

@@ -53,6 +53,7 @@ class ChildProcess:
     ready_marker: str
     what: str
     start_timeout: float = 60.0
+    own_session: bool = False
     process: subprocess.Popen[str] | None = None
     output: list[str] = field(default_factory=list)
     _pump: threading.Thread = field(default_factory=lambda: threading.Thread())
@@ -60,7 +61,12 @@ class ChildProcess:
     def start(self) -> None:
         ready = threading.Event()
         self.process = subprocess.Popen(
-            list(self.argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO
+            list(self.argv),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=REPO,
+            start_new_session=self.own_session,
         )
         stdout = self.process.stdout
         assert stdout is not None
@@ -78,6 +84,20 @@ class ChildProcess:
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(f"{self.what} did not become ready:\n" + "".join(self.output))
+
+    def interrupt(self, timeout: float = 30.0) -> int | None:
+        """Ctrl-C as a terminal sends it: SIGINT to the child's whole process group.
+
+        Needs `own_session=True` (the group is the child's). Falls back to `stop` when
+        the child does not exit by `timeout`; returns the exit code.
+        """
+        proc = self.process
+        assert proc is not None and self.own_session
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGINT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=timeout)
+        return self.stop()
 
     def stop(self) -> int | None:
         proc, self.process = self.process, None
