@@ -79,6 +79,20 @@ DEFINITION = ResourceDefinition(
             ),
         ),
         PrinterColumn(
+            "In-Flight",
+            "integer",
+            "Requests running, as last probed.",
+            lambda o: lookup(o, "status", "inFlight"),
+            priority=1,
+        ),
+        PrinterColumn(
+            "Queue",
+            "integer",
+            "Requests waiting, as last probed.",
+            lambda o: lookup(o, "status", "queueDepth"),
+            priority=1,
+        ),
+        PrinterColumn(
             "GPU", "string", "GPU class.", lambda o: lookup(o, "spec", "gpuClass"), priority=1
         ),
         PrinterColumn(

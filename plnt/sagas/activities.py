@@ -204,6 +204,7 @@ class DeployActivities:
                 secret_key=credentials.get("key", "token") if credentials.get("name") else None,
             ),
             attempt,
+            headroom=placement.headroom(chosen),
         )
 
     async def _probed(self, backends: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -217,8 +218,14 @@ class DeployActivities:
             spec = backend.get("spec") or {}
             if spec.get("type") == "echo" or not spec.get("endpoint"):
                 return backend
-            ok, detail = await probing.reachable(self._http(), str(spec["endpoint"]))
-            status = {"reachable": ok, "lastProbeTime": now_rfc3339()}
+            endpoint = str(spec["endpoint"])
+            ok, detail = await probing.reachable(self._http(), endpoint)
+            status: dict[str, Any] = {"reachable": ok, "lastProbeTime": now_rfc3339()}
+            if spec.get("type") == "vllm":
+                # Load unknown is written as unknown (null), never left stale.
+                load = (await probing.backend_load(self._http(), endpoint))[0] if ok else None
+                status["inFlight"] = None if load is None else load.in_flight
+                status["queueDepth"] = None if load is None else load.queue_depth
             meta = backend["metadata"]
             path = self.api.object_path(
                 "plntbackends", meta["name"], namespace=meta["namespace"], subresource="status"
@@ -232,7 +239,10 @@ class DeployActivities:
             if not ok:
                 log.info("backend %s unreachable: %s", meta["name"], detail)
             merged = {**(backend.get("status") or {}), **status, "probe": detail}
-            return {**backend, "status": merged}
+            return {
+                **backend,
+                "status": {key: value for key, value in merged.items() if value is not None},
+            }
 
         return list(await asyncio.gather(*(probe(backend) for backend in backends)))
 

@@ -1,7 +1,8 @@
 """Choosing a PlntBackend for a run: by name, or by selector and headroom.
 
 Pure functions over PlntBackend objects as the API serves them, so placement can be
-tested without a server. Headroom is `capacity.maxConcurrency - status.inFlight`;
+tested without a server. Headroom is `capacity.maxConcurrency - status.inFlight -
+status.queueDepth` (the load last probed; zero where a backend reports none);
 backends whose last probe found them unreachable are never chosen.
 
 Errors: `NoBackend` with a message that says what was asked and what exists.
@@ -38,10 +39,12 @@ def matches_selector(labels: Mapping[str, str], selector: Mapping[str, Any]) -> 
 
 
 def headroom(backend: Mapping[str, Any]) -> int:
+    """Declared concurrency less what the backend reports running and waiting."""
     spec = backend.get("spec") or {}
     status = backend.get("status") or {}
     capacity = (spec.get("capacity") or {}).get("maxConcurrency", 16)
-    return int(capacity) - int(status.get("inFlight") or 0)
+    busy = int(status.get("inFlight") or 0) + int(status.get("queueDepth") or 0)
+    return int(capacity) - busy
 
 
 def choose(

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+from yarl import URL
 
 from plnt.workflowspec import model, smoke
 
@@ -89,6 +91,62 @@ async def reachable(session: aiohttp.ClientSession, endpoint: str) -> tuple[bool
             return False, f"GET {url}: HTTP {response.status}"
     except (aiohttp.ClientError, TimeoutError) as error:
         return False, f"GET {url}: {error or type(error).__name__}"
+
+
+@dataclass(frozen=True)
+class BackendLoad:
+    """What a backend reports it is doing: requests running, and requests waiting."""
+
+    in_flight: int
+    queue_depth: int
+
+
+# vLLM's scheduler gauges (one sample per served model); see docs/sagas.md, "Placement".
+_RUNNING = "vllm:num_requests_running"
+_WAITING = "vllm:num_requests_waiting"
+
+
+def metrics_url(endpoint: str) -> str:
+    """vLLM serves Prometheus metrics at the server's root, beside the `/v1` API."""
+    url = URL(endpoint)
+    path = url.path.rstrip("/")
+    if path.endswith("/v1"):
+        path = path[: -len("/v1")]
+    return str(url.with_path(f"{path}/metrics", encoded=False).with_query(None))
+
+
+def parse_vllm_load(text: str) -> BackendLoad | None:
+    """The running and waiting request counts in vLLM's metrics text (None if absent)."""
+    totals: dict[str, float] = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            if family.name in (_RUNNING, _WAITING):
+                totals[family.name] = sum(sample.value for sample in family.samples)
+    except ValueError:
+        return None
+    if _RUNNING not in totals:
+        return None
+    return BackendLoad(round(totals[_RUNNING]), round(totals.get(_WAITING, 0.0)))
+
+
+async def backend_load(
+    session: aiohttp.ClientSession, endpoint: str
+) -> tuple[BackendLoad | None, str]:
+    """The load a vLLM server reports at `GET /metrics`, and what was asked.
+
+    None (load unknown, the declared capacity stands) when the metrics cannot be read;
+    that alone never makes a backend unreachable.
+    """
+    url = metrics_url(endpoint)
+    try:
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=3)) as response:
+            if response.status != 200:
+                return None, f"GET {url}: HTTP {response.status}"
+            text = await response.text()
+    except (aiohttp.ClientError, TimeoutError) as error:
+        return None, f"GET {url}: {error or type(error).__name__}"
+    load = parse_vllm_load(text)
+    return load, f"GET {url}: " + ("no vLLM scheduler gauges" if load is None else "ok")
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:

@@ -150,7 +150,8 @@ class Rollout(SagaBase):
                 retry_policy=retry(4),
             )
             backend = resolved.backend
-            await self._end(desired, step, describe_backend(backend), attempt=resolved.attempt)
+            described = describe_backend(backend, resolved.headroom)
+            await self._end(desired, step, described, attempt=resolved.attempt)
 
             step = "install"
             replicas = int(spec.get("replicas", 1))
@@ -447,11 +448,12 @@ class Rollout(SagaBase):
         )
 
 
-def describe_backend(backend: v.Backend) -> str:
+def describe_backend(backend: v.Backend, headroom: int | None = None) -> str:
     name = backend.name or "(none)"
     where = f" at {backend.endpoint}" if backend.endpoint else ""
     model = f", model {backend.model}" if backend.model else ""
-    return f"backend {name}: {backend.type}{where}{model}"
+    room = f", headroom {headroom}" if headroom is not None else ""
+    return f"backend {name}: {backend.type}{where}{model}{room}"
 
 
 def failure(error: BaseException) -> tuple[str, str, int]:

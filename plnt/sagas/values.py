@@ -58,6 +58,8 @@ class Resolved:
 
     backend: Backend
     attempt: int = 1
+    # Placement's measure when it chose among PlntBackends (None for the built-in echo).
+    headroom: int | None = None
 
 
 @dataclass

@@ -15,11 +15,14 @@ def backend(
     labels: dict[str, str] | None = None,
     max_concurrency: int = 16,
     in_flight: int = 0,
+    queue_depth: int | None = None,
     gpu_class: str | None = None,
     models: list[str] | None = None,
     reachable: bool | None = None,
 ) -> dict[str, Any]:
     status: dict[str, Any] = {"inFlight": in_flight}
+    if queue_depth is not None:
+        status["queueDepth"] = queue_depth
     if reachable is not None:
         status["reachable"] = reachable
     return {
@@ -105,3 +108,11 @@ def test_match_expressions_follow_label_selector_semantics(
     expression: dict[str, Any], labels: dict[str, str], expected: bool
 ) -> None:
     assert placement.matches_selector(labels, {"matchExpressions": [expression]}) is expected
+
+
+def test_requests_waiting_in_a_backends_queue_count_against_its_headroom() -> None:
+    queued = backend("queued", max_concurrency=16, in_flight=2, queue_depth=12)
+    steady = backend("steady", max_concurrency=16, in_flight=8)
+    assert (placement.headroom(queued), placement.headroom(steady)) == (2, 8)
+    chosen = placement.choose([queued, steady], name=None, selector={}, gpu_class=None, model=None)
+    assert chosen["metadata"]["name"] == "steady"

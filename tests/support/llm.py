@@ -1,11 +1,13 @@
-"""A stand-in for an OpenAI-compatible inference server that demands an API key.
+"""A stand-in for an OpenAI-compatible inference server (vLLM, OpenAI).
 
 A fake, because a real model server (vLLM on a GPU, or OpenAI itself) cannot run on these
-machines. It speaks the two calls plnt makes of a backend: `GET /v1/models` (the
-placement probe) and `POST /v1/chat/completions` (a model step). Both answer 401 without
-`Authorization: Bearer <token>`, as OpenAI does. A completion's content is
-`"<prefix>: <last user message>"`, so a test can tell the answer came from here. The
-Authorization headers it receives are kept in `seen`.
+machines. It speaks the calls plnt makes of a backend: `GET /v1/models` (the placement
+probe), `POST /v1/chat/completions` (a model step) and, given a `load`, vLLM's
+`GET /metrics` with its scheduler gauges `vllm:num_requests_running` and
+`vllm:num_requests_waiting` (set `llm.load` to change them). With a `token`, the `/v1`
+calls answer 401 without `Authorization: Bearer <token>`, as OpenAI does. A completion's
+content is `"<prefix>: <last user message>"`, so a test can tell the answer came from
+here. The Authorization headers it receives are kept in `seen`.
 
 `serving_llm(token)` runs it in this event loop; `threaded_llm(token)` runs it on its own
 loop in a thread, for synchronous tests that drive plnt through subprocesses.
@@ -29,13 +31,31 @@ class LLM:
 
     url: str = ""
     seen: list[str] = field(default_factory=list)
+    load: tuple[int, int] | None = None  # (running, waiting), as /metrics reports them
 
 
-def _app(token: str, prefix: str, llm: LLM) -> web.Application:
+def _metrics(load: tuple[int, int]) -> str:
+    running, waiting = load
+    lines = []
+    for name, value in (("running", running), ("waiting", waiting)):
+        lines += [
+            f"# HELP vllm:num_requests_{name} Number of requests {name}.",
+            f"# TYPE vllm:num_requests_{name} gauge",
+            f'vllm:num_requests_{name}{{model_name="stand-in"}} {float(value)}',
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _app(token: str | None, prefix: str, llm: LLM) -> web.Application:
     def authorized(request: web.Request) -> bool:
         header = request.headers.get("Authorization", "")
         llm.seen.append(header)
-        return header == f"Bearer {token}"
+        return token is None or header == f"Bearer {token}"
+
+    async def metrics(request: web.Request) -> web.Response:
+        if llm.load is None:
+            return web.Response(status=404, text="404: Not Found")
+        return web.Response(text=_metrics(llm.load), content_type="text/plain")
 
     def refused() -> web.Response:
         error = {"message": "Incorrect API key provided", "type": "invalid_request_error"}
@@ -70,13 +90,16 @@ def _app(token: str, prefix: str, llm: LLM) -> web.Application:
     app = web.Application()
     app.router.add_get("/v1/models", models)
     app.router.add_post("/v1/chat/completions", completions)
+    app.router.add_get("/metrics", metrics)
     return app
 
 
 @contextlib.asynccontextmanager
-async def serving_llm(token: str, *, prefix: str = "stand-in") -> AsyncIterator[LLM]:
+async def serving_llm(
+    token: str | None, *, prefix: str = "stand-in", load: tuple[int, int] | None = None
+) -> AsyncIterator[LLM]:
     """The stand-in on a free loopback port, closed on exit."""
-    llm = LLM()
+    llm = LLM(load=load)
     server = TestServer(_app(token, prefix, llm), host="127.0.0.1")
     await server.start_server()
     llm.url = str(server.make_url("/v1"))
@@ -87,7 +110,9 @@ async def serving_llm(token: str, *, prefix: str = "stand-in") -> AsyncIterator[
 
 
 @contextlib.contextmanager
-def threaded_llm(token: str, *, prefix: str = "stand-in") -> Iterator[LLM]:
+def threaded_llm(
+    token: str | None, *, prefix: str = "stand-in", load: tuple[int, int] | None = None
+) -> Iterator[LLM]:
     """`serving_llm` on its own event loop in a daemon thread, stopped on exit."""
     started = threading.Event()
     stop: asyncio.Event | None = None
@@ -99,7 +124,7 @@ def threaded_llm(token: str, *, prefix: str = "stand-in") -> Iterator[LLM]:
         nonlocal stop, loop
         stop, loop = asyncio.Event(), asyncio.get_running_loop()
         try:
-            async with serving_llm(token, prefix=prefix) as llm:
+            async with serving_llm(token, prefix=prefix, load=load) as llm:
                 holder.append(llm)
                 started.set()
                 await stop.wait()
