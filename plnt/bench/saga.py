@@ -6,38 +6,31 @@ layer (typed, importable by tests), while the script owns the processes (Tempora
 `plnt up`) that layers above provide. Nothing here imports the sagas: a deploy is
 observed the way a user observes it, through a watch on the WorkflowRun.
 
-Deploy latency is measured from just before the create request is sent until the
-watch delivers the object with its Ready condition True for the created generation.
-The watch resumes from the create's resourceVersion, so a fast deploy is not missed.
+Deploys (create, time to Ready, delete) are in `plnt.bench.deploys`.
 
 Invoke is measured twice in one run, with the same closed loop, the same body and
 the same concurrency: through the API server (`POST …/workflowruns/{name}/invoke`
 over HTTPS with the admin client certificate) and directly on the runner the API
 server would pick (`POST {endpoint}/invoke`). Both clients keep connections alive.
+Floors (`Floor`) are stand-ins for the API server that do less than it, measured the
+same way: the report gives each one's ratio and overhead against direct, and charges
+plnt's own code with what the API path costs above the last (closest) floor.
 
-Errors: a failed invocation counts in `PhaseStats.errors` (the phase goes on);
-`BenchError` (from `plnt.bench.apiserver`) when a deploy does not become Ready or a
-run cannot be deleted before its deadline; `plnt.client.errors` pass through.
+Errors: none of its own; a failed invocation counts in `PhaseStats.errors` (the phase
+goes on).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import aiohttp
 
 from plnt.bench import apiserver as harness
-from plnt.client import errors as client_errors
-from plnt.client.clients import WORKFLOWRUNS, PlntClient
-from plnt.client.transport import WatchEvent
 
 PhaseStats = harness.PhaseStats
-BenchError = harness.BenchError
 INVOKE_BODY = b'{"inputs":{"topic":"etcd"}}'
 DEPLOY_TARGET_P50_S = 3.0
 THROUGHPUT_TARGET = 0.7
@@ -54,43 +47,84 @@ class InvokeSettings:
     warmup: float = 0.5
 
 
+@dataclass(frozen=True, slots=True)
+class Floor:
+    """A stand-in for the API server's proxy that leaves parts of it out."""
+
+    key: str  # prefix of its JSON fields
+    label: str  # its rows in the table
+    title: str  # its floor line
+    leaves_out: str  # what it does not do that the API path does
+
+
+BARE = Floor("bare", "bare proxy", "bare proxy", "plain HTTP, no TLS, no middleware")
+BARE_TLS = Floor("bare_tls", "bare tls", "bare proxy over TLS", "TLS, no middleware")
+
+
+@dataclass(frozen=True, slots=True)
+class FloorRoute:
+    """How the invoke phases reach a floor: its invoke URL and the session to use."""
+
+    floor: Floor
+    url: str
+    session: aiohttp.ClientSession
+
+
+@dataclass(frozen=True, slots=True)
+class FloorStats:
+    """A floor's two phases: at `concurrency` and sequentially."""
+
+    floor: Floor
+    wide: PhaseStats
+    sequential: PhaseStats
+
+
+def p50_gap_ms(slower: PhaseStats, faster: PhaseStats) -> float:
+    """p50 of `slower` minus p50 of `faster`, in milliseconds."""
+    return slower.percentile_ms(0.5) - faster.percentile_ms(0.5)
+
+
 @dataclass(slots=True)
 class InvokeResults:
-    """The four invoke phases: API and direct, at `concurrency` and sequentially."""
+    """The invoke phases: API and direct, at `concurrency` and sequentially, and the floors.
+
+    `floors` go from the lowest (doing least) to the closest to the API path.
+    """
 
     api: PhaseStats
     direct: PhaseStats
     api_sequential: PhaseStats
     direct_sequential: PhaseStats
-    bare: PhaseStats | None = None
-    bare_sequential: PhaseStats | None = None
+    floors: list[FloorStats] = field(default_factory=list)
+
+    def ratio_to_direct(self, wide: PhaseStats) -> float:
+        """Calls/s of `wide` over direct calls/s at the same concurrency."""
+        return wide.rate / self.direct.rate if self.direct.rate else 0.0
+
+    def overhead_to_direct_ms(self, sequential: PhaseStats) -> float:
+        """p50 of one call of `sequential` minus p50 of one direct call."""
+        return p50_gap_ms(sequential, self.direct_sequential)
 
     @property
     def throughput_ratio(self) -> float:
-        return self.api.rate / self.direct.rate if self.direct.rate else 0.0
+        return self.ratio_to_direct(self.api)
 
     @property
     def overhead_ms(self) -> float:
         """p50 of one call through the API minus p50 of one direct call, sequentially."""
-        return self.api_sequential.percentile_ms(0.5) - self.direct_sequential.percentile_ms(0.5)
+        return self.overhead_to_direct_ms(self.api_sequential)
 
     @property
     def concurrent_overhead_ms(self) -> float:
-        return self.api.percentile_ms(0.5) - self.direct.percentile_ms(0.5)
+        return p50_gap_ms(self.api, self.direct)
 
     @property
-    def bare_throughput_ratio(self) -> float | None:
-        """The bare proxy's calls/s over direct: the ratio any Python HTTP hop reaches here."""
-        if self.bare is None or not self.direct.rate:
+    def own_share(self) -> tuple[Floor, float] | None:
+        """The closest floor and the API's p50 above it at concurrency 1: plnt's own cost."""
+        if not self.floors:
             return None
-        return self.bare.rate / self.direct.rate
-
-    @property
-    def bare_overhead_ms(self) -> float | None:
-        """p50 through the bare proxy minus p50 direct, sequentially."""
-        if self.bare_sequential is None:
-            return None
-        return self.bare_sequential.percentile_ms(0.5) - self.direct_sequential.percentile_ms(0.5)
+        closest = self.floors[-1]
+        return closest.floor, p50_gap_ms(self.api_sequential, closest.sequential)
 
 
 @dataclass(slots=True)
@@ -100,106 +134,6 @@ class SagaResults:
     deploy_seconds: list[float] = field(default_factory=list)
     invoke: InvokeResults | None = None
     endpoint: str = ""
-
-
-# -- deploys ------------------------------------------------------------------------------
-
-
-def workflowrun(name: str, *, ref: str, digest: str) -> dict[str, Any]:
-    """A WorkflowRun of the published spec on the built-in echo backend, one replica."""
-    return {
-        "apiVersion": "plnt.work/v1",
-        "kind": "WorkflowRun",
-        "metadata": {"name": name},
-        "spec": {"workflow": {"ref": ref, "digest": digest}, "replicas": 1},
-    }
-
-
-def is_ready(obj: Mapping[str, Any]) -> bool:
-    """Ready is True and describes the object's current generation."""
-    status = obj.get("status") or {}
-    generation = (obj.get("metadata") or {}).get("generation")
-    if status.get("observedGeneration") != generation:
-        return False
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in status.get("conditions") or []
-    )
-
-
-def runner_endpoint(obj: Mapping[str, Any]) -> str:
-    """The first endpoint of the first traffic target (what the API server forwards to)."""
-    traffic = (obj.get("status") or {}).get("traffic") or []
-    endpoints = traffic[0].get("endpoints") if traffic else None
-    if not endpoints:
-        raise BenchError(f"the ready run has no endpoint in status.traffic: {traffic}")
-    return str(endpoints[0]).rstrip("/")
-
-
-async def deploy_once(
-    client: PlntClient,
-    name: str,
-    *,
-    namespace: str,
-    ref: str,
-    digest: str,
-    within: float = 120.0,
-) -> tuple[float, dict[str, Any]]:
-    """Create a run and watch it until Ready; (seconds from create sent, the Ready object)."""
-    began = time.perf_counter()
-    created = await client.create_workflowrun(
-        workflowrun(name, ref=ref, digest=digest), namespace=namespace
-    )
-    latest: dict[str, Any] = created
-    try:
-        async with asyncio.timeout(within):
-            while True:  # a watch may end (timeoutSeconds): resume from the last version
-                version = (latest.get("metadata") or {}).get("resourceVersion")
-                # The client's watch is an async generator: close it when leaving early.
-                events = cast(
-                    AsyncGenerator[WatchEvent, None],
-                    client.watch_workflowrun(
-                        name, namespace=namespace, resource_version=version, timeout_seconds=60
-                    ),
-                )
-                async with contextlib.aclosing(events):
-                    async for event in events:
-                        if event.type == "BOOKMARK":
-                            latest.setdefault("metadata", {})["resourceVersion"] = (
-                                event.object.get("metadata") or {}
-                            ).get("resourceVersion")
-                            continue
-                        if event.type == "DELETED":
-                            raise BenchError(f"workflowrun {name} was deleted while deploying")
-                        latest = event.object
-                        if is_ready(latest):
-                            return time.perf_counter() - began, latest
-    except TimeoutError as error:
-        phase = (latest.get("status") or {}).get("phase")
-        raise BenchError(
-            f"workflowrun {name} not Ready after {within:.0f} s (phase {phase}): "
-            f"{latest.get('status')}"
-        ) from error
-
-
-async def delete_and_wait(
-    client: PlntClient, name: str, *, namespace: str, within: float = 120.0
-) -> None:
-    """Delete a run and wait until it is gone (its saga tore the runners down)."""
-    path = client.object_path(WORKFLOWRUNS, name, namespace=namespace)
-    with contextlib.suppress(client_errors.NotFound):
-        await client.request("DELETE", path)
-    deadline = time.monotonic() + within
-    delay = 0.02
-    while True:
-        try:
-            await client.request("GET", path)
-        except client_errors.NotFound:
-            return
-        if time.monotonic() > deadline:
-            raise BenchError(f"workflowrun {name} still exists {within:.0f} s after delete")
-        await asyncio.sleep(delay)  # poll with backoff until the finalizer is released
-        delay = min(delay * 2, 0.25)
 
 
 # -- invocations --------------------------------------------------------------------------
@@ -245,14 +179,9 @@ async def invoke_phases(
     api_url: str,
     direct_url: str,
     settings: InvokeSettings,
-    bare_url: str | None = None,
+    floors: Sequence[FloorRoute] = (),
 ) -> InvokeResults:
-    """Through the API, directly (and through the bare proxy), wide and then one at a time.
-
-    The bare proxy is reached with the `direct` session (plain HTTP, like the runner).
-    """
-    through, straight = invoke_operation(api, api_url), invoke_operation(direct, direct_url)
-    bare = invoke_operation(direct, bare_url) if bare_url else None
+    """Through the API, directly, then through each floor; wide and then one at a time."""
 
     async def run(operation: Callable[[int], Awaitable[bool]], *, wide: bool) -> PhaseStats:
         return await measure(
@@ -262,15 +191,17 @@ async def invoke_phases(
             warmup=settings.warmup,
         )
 
+    through, straight = invoke_operation(api, api_url), invoke_operation(direct, direct_url)
     results = InvokeResults(
         api=await run(through, wide=True),
         direct=await run(straight, wide=True),
         api_sequential=await run(through, wide=False),
         direct_sequential=await run(straight, wide=False),
     )
-    if bare is not None:
-        results.bare = await run(bare, wide=True)
-        results.bare_sequential = await run(bare, wide=False)
+    for route in floors:
+        operation = invoke_operation(route.session, route.url)
+        wide = await run(operation, wide=True)
+        results.floors.append(FloorStats(route.floor, wide, await run(operation, wide=False)))
     return results
 
 
@@ -313,22 +244,17 @@ def report(results: SagaResults, settings: InvokeSettings) -> list[str]:
             f"then 1 for {settings.sequential_duration:g} s; runner {results.endpoint}",
             f"{'phase':<22}{'calls/s':>10}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}{'errors':>8}",
         ]
-        phases: list[tuple[str, PhaseStats | None]] = [
-            (f"api c={settings.concurrency}", invoke.api),
-            (f"direct c={settings.concurrency}", invoke.direct),
-            (f"bare proxy c={settings.concurrency}", invoke.bare),
-            ("api c=1", invoke.api_sequential),
-            ("direct c=1", invoke.direct_sequential),
-            ("bare proxy c=1", invoke.bare_sequential),
-        ]
-        for label, stats in phases:
-            if stats is None:
-                continue
-            lines.append(
-                f"{label:<22}{stats.rate:>10.1f}{stats.percentile_ms(0.5):>10.2f}"
-                f"{stats.percentile_ms(0.95):>10.2f}{stats.percentile_ms(0.99):>10.2f}"
-                f"{stats.errors:>8}"
-            )
+        wide = [("api", invoke.api), ("direct", invoke.direct)]
+        wide += [(stats.floor.label, stats.wide) for stats in invoke.floors]
+        one = [("api", invoke.api_sequential), ("direct", invoke.direct_sequential)]
+        one += [(stats.floor.label, stats.sequential) for stats in invoke.floors]
+        for suffix, group in ((f"c={settings.concurrency}", wide), ("c=1", one)):
+            for name, stats in group:
+                lines.append(
+                    f"{f'{name} {suffix}':<22}{stats.rate:>10.1f}{stats.percentile_ms(0.5):>10.2f}"
+                    f"{stats.percentile_ms(0.95):>10.2f}{stats.percentile_ms(0.99):>10.2f}"
+                    f"{stats.errors:>8}"
+                )
         ratio, overhead = invoke.throughput_ratio, invoke.overhead_ms
         lines += [
             f"ratio invoke api/direct {ratio:6.2f}  target >= {THROUGHPUT_TARGET:.2f}  "
@@ -337,12 +263,15 @@ def report(results: SagaResults, settings: InvokeSettings) -> list[str]:
             f"{_verdict(overhead <= OVERHEAD_TARGET_MS)}",
             f"overhead p50 c={settings.concurrency:<8} {invoke.concurrent_overhead_ms:6.2f} ms",
         ]
-        bare_ratio, bare_overhead = invoke.bare_throughput_ratio, invoke.bare_overhead_ms
-        if bare_ratio is not None and bare_overhead is not None:
-            lines += [
-                f"floor: bare proxy/direct {bare_ratio:5.2f}, overhead p50 c=1 "
-                f"{bare_overhead:5.2f} ms (plain HTTP, no TLS, no middleware)",
-            ]
+        for floor in invoke.floors:
+            lines.append(
+                f"floor: {floor.floor.title}/direct {invoke.ratio_to_direct(floor.wide):5.2f}, "
+                f"overhead p50 c=1 {invoke.overhead_to_direct_ms(floor.sequential):5.2f} ms "
+                f"({floor.floor.leaves_out})"
+            )
+        if invoke.own_share is not None:
+            closest, share = invoke.own_share
+            lines.append(f"plnt's own share p50 c=1: api - {closest.label} = {share:.2f} ms")
     return lines
 
 
@@ -385,11 +314,17 @@ def as_json(results: SagaResults, settings: InvokeSettings) -> dict[str, Any]:
             "target_throughput_ratio": THROUGHPUT_TARGET,
             "target_overhead_ms": OVERHEAD_TARGET_MS,
         }
-        if invoke.bare is not None and invoke.bare_sequential is not None:
+        for stats in invoke.floors:
+            key = stats.floor.key
             out["invoke"].update(
-                bare=phase(invoke.bare),
-                bare_sequential=phase(invoke.bare_sequential),
-                bare_throughput_ratio=invoke.bare_throughput_ratio,
-                bare_overhead_p50_ms=invoke.bare_overhead_ms,
+                {
+                    key: phase(stats.wide),
+                    f"{key}_sequential": phase(stats.sequential),
+                    f"{key}_throughput_ratio": invoke.ratio_to_direct(stats.wide),
+                    f"{key}_overhead_p50_ms": invoke.overhead_to_direct_ms(stats.sequential),
+                }
             )
+        if invoke.own_share is not None:
+            closest, share = invoke.own_share
+            out["invoke"].update(own_share_floor=closest.key, own_share_p50_ms=share)
     return out

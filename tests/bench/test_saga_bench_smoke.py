@@ -1,26 +1,32 @@
 """The deploy saga benchmark runs end to end with tiny numbers and prints every result.
 
 Nothing here asserts a speed (DESIGN.md §5): the test only proves that the script
-starts its Temporal and `plnt up`, deploys, invokes both ways, reports, and leaves no
-process behind.
+starts its Temporal and `plnt up`, deploys, invokes through the API, directly and through
+both floors (the bare proxy over plain HTTP and over TLS), reports, and leaves no process
+behind. The report's arithmetic is checked on made-up stats, not on measured ones.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-from plnt.bench import saga
+import pytest
+
+from plnt.bench import deploys, saga
 from tests.support.processes import live_processes
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = ["--deploys", "2", "--concurrency", "2", "--duration", "0.5", "--warmup", "0.1"]
 
 
-def test_benchmark_deploys_invokes_both_ways_and_prints_every_result(tmp_path: Path) -> None:
+def test_benchmark_deploys_invokes_through_api_direct_and_both_floors_and_prints_all(
+    tmp_path: Path,
+) -> None:
     out = tmp_path / "results.json"
     env = {**os.environ, "TMPDIR": str(tmp_path)}  # its state dir lands here: findable below
     result = subprocess.run(
@@ -44,15 +50,75 @@ def test_benchmark_deploys_invokes_both_ways_and_prints_every_result(tmp_path: P
         "concurrent_overhead_p50_ms",
         "bare_throughput_ratio",
         "bare_overhead_p50_ms",
+        "bare_tls_throughput_ratio",
+        "bare_tls_overhead_p50_ms",
+        "own_share_p50_ms",
     } <= set(invoke)
-    phases = ("api", "direct", "bare", "api_sequential", "direct_sequential", "bare_sequential")
-    for phase in phases:
-        assert invoke[phase]["ops"] >= 1 and invoke[phase]["errors"] == 0, (phase, invoke)
+    assert invoke["own_share_floor"] == "bare_tls"
+    for path in ("api", "direct", "bare", "bare_tls"):
+        for phase in (path, f"{path}_sequential"):
+            assert invoke[phase]["ops"] >= 1 and invoke[phase]["errors"] == 0, (phase, invoke)
     assert any(line.startswith("apply -> Ready") for line in lines)
     assert any(line.startswith("ratio invoke api/direct") for line in lines)
     assert any(line.startswith("overhead p50 c=1") for line in lines)
-    assert any(line.startswith("floor: bare proxy/direct") for line in lines)
+    labels = {line[:22].strip() for line in lines}
+    for label in ("api", "direct", "bare proxy", "bare tls"):
+        assert {f"{label} c=2", f"{label} c=1"} <= labels
+    assert_floor_lines(lines)
     assert live_processes(str(tmp_path)) == set()
+
+
+NUMBER = r"-?\d+\.\d\d"
+FLOOR_LINES = (
+    rf"floor: bare proxy/direct +{NUMBER}, overhead p50 c=1 +{NUMBER} ms "
+    r"\(plain HTTP, no TLS, no middleware\)",
+    rf"floor: bare proxy over TLS/direct +{NUMBER}, overhead p50 c=1 +{NUMBER} ms "
+    r"\(TLS, no middleware\)",
+    rf"plnt's own share p50 c=1: api - bare tls = {NUMBER} ms",
+)
+
+
+def assert_floor_lines(lines: list[str]) -> None:
+    """Both floor lines and the share line are printed once each, in this order."""
+    found = [
+        next(i for i, line in enumerate(lines) if re.fullmatch(pattern, line))
+        for pattern in FLOOR_LINES
+    ]
+    assert found == sorted(found), lines
+
+
+def stats(*, ops: int, p50_ms: float) -> saga.PhaseStats:
+    return saga.PhaseStats(ops=ops, elapsed=1.0, latencies=[p50_ms / 1000.0] * 3)
+
+
+def test_each_floor_is_reported_against_direct_and_the_closest_floor_takes_plnts_share() -> None:
+    invoke = saga.InvokeResults(
+        api=stats(ops=600, p50_ms=10.0),
+        direct=stats(ops=1000, p50_ms=5.0),
+        api_sequential=stats(ops=300, p50_ms=3.0),
+        direct_sequential=stats(ops=700, p50_ms=1.0),
+        floors=[
+            saga.FloorStats(saga.BARE, stats(ops=900, p50_ms=6.0), stats(ops=500, p50_ms=2.0)),
+            saga.FloorStats(saga.BARE_TLS, stats(ops=800, p50_ms=7.0), stats(ops=400, p50_ms=2.5)),
+        ],
+    )
+    results = saga.SagaResults(deploy_seconds=[1.0], invoke=invoke, endpoint="http://x")
+    settings = saga.InvokeSettings(concurrency=16)
+    lines = saga.report(results, settings)
+    assert_floor_lines(lines)
+    assert {"bare proxy c=16", "bare tls c=16", "bare proxy c=1", "bare tls c=1"} <= {
+        line[:22].strip() for line in lines
+    }
+    document = saga.as_json(results, settings)["invoke"]
+    assert (document["bare_tls"]["ops"], document["bare_tls_sequential"]["ops"]) == (800, 400)
+    assert document["bare_throughput_ratio"] == pytest.approx(0.9)
+    assert document["bare_tls_throughput_ratio"] == pytest.approx(0.8)
+    assert document["bare_tls_overhead_p50_ms"] == pytest.approx(1.5)
+    assert (document["own_share_floor"], document["own_share_p50_ms"]) == (
+        "bare_tls",
+        pytest.approx(0.5),
+    )
+    assert lines[-1] == "plnt's own share p50 c=1: api - bare tls = 0.50 ms"
 
 
 def test_ready_means_the_ready_condition_is_true_for_the_current_generation() -> None:
@@ -66,12 +132,12 @@ def test_ready_means_the_ready_condition_is_true_for_the_current_generation() ->
         "metadata": {"generation": 1},
         "status": {"observedGeneration": 1, "conditions": [{"type": "Ready", "status": "False"}]},
     }
-    assert saga.is_ready(obj)
-    assert not saga.is_ready(stale)
-    assert not saga.is_ready(not_ready)
-    assert not saga.is_ready({"metadata": {"generation": 1}})
+    assert deploys.is_ready(obj)
+    assert not deploys.is_ready(stale)
+    assert not deploys.is_ready(not_ready)
+    assert not deploys.is_ready({"metadata": {"generation": 1}})
 
 
 def test_runner_endpoint_is_the_first_endpoint_of_the_first_traffic_target() -> None:
     obj = {"status": {"traffic": [{"endpoints": ["http://127.0.0.1:9/", "http://x"]}]}}
-    assert saga.runner_endpoint(obj) == "http://127.0.0.1:9"
+    assert deploys.runner_endpoint(obj) == "http://127.0.0.1:9"
