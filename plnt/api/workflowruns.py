@@ -103,6 +103,16 @@ class CanarySpec(WireModel):
         default=None, description="The smoke case; default: the spec's."
     )
     analysis: CanaryAnalysis | None = None
+    pause_seconds: int = Field(
+        default=0,
+        ge=0,
+        le=86400,
+        description=(
+            "Seconds the canary keeps its weight of live invocations before promotion"
+            " (after the analysis, if any). Skipped on a first deploy, which has no"
+            " stable revision to share with. 0: promote at once."
+        ),
+    )
 
 
 class StepCacheSpec(WireModel):

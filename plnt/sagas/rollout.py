@@ -112,7 +112,6 @@ class Rollout(SagaBase):
         workflow_ref = spec["workflow"]
         ref, digest = str(workflow_ref["ref"]), str(workflow_ref["digest"])
         canary = spec.get("canary") or {}
-        analysis = canary.get("analysis")
         self.timeline = tl.Timeline.of(STEPS)
         undo: list[tuple[str, Any]] = []
         step = "pull"
@@ -204,32 +203,7 @@ class Rollout(SagaBase):
             )
 
             step = "analyze"
-            if analysis:
-                weight = int(canary.get("weight", 10))
-                if state.stable is not None:
-                    undo.append(("traffic", None))
-                    self.canary = (revision, digest, installed.endpoints, weight)
-                await self._begin(desired, step, f"canary takes {weight}% of invocations")
-                result: v.AnalysisResult = await workflow.execute_activity(
-                    "analyze",
-                    v.AnalysisRequest(
-                        ref=ref,
-                        digest=digest,
-                        canary=installed.endpoints,
-                        stable=state.stable.endpoints if state.stable else [],
-                        requests=int(analysis.get("requests", 20)),
-                        inputs=smoke_spec.get("input"),
-                        max_error_rate=analysis.get("maxErrorRate"),
-                        max_p95_milliseconds=analysis.get("maxP95Milliseconds"),
-                    ),
-                    result_type=v.AnalysisResult,
-                    start_to_close_timeout=timedelta(minutes=10),
-                    heartbeat_timeout=timedelta(seconds=10),
-                    retry_policy=retry(2, non_retryable=["AnalysisFailed", *SPEC_ERRORS]),
-                )
-                await self._end(desired, step, result.message, attempt=result.attempt)
-            else:
-                self.timeline.finish(step, workflow.now(), "Skipped", "no analysis configured")
+            await self._observe(desired, canary, installed, revision, digest, undo)
 
             step = "promote"
             await self._begin(desired, step, f"promoting revision {revision}")
@@ -242,6 +216,66 @@ class Rollout(SagaBase):
             await self._compensate(desired, step, undo, error, revision, cancelled=cancelled)
             if cancelled:
                 raise Interrupted() from None
+
+    async def _observe(
+        self,
+        desired: v.Desired,
+        canary: dict[str, Any],
+        installed: v.Installed,
+        revision: int,
+        digest: str,
+        undo: list[tuple[str, Any]],
+    ) -> None:
+        """The analyze step: the synthetic analysis, then the pause with live traffic.
+
+        While either runs, the canary takes `weight` percent of invocations (when a stable
+        revision exists to take the rest). A pause is a durable timer, so an abort or a
+        newer generation cancels it like any activity, and compensation moves the traffic
+        back. A first deploy has no stable revision to share traffic with: no pause.
+        """
+        state = self.state
+        assert state is not None
+        analysis = canary.get("analysis")
+        pause = int(canary.get("pauseSeconds", 0)) if state.stable is not None else 0
+        if not analysis and not pause:
+            reason = "no analysis configured"
+            if canary.get("pauseSeconds") and state.stable is None:
+                reason += "; a first deploy has no stable revision to pause beside"
+            self.timeline.finish("analyze", workflow.now(), "Skipped", reason)
+            return
+        weight = int(canary.get("weight", 10))
+        if state.stable is not None:
+            undo.append(("traffic", None))
+            self.canary = (revision, digest, installed.endpoints, weight)
+        held = f" for {pause} s" if pause else ""
+        await self._begin(desired, "analyze", f"canary takes {weight}% of invocations{held}")
+        verdicts: list[str] = []
+        attempt = 1
+        if analysis:
+            smoke_spec = canary.get("smoke") or {}
+            result: v.AnalysisResult = await workflow.execute_activity(
+                "analyze",
+                v.AnalysisRequest(
+                    ref=str(desired.spec["workflow"]["ref"]),
+                    digest=digest,
+                    canary=installed.endpoints,
+                    stable=state.stable.endpoints if state.stable else [],
+                    requests=int(analysis.get("requests", 20)),
+                    inputs=smoke_spec.get("input"),
+                    max_error_rate=analysis.get("maxErrorRate"),
+                    max_p95_milliseconds=analysis.get("maxP95Milliseconds"),
+                ),
+                result_type=v.AnalysisResult,
+                start_to_close_timeout=timedelta(minutes=10),
+                heartbeat_timeout=timedelta(seconds=10),
+                retry_policy=retry(2, non_retryable=["AnalysisFailed", *SPEC_ERRORS]),
+            )
+            verdicts.append(result.message)
+            attempt = result.attempt
+        if pause:
+            await workflow.sleep(pause)
+            verdicts.append(f"canary held {weight}% of invocations for {pause} s")
+        await self._end(desired, "analyze", "; ".join(verdicts), attempt=attempt)
 
     async def _promote(
         self,

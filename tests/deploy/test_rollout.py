@@ -182,3 +182,79 @@ def test_abort_cancels_the_deploy_in_flight_and_a_second_abort_is_a_conflict(
 
     with pytest.raises(client_errors.Conflict):
         api.call(lambda c: c.abort("halt", namespace=namespace))
+
+
+def sharing_traffic(obj: dict[str, Any]) -> bool:
+    """The canary holds part of the live invocations beside the stable revision."""
+    return len((obj.get("status") or {}).get("traffic") or []) == 2
+
+
+def test_a_paused_canary_takes_its_weight_of_live_invocations_then_is_promoted(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str
+) -> None:
+    _, obj = deploy(stack, kubectl, api, namespace, "paused", "pause-a", "5.0.0")
+    assert obj["status"]["revision"] == 1
+    ref_b, digest_b = stack.spec("pause-b", version="5.1.0")
+    canary = {"weight": 50, "pauseSeconds": 8}
+    apply(kubectl, namespace, workflowrun("paused", ref_b, digest_b, canary=canary))
+
+    holding = api.wait(namespace, "paused", sharing_traffic, message="two traffic targets")
+    assert [(t["revision"], t["weight"]) for t in holding["status"]["traffic"]] == [
+        (1, 50),
+        (2, 50),
+    ]
+    analyze = step_of(holding, "analyze")
+    assert analyze is not None and analyze["state"] == "Running"
+    assert analyze["message"] == "canary takes 50% of invocations for 8 s"
+    served = {api.invoke(namespace, "paused", {"topic": "raft"}).revision for _ in range(40)}
+    assert served == {"1", "2"}
+
+    obj = api.wait_settled(namespace, "paused")
+    status = obj["status"]
+    assert (status["phase"], status["revision"], status["digest"]) == ("Ready", 2, digest_b)
+    assert [t["revision"] for t in status["traffic"]] == [2]
+    analyze = step_of(obj, "analyze")
+    assert analyze is not None and analyze["state"] == "Succeeded"
+    assert analyze["message"] == "canary held 50% of invocations for 8 s"
+    by_revision = runner_pids_by_revision(stack.state_dir, uid=obj["metadata"]["uid"])
+    assert set(by_revision) == {2}, by_revision
+
+
+def test_abort_during_a_pause_moves_the_traffic_back_and_removes_the_canary(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str
+) -> None:
+    digest_a, _ = deploy(stack, kubectl, api, namespace, "held", "held-a", "6.0.0")
+    ref_b, digest_b = stack.spec("held-b", version="6.1.0")
+    canary = {"weight": 20, "pauseSeconds": 3600}
+    apply(kubectl, namespace, workflowrun("held", ref_b, digest_b, canary=canary))
+    api.wait(namespace, "held", sharing_traffic, message="two traffic targets")
+
+    api.call(lambda c: c.abort("held", namespace=namespace))
+
+    obj = api.wait_settled(namespace, "held")
+    progressing = condition_of(obj, "Progressing")
+    assert progressing is not None and progressing["reason"] == "Aborted"
+    status = obj["status"]
+    assert (status["revision"], status["digest"]) == (1, digest_a)
+    assert [(t["revision"], t["weight"]) for t in status["traffic"]] == [(1, 100)]
+    by_revision = runner_pids_by_revision(stack.state_dir, uid=obj["metadata"]["uid"])
+    assert set(by_revision) == {1}, by_revision
+
+
+def test_a_first_deploy_does_not_pause_and_says_why(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str
+) -> None:
+    _, obj = deploy(
+        stack,
+        kubectl,
+        api,
+        namespace,
+        "first",
+        "pause-first",
+        "7.0.0",
+        canary={"pauseSeconds": 3600},
+    )
+    assert obj["status"]["phase"] == "Ready"
+    analyze = step_of(obj, "analyze")
+    assert analyze is not None and analyze["state"] == "Skipped"
+    assert "a first deploy has no stable revision to pause beside" in analyze["message"]
