@@ -5,8 +5,8 @@ resource's `ResourceStore`, and maps the verb (and subresource) to a registry
 call. Representation (object, Table, PartialObjectMetadata) is decided by
 `negotiation` and applied here, after the registry has answered.
 
-The runtime subresources of WorkflowRun (`invoke`, `invocations`, `rollback`, `abort`)
-have their own modules; deploy warnings that writes collect on the way (see
+The runtime subresources of WorkflowRun (`invoke`, `invocations`, `rollback`, `abort`,
+`promote`) have their own modules; deploy warnings that writes collect on the way (see
 `deployhooks`) become `Warning` headers here, whatever handler answered.
 """
 
@@ -248,6 +248,7 @@ _SUBRESOURCES: dict[str, _Handler] = {
     "invocations": invoke.handle_invocations,
     "rollback": rollback.handle_rollback,
     "abort": rollback.handle_abort,
+    "promote": rollback.handle_promote,
 }
 
 

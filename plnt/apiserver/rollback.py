@@ -10,7 +10,9 @@ records the revision's reason as "rollback to revision N". The backend is left a
 is. The answer is the updated WorkflowRun.
 
 `POST …/abort` asks the saga to cancel the deploy in flight (its compensation runs) and
-answers a metav1.Status Success.
+answers a metav1.Status Success. `POST …/promote` asks it to end a canary's pause
+(`spec.canary.pauseSeconds`) now, so promotion follows at once (Argo Rollouts' `promote`),
+and answers the same way.
 
 Errors (metav1.Status):
 * rollback: 400 BadRequest when there is no earlier revision (empty history, or the
@@ -18,12 +20,14 @@ Errors (metav1.Status):
   in the history (the message lists the known ones); 409 Conflict when the spec already
   pins that revision's ref and digest (nothing to roll back; rolling back to the promoted
   revision while a newer spec is being deployed is allowed and undoes that deploy).
-* abort: 409 Conflict when no deploy is in flight; 503 ServiceUnavailable when the server
-  has no sagas or Temporal cannot be reached.
+* abort: 409 Conflict when no deploy is in flight; promote: 409 Conflict when no canary
+  is pausing; both: 503 ServiceUnavailable when the server has no sagas or Temporal
+  cannot be reached.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pydantic
@@ -151,32 +155,58 @@ async def handle_rollback(
 async def handle_abort(
     request: web.Request, store: ResourceStore, info: RequestInfo
 ) -> web.Response:
+    return await _steer(request, store, info, _ABORT)
+
+
+async def handle_promote(
+    request: web.Request, store: ResourceStore, info: RequestInfo
+) -> web.Response:
+    return await _steer(request, store, info, _PROMOTE)
+
+
+@dataclass(frozen=True)
+class _Steering:
+    """One yes/no request to the saga, and how the API speaks of it."""
+
+    verb: str  # "abort", "promote": the DeployControl method
+    nothing: str  # the Conflict message when the saga answers no
+    done: str  # the Success message, formatted with the generation
+
+
+_ABORT = _Steering("abort", "no deploy is in flight", "deploy of generation {} aborted")
+_PROMOTE = _Steering(
+    "promote", "no canary is pausing", "canary of generation {} promoted before its pause ended"
+)
+
+
+async def _steer(
+    request: web.Request, store: ResourceStore, info: RequestInfo, steering: _Steering
+) -> web.Response:
     if info.verb != "create":
         raise errors.MethodNotSupported.of(store.definition.group_resource, info.verb)
     deploy = request.app[keys.DEPLOY]
     if deploy is None:
         raise errors.ServiceUnavailable(
-            "this API server runs without sagas: there is no deploy to abort"
+            f"this API server runs without sagas: there is no deploy to {steering.verb}"
         )
     obj = await store.get(info.namespace, info.name)
     generation = int(lookup(obj, "metadata", "generation") or 0)
+    ask = deploy.abort if steering.verb == "abort" else deploy.promote
     try:
-        aborted = await deploy.abort(obj)
+        agreed = await ask(obj)
     except DeployUnavailable as error:
         raise errors.ServiceUnavailable(
-            f"the deploy of workflowrun {info.name} could not be aborted: {error}",
+            f"the deploy of workflowrun {info.name} could not be asked to {steering.verb}: {error}",
             retry_after_seconds=5,
         ) from error
-    if not aborted:
-        raise errors.Conflict.of(
-            store.definition.group_resource, info.name, "no deploy is in flight"
-        )
+    if not agreed:
+        raise errors.Conflict.of(store.definition.group_resource, info.name, steering.nothing)
     status = responses.success_status(
         name=info.name,
         group=store.definition.group,
         kind=store.definition.plural,
         uid=str(lookup(obj, "metadata", "uid") or ""),
     )
-    status["message"] = f"deploy of generation {generation} aborted"
+    status["message"] = steering.done.format(generation)
     status["code"] = 200
     return responses.json_response(status)

@@ -1,4 +1,5 @@
-"""`plnt scale`, `plnt rollback`, `plnt abort` and `plnt bench`: one subresource call each."""
+"""`plnt scale`, `plnt rollback`, `plnt abort`, `plnt promote` and `plnt bench`: one
+subresource call each."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ Name = Annotated[str, typer.Argument(help="The WorkflowRun's name.")]
 
 
 def register(app: typer.Typer) -> None:
-    """Add `scale`, `rollback`, `abort` and `bench` to `app`."""
+    """Add `scale`, `rollback`, `abort`, `promote` and `bench` to `app`."""
     app.command("scale", epilog="Example: plnt scale summarize --replicas 3")(scale)
     app.command("rollback", epilog="Example: plnt rollback summarize --to-revision 2")(rollback)
     app.command("abort", epilog="Example: plnt abort summarize")(abort)
+    app.command("promote", epilog="Example: plnt promote summarize")(promote)
     app.command("bench", epilog="Example: plnt bench summarize --requests 500 --concurrency 16")(
         bench
     )
@@ -69,12 +71,25 @@ def abort(
     namespace: NamespaceOption = None,
 ) -> None:
     """Cancel the deploy in progress; its compensation runs (the abort subresource)."""
+    _steer(name, "abort", connecting.Target(kubeconfig, context, namespace))
 
+
+def promote(
+    name: Name,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    namespace: NamespaceOption = None,
+) -> None:
+    """End the canary's pause now, so it is promoted (the promote subresource)."""
+    _steer(name, "promote", connecting.Target(kubeconfig, context, namespace))
+
+
+def _steer(name: str, verb: str, target: connecting.Target) -> None:
     async def action(client: PlntClient) -> dict[str, Any]:
-        return await client.abort(name)
+        return await (client.abort if verb == "abort" else client.promote)(name)
 
-    status = connecting.call(connecting.Target(kubeconfig, context, namespace), action)
-    typer.echo(status.get("message") or f"{printing.GROUP_RESOURCE}/{name} abort requested")
+    status = connecting.call(target, action)
+    typer.echo(status.get("message") or f"{printing.GROUP_RESOURCE}/{name} {verb} requested")
 
 
 def bench(

@@ -302,7 +302,14 @@ class PlntClient(transport.Transport):
 
     async def abort(self, name: str, *, namespace: str | None = None) -> dict[str, Any]:
         """Abort the deploy in progress; answers a metav1.Status."""
-        path = self.object_path(WORKFLOWRUNS, name, namespace=namespace, subresource="abort")
+        return await self._steer(name, "abort", namespace=namespace)
+
+    async def promote(self, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        """End the canary's pause now, so it is promoted; answers a metav1.Status."""
+        return await self._steer(name, "promote", namespace=namespace)
+
+    async def _steer(self, name: str, subresource: str, *, namespace: str | None) -> dict[str, Any]:
+        path = self.object_path(WORKFLOWRUNS, name, namespace=namespace, subresource=subresource)
         return _object(await self.request("POST", path, json={}))
 
     async def watch_workflowrun(

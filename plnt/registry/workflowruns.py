@@ -1,8 +1,8 @@
 """WorkflowRun: definition, strategy and printer columns.
 
 The served subresources are `status`, `scale`, and the runtime operations `invoke`,
-`invocations`, `rollback` and `abort` (served by `plnt.apiserver`). A server that deploys
-runs (one with a DeployControl) uses `with_teardown()`, whose strategy adds the
+`invocations`, `rollback`, `abort` and `promote` (served by `plnt.apiserver`). A server
+that deploys runs (one with a DeployControl) uses `with_teardown()`, whose strategy adds the
 `plnt.work/teardown` finalizer on create so deleting a run waits until its runners are gone.
 """
 
@@ -125,6 +125,7 @@ DEFINITION = ResourceDefinition(
         Subresource("invocations", "WorkflowRunInvocationList", ("get",)),
         Subresource("rollback", KIND, ("create",)),
         Subresource("abort", "Status", ("create",), group="", version="v1"),
+        Subresource("promote", "Status", ("create",), group="", version="v1"),
     ),
     columns=(
         PrinterColumn(

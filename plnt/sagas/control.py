@@ -32,3 +32,7 @@ class DeployControl(Protocol):
     async def abort(self, obj: dict[str, Any]) -> bool:
         """Cancel the in-flight deploy of `obj` (compensation runs); False if none is running."""
         ...
+
+    async def promote(self, obj: dict[str, Any]) -> bool:
+        """End the pause of `obj`'s canary now; False if no canary is pausing."""
+        ...

@@ -59,6 +59,14 @@ class WorkflowRunController(Rollout):
         self.interrupt = "Aborted"
         return True
 
+    @workflow.update
+    def promote(self) -> bool:
+        """End the canary's pause now, so promotion follows; False when none is pausing."""
+        if not self.pausing or self.committing or self.interrupt is not None:
+            return False
+        self.skip_pause = True
+        return True
+
     @workflow.query
     def deploying(self) -> int | None:
         """The generation being deployed right now, if any."""
@@ -145,6 +153,7 @@ class WorkflowRunController(Rollout):
                 await task
         finally:
             self.in_flight, self.canary, self.committing = None, None, False
+            self.pausing = self.skip_pause = False
 
     # -- what is not a rollout ------------------------------------------------------
 

@@ -56,6 +56,8 @@ class SagaBase:
         self.interrupt: str | None = None
         self.committing = False
         self.canary: tuple[int, str, list[str], int] | None = None
+        self.pausing = False  # the canary holds its weight until the pause ends
+        self.skip_pause = False  # `promote` asked to end the pause now
         self.timeline = tl.Timeline()
         self.conditions = tl.Conditions()
 

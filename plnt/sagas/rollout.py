@@ -273,9 +273,21 @@ class Rollout(SagaBase):
             verdicts.append(result.message)
             attempt = result.attempt
         if pause:
-            await workflow.sleep(pause)
-            verdicts.append(f"canary held {weight}% of invocations for {pause} s")
+            verdicts.append(await self._pause(weight, pause))
         await self._end(desired, "analyze", "; ".join(verdicts), attempt=attempt)
+
+    async def _pause(self, weight: int, seconds: int) -> str:
+        """Hold the canary's weight for `seconds`, or until `promote` ends the pause."""
+        began = workflow.now()
+        self.pausing, self.skip_pause = True, False
+        try:
+            await workflow.wait_condition(lambda: self.skip_pause, timeout=seconds)
+        except TimeoutError:
+            return f"canary held {weight}% of invocations for {seconds} s"
+        finally:
+            self.pausing = False
+        held = int((workflow.now() - began).total_seconds())
+        return f"canary held {weight}% of invocations for {held} s, then promoted on request"
 
     async def _promote(
         self,

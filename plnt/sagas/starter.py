@@ -63,10 +63,17 @@ class TemporalDeployControl:
             raise DeployUnavailable(f"Temporal at {self._where()}: {error.message}") from error
 
     async def abort(self, obj: dict[str, Any]) -> bool:
+        return await self._update(obj, "abort")
+
+    async def promote(self, obj: dict[str, Any]) -> bool:
+        return await self._update(obj, "promote")
+
+    async def _update(self, obj: dict[str, Any], update: str) -> bool:
+        """Run one of the saga's yes/no updates (by name); False when there is no saga."""
         run = desired_of(obj).run
         handle = self.client.get_workflow_handle(v.workflow_id(run.namespace, run.name, run.uid))
         try:
-            return bool(await handle.execute_update(deploy.WorkflowRunController.abort))
+            return bool(await handle.execute_update(update, result_type=bool))
         except RPCError as error:
             if error.status == RPCStatusCode.NOT_FOUND:
                 return False

@@ -176,12 +176,15 @@ async def test_rollback_and_invocations_of_missing_runs_raise_not_found(
         await client.invocations("ghost")
 
 
-async def test_abort_on_a_server_without_sagas_is_a_server_error_with_its_message(
+async def test_abort_and_promote_on_a_server_without_sagas_are_server_errors_saying_so(
     client: PlntClient,
 ) -> None:
     await client.create_workflowrun(workflowrun("ab"))
-    with pytest.raises(ServerError, match="without sagas") as caught:
+    with pytest.raises(ServerError, match="there is no deploy to abort") as caught:
         await client.abort("ab")
+    assert caught.value.code == 503
+    with pytest.raises(ServerError, match="there is no deploy to promote") as caught:
+        await client.promote("ab")
     assert caught.value.code == 503
 
 

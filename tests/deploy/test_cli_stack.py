@@ -364,3 +364,35 @@ def test_kubectl_plnt_invoke_and_status_run_the_plugin_found_on_path(
     assert status.code == 0, status
     assert f"Name:        plugged\nNamespace:   {plnt.namespace}\n" in status.stdout
     assert f"Revision:    1 ({digest[:19]}" in status.stdout, status.stdout
+
+
+def test_promote_ends_a_canary_pause_at_once_and_with_no_pause_is_a_conflict(
+    stack: Stack, plnt: Plnt, api: Api, tmp_path: Path
+) -> None:
+    deploy(stack, plnt, tmp_path, "hasty", "cli-promote-1", "1.0.0")
+    ref_2, digest_2 = stack.spec("cli-promote-2", version="2.0.0")
+    path = manifest(
+        tmp_path / "hasty-2.yaml",
+        "hasty",
+        ref_2,
+        digest_2,
+        canary={"weight": 25, "pauseSeconds": 3600},
+    )
+    with background(plnt.command("run", "-f", str(path), "--wait"), plnt.env) as waiting:
+        api.wait(plnt.namespace, "hasty", step_running("analyze"), message="analyze Running")
+        promoted = plnt.ok("promote", "hasty")
+        assert promoted.stdout == "canary of generation 2 promoted before its pause ended\n"
+        out, err = waiting.communicate(timeout=CLI_TIMEOUT)
+    assert waiting.returncode == 0, (out, err)
+    assert out.splitlines()[-1].startswith("workflowrun.plnt.work/hasty ready"), out
+
+    obj = api.get(plnt.namespace, "hasty")
+    assert (obj["status"]["revision"], obj["status"]["digest"]) == (2, digest_2)
+    analyze = step_of(obj, "analyze")
+    assert analyze is not None and analyze["state"] == "Succeeded"
+    assert analyze["message"].startswith("canary held 25% of invocations for ")
+    assert analyze["message"].endswith(" s, then promoted on request")
+
+    again = plnt("promote", "hasty")
+    assert again.code == 4, again
+    assert again.stderr.endswith('"hasty": no canary is pausing\n'), again
