@@ -3,7 +3,8 @@
 Run after an intentional workflow change (a change of `plnt/sagas/deploy.py` that
 alters the commands it issues), then commit the new files:
 
-    .venv/bin/python tests/deploy/record_histories.py
+    .venv/bin/python tests/deploy/record_histories.py              # every scenario
+    .venv/bin/python tests/deploy/record_histories.py pause_promote  # only the ones named
 
 It starts a real stack (Temporal dev server, `plnt up --no-worker`, a separate
 `plnt worker`), runs each scenario below through the plnt HTTP API, and writes
@@ -19,6 +20,8 @@ history runs to the workflow's completion):
   fails: the canary is removed and revision 1 keeps serving.
 * `supersede`: a second spec is applied while the first deploy is in flight: the
   first is cancelled and compensated, the second is promoted.
+* `pause_promote`: a second spec pauses its canary at 50% for ten minutes; `promote`
+  ends the pause and the second revision is promoted.
 """
 
 from __future__ import annotations
@@ -185,12 +188,34 @@ async def supersede(client: PlntClient, specs: Specs, namespace: str) -> tuple[s
     raise AssertionError("the first deploy finished before the second write, three times")
 
 
+async def pause_promote(client: PlntClient, specs: Specs, namespace: str) -> tuple[str, str]:
+    created = await client.create_workflowrun(manifest("paused", specs.first), namespace=namespace)
+    await wait_until(client, "paused", namespace, ready_at(1), what="Ready")
+    pausing = {"weight": 50, "pauseSeconds": 600}
+    await client.apply_workflowrun(
+        manifest("paused", specs.second, canary=pausing), namespace=namespace
+    )
+    await wait_until(
+        client,
+        "paused",
+        namespace,
+        lambda o: len((o.get("status") or {}).get("traffic") or []) == 2,
+        what="the canary sharing traffic",
+    )
+    await client.promote("paused", namespace=namespace)
+    obj = await wait_until(client, "paused", namespace, ready_at(2), what="Ready at generation 2")
+    assert obj["status"]["revision"] == 2, obj["status"]
+    await delete_and_wait(client, "paused", namespace)
+    return "paused", str(created["metadata"]["uid"])
+
+
 # Each scenario answers the (name, uid) of the WorkflowRun whose saga it exercised.
 Scenario = Callable[[PlntClient, Specs, str], Awaitable[tuple[str, str]]]
 SCENARIOS: dict[str, Scenario] = {
     "deploy_scale_delete": deploy_scale_delete,
     "smoke_rollback": smoke_rollback,
     "supersede": supersede,
+    "pause_promote": pause_promote,
 }
 
 
@@ -207,9 +232,11 @@ async def run_scenario(
     return await handle.fetch_history()
 
 
-async def record(kubeconfig: Path, temporal_address: str, specs: Specs) -> None:
+async def record(
+    kubeconfig: Path, temporal_address: str, specs: Specs, scenarios: list[str]
+) -> None:
     HISTORIES.mkdir(exist_ok=True)
-    for scenario in SCENARIOS:
+    for scenario in scenarios:
         history = await run_scenario(
             scenario, kubeconfig=kubeconfig, temporal_address=temporal_address, specs=specs
         )
@@ -219,6 +246,11 @@ async def record(kubeconfig: Path, temporal_address: str, specs: Specs) -> None:
 
 
 def main() -> int:
+    scenarios = sys.argv[1:] or list(SCENARIOS)
+    unknown = sorted(set(scenarios) - set(SCENARIOS))
+    if unknown:
+        print(f"unknown scenarios {unknown}; known: {sorted(SCENARIOS)}", file=sys.stderr)
+        return 2
     code = 1
     with tempfile.TemporaryDirectory(prefix="plnt-record-") as tmp:
         state = Path(tmp) / "state"
@@ -234,7 +266,7 @@ def main() -> int:
             ).start()
             worker = WorkerProcess(temporal.address, server.kubeconfig, state).start()
             specs = Specs.publish_into(state / "layout")
-            asyncio.run(record(server.kubeconfig, temporal.address, specs))
+            asyncio.run(record(server.kubeconfig, temporal.address, specs, scenarios))
             code = 0
         finally:
             if worker is not None:
@@ -250,4 +282,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
