@@ -134,6 +134,22 @@ def workflowrun(name: str, ref: str, digest: str, **spec: Any) -> str:
     )
 
 
+def backend_manifest(name: str, backend_type: str, *, endpoint: str | None, **extra: Any) -> str:
+    """A PlntBackend manifest (YAML); `labels` goes to metadata, other fields to spec."""
+    spec: dict[str, Any] = {"type": backend_type, **extra}
+    if endpoint is not None:
+        spec["endpoint"] = endpoint
+    labels = spec.pop("labels", {})
+    return yaml.safe_dump(
+        {
+            "apiVersion": "plnt.work/v1",
+            "kind": "PlntBackend",
+            "metadata": {"name": name, "labels": labels},
+            "spec": spec,
+        }
+    )
+
+
 def condition_of(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
     """The status condition of type `kind`, if the object has it."""
     for item in (obj.get("status") or {}).get("conditions") or []:

@@ -10,29 +10,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from tests.deploy.conftest import EXAMPLE, Api, Stack, condition_of, workflowrun
+from tests.deploy.conftest import (
+    EXAMPLE,
+    Api,
+    Stack,
+    backend_manifest,
+    condition_of,
+    workflowrun,
+)
 from tests.support.llm import threaded_llm
 from tests.support.plnt_server import Kubectl
 
 CHAT = EXAMPLE.parent / "chat.workflow.yaml"
-
-
-def keyed_backend(name: str, endpoint: str, secret: str) -> str:
-    return yaml.safe_dump(
-        {
-            "apiVersion": "plnt.work/v1",
-            "kind": "PlntBackend",
-            "metadata": {"name": name},
-            "spec": {
-                "type": "openai",
-                "endpoint": endpoint,
-                "models": ["stand-in"],
-                "credentialsRef": {"name": secret, "key": "token"},
-            },
-        }
-    )
 
 
 def waiting_for_credentials(obj: dict[str, Any]) -> bool:
@@ -48,7 +37,18 @@ def test_a_run_waits_for_its_backend_secret_then_calls_the_backend_with_the_key(
     ref, digest = stack.spec("chat-keyed", text=CHAT.read_text())
     with threaded_llm("sk-e2e-42") as llm:
         kubectl.run(
-            "apply", "-n", namespace, "-f", "-", input=keyed_backend("keyed", llm.url, secret)
+            "apply",
+            "-n",
+            namespace,
+            "-f",
+            "-",
+            input=backend_manifest(
+                "keyed",
+                "openai",
+                endpoint=llm.url,
+                models=["stand-in"],
+                credentialsRef={"name": secret, "key": "token"},
+            ),
         )
         run = workflowrun("keyed", ref, digest, backend={"name": "keyed"})
         kubectl.run("apply", "-n", namespace, "-f", "-", input=run)

@@ -12,7 +12,7 @@ import yaml
 from plnt.client.clients import PlntClient
 from plnt.storage.etcd_process import free_port
 from plnt.workflowspec import digests, sources
-from tests.deploy.conftest import EXAMPLE, Stack
+from tests.deploy.conftest import EXAMPLE, Stack, backend_manifest
 from tests.support.plnt_server import Kubectl, wait_for
 from tests.support.registry import running_registry
 from tests.support.stack import publish, runner_pids
@@ -174,21 +174,6 @@ def test_the_kubernetes_target_is_refused_by_the_saga_with_a_reason(
         "TargetUnavailable",
     )
     assert runner_pids(stack.state_dir, contains=obj["metadata"]["uid"]) == set()
-
-
-def backend_manifest(name: str, backend_type: str, *, endpoint: str | None, **extra: Any) -> str:
-    spec: dict[str, Any] = {"type": backend_type, **extra}
-    if endpoint is not None:
-        spec["endpoint"] = endpoint
-    labels = spec.pop("labels", {})
-    return yaml.safe_dump(
-        {
-            "apiVersion": "plnt.work/v1",
-            "kind": "PlntBackend",
-            "metadata": {"name": name, "labels": labels},
-            "spec": spec,
-        }
-    )
 
 
 def test_an_unreachable_named_backend_fails_the_deploy_naming_the_probe(

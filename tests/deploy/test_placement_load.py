@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
-from tests.deploy.conftest import EXAMPLE, Api, Stack, step_of, workflowrun
+from tests.deploy.conftest import EXAMPLE, Api, Stack, backend_manifest, step_of, workflowrun
 from tests.support.llm import threaded_llm
 from tests.support.plnt_server import Kubectl
 
@@ -19,18 +17,14 @@ CHAT = EXAMPLE.parent / "chat.workflow.yaml"
 
 
 def vllm_backend(name: str, endpoint: str) -> str:
-    return yaml.safe_dump(
-        {
-            "apiVersion": "plnt.work/v1",
-            "kind": "PlntBackend",
-            "metadata": {"name": name, "labels": {"pool": "gpu"}},
-            "spec": {
-                "type": "vllm",
-                "endpoint": endpoint,
-                "models": ["stand-in"],
-                "capacity": {"maxConcurrency": 16},
-            },
-        }
+    capacity = {"maxConcurrency": 16}
+    return backend_manifest(
+        name,
+        "vllm",
+        endpoint=endpoint,
+        labels={"pool": "gpu"},
+        models=["stand-in"],
+        capacity=capacity,
     )
 
 

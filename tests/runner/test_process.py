@@ -66,21 +66,13 @@ async def test_the_runner_stops_cleanly_on_sigterm() -> None:
             assert await process.wait() == 0
 
 
-@pytest.mark.parametrize("extra", [[], ["--backend-type", "openai"]])
-async def test_the_runner_exits_2_naming_the_problem_when_the_setup_is_invalid(
-    tmp_path: Path, extra: list[str]
-) -> None:
-    spec = tmp_path / "bad.yaml"
-    spec.write_text((EXAMPLES / "chat.workflow.yaml").read_text().replace("answer", "a-b"))
-    if extra:
-        spec = EXAMPLES / "chat.workflow.yaml"
+async def failed_start(*args: str) -> tuple[int | None, str]:
+    """Run `python -m plnt.runner ARGS --port 0`, expected to exit at once: (code, stderr)."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "plnt.runner",
-        "--spec",
-        str(spec),
-        *extra,
+        *args,
         "--port",
         "0",
         stdout=subprocess.PIPE,
@@ -93,8 +85,19 @@ async def test_the_runner_exits_2_naming_the_problem_when_the_setup_is_invalid(
         if process.returncode is None:
             process.kill()
             await process.communicate()
-    assert process.returncode == 2
-    message = stderr.decode()
+    return process.returncode, stderr.decode()
+
+
+@pytest.mark.parametrize("extra", [[], ["--backend-type", "openai"]])
+async def test_the_runner_exits_2_naming_the_problem_when_the_setup_is_invalid(
+    tmp_path: Path, extra: list[str]
+) -> None:
+    spec = tmp_path / "bad.yaml"
+    spec.write_text((EXAMPLES / "chat.workflow.yaml").read_text().replace("answer", "a-b"))
+    if extra:
+        spec = EXAMPLES / "chat.workflow.yaml"
+    code, message = await failed_start("--spec", str(spec), *extra)
+    assert code == 2
     assert ("steps[0](id=a-b).id" in message) if not extra else ("needs an endpoint" in message)
 
 
@@ -123,25 +126,8 @@ async def test_the_runner_exits_2_naming_an_api_key_file_it_cannot_read(tmp_path
             }
         )
     )
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "plnt.runner",
-        "--spec",
-        str(EXAMPLES / "chat.workflow.yaml"),
-        "--backend-config",
-        str(config),
-        "--port",
-        "0",
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+    code, message = await failed_start(
+        "--spec", str(EXAMPLES / "chat.workflow.yaml"), "--backend-config", str(config)
     )
-    try:
-        async with asyncio.timeout(START_DEADLINE_SECONDS):
-            _, stderr = await process.communicate()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.communicate()
-    assert process.returncode == 2
-    assert f"apiKeyFile {missing}: No such file or directory" in stderr.decode()
+    assert code == 2
+    assert f"apiKeyFile {missing}: No such file or directory" in message
