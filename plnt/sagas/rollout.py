@@ -6,7 +6,8 @@ undos in reverse, so a failed canary never stays behind and the stable revision 
 serving. Promotion is the commit point: from there on nothing interrupts the deploy.
 Each activity has its own retry policy; failures that retrying cannot fix are
 non-retryable by type (`SPEC_ERRORS`, SmokeFailed, AnalysisFailed) and become the
-condition reasons in `REASONS`.
+condition reasons in `REASONS`. The analyze step may also pause with the canary taking
+its weight of live traffic (`canary.pauseSeconds`); `promote` ends a pause early.
 """
 
 from __future__ import annotations
@@ -66,9 +67,9 @@ def retry(attempts: int, *, non_retryable: list[str] | None = None) -> RetryPoli
 SPEC_ERRORS = ["DigestMismatch", "InvalidSpec", "InvalidReference", "SpecNotFound"]
 
 # Failures that time may fix (a registry or backend that is down, a runner that did not
-# start, a backend secret not written yet): the saga tries the same generation again after
-# `retry_delay`. Everything else
-# (a bad spec, a failed smoke or analysis) waits for a new generation.
+# start, a backend secret not written yet): the saga tries the same generation again
+# after `retry_delay`. Everything else (a bad spec, a failed smoke or analysis) waits
+# for a new generation.
 TRANSIENT = frozenset(
     {
         "PullFailed",
