@@ -27,6 +27,7 @@ Errors (metav1.Status):
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +45,7 @@ from plnt.apiserver.requestinfo import RequestInfo
 from plnt.registry import decoding, fieldcauses, transitions
 from plnt.registry.definitions import Object, lookup
 from plnt.registry.store import ResourceStore
-from plnt.sagas.control import DeployUnavailable
+from plnt.sagas.control import DeployControl, DeployUnavailable
 
 
 async def _rollback_body(request: web.Request, name: str) -> WorkflowRunRollback:
@@ -168,14 +169,23 @@ async def handle_promote(
 class _Steering:
     """One yes/no request to the saga, and how the API speaks of it."""
 
-    verb: str  # "abort", "promote": the DeployControl method
+    verb: str  # in messages: "abort", "promote"
+    ask: Callable[[DeployControl], Callable[[dict[str, Any]], Awaitable[bool]]]
     nothing: str  # the Conflict message when the saga answers no
     done: str  # the Success message, formatted with the generation
 
 
-_ABORT = _Steering("abort", "no deploy is in flight", "deploy of generation {} aborted")
+_ABORT = _Steering(
+    "abort",
+    lambda deploy: deploy.abort,
+    "no deploy is in flight",
+    "deploy of generation {} aborted",
+)
 _PROMOTE = _Steering(
-    "promote", "no canary is pausing", "canary of generation {} promoted before its pause ended"
+    "promote",
+    lambda deploy: deploy.promote,
+    "no canary is pausing",
+    "canary of generation {} promoted before its pause ended",
 )
 
 
@@ -191,9 +201,8 @@ async def _steer(
         )
     obj = await store.get(info.namespace, info.name)
     generation = int(lookup(obj, "metadata", "generation") or 0)
-    ask = deploy.abort if steering.verb == "abort" else deploy.promote
     try:
-        agreed = await ask(obj)
+        agreed = await steering.ask(deploy)(obj)
     except DeployUnavailable as error:
         raise errors.ServiceUnavailable(
             f"the deploy of workflowrun {info.name} could not be asked to {steering.verb}: {error}",

@@ -3,6 +3,7 @@ subresource call each."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import typer
@@ -71,7 +72,7 @@ def abort(
     namespace: NamespaceOption = None,
 ) -> None:
     """Cancel the deploy in progress; its compensation runs (the abort subresource)."""
-    _steer(name, "abort", connecting.Target(kubeconfig, context, namespace))
+    _steer(name, "abort", PlntClient.abort, connecting.Target(kubeconfig, context, namespace))
 
 
 def promote(
@@ -81,12 +82,19 @@ def promote(
     namespace: NamespaceOption = None,
 ) -> None:
     """End the canary's pause now, so it is promoted (the promote subresource)."""
-    _steer(name, "promote", connecting.Target(kubeconfig, context, namespace))
+    _steer(name, "promote", PlntClient.promote, connecting.Target(kubeconfig, context, namespace))
 
 
-def _steer(name: str, verb: str, target: connecting.Target) -> None:
+def _steer(
+    name: str,
+    verb: str,
+    call: Callable[[PlntClient, str], Awaitable[dict[str, Any]]],
+    target: connecting.Target,
+) -> None:
+    """One yes/no subresource call; prints the server's message."""
+
     async def action(client: PlntClient) -> dict[str, Any]:
-        return await (client.abort if verb == "abort" else client.promote)(name)
+        return await call(client, name)
 
     status = connecting.call(target, action)
     typer.echo(status.get("message") or f"{printing.GROUP_RESOURCE}/{name} {verb} requested")

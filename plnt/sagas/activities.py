@@ -47,6 +47,7 @@ def _fail(kind: str, message: str, *, retryable: bool = False) -> ApplicationErr
 def _secret_of(backend: v.Backend) -> targets.SecretKeyRef | None:
     if not backend.secret_name:
         return None
+    # Admission stores the API's default key; "token" covers objects written without it.
     return targets.SecretKeyRef(backend.secret_name, backend.secret_key or "token")
 
 
@@ -201,7 +202,7 @@ class DeployActivities:
                 endpoint=spec.get("endpoint"),
                 model=wanted_model or (models[0] if models else None),
                 secret_name=credentials.get("name"),
-                secret_key=credentials.get("key", "token") if credentials.get("name") else None,
+                secret_key=credentials.get("key"),
             ),
             attempt,
             headroom=placement.headroom(chosen),

@@ -204,7 +204,7 @@ class Rollout(SagaBase):
             )
 
             step = "analyze"
-            await self._observe(desired, canary, installed, revision, digest, undo)
+            await self._observe(desired, canary, installed, revision, ref, digest, undo)
 
             step = "promote"
             await self._begin(desired, step, f"promoting revision {revision}")
@@ -224,6 +224,7 @@ class Rollout(SagaBase):
         canary: dict[str, Any],
         installed: v.Installed,
         revision: int,
+        ref: str,
         digest: str,
         undo: list[tuple[str, Any]],
     ) -> None:
@@ -257,7 +258,7 @@ class Rollout(SagaBase):
             result: v.AnalysisResult = await workflow.execute_activity(
                 "analyze",
                 v.AnalysisRequest(
-                    ref=str(desired.spec["workflow"]["ref"]),
+                    ref=ref,
                     digest=digest,
                     canary=installed.endpoints,
                     stable=state.stable.endpoints if state.stable else [],

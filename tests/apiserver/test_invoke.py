@@ -13,12 +13,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp import web
-from aiohttp.test_utils import TestServer
 
 from tests.apiserver.conftest import BASE, Api, workflowrun
 from tests.runner.conftest import EXAMPLES
 from tests.runner.test_process import runner_process
+from tests.support.gate import Gate, serving_gate
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
 DIGEST = "sha256:" + "ab" * 32
@@ -156,28 +155,14 @@ async def test_weights_send_nothing_to_weight_zero_and_use_both_revisions_at_fif
 
 
 @pytest.fixture
-async def held_runner() -> AsyncIterator[tuple[str, asyncio.Event, asyncio.Event]]:
+async def held_runner() -> AsyncIterator[Gate]:
     """An upstream that holds each invocation until released: (url, arrived, release)."""
-    arrived, release = asyncio.Event(), asyncio.Event()
-
-    async def hold(request: web.Request) -> web.Response:
-        arrived.set()
-        await release.wait()
-        return web.json_response({"output": "held", "cache": {"hits": 0, "misses": 0}})
-
-    app = web.Application()
-    app.router.add_post("/invoke", hold)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    try:
-        yield str(server.make_url("")).rstrip("/"), arrived, release
-    finally:
-        release.set()
-        await server.close()
+    async with serving_gate() as gate:
+        yield gate
 
 
 async def test_calls_go_to_the_endpoint_with_the_fewest_in_flight(
-    api: Api, runner_a: str, held_runner: tuple[str, asyncio.Event, asyncio.Event]
+    api: Api, runner_a: str, held_runner: Gate
 ) -> None:
     held, arrived, release = held_runner
     await run_with_traffic(api, "w", target(1, 100, held, runner_a))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -119,6 +120,11 @@ def restart_server(stack: Stack) -> None:
     """
     stack.server.stop()
     stack.server.start()
+
+
+def apply(kubectl: Kubectl, namespace: str, manifest: str) -> subprocess.CompletedProcess[str]:
+    """`kubectl apply -n NAMESPACE -f -` of a manifest (one or more YAML documents)."""
+    return kubectl.run("apply", "-n", namespace, "-f", "-", input=manifest)
 
 
 def workflowrun(name: str, ref: str, digest: str, **spec: Any) -> str:

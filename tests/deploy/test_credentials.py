@@ -14,6 +14,7 @@ from tests.deploy.conftest import (
     EXAMPLE,
     Api,
     Stack,
+    apply,
     backend_manifest,
     condition_of,
     workflowrun,
@@ -36,13 +37,10 @@ def test_a_run_waits_for_its_backend_secret_then_calls_the_backend_with_the_key(
     secret_file = stack.state_dir / "secrets" / secret / "token"
     ref, digest = stack.spec("chat-keyed", text=CHAT.read_text())
     with threaded_llm("sk-e2e-42") as llm:
-        kubectl.run(
-            "apply",
-            "-n",
+        apply(
+            kubectl,
             namespace,
-            "-f",
-            "-",
-            input=backend_manifest(
+            backend_manifest(
                 "keyed",
                 "openai",
                 endpoint=llm.url,
@@ -51,7 +49,7 @@ def test_a_run_waits_for_its_backend_secret_then_calls_the_backend_with_the_key(
             ),
         )
         run = workflowrun("keyed", ref, digest, backend={"name": "keyed"})
-        kubectl.run("apply", "-n", namespace, "-f", "-", input=run)
+        apply(kubectl, namespace, run)
 
         waiting = api.wait(
             namespace, "keyed", waiting_for_credentials, message="Ready=False CredentialsMissing"

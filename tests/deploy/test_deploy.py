@@ -12,29 +12,17 @@ import yaml
 from plnt.client.clients import PlntClient
 from plnt.storage.etcd_process import free_port
 from plnt.workflowspec import digests, sources
-from tests.deploy.conftest import EXAMPLE, Stack, backend_manifest
+from tests.deploy.conftest import (
+    EXAMPLE,
+    Stack,
+    apply,
+    backend_manifest,
+    condition_of,
+    workflowrun,
+)
 from tests.support.plnt_server import Kubectl, wait_for
 from tests.support.registry import running_registry
 from tests.support.stack import publish, runner_pids
-
-
-def manifest(name: str, ref: str, digest: str, **spec: Any) -> str:
-    body: dict[str, Any] = {"workflow": {"ref": ref, "digest": digest}, **spec}
-    return yaml.safe_dump(
-        {
-            "apiVersion": "plnt.work/v1",
-            "kind": "WorkflowRun",
-            "metadata": {"name": name},
-            "spec": body,
-        }
-    )
-
-
-def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    for item in (obj.get("status") or {}).get("conditions") or []:
-        if item["type"] == kind:
-            return dict(item)
-    return None
 
 
 def wait_for_phase(kubectl: Kubectl, namespace: str, name: str, phase: str) -> dict[str, Any]:
@@ -63,7 +51,7 @@ def test_apply_becomes_ready_and_invoke_answers_through_kubectl(
     stack: Stack, kubectl: Kubectl, namespace: str, tmp_path: Path
 ) -> None:
     ref, digest = stack.spec("ready")
-    kubectl.run("apply", "-n", namespace, "-f", "-", input=manifest("hello", ref, digest))
+    apply(kubectl, namespace, workflowrun("hello", ref, digest))
     kubectl.run("wait", "-n", namespace, "--for=condition=Ready", "wfr/hello", "--timeout=60s")
     obj = kubectl.json("get", "-n", namespace, "wfr/hello")
     status = obj["status"]
@@ -105,10 +93,10 @@ def test_digest_mismatch_fails_naming_both_digests_and_deploys_nothing(
 ) -> None:
     ref, digest = stack.spec("mismatch", version="9.9.9")
     wrong = "sha256:" + "0" * 64
-    kubectl.run("apply", "-n", namespace, "-f", "-", input=manifest("bad", ref, wrong))
+    apply(kubectl, namespace, workflowrun("bad", ref, wrong))
 
     obj = wait_for_phase(kubectl, namespace, "bad", "Failed")
-    ready = condition(obj, "Ready")
+    ready = condition_of(obj, "Ready")
     assert ready is not None and ready["status"] == "False"
     assert ready["reason"] == "DigestMismatch"
     assert wrong in ready["message"] and digest in ready["message"]
@@ -162,13 +150,11 @@ def test_the_kubernetes_target_is_refused_by_the_saga_with_a_reason(
     stack: Stack, kubectl: Kubectl, namespace: str
 ) -> None:
     ref, digest = stack.spec("ready")
-    applied = kubectl.run(
-        "apply", "-n", namespace, "-f", "-", input=manifest("k8s", ref, digest, target="kubernetes")
-    )
+    applied = apply(kubectl, namespace, workflowrun("k8s", ref, digest, target="kubernetes"))
     assert "kubernetes runners need plnt installed in a cluster" in applied.stderr
 
     obj = wait_for_phase(kubectl, namespace, "k8s", "Failed")
-    ready = condition(obj, "Ready")
+    ready = condition_of(obj, "Ready")
     assert ready is not None and (ready["status"], ready["reason"]) == (
         "False",
         "TargetUnavailable",
@@ -180,26 +166,12 @@ def test_an_unreachable_named_backend_fails_the_deploy_naming_the_probe(
     stack: Stack, kubectl: Kubectl, namespace: str
 ) -> None:
     closed = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
-    kubectl.run(
-        "apply",
-        "-n",
-        namespace,
-        "-f",
-        "-",
-        input=backend_manifest("down", "openai", endpoint=closed),
-    )
+    apply(kubectl, namespace, backend_manifest("down", "openai", endpoint=closed))
     ref, digest = stack.spec("ready")
-    kubectl.run(
-        "apply",
-        "-n",
-        namespace,
-        "-f",
-        "-",
-        input=manifest("needs-down", ref, digest, backend={"name": "down"}),
-    )
+    apply(kubectl, namespace, workflowrun("needs-down", ref, digest, backend={"name": "down"}))
 
     obj = wait_for_phase(kubectl, namespace, "needs-down", "Failed")
-    ready = condition(obj, "Ready")
+    ready = condition_of(obj, "Ready")
     assert ready is not None and ready["reason"] == "BackendUnavailable"
     assert 'PlntBackend "down" is unreachable' in ready["message"]
     assert f"{closed}/models" in ready["message"]
@@ -221,17 +193,10 @@ def test_placement_by_selector_skips_a_bigger_backend_that_does_not_answer(
     other = backend_manifest(
         "other", "echo", endpoint=None, labels={"pool": "b"}, capacity={"maxConcurrency": 99}
     )
-    kubectl.run("apply", "-n", namespace, "-f", "-", input="---\n".join([big, small, other]))
+    apply(kubectl, namespace, "---\n".join([big, small, other]))
     ref, digest = stack.spec("ready")
     selection = {"selector": {"matchLabels": {"pool": "a"}}}
-    kubectl.run(
-        "apply",
-        "-n",
-        namespace,
-        "-f",
-        "-",
-        input=manifest("placed", ref, digest, backend=selection),
-    )
+    apply(kubectl, namespace, workflowrun("placed", ref, digest, backend=selection))
     kubectl.run("wait", "-n", namespace, "--for=condition=Ready", "wfr/placed", "--timeout=60s")
     obj = kubectl.json("get", "-n", namespace, "wfr/placed")
     assert obj["status"]["backend"] == "small"
@@ -244,14 +209,14 @@ def test_kubectl_wait_for_ready_after_a_spec_change_waits_for_the_new_revision(
 ) -> None:
     first_ref, first_digest = stack.spec("wait-a", version="3.0.0")
     second_ref, second_digest = stack.spec("wait-b", version="3.1.0")
-    kubectl.run("apply", "-n", namespace, "-f", "-", input=manifest("w", first_ref, first_digest))
+    apply(kubectl, namespace, workflowrun("w", first_ref, first_digest))
     kubectl.run("wait", "-n", namespace, "--for=condition=Ready", "wfr/w", "--timeout=60s")
     # Ready is already True (revision 1 serves), but its observedGeneration is 1: kubectl
     # only accepts it once the condition speaks for generation 2.
-    kubectl.run("apply", "-n", namespace, "-f", "-", input=manifest("w", second_ref, second_digest))
+    apply(kubectl, namespace, workflowrun("w", second_ref, second_digest))
     kubectl.run("wait", "-n", namespace, "--for=condition=Ready", "wfr/w", "--timeout=60s")
     obj = kubectl.json("get", "-n", namespace, "wfr/w")
-    ready = condition(obj, "Ready")
+    ready = condition_of(obj, "Ready")
     assert ready is not None and ready["observedGeneration"] == obj["metadata"]["generation"] == 2
     assert (obj["status"]["revision"], obj["status"]["digest"]) == (2, second_digest)
 
@@ -263,10 +228,10 @@ def test_a_registry_that_is_down_fails_the_pull_and_the_saga_retries_until_it_se
     text = EXAMPLE.read_text().replace("version: 1.0.0", "version: 7.0.0")
     digest = str(digests.compute(text.encode()))
     ref = f"oci://127.0.0.1:{port}/workflows/late:1"
-    kubectl.run("apply", "-n", namespace, "-f", "-", input=manifest("late", ref, digest))
+    apply(kubectl, namespace, workflowrun("late", ref, digest))
 
     obj = wait_for_phase(kubectl, namespace, "late", "Failed")
-    ready = condition(obj, "Ready")
+    ready = condition_of(obj, "Ready")
     assert ready is not None and ready["reason"] == "PullFailed"
     assert ready["message"].endswith("retrying in 10 s"), ready["message"]
 
@@ -275,4 +240,4 @@ def test_a_registry_that_is_down_fails_the_pull_and_the_saga_retries_until_it_se
         kubectl.run("wait", "-n", namespace, "--for=condition=Ready", "wfr/late", "--timeout=90s")
         obj = kubectl.json("get", "-n", namespace, "wfr/late")
         assert (obj["status"]["digest"], obj["status"]["phase"]) == (digest, "Ready")
-        assert condition(obj, "Ready")["reason"] == "Promoted"  # type: ignore[index]
+        assert condition_of(obj, "Ready")["reason"] == "Promoted"  # type: ignore[index]

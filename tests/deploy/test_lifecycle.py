@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from plnt.client import errors as client_errors
-from tests.deploy.conftest import Api, Stack, workflowrun
+from tests.deploy.conftest import Api, Stack, apply, workflowrun
 from tests.support.plnt_server import Kubectl
 from tests.support.stack import runner_pids, runner_pids_by_revision
 
@@ -33,7 +33,7 @@ def test_scale_changes_the_replicas_of_the_revision_without_a_new_revision(
     stack: Stack, kubectl: Kubectl, api: Api, namespace: str
 ) -> None:
     ref, digest = stack.spec("scale", version="6.0.0")
-    kubectl.run("apply", "-n", namespace, "-f", "-", input=workflowrun("wide", ref, digest))
+    apply(kubectl, namespace, workflowrun("wide", ref, digest))
     kubectl.run("wait", "-n", namespace, "--for=condition=Ready", "wfr/wide", "--timeout=60s")
     uid = api.get(namespace, "wide")["metadata"]["uid"]
     scale_path = f"/apis/plnt.work/v1/namespaces/{namespace}/workflowruns/wide/scale"
@@ -62,9 +62,7 @@ def test_delete_waits_for_the_teardown_and_leaves_no_runner_process(
     stack: Stack, kubectl: Kubectl, api: Api, namespace: str
 ) -> None:
     ref, digest = stack.spec("delete", version="7.0.0")
-    kubectl.run(
-        "apply", "-n", namespace, "-f", "-", input=workflowrun("gone", ref, digest, replicas=2)
-    )
+    apply(kubectl, namespace, workflowrun("gone", ref, digest, replicas=2))
     kubectl.run("wait", "-n", namespace, "--for=condition=Ready", "wfr/gone", "--timeout=60s")
     uid = api.get(namespace, "gone")["metadata"]["uid"]
     assert len(runner_pids(stack.state_dir, contains=uid)) == 2

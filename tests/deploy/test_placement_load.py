@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.deploy.conftest import EXAMPLE, Api, Stack, backend_manifest, step_of, workflowrun
+from tests.deploy.conftest import EXAMPLE, Api, Stack, apply, backend_manifest, step_of, workflowrun
 from tests.support.llm import threaded_llm
 from tests.support.plnt_server import Kubectl
 
@@ -37,16 +37,9 @@ def test_the_backend_with_a_long_queue_loses_to_the_one_with_headroom(
         threaded_llm(None, prefix="calm", load=(3, 0)) as calm,
     ):
         manifests = [vllm_backend("a-busy", busy.url), vllm_backend("b-calm", calm.url)]
-        kubectl.run("apply", "-n", namespace, "-f", "-", input="---\n".join(manifests))
+        apply(kubectl, namespace, "---\n".join(manifests))
         selection = {"selector": {"matchLabels": {"pool": "gpu"}}}
-        kubectl.run(
-            "apply",
-            "-n",
-            namespace,
-            "-f",
-            "-",
-            input=workflowrun("placed", ref, digest, backend=selection),
-        )
+        apply(kubectl, namespace, workflowrun("placed", ref, digest, backend=selection))
         kubectl.run("wait", "-n", namespace, "--for=condition=Ready", "wfr/placed", "--timeout=90s")
         obj = api.get(namespace, "placed")
         answer = api.call(lambda c: c.invoke("placed", {"question": "q"}, namespace=namespace))

@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.deploy.conftest import Api, Stack, condition_of, restart_server, step_of, workflowrun
+from tests.deploy.conftest import (
+    Api,
+    Stack,
+    apply,
+    condition_of,
+    restart_server,
+    step_of,
+    workflowrun,
+)
 from tests.support.plnt_server import Kubectl
 from tests.support.stack import runner_pids, runner_pids_by_revision
 
@@ -40,9 +48,7 @@ def test_a_worker_killed_during_install_resumes_the_saga_with_exactly_one_canary
     stack: Stack, kubectl: Kubectl, api: Api, namespace: str
 ) -> None:
     ref, digest = stack.spec("killed", version="8.0.0")
-    kubectl.run(
-        "apply", "-n", namespace, "-f", "-", input=workflowrun("tough", ref, digest, replicas=3)
-    )
+    apply(kubectl, namespace, workflowrun("tough", ref, digest, replicas=3))
 
     def installing(obj: dict[str, Any]) -> bool:
         step = step_of(obj, "install")
@@ -64,15 +70,13 @@ def test_runs_written_just_before_an_api_server_restart_converge(
     stack: Stack, kubectl: Kubectl, api: Api, namespace: str
 ) -> None:
     ref, digest = stack.spec("restart", version="8.1.0")
-    kubectl.run(
-        "apply", "-n", namespace, "-f", "-", input=workflowrun("early", ref, digest, replicas=2)
-    )
+    apply(kubectl, namespace, workflowrun("early", ref, digest, replicas=2))
 
     def deploying(obj: dict[str, Any]) -> bool:
         return (obj.get("status") or {}).get("phase") == "Deploying"
 
     api.wait(namespace, "early", deploying, message="phase Deploying")
-    kubectl.run("apply", "-n", namespace, "-f", "-", input=workflowrun("late", ref, digest))
+    apply(kubectl, namespace, workflowrun("late", ref, digest))
     restart_server(stack)
 
     early = api.wait(namespace, "early", ready_at_generation, timeout=60, message="early Ready")

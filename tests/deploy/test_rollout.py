@@ -14,15 +14,11 @@ from typing import Any
 import pytest
 
 from plnt.client import errors as client_errors
-from tests.deploy.conftest import Api, Stack, condition_of, settled, step_of, workflowrun
+from tests.deploy.conftest import Api, Stack, apply, condition_of, settled, step_of, workflowrun
 from tests.support.plnt_server import Kubectl
 from tests.support.stack import runner_pids, runner_pids_by_revision
 
 SLOW = {"analysis": {"requests": 3000, "maxErrorRate": 1.0}}
-
-
-def apply(kubectl: Kubectl, namespace: str, manifest: str) -> None:
-    kubectl.run("apply", "-n", namespace, "-f", "-", input=manifest)
 
 
 def deploy(

@@ -1,7 +1,9 @@
 """A real HTTP target that lets a test decide when a workflow's `http` step finishes.
 
 `serving_gate()` serves `GET /hold` (answers only once `release` is set; `arrived` is set
-when a request comes in) and `GET /broken` (always 500) on a free loopback port.
+when a request comes in) and `GET /broken` (always 500) on a free loopback port. It also
+stands in for a runner whose invocations hang: `POST /invoke` holds the same way, then
+answers `{"output": "held", ...}` in the runner's envelope.
 `gated_workflow(url)` is a two-step spec: a transform, then an `http` step calling `url`.
 """
 
@@ -27,12 +29,17 @@ async def serving_gate() -> AsyncIterator[Gate]:
         await release.wait()
         return web.json_response({"opened": True})
 
+    async def invoke(request: web.Request) -> web.Response:
+        await hold(request)
+        return web.json_response({"output": "held", "cache": {"hits": 0, "misses": 0}})
+
     async def broken(request: web.Request) -> web.Response:
         return web.Response(status=500, text="boom")
 
     app = web.Application()
     app.router.add_get("/hold", hold)
     app.router.add_get("/broken", broken)
+    app.router.add_post("/invoke", invoke)
     server = TestServer(app, host="127.0.0.1")
     await server.start_server()
     try:

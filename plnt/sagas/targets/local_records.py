@@ -16,7 +16,8 @@ Every file is written to a temporary name and renamed into place, so a reader se
 whole record or none. No I/O beyond these files happens here.
 
 Errors: `InvalidRunKey` (a `TargetError`) when a run's namespace, name or uid would not
-make one safe path segment.
+make one safe path segment; `interface.CredentialsMissing` when a Secret name or key
+would not (`secret_path`).
 """
 
 from __future__ import annotations
