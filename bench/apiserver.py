@@ -45,8 +45,9 @@ from plnt.apiserver import pki
 from plnt.apiserver.settings import ServerSettings
 from plnt.bench import apiserver as harness
 from plnt.bench import children
+from plnt.processes.etcd import EtcdProcess
+from plnt.processes.ports import free_port
 from plnt.storage.etcd import EtcdStore
-from plnt.storage.etcd_process import EtcdProcess, free_port
 
 LIST_NS = "bench-list"
 CREATE_NS = "bench-create"

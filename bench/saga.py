@@ -41,8 +41,8 @@ from plnt.bench import children, saga
 from plnt.bench import deploys as deploying
 from plnt.client import kubeconfig, transport
 from plnt.client.clients import WORKFLOWRUNS, PlntClient
-from plnt.sagas.temporal_process import TemporalDevServer
-from plnt.storage.etcd_process import free_port
+from plnt.processes.ports import free_port
+from plnt.processes.temporal import TemporalDevServer
 from plnt.workflowspec import sources
 
 REPO = Path(__file__).resolve().parents[1]

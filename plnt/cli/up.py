@@ -14,7 +14,7 @@ import typer
 # The server stack (aiohttp app, Temporal SDK) is imported inside the commands, so
 # every other `plnt` command starts without paying for it.
 if TYPE_CHECKING:
-    from plnt.apiserver import standalone
+    from plnt.standalone import serving as standalone
 
 
 def register(app: typer.Typer) -> None:
@@ -60,7 +60,7 @@ def up(
 
     Objects, sagas and runner processes survive restarts with the same --state-dir.
     """
-    from plnt.apiserver import standalone
+    from plnt.standalone import serving as standalone
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
 

@@ -3,6 +3,7 @@
 Storage speaks keys, bytes and revisions through the `Store` protocol in
 `interface`; its errors (in `errors`) are about keys, never about resources.
 Implementations: `etcd.EtcdStore` (etcd itself) and `cache.CachedStore` (reads and
-watches from memory, writes through etcd); `etcd_process` runs etcd as a child.
-Only the composition root picks one; everything else sees the protocol.
+watches from memory, writes through etcd). Only the composition root picks one;
+everything else sees the protocol. Running etcd as a child process is not storage's
+job: `plnt.processes.etcd` does that.
 """

@@ -236,7 +236,7 @@ async def test_an_unknown_server_certificate_is_a_transport_error_unless_told_to
 
 
 async def test_a_closed_port_is_a_transport_error(tmp_path: Path) -> None:
-    from plnt.storage.etcd_process import free_port
+    from plnt.processes.ports import free_port
 
     connection = kubeconfig.Connection(server=f"https://127.0.0.1:{free_port()}")
     async with PlntClient(connection, timeout=5) as plnt:

@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from plnt.client.clients import InvokeResult, PlntClient
+from plnt.processes.temporal import TemporalDevServer
 from plnt.sagas.targets import local
-from plnt.sagas.temporal_process import TemporalDevServer
 from tests.support.plnt_server import Kubectl, PlntServer, wait_for
 from tests.support.processes import kill_all
 from tests.support.stack import WorkerProcess, publish, runner_pids

@@ -44,9 +44,9 @@ from temporalio import client as temporal_client
 
 from plnt.client import errors as client_errors
 from plnt.client.clients import WORKFLOWRUNS, PlntClient
+from plnt.processes.temporal import TemporalDevServer
 from plnt.sagas import values as v
 from plnt.sagas.targets import local
-from plnt.sagas.temporal_process import TemporalDevServer
 from tests.support.plnt_server import PlntServer
 from tests.support.stack import WorkerProcess, publish
 

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from plnt.client.clients import PlntClient
-from plnt.storage.etcd_process import free_port
+from plnt.processes.ports import free_port
 from plnt.workflowspec import digests, sources
 from tests.deploy.conftest import (
     EXAMPLE,

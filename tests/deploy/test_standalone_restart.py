@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from plnt.storage.etcd_process import free_port
+from plnt.processes.ports import free_port
 from tests.deploy.conftest import EXAMPLE, Api, kill_strays, workflowrun
 from tests.support.plnt_server import REPO, ChildProcess, Kubectl, PlntServer
 from tests.support.processes import live_processes

@@ -16,8 +16,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from plnt.processes.ports import free_port
 from plnt.sagas.targets import interface, local, local_records
-from plnt.storage import etcd_process
 from tests.sagas.conftest import CHAT_SPEC, MakeRevision, local_target_runner_pids
 from tests.support.llm import serving_llm
 from tests.support.waiting import eventually
@@ -292,7 +292,7 @@ async def test_a_replica_that_loses_its_port_race_is_restarted_on_another_port(
         target = local.LocalTarget(
             local_target_state_dir,
             ready_timeout=60.0,
-            port_picker=lambda: next(ports, None) or etcd_process.free_port(),
+            port_picker=lambda: next(ports, None) or free_port(),
         )
 
         (replica,) = await target.install(local_target_revision())

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import pytest
 
-from plnt.storage.etcd_process import EtcdProcess
+from plnt.processes.etcd import EtcdProcess
 
 TEST_SETTINGS: dict[str, Any] = {
     "auto_compaction_retention": "0",

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plnt.storage.etcd_process import free_port
+from plnt.processes.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 

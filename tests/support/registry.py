@@ -35,7 +35,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, utils
 
-from plnt.storage.etcd_process import free_port
+from plnt.processes.ports import free_port
 
 BINARY = "/usr/bin/docker-registry"
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import botocore.session
 
-from plnt.storage.etcd_process import free_port
+from plnt.processes.ports import free_port
 
 REGION = "us-east-1"
 _POLICY = json.dumps(

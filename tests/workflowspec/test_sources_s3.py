@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from plnt.storage.etcd_process import free_port
+from plnt.processes.ports import free_port
 from plnt.workflowspec import digests, errors, references, sources
 from tests.support import s3 as support
 

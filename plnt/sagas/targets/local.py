@@ -48,10 +48,10 @@ from typing import Any, TypeVar
 
 import aiohttp
 
+from plnt.processes import ports
 from plnt.sagas.targets import interface
 from plnt.sagas.targets import local_processes as processes
 from plnt.sagas.targets import local_records as records
-from plnt.storage import etcd_process
 
 Heartbeat = Callable[[Any], None] | None
 _T = TypeVar("_T")
@@ -97,7 +97,7 @@ class LocalTarget:
         ready_timeout: float = 30.0,
         stop_timeout: float = 10.0,
         python: str = sys.executable,
-        port_picker: Callable[[], int] = etcd_process.free_port,
+        port_picker: Callable[[], int] = ports.free_port,
         port_attempts: int = 5,
         poll_interval: float = 0.05,
         probe_timeout: float = 1.0,

@@ -39,10 +39,10 @@ from plnt.apiserver import app as app_module
 from plnt.apiserver import authn, authz, pki
 from plnt.apiserver.settings import ServerSettings
 from plnt.client.clients import PlntClient
+from plnt.processes.etcd import EtcdProcess, EtcdProcessError
+from plnt.processes.temporal import TemporalDevServer, TemporalProcessError
 from plnt.sagas import starter, worker
 from plnt.sagas.control import DeployUnavailable
-from plnt.sagas.temporal_process import TemporalDevServer, TemporalProcessError
-from plnt.storage.etcd_process import EtcdProcess, EtcdProcessError
 
 log = logging.getLogger("plnt.standalone")
 

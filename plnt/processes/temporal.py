@@ -29,7 +29,7 @@ from pathlib import Path
 
 import aiohttp
 
-from plnt.storage.etcd_process import free_port
+from plnt.processes.ports import free_port
 
 
 class TemporalProcessError(RuntimeError):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from plnt.processes.etcd import EtcdProcess, EtcdProcessError
 from plnt.storage.etcd import EtcdStore
-from plnt.storage.etcd_process import EtcdProcess, EtcdProcessError
 from tests.support.etcd import make_etcd, running_etcd
 
 
