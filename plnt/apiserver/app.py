@@ -85,7 +85,7 @@ def _storage_context(
             app[keys.STORAGE] = store
             stores = {(d.group, d.plural): _resource_store(app, d, store) for d in ALL_RESOURCES}
             app[keys.STORES] = stores
-            recorder = events.EventRecorder(stores[("", "events")])
+            recorder = events.EventRecorder.for_stores(stores)
             app[keys.RECORDER] = recorder
             worker = asyncio.create_task(recorder.run(), name="event recorder")
             try:

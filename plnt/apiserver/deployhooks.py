@@ -7,9 +7,10 @@ patch, apply or `/scale`), and the start of a deletion (deletionTimestamp newly 
 Status writes and metadata-only edits (labels, annotations) do not change the desired
 state, so they are not submitted.
 
-`HookedResourceStore` is the WorkflowRun `ResourceStore` with the hook wired into its
-writes; every HTTP path (create, update, patch, server-side apply, scale, delete,
-deletecollection, rollback) goes through it, so none can forget it.
+`HookedResourceStore` is the WorkflowRun `ResourceStore` with the hook added to the
+store's one after-write hook (`ResourceStore.after_write`, which also records Events);
+every HTTP path (create, update, patch, server-side apply, scale, delete,
+deletecollection, rollback) ends there, so none can forget it.
 
 When the saga service is down (`DeployUnavailable`) the write still stands: the answer
 gets a `Warning: 299 plnt "…"` header (collected per request by `collect_warnings`) and
@@ -28,14 +29,14 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 from plnt.api import errors
-from plnt.registry import managedfields
+from plnt.registry.changes import Change, generation
 from plnt.registry.definitions import Object, ResourceDefinition
-from plnt.registry.options import DeleteOptions, ListOptions, WriteOptions, WriteResult
-from plnt.registry.store import ResourceStore, Transform
+from plnt.registry.options import ListOptions
+from plnt.registry.store import ResourceStore
 from plnt.sagas.control import DeployControl, DeployUnavailable
 from plnt.storage.interface import Store
 
@@ -74,15 +75,11 @@ def _meta(obj: Object | None) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def _generation(obj: Object | None) -> int:
-    return int(_meta(obj).get("generation") or 0)
-
-
 def needs_deploy(obj: Object) -> bool:
     """True when the saga has not caught up with `obj` (start-up convergence)."""
     status = obj.get("status") or {}
     observed = status.get("observedGeneration") if isinstance(status, dict) else None
-    return bool(_meta(obj).get("deletionTimestamp")) or observed != _generation(obj)
+    return bool(_meta(obj).get("deletionTimestamp")) or observed != generation(obj)
 
 
 class DeployHooks:
@@ -179,7 +176,7 @@ class DeployHooks:
 
 
 class HookedResourceStore(ResourceStore):
-    """The WorkflowRun store whose successful writes call `DeployHooks.submit` when due."""
+    """The WorkflowRun store whose stored writes call `DeployHooks.submit` when due."""
 
     def __init__(
         self, definition: ResourceDefinition, storage: Store, *, hooks: DeployHooks
@@ -187,57 +184,8 @@ class HookedResourceStore(ResourceStore):
         super().__init__(definition, storage)
         self.hooks = hooks
 
-    async def create(
-        self,
-        namespace: str,
-        body: Object,
-        options: WriteOptions,
-        *,
-        applied: Sequence[managedfields.Entry] | None = None,
-    ) -> WriteResult:
-        result = await super().create(namespace, body, options, applied=applied)
-        if not options.dry_run:
-            await self.hooks.submit(result.object)
-        return result
-
-    async def update(
-        self,
-        namespace: str,
-        name: str,
-        transform: Transform,
-        options: WriteOptions,
-        *,
-        subresource: str = "",
-        applying_write: bool = False,
-    ) -> WriteResult:
-        result = await super().update(
-            namespace,
-            name,
-            transform,
-            options,
-            subresource=subresource,
-            applying_write=applying_write,
-        )
-        old, new = result.previous, result.object
-        if options.dry_run or old is None:
-            return result
-        deletion_started = bool(_meta(new).get("deletionTimestamp")) and not _meta(old).get(
-            "deletionTimestamp"
-        )
-        if _generation(new) != _generation(old) or deletion_started:
-            await self.hooks.submit(new)
-        return result
-
-    async def delete(
-        self, namespace: str, name: str, options: DeleteOptions
-    ) -> tuple[Object, bool]:
-        before = None if options.dry_run else await self.get(namespace, name)
-        obj, gone = await super().delete(namespace, name, options)
-        if (
-            before is not None
-            and not gone
-            and _meta(obj).get("deletionTimestamp")
-            and not _meta(before).get("deletionTimestamp")
-        ):
-            await self.hooks.submit(obj)
-        return obj, gone
+    async def after_write(self, change: Change) -> None:
+        """Events first (they only queue), then the submit the answer waits for."""
+        await super().after_write(change)
+        if change.created or change.generation_changed or change.deletion_started:
+            await self.hooks.submit(change.after)

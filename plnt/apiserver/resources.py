@@ -7,7 +7,9 @@ call. Representation (object, Table, PartialObjectMetadata) is decided by
 
 The runtime subresources of WorkflowRun (`invoke`, `invocations`, `rollback`, `abort`,
 `promote`) have their own modules; deploy warnings that writes collect on the way (see
-`deployhooks`) become `Warning` headers here, whatever handler answered.
+`deployhooks`) become `Warning` headers here, whatever handler answered. Nothing here
+decides what a write means: Events and deploy submissions come from the registry's
+after-write hook, which every write path reaches.
 """
 
 from __future__ import annotations
@@ -32,9 +34,9 @@ from plnt.apiserver import (
     watch,
 )
 from plnt.apiserver.requestinfo import RequestInfo
-from plnt.registry import patches, tables, transitions
+from plnt.registry import patches, tables
 from plnt.registry.definitions import Object
-from plnt.registry.options import ListPage, WriteOptions, WriteResult
+from plnt.registry.options import ListPage, WriteOptions
 from plnt.registry.store import ResourceStore
 
 
@@ -110,23 +112,8 @@ async def _server_side_apply(
     result = await store.apply(
         info.namespace, info.name, config, options, subresource=info.subresource
     )
-    record_transitions(request, store, result, dry_run=options.dry_run)
     status = 201 if result.created else 200
     return responses.json_response(result.object, status=status, warnings=result.warnings)
-
-
-def record_transitions(
-    request: web.Request, store: ResourceStore, result: WriteResult, *, dry_run: bool
-) -> None:
-    """Every WorkflowRun state transition becomes an Event (what `kubectl describe` shows)."""
-    if dry_run or store.definition.plural != "workflowruns":
-        return
-    previous = None if result.created else result.previous
-    if not result.created and previous is None:
-        return
-    recorder = request.app[keys.RECORDER]
-    for t in transitions.workflowrun_transitions(previous, result.object):
-        recorder.record(result.object, type=t.type, reason=t.reason, message=t.message)
 
 
 async def _get(request: web.Request, store: ResourceStore, info: RequestInfo) -> web.Response:
@@ -164,7 +151,6 @@ async def _create(request: web.Request, store: ResourceStore, info: RequestInfo)
         raise errors.MethodNotSupported.of(store.definition.group_resource, "create")
     body, options = await _object_and_options(request)
     result = await store.create(info.namespace, body, options)
-    record_transitions(request, store, result, dry_run=options.dry_run)
     return responses.json_response(result.object, status=201, warnings=result.warnings)
 
 
@@ -173,7 +159,6 @@ async def _update(request: web.Request, store: ResourceStore, info: RequestInfo)
     result = await store.update(
         info.namespace, info.name, lambda old: body, options, subresource=info.subresource
     )
-    record_transitions(request, store, result, dry_run=options.dry_run)
     return responses.json_response(result.object, warnings=result.warnings)
 
 
@@ -208,7 +193,6 @@ async def _patch(
         request.query, is_patch=True, user_agent=request.headers.get("User-Agent", "")
     )
     result = await store.update(info.namespace, name, apply, options, subresource=info.subresource)
-    record_transitions(request, store, result, dry_run=options.dry_run)
     return responses.json_response(result.object, warnings=result.warnings)
 
 

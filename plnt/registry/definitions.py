@@ -2,7 +2,8 @@
 
 A `ResourceDefinition` is data; discovery, OpenAPI, Table printing and storage
 keys are all derived from it, so adding a kind means writing one definition and
-one strategy, nothing in the HTTP layer.
+one strategy (and, when its changes deserve Events, transition rules), nothing in
+the HTTP layer.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pydantic import BaseModel
 from plnt.api.errors import GroupResource
 
 if TYPE_CHECKING:
+    from plnt.registry.changes import TransitionRules
     from plnt.registry.strategy import Strategy
 
 Object = dict[str, Any]
@@ -82,6 +84,8 @@ class ResourceDefinition:
         default=lambda obj: {}  # replaced per kind; metadata fields are always added
     )
     description: str = ""
+    transitions: TransitionRules | None = None
+    """Which Events a stored change deserves (see `plnt.registry.changes`); None: no Events."""
 
     @property
     def api_version(self) -> str:

@@ -1,9 +1,15 @@
-"""core/v1 Events as plnt stores them in standalone mode, and the recorder the rest of plnt uses."""
+"""core/v1 Events as plnt stores them in standalone mode, and the recorder the rest of plnt uses.
+
+The recorder is the `EventSink` of every store whose kind has transition rules
+(`for_stores`): `ResourceStore.after_write` hands it the Events of each stored change,
+built by `plnt.api.events.event_about`, the one Event builder the saga uses too.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -171,6 +177,18 @@ class EventRecorder:
                 reason,
                 involved.get("metadata", {}).get("name"),
             )
+
+    @classmethod
+    def for_stores(
+        cls, stores: Mapping[tuple[str, str], ResourceStore], *, component: str = "plnt"
+    ) -> EventRecorder:
+        """A recorder writing to the `events` store of `stores`, wired as the Event sink of
+        every store whose kind has transition rules."""
+        recorder = cls(stores[(DEFINITION.group, DEFINITION.plural)], component=component)
+        for store in stores.values():
+            if store.definition.transitions is not None:
+                store.events = recorder
+        return recorder
 
     async def run(self) -> None:
         """Write queued Events until cancelled; a failed write is logged, not retried."""

@@ -5,6 +5,11 @@ checks → field validation → the strategy's prepare → validate → warn →
 canonicalise → managedFields. Storage errors become API errors through
 `storedobjects.translate`, once, in this layer; an object's resourceVersion is
 its etcd mod revision and is never stored in the bytes themselves.
+
+Every write that reached storage (never a dry run) ends in one hook,
+`after_write(change)`, whatever HTTP path asked for it: the kind's transition
+rules turn the change into Events there, so POST, PUT, PATCH, apply, `/scale`,
+`/rollback` and delete cannot disagree about them.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 from plnt.api import errors
 from plnt.api.meta import now_rfc3339
 from plnt.registry import applying, fieldvalidation, managedfields, watching
+from plnt.registry.changes import Change, EventSink
 from plnt.registry.definitions import Object, ResourceDefinition
 from plnt.registry.options import (
     DeleteOptions,
@@ -40,15 +46,27 @@ _GENERATE_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATE_NAME_ATTEMPTS = 8
 
 
+def _revision(obj: Object) -> Any:
+    """The served resourceVersion: unchanged after an update that wrote nothing."""
+    return obj["metadata"].get("resourceVersion")
+
+
 class ResourceStore:
     """Create, read, update, patch, delete and watch one resource kind."""
 
     def __init__(
-        self, definition: ResourceDefinition, storage: Store, *, decoded_cache_size: int = 20_000
+        self,
+        definition: ResourceDefinition,
+        storage: Store,
+        *,
+        decoded_cache_size: int = 20_000,
+        events: EventSink | None = None,
     ) -> None:
         self.definition = definition
         self.storage = storage
         self.strategy = definition.strategy
+        self.events = events
+        """Where the Events of the kind's transition rules go; None records none."""
         self._decoded: OrderedDict[tuple[str, int], Object] = OrderedDict()
         self._decoded_cache_size = decoded_cache_size
 
@@ -69,6 +87,23 @@ class ResourceStore:
         else:
             self._decoded.move_to_end(cache_key)
         return obj
+
+    async def after_write(self, change: Change) -> None:
+        """Called once after each successful write that is not a dry run, before the answer.
+
+        Records the Events the definition's transition rules derive from `change`.
+        Subclasses that must react to writes (the deploy hooks) extend this one hook.
+        """
+        rules = self.definition.transitions
+        if rules is None or self.events is None:
+            return
+        for transition in rules(change):
+            self.events.record(
+                change.after,
+                type=transition.type,
+                reason=transition.reason,
+                message=transition.message,
+            )
 
     # --- helpers -----------------------------------------------------------------
 
@@ -282,7 +317,9 @@ class ResourceStore:
                 ) from error
             except storage_errors.StorageError as error:
                 raise translate(error) from error
-            return WriteResult(decode(kv), created=True, warnings=warnings)
+            created = decode(kv)
+            await self.after_write(Change(None, created))
+            return WriteResult(created, created=True, warnings=warnings)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def update(
@@ -345,16 +382,20 @@ class ResourceStore:
             raise translate(error) from error
         stored = decode(kv)
         meta = stored["metadata"]
+        gone = False
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
             # The last finalizer is gone: finish the deletion that was requested earlier.
             try:
                 deleted = await self.storage.delete(key, expected_revision=kv.mod_revision)
-                stored = decode(deleted)
+                stored, gone = decode(deleted), True
             except storage_errors.KeyNotFound:
                 pass
             except storage_errors.StorageError as error:
                 raise translate(error) from error
         result.object = stored
+        previous = result.previous
+        if previous is not None and (gone or _revision(stored) != _revision(previous)):
+            await self.after_write(Change(previous, stored, gone=gone))
         return result
 
     # --- server-side apply and managedFields (see plnt.registry.applying) -----------------
@@ -454,6 +495,7 @@ class ResourceStore:
     ) -> tuple[Object, bool]:
         """Delete, or mark for deletion while finalizers remain; returns (object, gone)."""
         key = self.definition.key(namespace, name)
+        before: list[Object] = []  # the state the mark was applied to (last CAS attempt)
         try:
             kv = await self.storage.get(key)
             current = decode(kv)
@@ -466,21 +508,25 @@ class ResourceStore:
                 def mark(latest: KeyValue) -> bytes:
                     obj = decode(latest)
                     self._check_preconditions(obj, options)
+                    before[:] = [copy.deepcopy(obj)]
                     obj["metadata"].setdefault("deletionTimestamp", now_rfc3339())
                     obj["metadata"].setdefault("deletionGracePeriodSeconds", 0)
                     return encode(obj)
 
-                return decode(await self.storage.guaranteed_update(key, mark)), False
-            if options.dry_run:
+                after, gone = decode(await self.storage.guaranteed_update(key, mark)), False
+            elif options.dry_run:
                 return current, True
-            deleted = await self.storage.delete(key, expected_revision=kv.mod_revision)
+            else:
+                deleted = await self.storage.delete(key, expected_revision=kv.mod_revision)
+                before, after, gone = [current], decode(deleted), True
         except storage_errors.KeyNotFound as error:
             raise self._not_found(name) from error
         except storage_errors.Conflict as error:
             raise self._conflict(name) from error
         except storage_errors.StorageError as error:
             raise translate(error) from error
-        return decode(deleted), True
+        await self.after_write(Change(before[0], after, gone=gone))
+        return after, gone
 
     def _check_preconditions(self, obj: Object, options: DeleteOptions) -> None:
         meta = obj["metadata"]

@@ -1,0 +1,55 @@
+"""PlntBackend's rules beyond its schema: an endpoint where one is needed, a valid Secret key.
+
+The credentials reference is held to kube's rules for Secret names and keys because in
+standalone mode they also name files (STATE/secrets/NAME/KEY).
+"""
+
+from __future__ import annotations
+
+from plnt.api import errors
+from plnt.registry.definitions import Object, lookup
+from plnt.registry.labelnames import config_key_errors, dns1123_subdomain_errors, go_quote
+from plnt.registry.strategy import Strategy
+
+
+class PlntBackendStrategy(Strategy):
+    """Rules of PlntBackend beyond its schema."""
+
+    def validate_semantics(self, obj: Object) -> list[errors.Cause]:
+        causes: list[errors.Cause] = []
+        spec = obj.get("spec")
+        if (
+            isinstance(spec, dict)
+            and spec.get("type") not in (None, "echo")
+            and not spec.get("endpoint")
+        ):
+            causes.append(
+                errors.Cause(
+                    "FieldValueRequired",
+                    f"Required value: an endpoint is required for type {spec.get('type')}",
+                    "spec.endpoint",
+                )
+            )
+        causes.extend(_credentials_causes(lookup(obj, "spec", "credentialsRef")))
+        return causes
+
+
+def _credentials_causes(ref: object) -> list[errors.Cause]:
+    """The Secret's name and key must be what kube accepts: they also name files standalone."""
+    if not isinstance(ref, dict):
+        return []
+    causes = []
+    checks = (("name", dns1123_subdomain_errors), ("key", config_key_errors))
+    for field, check in checks:
+        value = ref.get(field)
+        if not isinstance(value, str):
+            continue
+        for problem in check(value):
+            causes.append(
+                errors.Cause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {go_quote(value)}: {problem}",
+                    f"spec.credentialsRef.{field}",
+                )
+            )
+    return causes
