@@ -3,10 +3,12 @@
 Activities reach plnt's objects only through its HTTP API (`plnt.client`), never
 through storage, so a worker can run on any machine that can reach the API server
 and Temporal. Replicas are made by a `Target`. Failures are raised as Temporal
-`ApplicationError`s whose `type` names the cause (DigestMismatch, InvalidSpec,
-SpecNotFound, BackendUnavailable, InstallFailed, SmokeFailed, AnalysisFailed); the
-workflow's retry policies mark the ones retrying cannot fix as non-retryable, and
-the attempt number travels in `details` so the timeline shows it.
+`ApplicationError`s made by `failures.Failure.error`, whose `type` names the cause
+(the enum the workflow reads back); the workflow's retry policies mark the ones
+retrying cannot fix as non-retryable, and the attempt number travels in `details` so
+the timeline shows it. Every activity takes one typed input and returns one typed
+output (`values`); `pull_positional` and `resolve_positional` serve the forms
+that sagas which began before typed inputs still schedule.
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ from temporalio.exceptions import ApplicationError
 
 from plnt.api.events import event_about
 from plnt.api.meta import now_rfc3339
-from plnt.api.workflowruns import TEARDOWN_FINALIZER
+from plnt.api.workflowruns import TEARDOWN_FINALIZER, StepCacheSpec
 from plnt.client import errors as client_errors
 from plnt.client import transport
 from plnt.client.clients import PlntClient
 from plnt.sagas import placement, probing
 from plnt.sagas import values as v
+from plnt.sagas.failures import Failure
 from plnt.sagas.speccache import SpecCache
 from plnt.sagas.targets import interface as targets
 from plnt.workflowspec import documents, model
@@ -38,10 +41,8 @@ WORKFLOWRUNS = "workflowruns"
 COMPONENT = "plnt-deploy"
 
 
-def _fail(kind: str, message: str, *, retryable: bool = False) -> ApplicationError:
-    return ApplicationError(
-        message, activity.info().attempt, type=kind, non_retryable=not retryable
-    )
+def _fail(failure: Failure, message: str, *, retryable: bool = False) -> ApplicationError:
+    return failure.error(message, attempt=activity.info().attempt, retryable=retryable)
 
 
 def _secret_of(backend: v.Backend) -> targets.SecretKeyRef | None:
@@ -54,14 +55,14 @@ def _secret_of(backend: v.Backend) -> targets.SecretKeyRef | None:
 def _spec_failure(error: Exception) -> ApplicationError:
     """A pull or parse failure as the typed error the workflow maps to a condition."""
     if isinstance(error, spec_errors.DigestMismatch):
-        return _fail("DigestMismatch", str(error))
+        return _fail(Failure.DIGEST_MISMATCH, str(error))
     if isinstance(error, spec_errors.InvalidReference | spec_errors.InvalidDigest):
-        return _fail("InvalidReference", str(error))
+        return _fail(Failure.INVALID_REFERENCE, str(error))
     if isinstance(error, spec_errors.NotFound):
-        return _fail("SpecNotFound", str(error))
+        return _fail(Failure.SPEC_NOT_FOUND, str(error))
     if isinstance(error, documents.SpecError):
-        return _fail("InvalidSpec", f"invalid workflow spec: {error}")
-    return _fail("PullFailed", str(error), retryable=True)
+        return _fail(Failure.INVALID_SPEC, f"invalid workflow spec: {error}")
+    return _fail(Failure.PULL_FAILED, str(error), retryable=True)
 
 
 class DeployActivities:
@@ -87,6 +88,8 @@ class DeployActivities:
             self.report,
             self.pull,
             self.resolve,
+            self.pull_positional,
+            self.resolve_positional,
             self.install,
             self.scale,
             self.smoke,
@@ -140,7 +143,7 @@ class DeployActivities:
             except client_errors.NotFound:
                 return
         else:
-            raise _fail("Conflict", "status kept changing underneath", retryable=True)
+            raise _fail(Failure.CONFLICT, "status kept changing underneath", retryable=True)
         if report.event_reason:
             await self._event(
                 obj,
@@ -156,42 +159,42 @@ class DeployActivities:
 
     # -- pull and resolve -----------------------------------------------------------
 
-    @activity.defn(name="pull")
-    async def pull(self, ref: str, digest: str) -> v.PullResult:
+    @activity.defn(name="pull-spec")
+    async def pull(self, request: v.PullRequest) -> v.PullResult:
         """Fetch the spec, verify its digest, validate it, and keep it in the spec cache."""
         try:
-            data, workflow = await self.specs.workflow(ref, digest)
+            data, workflow = await self.specs.workflow(request.ref, request.digest)
         except (spec_errors.SourceError, documents.SpecError) as error:
             raise _spec_failure(error) from error
         return v.PullResult(
-            digest=digest,
+            digest=request.digest,
             size=len(data),
             workflow=f"{workflow.metadata.name}@{workflow.metadata.version}",
             has_smoke=workflow.smoke is not None,
             attempt=activity.info().attempt,
         )
 
-    @activity.defn(name="resolve")
-    async def resolve(
-        self, namespace: str, selection: dict[str, Any], gpu_class: str | None
-    ) -> v.Resolved:
+    @activity.defn(name="resolve-backend")
+    async def resolve(self, request: v.ResolveRequest) -> v.Resolved:
         """The backend for model steps: by name, or the matching one with most headroom.
 
         A run that names no backend and selects none gets the built-in echo backend.
         """
-        name, selector = selection.get("name"), selection.get("selector")
-        wanted_model = selection.get("model")
         attempt = activity.info().attempt
-        if not name and selector is None and not gpu_class:
-            return v.Resolved(v.Backend(type="echo", model=wanted_model), attempt)
-        backends = await self._probed(await self.api.list_backends(namespace=namespace))
+        if not request.name and request.selector is None and not request.gpu_class:
+            return v.Resolved(v.Backend(type="echo", model=request.model), attempt)
+        backends = await self._probed(await self.api.list_backends(namespace=request.namespace))
         try:
             chosen = placement.choose(
-                backends, name=name, selector=selector, gpu_class=gpu_class, model=wanted_model
+                backends,
+                name=request.name,
+                selector=request.selector,
+                gpu_class=request.gpu_class,
+                model=request.model,
             )
         except placement.NoBackend as error:
             # Retried a few times by the policy (a backend may be created just after the run).
-            raise _fail("NoBackend", str(error), retryable=True) from error
+            raise _fail(Failure.NO_BACKEND, str(error), retryable=True) from error
         spec = chosen.get("spec") or {}
         models = spec.get("models") or []
         credentials = spec.get("credentialsRef") or {}
@@ -200,12 +203,34 @@ class DeployActivities:
                 name=chosen["metadata"]["name"],
                 type=str(spec.get("type", "openai")),
                 endpoint=spec.get("endpoint"),
-                model=wanted_model or (models[0] if models else None),
+                model=request.model or (models[0] if models else None),
                 secret_name=credentials.get("name"),
                 secret_key=credentials.get("key"),
             ),
             attempt,
             headroom=placement.headroom(chosen),
+        )
+
+    # Sagas recorded before typed inputs schedule these names with positional arguments.
+
+    @activity.defn(name="pull")
+    async def pull_positional(self, ref: str, digest: str) -> v.PullResult:
+        """`pull-spec`, as scheduled by sagas that began before typed activity inputs."""
+        return await self.pull(v.PullRequest(ref, digest))
+
+    @activity.defn(name="resolve")
+    async def resolve_positional(
+        self, namespace: str, selection: dict[str, Any], gpu_class: str | None
+    ) -> v.Resolved:
+        """`resolve-backend`, as scheduled by sagas that began before typed activity inputs."""
+        return await self.resolve(
+            v.ResolveRequest(
+                namespace=namespace,
+                name=selection.get("name"),
+                selector=selection.get("selector"),
+                model=selection.get("model"),
+                gpu_class=gpu_class,
+            )
         )
 
     async def _probed(self, backends: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -254,7 +279,7 @@ class DeployActivities:
             data = await self.specs.ensure(request.ref, request.digest)
         except (spec_errors.SourceError, documents.SpecError) as error:
             raise _spec_failure(error) from error
-        cache = request.cache
+        cache = StepCacheSpec.model_validate(request.cache)  # the API's defaults
         return targets.Revision(
             run=targets.RunKey(request.run.namespace, request.run.name, request.run.uid),
             revision=request.revision,
@@ -270,9 +295,9 @@ class DeployActivities:
             ),
             replicas=request.replicas,
             cache=targets.CacheConfig(
-                enabled=bool(cache.get("enabled", True)),
-                ttl_seconds=float(cache.get("ttlSeconds", 600)),
-                max_entries=int(cache.get("maxEntries", 1024)),
+                enabled=cache.enabled,
+                ttl_seconds=float(cache.ttl_seconds),
+                max_entries=cache.max_entries,
             ),
         )
 
@@ -293,9 +318,9 @@ class DeployActivities:
             replicas = await self.target.install(revision, heartbeat=activity.heartbeat)
         except targets.CredentialsMissing as error:
             # Not retried here: the saga tries again later, as for a registry that is down.
-            raise _fail("CredentialsMissing", str(error)) from error
+            raise _fail(Failure.CREDENTIALS_MISSING, str(error)) from error
         except targets.InstallFailed as error:
-            raise _fail("InstallFailed", str(error), retryable=True) from error
+            raise _fail(Failure.INSTALL_FAILED, str(error), retryable=True) from error
         return self._installed(replicas)
 
     @activity.defn(name="scale")
@@ -305,9 +330,9 @@ class DeployActivities:
         try:
             replicas = await self.target.scale(revision, heartbeat=activity.heartbeat)
         except targets.CredentialsMissing as error:
-            raise _fail("CredentialsMissing", str(error)) from error
+            raise _fail(Failure.CREDENTIALS_MISSING, str(error)) from error
         except targets.InstallFailed as error:
-            raise _fail("InstallFailed", str(error), retryable=True) from error
+            raise _fail(Failure.INSTALL_FAILED, str(error), retryable=True) from error
         return self._installed(replicas)
 
     @activity.defn(name="retire")
@@ -351,7 +376,7 @@ class DeployActivities:
                 continue  # changed underneath (a failed test is 422): read again
             except client_errors.NotFound:
                 return
-        raise _fail("Conflict", "finalizers kept changing underneath", retryable=True)
+        raise _fail(Failure.CONFLICT, "finalizers kept changing underneath", retryable=True)
 
     # -- judging the canary ---------------------------------------------------------
 
@@ -370,7 +395,7 @@ class DeployActivities:
             try:
                 expectations = model.Expectations.model_validate(expect)
             except ValueError as error:
-                raise _fail("InvalidSpec", f"spec.canary.smoke.expect: {error}") from error
+                raise _fail(Failure.INVALID_SPEC, f"spec.canary.smoke.expect: {error}") from error
         else:
             expectations = case.expect if case else model.Expectations()
         return chosen_inputs, expectations
@@ -385,9 +410,9 @@ class DeployActivities:
         try:
             message = await probing.run_smoke(self._http(), request.endpoints, *case)
         except probing.SmokeFailed as error:
-            raise _fail("SmokeFailed", str(error)) from error
+            raise _fail(Failure.SMOKE_FAILED, str(error)) from error
         except probing.Unreachable as error:
-            raise _fail("Unreachable", str(error), retryable=True) from error
+            raise _fail(Failure.UNREACHABLE, str(error), retryable=True) from error
         return v.SmokeResult(message, False, attempt)
 
     @activity.defn(name="analyze")
@@ -422,7 +447,7 @@ class DeployActivities:
                 max_p95=request.max_p95_milliseconds,
             )
         except probing.AnalysisFailed as error:
-            raise _fail("AnalysisFailed", str(error)) from error
+            raise _fail(Failure.ANALYSIS_FAILED, str(error)) from error
         return v.AnalysisResult(
             verdict.message,
             verdict.error_rate,

@@ -1,15 +1,16 @@
-"""What the deploy saga knows and how it says it: `ControllerState` and status reports.
+"""How the saga says what it does: the one writer of status, timeline, conditions and Events.
 
-`SagaBase` holds the workflow's in-memory state (the durable part is `ControllerState`,
-carried across continue-as-new) and renders the fields of `WorkflowRun.status` the saga
-owns. Every transition goes out through `report`, a local activity that writes status
-and an Event through the API server. Workflow code: no I/O, no clock but
-`workflow.now()`.
+Steps never touch the timeline or the conditions; the rollout tells the `Reporter` that
+a step began, ended, was skipped or failed, and the reporter renders the fields of
+`WorkflowRun.status` the saga owns and sends them (with an optional Event) through
+`report`, a local activity that writes through the API server. Every call that
+publishes is one `report` in the workflow's history, so their number and order are part
+of the history format. Workflow code: no I/O, no clock but `workflow.now()`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -19,129 +20,179 @@ from temporalio.common import RetryPolicy
 with workflow.unsafe.imports_passed_through():
     from plnt.sagas import timeline as tl
     from plnt.sagas import values as v
+    from plnt.sagas.intents import Intent
 
-PHASES = {
-    "pull": "Pulling",
-    "resolve": "Resolving",
-    "install": "Deploying",
-    "smoke": "SmokeTesting",
-    "analyze": "SmokeTesting",
-    "promote": "Promoting",
-}
+REPORT_RETRY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=200),
+    maximum_interval=timedelta(seconds=3),
+    non_retryable_error_types=["ObjectGone"],
+)
 
 
-@dataclass
-class ControllerState:
-    """Everything the workflow knows; carried across continue-as-new."""
+@dataclass(frozen=True)
+class Event:
+    """A core/v1 Event about the run."""
 
-    run: v.RunRef
-    stable: v.Deployment | None = None
-    next_revision: int = 1
-    handled_generation: int = 0
-    history: list[dict[str, Any]] = field(default_factory=list)
-    conditions: dict[str, dict[str, Any]] = field(default_factory=dict)
-    saga: list[dict[str, Any]] = field(default_factory=list)
-    phase: str = "Pending"
-    pending: v.Desired | None = None
-    retries: int = 0
+    type: str
+    reason: str
+    message: str
 
 
-class SagaBase:
-    """The workflow's state and its status reports."""
+@dataclass(frozen=True)
+class Canary:
+    """A canary revision that takes `weight` percent of invocations beside the stable one."""
 
-    def __init__(self) -> None:
-        self.state: ControllerState | None = None
-        self.desired: v.Desired | None = None
-        self.in_flight: v.Desired | None = None
-        self.interrupt: str | None = None
-        self.committing = False
-        self.canary: tuple[int, str, list[str], int] | None = None
-        self.pausing = False  # the canary holds its weight until the pause ends
-        self.skip_pause = False  # `promote` asked to end the pause now
-        self.timeline = tl.Timeline()
-        self.conditions = tl.Conditions()
+    revision: int
+    digest: str
+    endpoints: list[str]
+    weight: int
 
-    async def _begin(self, desired: v.Desired, step: str, message: str) -> None:
-        state = self.state
-        assert state is not None
-        self.timeline.start(step, workflow.now(), message)
-        state.phase = PHASES[step]
-        await self._report(desired)
 
-    async def _end(
-        self,
-        desired: v.Desired,
-        step: str,
-        message: str,
-        *,
-        skipped: bool = False,
-        attempt: int = 1,
-    ) -> None:
-        self.timeline.set_attempts(step, attempt)
-        self.timeline.finish(step, workflow.now(), "Skipped" if skipped else "Succeeded", message)
-        reason = {"pull": "Pulled", "resolve": "Resolved", "install": "CanaryInstalled"}.get(
-            step, "SmokePassed" if step == "smoke" else "AnalysisPassed"
-        )
-        await self._report(desired, event=("Normal", reason, message))
+@dataclass(frozen=True)
+class Outcome:
+    """How a step ended: the timeline message, the attempts it took, whether it was a no-op."""
 
-    async def _report(
-        self, desired: v.Desired, *, event: tuple[str, str, str] | None = None
-    ) -> None:
-        state = self.state
-        assert state is not None
+    message: str
+    attempt: int = 1
+    skipped: bool = False
+
+
+class Reporter:
+    """The saga's record of itself (timeline, conditions, phase, traffic) and its publisher."""
+
+    def __init__(self, state: v.ControllerState) -> None:
+        self.state = state
+        self.timeline = tl.Timeline([tl.Step(**step_args(s)) for s in state.saga])
+        self.conditions = tl.Conditions(dict(state.conditions))
+        self.canary: Canary | None = None
+
+    # -- publishing -----------------------------------------------------------------
+
+    async def publish(self, intent: Intent, event: Event | None = None) -> None:
+        """Write the status the saga owns (and `event`) through the `report` local activity."""
         await workflow.execute_local_activity(
             "report",
             v.Report(
-                run=state.run,
-                status=self._status(desired),
-                event_type=event[0] if event else None,
-                event_reason=event[1] if event else None,
-                event_message=event[2] if event else None,
+                run=self.state.run,
+                status=self.status(intent),
+                event_type=event.type if event else None,
+                event_reason=event.reason if event else None,
+                event_message=event.message if event else None,
             ),
             start_to_close_timeout=timedelta(seconds=10),
-            retry_policy=RetryPolicy(
-                initial_interval=timedelta(milliseconds=200),
-                maximum_interval=timedelta(seconds=3),
-                non_retryable_error_types=["ObjectGone"],
-            ),
+            retry_policy=REPORT_RETRY,
         )
 
-    def _status(self, desired: v.Desired) -> dict[str, Any]:
-        state = self.state
-        assert state is not None
-        stable = state.stable
-        canary = self.canary
-        traffic: list[dict[str, Any]] = []
+    def set(self, kind: str, status: bool, reason: str, message: str, *, intent: Intent) -> None:
+        """Set one condition as of now, for `intent`'s generation."""
+        self.conditions.set(
+            kind, status, reason, message, now=workflow.now(), generation=intent.generation
+        )
+
+    # -- step transitions -----------------------------------------------------------
+
+    def deploying(self, intent: Intent, names: list[str], revision: int, digest: str) -> None:
+        """A deploy begins: a fresh timeline of `names`, and Progressing says which revision."""
+        self.timeline = tl.Timeline.of(names)
+        message = (
+            f"deploying revision {revision} ({digest[:19]}) for generation {intent.generation}"
+        )
+        self.set("Progressing", True, "Deploying", message, intent=intent)
+
+    async def begin(self, intent: Intent, name: str, phase: str, message: str) -> None:
+        self.timeline.start(name, workflow.now(), message)
+        self.state.phase = phase
+        await self.publish(intent)
+
+    def skip(self, name: str, message: str) -> None:
+        """A step that has nothing to do this time: recorded, not published on its own."""
+        self.timeline.finish(name, workflow.now(), "Skipped", message)
+
+    async def end(self, intent: Intent, name: str, reason: str, outcome: Outcome) -> None:
+        self.timeline.set_attempts(name, outcome.attempt)
+        state = "Skipped" if outcome.skipped else "Succeeded"
+        self.timeline.finish(name, workflow.now(), state, outcome.message)
+        await self.publish(intent, Event("Normal", reason, outcome.message))
+
+    async def promoted(self, intent: Intent, name: str, message: str) -> None:
+        """The commit step ended: the new revision serves, and the conditions say so."""
+        self.timeline.finish(name, workflow.now(), "Succeeded", message)
+        self.set("Ready", True, "Promoted", message, intent=intent)
+        self.set("Progressing", False, "DeployComplete", message, intent=intent)
+        self.set("Degraded", False, "Healthy", "the last deploy succeeded", intent=intent)
+        self.state.phase = "Ready"
+        await self.publish(intent, Event("Normal", "Promoted", message))
+
+    async def withdraw_canary(self, intent: Intent) -> None:
+        """Traffic back to the stable revision only (an undo)."""
+        self.canary = None
+        await self.publish(intent)
+
+    # -- failure and compensation ---------------------------------------------------
+
+    async def failed(
+        self,
+        intent: Intent,
+        name: str,
+        reason: str,
+        message: str,
+        *,
+        attempts: int | None,
+        announce: str,
+    ) -> None:
+        """Step `name` failed (or was interrupted: no `attempts`); compensation begins.
+
+        The timeline keeps what the step said; the Warning Event says `announce` (the
+        message with what happens next, such as when the saga tries again).
+        """
+        now = workflow.now()
+        if attempts is not None:
+            self.timeline.set_attempts(name, attempts)
+        self.timeline.finish(name, now, "Failed", message)
+        self.timeline.skip_pending(now, f"not run: {name} did not succeed")
+        self.state.phase = "RollingBack"
+        await self.publish(intent, Event("Warning", reason, announce))
+
+    def compensating(self) -> None:
+        self.timeline.start("rollback", workflow.now(), "removing the canary")
+
+    def compensated(self, revision: int) -> None:
+        self.timeline.finish(
+            "rollback", workflow.now(), "Compensated", f"canary revision {revision} removed"
+        )
+
+    async def rolled_back(
+        self, intent: Intent, reason: str, message: str, *, interrupted: bool
+    ) -> None:
+        """After compensation: what still serves, and the conditions a human acts on."""
+        stable = self.state.stable
         if stable is not None:
-            share = 100 - (canary[3] if canary else 0)
-            traffic.append(
-                {
-                    "revision": stable.revision,
-                    "digest": stable.digest,
-                    "weight": share,
-                    "endpoints": stable.endpoints,
-                }
-            )
-            if canary:
-                traffic.append(
-                    {
-                        "revision": canary[0],
-                        "digest": canary[1],
-                        "weight": canary[3],
-                        "endpoints": canary[2],
-                    }
-                )
-        run = state.run
+            serving = f"revision {stable.revision} still serves"
+            self.set("Ready", True, "RolledBack", f"{message}; {serving}", intent=intent)
+            self.set("Degraded", not interrupted, reason, message, intent=intent)
+            self.state.phase = "Ready" if interrupted else "Degraded"
+        else:
+            self.set("Ready", False, reason, message, intent=intent)
+            self.state.phase = "Pending" if interrupted else "Failed"
+        self.set("Progressing", False, reason, message, intent=intent)
+        event = "Normal" if interrupted else "Warning"
+        await self.publish(intent, Event(event, "RolledBack", f"{message}; canary removed"))
+
+    # -- rendering ------------------------------------------------------------------
+
+    def status(self, intent: Intent) -> dict[str, Any]:
+        """The status fields the saga owns, as one merge patch."""
+        state, stable = self.state, self.state.stable
         status: dict[str, Any] = {
             "phase": state.phase,
-            "observedGeneration": desired.generation,
+            "observedGeneration": intent.generation,
             "conditions": self.conditions.to_json(),
             "saga": self.timeline.to_json(),
             "history": list(state.history),
-            "traffic": traffic,
+            "traffic": self._traffic(),
             "replicas": stable.replicas if stable else 0,
             "readyReplicas": stable.ready_replicas if stable else 0,
-            "selector": f"plnt.work/run={run.name}",
+            "selector": f"plnt.work/run={state.run.name}",
         }
         if stable is not None:
             status.update(
@@ -152,16 +203,40 @@ class SagaBase:
             )
         return status
 
-    def _snapshot(self) -> ControllerState:
+    def _traffic(self) -> list[dict[str, Any]]:
+        stable, canary = self.state.stable, self.canary
+        if stable is None:
+            return []
+        traffic = [
+            {
+                "revision": stable.revision,
+                "digest": stable.digest,
+                "weight": 100 - (canary.weight if canary else 0),
+                "endpoints": stable.endpoints,
+            }
+        ]
+        if canary is not None:
+            traffic.append(
+                {
+                    "revision": canary.revision,
+                    "digest": canary.digest,
+                    "weight": canary.weight,
+                    "endpoints": canary.endpoints,
+                }
+            )
+        return traffic
+
+    def snapshot(self, pending: v.Desired | None) -> v.ControllerState:
+        """The durable state to continue as new with."""
         state = self.state
-        assert state is not None
         state.conditions = dict(self.conditions.items)
         state.saga = self.timeline.to_json()
-        state.pending = self.desired
+        state.pending = pending
         return state
 
 
 def step_args(step: dict[str, Any]) -> dict[str, Any]:
+    """A `timeline.Step`'s arguments from its status JSON (as carried across continue-as-new)."""
     return {
         "name": step["name"],
         "state": step.get("state", "Pending"),

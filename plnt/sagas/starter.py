@@ -53,7 +53,7 @@ class TemporalDeployControl:
         try:
             await self.client.start_workflow(
                 deploy.WorkflowRunController.run,
-                deploy.ControllerState(run=run),
+                v.ControllerState(run=run),
                 id=v.workflow_id(run.namespace, run.name, run.uid),
                 task_queue=self.task_queue,
                 start_signal="desire",

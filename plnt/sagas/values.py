@@ -77,6 +77,26 @@ class Deployment:
 
 
 @dataclass
+class PullRequest:
+    """Fetch the spec at `ref` and verify it has `digest`."""
+
+    ref: str
+    digest: str
+
+
+@dataclass
+class ResolveRequest:
+    """Choose the backend for model steps: by name, by label selector and headroom, or echo."""
+
+    namespace: str
+    name: str | None = None
+    # A metav1.LabelSelector as the API writes it (matchLabels, matchExpressions).
+    selector: dict[str, Any] | None = None
+    model: str | None = None
+    gpu_class: str | None = None
+
+
+@dataclass
 class PullResult:
     """A verified spec in the worker's spec cache."""
 
@@ -97,6 +117,8 @@ class InstallRequest:
     digest: str
     backend: Backend
     replicas: int
+    # `spec.cache` as the API writes it; the activity reads it with the API's model (and
+    # its defaults), so the history keeps the API's own shape.
     cache: dict[str, Any] = field(default_factory=dict)
 
 
@@ -171,3 +193,22 @@ class RetireRequest:
 
     run: RunRef
     revision: int
+
+
+@dataclass
+class ControllerState:
+    """Everything the controller workflow knows; its input, carried across continue-as-new.
+
+    `history`, `conditions` and `saga` hold status JSON exactly as the saga writes it.
+    """
+
+    run: RunRef
+    stable: Deployment | None = None
+    next_revision: int = 1
+    handled_generation: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
+    conditions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    saga: list[dict[str, Any]] = field(default_factory=list)
+    phase: str = "Pending"
+    pending: Desired | None = None
+    retries: int = 0

@@ -1,0 +1,315 @@
+"""The steps of one deploy, in order: pull → resolve → install → smoke → analyze → promote.
+
+Each step calls its activity with its own timeout and retry policy; failures retrying
+cannot fix are non-retryable by `Failure` (see `failures`). Install registers
+"retire the canary" and analyze "traffic back to the stable revision" before they
+run; promote is the commit point. `STEPS` is the list `rollout.roll_out` walks.
+
+Replay: before typed activity inputs, pull and resolve took positional arguments.
+Histories recorded then (no `TYPED_INPUTS` marker) replay through the old activity
+names, which the worker still serves (`DeployActivities.pull_positional`, `resolve_positional`).
+Workflow code: no I/O here; the activities do it.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.workflow import ActivityCancellationType
+
+with workflow.unsafe.imports_passed_through():
+    from plnt.api.meta import format_time
+    from plnt.sagas import failures as f
+    from plnt.sagas import scaling
+    from plnt.sagas import values as v
+    from plnt.sagas.compensation import Compensation
+    from plnt.sagas.deploys import Deploy, Step
+    from plnt.sagas.reporting import Canary, Outcome
+
+TYPED_INPUTS = "typed-activity-inputs"
+"""The patch that gave pull and resolve one typed input each (`workflow.patched`)."""
+
+HISTORY_LIMIT = 10
+"""Promoted revisions kept in `status.history` (what `/rollback` can return to)."""
+
+
+async def retire(run: v.RunRef, revision: int) -> None:
+    """Stop every replica of `revision` (an undo, and promotion's retirement of the old)."""
+    await workflow.execute_activity(
+        "retire",
+        v.RetireRequest(run, revision),
+        start_to_close_timeout=timedelta(minutes=1),
+        retry_policy=f.retry(20),
+    )
+
+
+class Pull(Step):
+    name, phase, done, fails_as = "pull", "Pulling", "Pulled", "PullFailed"
+
+    def enter(self, deploy: Deploy) -> str:
+        return f"pulling {deploy.ref}"
+
+    async def run(self, deploy: Deploy) -> Outcome:
+        timeout, policy = timedelta(seconds=60), f.retry(4, non_retryable=f.SPEC_ERRORS)
+        if workflow.patched(TYPED_INPUTS):
+            pulled = await workflow.execute_activity(
+                "pull-spec",
+                v.PullRequest(deploy.ref, deploy.digest),
+                result_type=v.PullResult,
+                start_to_close_timeout=timeout,
+                retry_policy=policy,
+            )
+        else:
+            pulled = await workflow.execute_activity(
+                "pull",
+                args=[deploy.ref, deploy.digest],
+                result_type=v.PullResult,
+                start_to_close_timeout=timeout,
+                retry_policy=policy,
+            )
+        deploy.pulled = pulled
+        return Outcome(f"{pulled.workflow} {pulled.digest} ({pulled.size} B)", pulled.attempt)
+
+
+class Resolve(Step):
+    name, phase, done, fails_as = "resolve", "Resolving", "Resolved", "BackendUnavailable"
+
+    def enter(self, deploy: Deploy) -> str:
+        return "choosing a backend"
+
+    async def run(self, deploy: Deploy) -> Outcome:
+        namespace = deploy.state.run.namespace
+        timeout, policy = timedelta(seconds=30), f.retry(4)
+        if workflow.patched(TYPED_INPUTS):
+            resolved = await workflow.execute_activity(
+                "resolve-backend",
+                deploy.intent.resolve_request(namespace),
+                result_type=v.Resolved,
+                start_to_close_timeout=timeout,
+                retry_policy=policy,
+            )
+        else:
+            resolved = await workflow.execute_activity(
+                "resolve",
+                args=deploy.intent.positional_resolve_args(namespace),
+                result_type=v.Resolved,
+                start_to_close_timeout=timeout,
+                retry_policy=policy,
+            )
+        deploy.backend = resolved.backend
+        return Outcome(describe_backend(resolved.backend, resolved.headroom), resolved.attempt)
+
+
+class Install(Step):
+    name, phase, done, fails_as = "install", "Deploying", "CanaryInstalled", "InstallFailed"
+
+    def compensation(self, deploy: Deploy) -> Compensation:
+        run, revision = deploy.state.run, deploy.revision
+
+        async def retire_canary() -> None:
+            await retire(run, revision)
+
+        return Compensation(f"retire revision {revision}", retire_canary)
+
+    def enter(self, deploy: Deploy) -> str:
+        return f"starting {deploy.replicas} replica(s)"
+
+    async def run(self, deploy: Deploy) -> Outcome:
+        installed = await workflow.execute_activity(
+            "install",
+            v.InstallRequest(
+                run=deploy.state.run,
+                revision=deploy.revision,
+                ref=deploy.ref,
+                digest=deploy.digest,
+                backend=deploy.resolved(),
+                replicas=deploy.replicas,
+                cache=deploy.intent.cache,
+            ),
+            result_type=v.Installed,
+            start_to_close_timeout=timedelta(minutes=5),
+            heartbeat_timeout=timedelta(seconds=5),
+            retry_policy=f.retry(3, non_retryable=f.SPEC_ERRORS),
+            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        )
+        deploy.installed = installed
+        where = ", ".join(installed.endpoints)
+        message = f"revision {deploy.revision}: {installed.ready_replicas} ready at {where}"
+        return Outcome(message, installed.attempt)
+
+
+class Smoke(Step):
+    name, phase, done, fails_as = "smoke", "SmokeTesting", "SmokePassed", "SmokeFailed"
+
+    def enter(self, deploy: Deploy) -> str:
+        return "running the smoke case on the canary"
+
+    async def run(self, deploy: Deploy) -> Outcome:
+        smoke = await workflow.execute_activity(
+            "smoke",
+            v.SmokeRequest(
+                ref=deploy.ref,
+                digest=deploy.digest,
+                endpoints=deploy.canary().endpoints,
+                inputs=deploy.intent.smoke_input,
+                expect=deploy.intent.smoke_expect,
+            ),
+            result_type=v.SmokeResult,
+            start_to_close_timeout=timedelta(minutes=2),
+            retry_policy=f.retry(3, non_retryable=f.SPEC_ERRORS | {f.Failure.SMOKE_FAILED}),
+        )
+        return Outcome(smoke.message, smoke.attempt, skipped=smoke.skipped)
+
+
+class Analyze(Step):
+    """The synthetic analysis, then the pause with live traffic (`canary.pauseSeconds`).
+
+    While either runs, the canary takes `weight` percent of invocations (when a stable
+    revision exists to take the rest). A pause is a durable timer, so an abort or a
+    newer generation cancels it like any activity, and compensation moves the traffic
+    back. A first deploy has no stable revision to share traffic with: no pause.
+    """
+
+    name, phase, done, fails_as = "analyze", "SmokeTesting", "AnalysisPassed", "AnalysisFailed"
+
+    @staticmethod
+    def _pause(deploy: Deploy) -> int:
+        return deploy.intent.canary.pause_seconds if deploy.state.stable is not None else 0
+
+    def skip(self, deploy: Deploy) -> str | None:
+        if deploy.intent.analysis is not None or self._pause(deploy):
+            return None
+        reason = "no analysis configured"
+        if deploy.intent.canary.pause_seconds and deploy.state.stable is None:
+            reason += "; a first deploy has no stable revision to pause beside"
+        return reason
+
+    def compensation(self, deploy: Deploy) -> Compensation | None:
+        if deploy.state.stable is None:
+            return None
+        reporter, intent = deploy.reporter, deploy.intent
+
+        async def traffic_back() -> None:
+            await reporter.withdraw_canary(intent)
+
+        return Compensation("traffic back to the stable revision", traffic_back)
+
+    def enter(self, deploy: Deploy) -> str:
+        weight = deploy.intent.canary.weight
+        if deploy.state.stable is not None:
+            installed = deploy.canary()
+            deploy.reporter.canary = Canary(
+                deploy.revision, deploy.digest, installed.endpoints, weight
+            )
+        pause = self._pause(deploy)
+        held = f" for {pause} s" if pause else ""
+        return f"canary takes {weight}% of invocations{held}"
+
+    async def run(self, deploy: Deploy) -> Outcome:
+        verdicts: list[str] = []
+        attempt = 1
+        analysis = deploy.intent.analysis
+        if analysis is not None:
+            stable = deploy.state.stable
+            result = await workflow.execute_activity(
+                "analyze",
+                v.AnalysisRequest(
+                    ref=deploy.ref,
+                    digest=deploy.digest,
+                    canary=deploy.canary().endpoints,
+                    stable=stable.endpoints if stable else [],
+                    requests=analysis.requests,
+                    inputs=deploy.intent.smoke_input,
+                    max_error_rate=analysis.max_error_rate,
+                    max_p95_milliseconds=analysis.max_p95_milliseconds,
+                ),
+                result_type=v.AnalysisResult,
+                start_to_close_timeout=timedelta(minutes=10),
+                heartbeat_timeout=timedelta(seconds=10),
+                retry_policy=f.retry(2, non_retryable=f.SPEC_ERRORS | {f.Failure.ANALYSIS_FAILED}),
+            )
+            verdicts.append(result.message)
+            attempt = result.attempt
+        if pause := self._pause(deploy):
+            verdicts.append(await self._hold(deploy, pause))
+        return Outcome("; ".join(verdicts), attempt)
+
+    @staticmethod
+    async def _hold(deploy: Deploy, seconds: int) -> str:
+        """Hold the canary's weight for `seconds`, or until `promote` ends the pause."""
+        controls, weight = deploy.controls, deploy.intent.canary.weight
+        began = workflow.now()
+        controls.pausing, controls.skip_pause = True, False
+        try:
+            await workflow.wait_condition(lambda: controls.skip_pause, timeout=seconds)
+        except TimeoutError:
+            return f"canary held {weight}% of invocations for {seconds} s"
+        finally:
+            controls.pausing = False
+        held = int((workflow.now() - began).total_seconds())
+        return f"canary held {weight}% of invocations for {held} s, then promoted on request"
+
+
+class Promote(Step):
+    """The commit point: traffic moves to the new revision, the old one is retired."""
+
+    name, phase, done, fails_as = "promote", "Promoting", "Promoted", "PromoteFailed"
+    commits = True
+
+    def enter(self, deploy: Deploy) -> str:
+        return f"promoting revision {deploy.revision}"
+
+    async def run(self, deploy: Deploy) -> Outcome:
+        state, intent, installed = deploy.state, deploy.intent, deploy.canary()
+        old, replicas = state.stable, intent.spec.replicas
+        new = v.Deployment(
+            revision=deploy.revision,
+            digest=deploy.digest,
+            ref=deploy.ref,
+            backend=deploy.resolved(),
+            replicas=deploy.replicas,
+            endpoints=installed.endpoints,
+            ready_replicas=installed.ready_replicas,
+            fingerprint=intent.fingerprint,
+        )
+        state.stable, state.retries = new, 0
+        _record(deploy, new)
+        await deploy.reporter.publish(intent)  # traffic moves to the new revision first
+        if old is not None and old.revision != new.revision:
+            await retire(state.run, old.revision)
+        if replicas != new.replicas:  # replicas: 0 keeps the revision but no process
+            await scaling.scale(deploy.reporter, intent, new)
+        return Outcome(
+            f"revision {new.revision} ({new.digest[:19]}) serves "
+            f"{new.ready_replicas}/{replicas} replicas"
+        )
+
+
+def _record(deploy: Deploy, new: v.Deployment) -> None:
+    """Add the promoted revision to `status.history` (the newest `HISTORY_LIMIT` stay)."""
+    rollback_to = deploy.intent.rollback_to
+    history = deploy.state.history
+    history.append(
+        {
+            "revision": new.revision,
+            "digest": new.digest,
+            "ref": new.ref,
+            "backend": new.backend.name or new.backend.type,
+            "promotedAt": format_time(workflow.now()),
+            "reason": f"rollback to revision {rollback_to}" if rollback_to else "deploy",
+        }
+    )
+    del history[:-HISTORY_LIMIT]
+
+
+def describe_backend(backend: v.Backend, headroom: int | None = None) -> str:
+    name = backend.name or "(none)"
+    where = f" at {backend.endpoint}" if backend.endpoint else ""
+    model = f", model {backend.model}" if backend.model else ""
+    room = f", headroom {headroom}" if headroom is not None else ""
+    return f"backend {name}: {backend.type}{where}{model}{room}"
+
+
+STEPS: tuple[Step, ...] = (Pull(), Resolve(), Install(), Smoke(), Analyze(), Promote())
+"""The deploy, in order."""
