@@ -1,15 +1,10 @@
-"""What every API command shares: the global options, one client per call, exit codes.
+"""What every API command shares: the global options, one client per call, one shell.
 
 Commands declare `kubeconfig: KubeconfigOption = None, context: ContextOption = None,
 namespace: NamespaceOption = None`, build a `Target` and hand `call` a coroutine
 function of a `PlntClient`. `call` runs it, closes the client, and turns every
-expected failure into `error: <message>` on stderr and an exit code, never a
-traceback:
-
-    0  success                         4  conflict (409)
-    1  other and server errors         5  unauthorized or forbidden (401, 403)
-    2  usage errors                    6  invalid (422)
-    3  not found (404)
+expected failure into `error: <message>` on stderr and its code from `exits`,
+never a traceback. `show` is the whole of a read-only command: call, render, print.
 """
 
 from __future__ import annotations
@@ -18,21 +13,14 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, NoReturn, TypeVar
+from typing import Annotated, TypeVar
 
 import typer
 
-from plnt.client import PlntClient, errors
+from plnt.cli import exits
+from plnt.client import PlntClient
 
 T = TypeVar("T")
-
-EXIT_OTHER = 1
-EXIT_USAGE = 2
-EXIT_NOT_FOUND = 3
-EXIT_CONFLICT = 4
-EXIT_DENIED = 5
-EXIT_INVALID = 6
-EXIT_INTERRUPTED = 130
 
 KubeconfigOption = Annotated[
     Path | None,
@@ -66,25 +54,6 @@ class Target:
         )
 
 
-def exit_code(error: errors.ClientError) -> int:
-    """The documented exit code of a client failure."""
-    if isinstance(error, errors.NotFound):
-        return EXIT_NOT_FOUND
-    if isinstance(error, errors.Conflict):
-        return EXIT_CONFLICT
-    if isinstance(error, errors.Unauthorized | errors.Forbidden):
-        return EXIT_DENIED
-    if isinstance(error, errors.Invalid):
-        return EXIT_INVALID
-    return EXIT_OTHER
-
-
-def fail(message: str, code: int = EXIT_OTHER) -> NoReturn:
-    """Print `error: message` on stderr and exit with `code`."""
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
-
-
 def call(target: Target, action: Callable[[PlntClient], Awaitable[T]]) -> T:
     """Run `action` with a client of `target`; expected failures exit with their code."""
 
@@ -92,10 +61,16 @@ def call(target: Target, action: Callable[[PlntClient], Awaitable[T]]) -> T:
         async with target.client() as client:
             return await action(client)
 
-    try:
+    with exits.reported():
         return asyncio.run(main())
-    except errors.ClientError as error:
-        message = error.message if isinstance(error, errors.ApiError) else str(error)
-        fail(message, exit_code(error))
-    except KeyboardInterrupt:
-        fail("interrupted", EXIT_INTERRUPTED)
+
+
+def show(
+    target: Target,
+    action: Callable[[PlntClient], Awaitable[T]],
+    render: Callable[[T], str | None],
+) -> None:
+    """Fetch with `action`, print `render`'s text; a None text was already reported by it."""
+    text = render(call(target, action))
+    if text is not None:
+        typer.echo(text)

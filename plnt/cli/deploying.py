@@ -1,29 +1,21 @@
 """`plnt run -f FILE [--wait]`: create or update WorkflowRuns by server-side apply, then follow.
 
-Applying (field manager `plnt`, conflicts forced) makes `plnt run` idempotent and
-lets it share objects with `kubectl apply --server-side`. With `--wait` the
-command watches each applied run (`fieldSelector=metadata.name=NAME`, resuming
-from the last resourceVersion seen, re-reading the object if the watch expires)
-and shows its saga steps until `progress.outcome` says the deploy of the applied
-generation is over. A failed deploy prints the Ready/Degraded message and exits 1.
+Parsing and printing only: `manifests` reads the file, `applying` applies each run and
+follows its deploy. With `--wait`, a failed deploy prints the Ready/Degraded message and
+exits 1 (`exits.Code.FAILED`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
 from rich.console import Console
 
-from plnt.cli import connecting, printing, progress
+from plnt.cli import applying, connecting, exits, manifests, printing, progress
 from plnt.cli.connecting import ContextOption, KubeconfigOption, NamespaceOption
-from plnt.client import PlntClient, errors
-
-WATCH_SECONDS = 300
+from plnt.client import PlntClient
 
 
 def register(app: typer.Typer) -> None:
@@ -52,83 +44,33 @@ def run(
     namespace: NamespaceOption = None,
 ) -> None:
     """Create or update WorkflowRuns from FILE (server-side apply), optionally waiting."""
-    documents = _load(filename, namespace)
-    target = connecting.Target(kubeconfig, context, namespace)
+    with exits.reported():
+        documents = manifests.workflowruns(filename, manifests.read(filename), namespace=namespace)
     console = Console(highlight=False, soft_wrap=True)
 
     async def action(client: PlntClient) -> bool:
         succeeded = True
         for document in documents:
-            applied = await _apply(client, document)
+            applied = await applying.apply(client, document)
+            name = applied.run["metadata"]["name"]
+            typer.echo(f"{printing.GROUP_RESOURCE}/{name} {applied.verb}")
             if wait:
-                succeeded = await _follow(client, applied, console, within=timeout) and succeeded
+                succeeded = (
+                    await _follow(client, applied.run, console, within=timeout) and succeeded
+                )
         return succeeded
 
-    if not connecting.call(target, action):
-        raise typer.Exit(connecting.EXIT_OTHER)
-
-
-def _load(filename: Path, namespace: str | None) -> list[dict[str, Any]]:
-    try:
-        text = sys.stdin.read() if str(filename) == "-" else filename.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        connecting.fail(f"{filename}: {getattr(error, 'strerror', None) or error}", 2)
-    try:
-        loaded = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as error:
-        connecting.fail(f"{filename}: not valid YAML: {error}", connecting.EXIT_USAGE)
-    if not loaded:
-        connecting.fail(f"{filename}: no objects found", connecting.EXIT_USAGE)
-    for index, document in enumerate(loaded, start=1):
-        if not isinstance(document, dict) or document.get("kind") != "WorkflowRun":
-            kind = document.get("kind") if isinstance(document, dict) else type(document).__name__
-            connecting.fail(
-                f"{filename}: document {index} is a {kind}, not a WorkflowRun",
-                connecting.EXIT_USAGE,
-            )
-        declared = (document.get("metadata") or {}).get("namespace")
-        if namespace and declared and declared != namespace:
-            connecting.fail(
-                f'{filename}: the namespace from the provided object "{declared}" does not '
-                f'match the namespace "{namespace}"; you must pass the same namespace',
-                connecting.EXIT_USAGE,
-            )
-    return loaded
-
-
-async def _apply(client: PlntClient, document: dict[str, Any]) -> dict[str, Any]:
-    name = str((document.get("metadata") or {}).get("name") or "")
-    if not name:
-        raise errors.Invalid("WorkflowRun: metadata.name is required", code=422, reason="Invalid")
-    ns = (document.get("metadata") or {}).get("namespace") or None
-    try:
-        before: dict[str, Any] | None = await client.get_workflowrun(name, namespace=ns)
-    except errors.NotFound:
-        before = None
-    applied = await client.apply_workflowrun(document, namespace=ns)
-    if before is None:
-        verb = "created"
-    elif before["metadata"].get("resourceVersion") == applied["metadata"].get("resourceVersion"):
-        verb = "unchanged"
-    else:
-        verb = "configured"
-    typer.echo(f"{printing.GROUP_RESOURCE}/{name} {verb}")
-    return applied
+    if not connecting.call(connecting.Target(kubeconfig, context, namespace), action):
+        raise typer.Exit(exits.Code.FAILED)
 
 
 async def _follow(
-    client: PlntClient, applied: dict[str, Any], console: Console, *, within: float
+    client: PlntClient, run: dict[str, Any], console: Console, *, within: float
 ) -> bool:
-    meta = applied["metadata"]
-    name, generation = meta["name"], int(meta.get("generation") or 1)
+    name = str(run["metadata"]["name"])
     display = progress.display_for(console, name)
     try:
-        async with asyncio.timeout(within):
-            result = await _until_outcome(client, applied, display, generation=generation)
-    except TimeoutError:
-        result = progress.Outcome(
-            False, f"timed out after {within:g}s waiting for generation {generation}"
-        )
+        result = await applying.follow(client, run, display, within=within)
     finally:
         display.close()
     if result.succeeded:
@@ -137,38 +79,3 @@ async def _follow(
         typer.echo(f"{printing.GROUP_RESOURCE}/{name} failed")
         typer.echo(f"error: {result.message}", err=True)
     return result.succeeded
-
-
-async def _until_outcome(
-    client: PlntClient,
-    current: dict[str, Any],
-    display: progress.Display,
-    *,
-    generation: int,
-) -> progress.Outcome:
-    meta = current["metadata"]
-    name, ns = meta["name"], meta.get("namespace")
-    while True:
-        display.update(current)
-        done = progress.outcome(current, generation)
-        if done is not None:
-            return done
-        version = current["metadata"].get("resourceVersion")
-        try:
-            async for event in client.watch_workflowrun(
-                name, namespace=ns, resource_version=version, timeout_seconds=WATCH_SECONDS
-            ):
-                if event.type == "BOOKMARK":
-                    current["metadata"]["resourceVersion"] = event.object["metadata"].get(
-                        "resourceVersion", version
-                    )
-                    continue
-                if event.type == "DELETED":
-                    return progress.Outcome(False, "the WorkflowRun was deleted")
-                current = event.object
-                display.update(current)
-                done = progress.outcome(current, generation)
-                if done is not None:
-                    return done
-        except errors.Gone:
-            current = await client.get_workflowrun(name, namespace=ns)

@@ -1,24 +1,24 @@
 """`plnt status`, `plnt timeline` and `plnt history`: what a WorkflowRun's status says.
 
-`status` summarises (phase, promoted revision, replicas, conditions, saga steps,
-recent events); `timeline` interleaves saga steps and events in time order;
-`history` lists the promoted revisions `rollback` can return to. The rendering
-functions are pure and take the objects the client returned.
+The three share one shell (`_inspect`): resolve the target from the global
+options, get the run (and its Events when the report shows them), then print
+the report from `reports` or fail with the documented exit code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
-from plnt.cli import connecting, printing, progress
+from plnt.cli import connecting, reports
 from plnt.cli.connecting import ContextOption, KubeconfigOption, NamespaceOption
 from plnt.client import PlntClient
 
-RECENT_EVENTS = 10
 Name = Annotated[str, typer.Argument(help="The WorkflowRun's name.")]
+Run = dict[str, Any]
+Events = list[dict[str, Any]]
 
 
 def register(app: typer.Typer) -> None:
@@ -28,15 +28,18 @@ def register(app: typer.Typer) -> None:
     app.command("history", epilog="Example: plnt history summarize")(history)
 
 
-def _fetch(
-    target: connecting.Target, name: str, *, events: bool
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    async def action(client: PlntClient) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _inspect(
+    target: connecting.Target,
+    name: str,
+    render: Callable[[Run, Events], str | None],
+    *,
+    events: bool,
+) -> None:
+    async def fetch(client: PlntClient) -> tuple[Run, Events]:
         run = await client.get_workflowrun(name)
-        found = await client.events_for(name) if events else []
-        return run, found
+        return run, (await client.events_for(name) if events else [])
 
-    return connecting.call(target, action)
+    connecting.show(target, fetch, lambda found: render(*found))
 
 
 def status(
@@ -46,8 +49,8 @@ def status(
     namespace: NamespaceOption = None,
 ) -> None:
     """Phase, promoted revision, replicas, conditions, saga steps and recent events."""
-    run, events = _fetch(connecting.Target(kubeconfig, context, namespace), name, events=True)
-    typer.echo(status_text(run, events))
+    target = connecting.Target(kubeconfig, context, namespace)
+    _inspect(target, name, reports.status_text, events=True)
 
 
 def timeline(
@@ -57,8 +60,8 @@ def timeline(
     namespace: NamespaceOption = None,
 ) -> None:
     """Saga steps (state, attempts, duration, message) and events, oldest first."""
-    run, events = _fetch(connecting.Target(kubeconfig, context, namespace), name, events=True)
-    typer.echo(timeline_text(run, events))
+    target = connecting.Target(kubeconfig, context, namespace)
+    _inspect(target, name, reports.timeline_text, events=True)
 
 
 def history(
@@ -68,156 +71,11 @@ def history(
     namespace: NamespaceOption = None,
 ) -> None:
     """Promoted revisions: revision, digest, backend, promoted at, reason."""
-    run, _ = _fetch(connecting.Target(kubeconfig, context, namespace), name, events=False)
-    records = (run.get("status") or {}).get("history") or []
-    if not records:
-        typer.echo(f"No revisions promoted yet for {name}.", err=True)
-        return
-    typer.echo(history_text(run))
 
+    def render(run: Run, _: Events) -> str | None:
+        text = reports.history_text(run)
+        if text is None:
+            typer.echo(f"No revisions promoted yet for {name}.", err=True)
+        return text
 
-def history_text(run: Mapping[str, Any]) -> str:
-    """The revision history as columns; the promoted revision is marked with `*`."""
-    status = run.get("status") or {}
-    current = status.get("revision")
-    rows = [
-        [
-            f"{r.get('revision')}{'*' if r.get('revision') == current else ''}",
-            r.get("digest"),
-            r.get("backend"),
-            r.get("promotedAt"),
-            r.get("reason"),
-        ]
-        for r in status.get("history") or []
-    ]
-    return printing.columns(["Revision", "Digest", "Backend", "Promoted At", "Reason"], rows)
-
-
-def _condition_rows(status: Mapping[str, Any]) -> list[list[Any]]:
-    return [
-        [
-            c.get("type"),
-            c.get("status"),
-            c.get("reason"),
-            printing.age(c.get("lastTransitionTime")),
-            c.get("message"),
-        ]
-        for c in status.get("conditions") or []
-    ]
-
-
-def _step_rows(status: Mapping[str, Any]) -> list[list[Any]]:
-    return [
-        [
-            f"{progress.SYMBOLS.get(str(s.get('state')), '?')} {s.get('name')}",
-            s.get("state"),
-            s.get("attempts", 0),
-            printing.step_duration(s.get("startTime"), s.get("endTime")) or "-",
-            s.get("message") or "",
-        ]
-        for s in status.get("saga") or []
-    ]
-
-
-def _event_rows(events: list[dict[str, Any]]) -> list[list[Any]]:
-    return [
-        [
-            printing.age(_event_time(e)),
-            e.get("type"),
-            e.get("reason"),
-            e.get("message"),
-        ]
-        for e in events
-    ]
-
-
-def _event_time(event: Mapping[str, Any]) -> str | None:
-    series = event.get("series") or {}
-    stamp = (
-        series.get("lastObservedTime")
-        or event.get("lastTimestamp")
-        or event.get("eventTime")
-        or event.get("firstTimestamp")
-    )
-    return str(stamp) if stamp else None
-
-
-def _indent(text: str) -> str:
-    return "\n".join("  " + line for line in text.splitlines())
-
-
-def status_text(run: Mapping[str, Any], events: list[dict[str, Any]]) -> str:
-    """The `plnt status` report."""
-    meta = run.get("metadata") or {}
-    spec = run.get("spec") or {}
-    st = run.get("status") or {}
-    workflow = spec.get("workflow") or {}
-    lines = [
-        f"Name:        {meta.get('name')}",
-        f"Namespace:   {meta.get('namespace')}",
-        f"Workflow:    {workflow.get('ref')}@{printing.short_digest(workflow.get('digest'))}",
-        f"Phase:       {st.get('phase') or 'Pending'}"
-        f" (generation {meta.get('generation')}, observed {st.get('observedGeneration', '-')})",
-    ]
-    if st.get("revision") is not None:
-        lines.append(
-            f"Revision:    {st['revision']} ({printing.short_digest(st.get('digest'))})"
-            f" on backend {st.get('backend') or '-'}"
-        )
-    lines.append(f"Replicas:    {st.get('readyReplicas', 0)}/{spec.get('replicas', 1)} ready")
-    if st.get("endpoint"):
-        lines.append(f"Endpoint:    {st['endpoint']}")
-    for target in st.get("traffic") or []:
-        lines.append(
-            f"Traffic:     revision {target.get('revision')} {target.get('weight')}%"
-            f" ({len(target.get('endpoints') or [])} endpoints)"
-        )
-    conditions = _condition_rows(st)
-    lines.append("Conditions:")
-    headers = ["Type", "Status", "Reason", "Age", "Message"]
-    lines.append(_indent(printing.columns(headers, conditions)) if conditions else "  <none>")
-    steps = _step_rows(st)
-    lines.append("Saga:")
-    headers = ["Step", "State", "Attempts", "Duration", "Message"]
-    lines.append(_indent(printing.columns(headers, steps)) if steps else "  <none>")
-    recent = events[-RECENT_EVENTS:]
-    lines.append("Events:")
-    headers = ["Age", "Type", "Reason", "Message"]
-    lines.append(_indent(printing.columns(headers, _event_rows(recent))) if recent else "  <none>")
-    return "\n".join(lines)
-
-
-def timeline_text(run: Mapping[str, Any], events: list[dict[str, Any]]) -> str:
-    """Saga steps and events merged into one list, oldest first."""
-    entries: list[tuple[str, list[Any]]] = []
-    for step in (run.get("status") or {}).get("saga") or []:
-        state = str(step.get("state") or "Pending")
-        attempts = int(step.get("attempts") or 0)
-        detail = f"{state}, {attempts} attempt{'s' if attempts != 1 else ''}"
-        duration = printing.step_duration(step.get("startTime"), step.get("endTime"))
-        if duration:
-            detail += f", {duration}"
-        message = f"{detail}: {step['message']}" if step.get("message") else detail
-        entries.append(
-            (
-                str(step.get("startTime") or "~"),
-                [step.get("startTime") or "-", "step", step.get("name"), message],
-            )
-        )
-    for event in events:
-        stamp = _event_time(event)
-        entries.append(
-            (
-                stamp or "",
-                [
-                    stamp or "-",
-                    f"event/{event.get('type')}",
-                    event.get("reason"),
-                    event.get("message"),
-                ],
-            )
-        )
-    entries.sort(key=lambda entry: entry[0])
-    if not entries:
-        return "No saga steps or events yet."
-    return printing.columns(["Time", "Kind", "What", "Detail"], [row for _, row in entries])
+    _inspect(connecting.Target(kubeconfig, context, namespace), name, render, events=False)

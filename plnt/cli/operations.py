@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from plnt.cli import connecting, printing
+from plnt.cli import connecting, exits, printing
 from plnt.cli.connecting import ContextOption, KubeconfigOption, NamespaceOption
 from plnt.client import PlntClient
 
@@ -110,4 +110,4 @@ def bench(
 ) -> None:
     """Benchmark a WorkflowRun (not yet available: the server has no bench subresource)."""
     _ = (name, requests, concurrency, kubeconfig, context, namespace)
-    connecting.fail("bench is not yet available", connecting.EXIT_USAGE)
+    exits.fail("bench is not yet available", exits.Code.USAGE)

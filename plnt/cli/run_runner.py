@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from plnt.cli import exits
+
 
 def runner(
     spec: Annotated[Path, typer.Option(help="Workflow spec file.")],
@@ -55,8 +57,9 @@ def runner(
         )
         serving.serve(runner_settings)
     except (documents.SpecError, settings.BackendConfigError) as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from error
+        # A usage error, not INVALID: the spec and config are this command's own options,
+        # and `python -m plnt.runner` exits 2 for them too.
+        exits.fail(str(error), exits.Code.USAGE)
 
 
 def register(app: typer.Typer) -> None:

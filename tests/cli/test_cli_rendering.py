@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from plnt.cli import invoke, printing, progress
+from plnt.cli import invocations, printing, progress
 
 
 def run(generation: int, **status: Any) -> dict[str, Any]:
@@ -78,14 +78,14 @@ def test_a_step_line_shows_state_attempts_duration_and_message() -> None:
 
 
 def test_inputs_from_a_file_are_overridden_by_pairs_whose_values_may_be_json() -> None:
-    parsed = invoke.parse_inputs('{"a": 1, "b": "x"}', ["b=y", "n=3", "flags=[1,2]", "s=a=b"])
+    parsed = invocations.parse_inputs('{"a": 1, "b": "x"}', ["b=y", "n=3", "flags=[1,2]", "s=a=b"])
     assert parsed == {"a": 1, "b": "y", "n": 3, "flags": [1, 2], "s": "a=b"}
 
 
 @pytest.mark.parametrize(("text", "pairs"), [("[1]", []), ("{", []), (None, ["novalue"])])
 def test_bad_inputs_are_refused(text: str | None, pairs: list[str]) -> None:
     with pytest.raises(ValueError):
-        invoke.parse_inputs(text, pairs)
+        invocations.parse_inputs(text, pairs)
 
 
 def test_columns_are_aligned_and_empty_cells_show_none() -> None:

@@ -1,0 +1,166 @@
+"""What a WorkflowRun's status says, as text: the reports of `status`, `timeline`, `history`.
+
+`status_text` summarises (phase, promoted revision, replicas, conditions, saga
+steps, recent events); `timeline_text` interleaves saga steps and events in time
+order; `history_text` lists the promoted revisions `rollback` can return to. Pure
+functions of the objects the client returned, so every report is testable without
+a server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from plnt.cli import printing, progress
+
+RECENT_EVENTS = 10
+
+
+def history_text(run: Mapping[str, Any]) -> str | None:
+    """The revision history as columns, the promoted revision marked `*`; None if empty."""
+    status = run.get("status") or {}
+    current = status.get("revision")
+    if not status.get("history"):
+        return None
+    rows = [
+        [
+            f"{r.get('revision')}{'*' if r.get('revision') == current else ''}",
+            r.get("digest"),
+            r.get("backend"),
+            r.get("promotedAt"),
+            r.get("reason"),
+        ]
+        for r in status.get("history") or []
+    ]
+    return printing.columns(["Revision", "Digest", "Backend", "Promoted At", "Reason"], rows)
+
+
+def _condition_rows(status: Mapping[str, Any]) -> list[list[Any]]:
+    return [
+        [
+            c.get("type"),
+            c.get("status"),
+            c.get("reason"),
+            printing.age(c.get("lastTransitionTime")),
+            c.get("message"),
+        ]
+        for c in status.get("conditions") or []
+    ]
+
+
+def _step_rows(status: Mapping[str, Any]) -> list[list[Any]]:
+    return [
+        [
+            f"{progress.SYMBOLS.get(str(s.get('state')), '?')} {s.get('name')}",
+            s.get("state"),
+            s.get("attempts", 0),
+            printing.step_duration(s.get("startTime"), s.get("endTime")) or "-",
+            s.get("message") or "",
+        ]
+        for s in status.get("saga") or []
+    ]
+
+
+def _event_rows(events: list[dict[str, Any]]) -> list[list[Any]]:
+    return [
+        [
+            printing.age(_event_time(e)),
+            e.get("type"),
+            e.get("reason"),
+            e.get("message"),
+        ]
+        for e in events
+    ]
+
+
+def _event_time(event: Mapping[str, Any]) -> str | None:
+    series = event.get("series") or {}
+    stamp = (
+        series.get("lastObservedTime")
+        or event.get("lastTimestamp")
+        or event.get("eventTime")
+        or event.get("firstTimestamp")
+    )
+    return str(stamp) if stamp else None
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def status_text(run: Mapping[str, Any], events: list[dict[str, Any]]) -> str:
+    """The `plnt status` report."""
+    meta = run.get("metadata") or {}
+    spec = run.get("spec") or {}
+    st = run.get("status") or {}
+    workflow = spec.get("workflow") or {}
+    lines = [
+        f"Name:        {meta.get('name')}",
+        f"Namespace:   {meta.get('namespace')}",
+        f"Workflow:    {workflow.get('ref')}@{printing.short_digest(workflow.get('digest'))}",
+        f"Phase:       {st.get('phase') or 'Pending'}"
+        f" (generation {meta.get('generation')}, observed {st.get('observedGeneration', '-')})",
+    ]
+    if st.get("revision") is not None:
+        lines.append(
+            f"Revision:    {st['revision']} ({printing.short_digest(st.get('digest'))})"
+            f" on backend {st.get('backend') or '-'}"
+        )
+    lines.append(f"Replicas:    {st.get('readyReplicas', 0)}/{spec.get('replicas', 1)} ready")
+    if st.get("endpoint"):
+        lines.append(f"Endpoint:    {st['endpoint']}")
+    for target in st.get("traffic") or []:
+        lines.append(
+            f"Traffic:     revision {target.get('revision')} {target.get('weight')}%"
+            f" ({len(target.get('endpoints') or [])} endpoints)"
+        )
+    conditions = _condition_rows(st)
+    lines.append("Conditions:")
+    headers = ["Type", "Status", "Reason", "Age", "Message"]
+    lines.append(_indent(printing.columns(headers, conditions)) if conditions else "  <none>")
+    steps = _step_rows(st)
+    lines.append("Saga:")
+    headers = ["Step", "State", "Attempts", "Duration", "Message"]
+    lines.append(_indent(printing.columns(headers, steps)) if steps else "  <none>")
+    recent = events[-RECENT_EVENTS:]
+    lines.append("Events:")
+    headers = ["Age", "Type", "Reason", "Message"]
+    lines.append(_indent(printing.columns(headers, _event_rows(recent))) if recent else "  <none>")
+    return "\n".join(lines)
+
+
+def timeline_text(run: Mapping[str, Any], events: list[dict[str, Any]]) -> str:
+    """Saga steps and events merged into one list, oldest first."""
+    entries: list[tuple[str, list[Any]]] = []
+    for step in (run.get("status") or {}).get("saga") or []:
+        state = str(step.get("state") or "Pending")
+        attempts = int(step.get("attempts") or 0)
+        detail = f"{state}, {attempts} attempt{'s' if attempts != 1 else ''}"
+        duration = printing.step_duration(step.get("startTime"), step.get("endTime"))
+        if duration:
+            detail += f", {duration}"
+        message = f"{detail}: {step['message']}" if step.get("message") else detail
+        entries.append(
+            (
+                str(step.get("startTime") or "~"),
+                [step.get("startTime") or "-", "step", step.get("name"), message],
+            )
+        )
+    for event in events:
+        stamp = _event_time(event)
+        entries.append(
+            (
+                stamp or "",
+                [
+                    stamp or "-",
+                    f"event/{event.get('type')}",
+                    event.get("reason"),
+                    event.get("message"),
+                ],
+            )
+        )
+    entries.sort(key=lambda entry: entry[0])
+    if not entries:
+        return "No saga steps or events yet."
+    return printing.columns(["Time", "Kind", "What", "Detail"], [row for _, row in entries])
