@@ -1,9 +1,8 @@
 """Load phases for the API server benchmark: the same work against raw etcd and over HTTPS.
 
-Why a library apart from the `bench/apiserver.py` script: the phases only need
-the storage client and an HTTPS session, so they live in the `bench` layer
-(typed, importable by tests), while the script owns the processes (etcd, the
-API server child) that the layers above provide.
+Why apart from the run (`apiserver_running`): the phases need only the storage
+client and an HTTPS session, not the processes, so tests import them without
+starting etcd or the API server child.
 
 Every phase is closed-loop: `concurrency` workers each issue one request, wait
 for the answer and issue the next, until the phase's deadline. The clients

@@ -1,4 +1,4 @@
-"""Child processes of the benchmark scripts: started, watched for a ready line, always reaped.
+"""Child processes of the benchmarks: started, watched for a ready line, always reaped.
 
 Every measured part (the API server, `plnt up`, the bare proxy) runs in its own process,
 so the load generator never shares a core's event loop with what it measures. They all

@@ -1,10 +1,9 @@
 """Load phases for the deploy saga benchmark: apply → Ready latency, and invoke via the API.
 
-Why a library apart from the `bench/saga.py` script: the phases need only the plnt
-HTTP API (`plnt.client`) and plain HTTP to a runner, so they live in the `bench`
-layer (typed, importable by tests), while the script owns the processes (Temporal,
-`plnt up`) that layers above provide. Nothing here imports the sagas: a deploy is
-observed the way a user observes it, through a watch on the WorkflowRun.
+Why apart from the run (`saga_running`): the phases need only the plnt HTTP API
+(`plnt.client`) and plain HTTP to a runner, not the processes (Temporal, `plnt up`),
+so tests import them without starting anything. Nothing here imports the sagas: a
+deploy is observed the way a user observes it, through a watch on the WorkflowRun.
 
 Deploys (create, time to Ready, delete) are in `plnt.bench.deploys`.
 
@@ -276,7 +275,7 @@ def report(results: SagaResults, settings: InvokeSettings) -> list[str]:
 
 
 def as_json(results: SagaResults, settings: InvokeSettings) -> dict[str, Any]:
-    """The results as one JSON object (the script prints it as its last line)."""
+    """The results as one JSON object (`saga_command` prints it as its last line)."""
 
     def phase(stats: PhaseStats) -> dict[str, float]:
         return {

@@ -1,8 +1,8 @@
 """The API server benchmark runs end to end with tiny numbers and prints its ratio lines.
 
 Nothing here asserts a speed: the benchmark reports ratios (DESIGN.md §5), and
-this test only proves that the harness, its etcd and its server child start,
-measure every phase and are cleaned up.
+this test only proves that `python -m plnt.bench apiserver`, its etcd and its server
+child start, measure every phase and are cleaned up.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from plnt.bench import apiserver as harness
+from plnt.bench import apiserver_command, settings
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = [
@@ -25,7 +26,7 @@ TINY = [
 def test_benchmark_completes_and_prints_every_ratio_line(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
     result = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "apiserver.py"), *TINY, "--json", str(out)],
+        [sys.executable, "-m", "plnt.bench", "apiserver", *TINY, "--json", str(out)],
         capture_output=True,
         text=True,
         timeout=240,
@@ -68,3 +69,25 @@ def test_percentile_uses_nearest_rank() -> None:
     assert harness.percentile(values, 0.5) == 50.0
     assert harness.percentile(values, 0.99) == 99.0
     assert harness.percentile([], 0.99) == 0.0
+
+
+def test_quick_takes_small_defaults_and_explicit_flags_still_win() -> None:
+    quick = apiserver_command.parse_args(["--quick", "--objects", "7", "--phases", "get,list"])
+    assert quick.objects == 7
+    assert (quick.duration, quick.watchers) == (settings.QUICK.duration, settings.QUICK.watchers)
+    assert quick.phases == {"get", "list"}
+    full = apiserver_command.parse_args([])
+    assert (full.objects, full.duration) == (10_000, 5.0)
+    assert full.phases == set(settings.API_PHASES)
+
+
+def test_an_unknown_phase_is_refused_before_anything_starts() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "plnt.bench", "apiserver", "--phases", "get,delete"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
+    assert result.returncode == 2
+    assert "unknown delete" in result.stderr

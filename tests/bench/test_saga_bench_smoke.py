@@ -1,9 +1,10 @@
 """The deploy saga benchmark runs end to end with tiny numbers and prints every result.
 
-Nothing here asserts a speed (DESIGN.md §5): the test only proves that the script
-starts its Temporal and `plnt up`, deploys, invokes through the API, directly and through
-both floors (the bare proxy over plain HTTP and over TLS), reports, and leaves no process
-behind. The report's arithmetic is checked on made-up stats, not on measured ones.
+Nothing here asserts a speed (DESIGN.md §5): the test only proves that `python -m
+plnt.bench saga` starts its Temporal and `plnt up`, deploys, invokes through the API,
+directly and through both floors (the bare proxy over plain HTTP and over TLS), reports,
+and leaves no process behind. The report's arithmetic is checked on made-up stats, not
+on measured ones.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def test_benchmark_deploys_invokes_through_api_direct_and_both_floors_and_prints
     out = tmp_path / "results.json"
     env = {**os.environ, "TMPDIR": str(tmp_path)}  # its state dir lands here: findable below
     result = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "saga.py"), *TINY, "--json", str(out)],
+        [sys.executable, "-m", "plnt.bench", "saga", *TINY, "--json", str(out)],
         capture_output=True,
         text=True,
         timeout=240,

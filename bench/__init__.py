@@ -1,1 +1,0 @@
-"""Benchmark scripts: each compares plnt with the limit beneath it in one run (see README.md)."""

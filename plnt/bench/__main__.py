@@ -1,0 +1,42 @@
+"""`python -m plnt.bench apiserver|saga [flags]`: run one benchmark and print its ratios.
+
+    python -m plnt.bench apiserver --quick
+    python -m plnt.bench saga --deploys 5 --duration 2
+
+Each subcommand's flags are its own (`python -m plnt.bench saga --help`); this module
+only picks the command, so neither pays for the other's imports.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+
+USAGE = "usage: python -m plnt.bench {apiserver,saga} [flags]  (--help after one for its flags)"
+
+
+def _apiserver(argv: Sequence[str]) -> int:
+    from plnt.bench import apiserver_command
+
+    return apiserver_command.main(argv)
+
+
+def _saga(argv: Sequence[str]) -> int:
+    from plnt.bench import saga_command
+
+    return saga_command.main(argv)
+
+
+COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {"apiserver": _apiserver, "saga": _saga}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] not in COMMANDS:
+        print(USAGE, file=sys.stderr)
+        return 0 if args and args[0] in ("-h", "--help") else 2
+    return COMMANDS[args[0]](args[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

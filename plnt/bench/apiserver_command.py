@@ -1,0 +1,101 @@
+"""`python -m plnt.bench apiserver`: plnt over HTTPS against raw etcd and a bare HTTPS handler.
+
+    python -m plnt.bench apiserver [--quick] [--concurrency 30] [...]
+
+Parses the flags into `ApiBenchSettings`, runs `apiserver_running.bench` in a temporary
+directory and prints `apiserver_report.report`. Misses of a target are printed, never
+turned into a non-zero exit status. See bench/README.md for every flag and number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from plnt.bench import apiserver_report, apiserver_running
+from plnt.bench.settings import API_PHASES, QUICK, ApiBenchSettings
+
+SIZED = (
+    "list_concurrency",
+    "objects",
+    "duration",
+    "warmup",
+    "watchers",
+    "watch_events",
+    "watch_rate",
+)
+"""Flags whose default depends on `--quick`."""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m plnt.bench apiserver", description=(__doc__ or "").split("\n")[0]
+    )
+    p.add_argument("--quick", action="store_true", help="small numbers, about 20 s")
+    p.add_argument("--concurrency", type=int, default=30)
+    p.add_argument(
+        "--list-concurrency", type=int, help="concurrent full lists (default 1: time per list)"
+    )
+    p.add_argument("--objects", type=int, help="objects to list (10000)")
+    p.add_argument("--page", type=int, default=500)
+    p.add_argument("--duration", type=float, help="seconds per phase (5)")
+    p.add_argument("--warmup", type=float, help="seconds before each (1)")
+    p.add_argument("--watchers", type=int, help="watchers (200)")
+    p.add_argument("--watch-events", type=int, help="creates watched (500)")
+    p.add_argument("--watch-rate", type=float, help="creates/s (100)")
+    p.add_argument(
+        "--phases",
+        default=",".join(API_PHASES),
+        help="comma-separated subset of " + ",".join(API_PHASES),
+    )
+    p.add_argument(
+        "--api-only", action="store_true", help="skip raw etcd and bare phases (for profiling)"
+    )
+    p.add_argument("--no-fsync", action="store_true", help="etcd --unsafe-no-fsync")
+    p.add_argument("--json", type=Path, help="also write the results to this file")
+    p.add_argument("--server-cprofile", type=Path, help="cProfile the server into this file")
+    p.add_argument("--py-spy", type=Path, help="record the server with py-spy (speedscope file)")
+    return p
+
+
+def parse_args(argv: Sequence[str] | None = None) -> ApiBenchSettings:
+    """The flags as settings; a flag left out takes `--quick`'s value or the full default."""
+    p = parser()
+    args = p.parse_args(argv)
+    phases = frozenset(args.phases.split(","))
+    if not phases <= set(API_PHASES):
+        p.error(f"--phases: unknown {','.join(sorted(phases - set(API_PHASES)))}")
+    base = QUICK if args.quick else ApiBenchSettings()
+    given = {name: getattr(args, name) for name in SIZED if getattr(args, name) is not None}
+    return dataclasses.replace(
+        base,
+        **given,
+        concurrency=args.concurrency,
+        page=args.page,
+        phases=phases,
+        api_only=args.api_only,
+        no_fsync=args.no_fsync,
+        json_file=args.json,
+        server_cprofile=args.server_cprofile,
+        py_spy=args.py_spy,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    settings = parse_args(argv)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="plnt-bench-") as tmp:
+        results = asyncio.run(apiserver_running.bench(settings, Path(tmp)))
+    for line in apiserver_report.report(results, settings):
+        print(line)
+    print(f"total {time.monotonic() - started:.0f}s")
+    if settings.json_file is not None:
+        document = apiserver_report.as_json(results)
+        settings.json_file.write_text(json.dumps(document, indent=2) + "\n")
+    return 0

@@ -1,0 +1,156 @@
+"""The API server benchmark's results, and the table, ratios and JSON printed from them.
+
+Every ratio divides plnt by the floor beneath it, measured in the same run: raw etcd
+through `EtcdStore` (what plnt stores with) and a bare HTTPS handler (what plnt's HTTP
+and TLS stack costs by itself). Targets print PASS or MISS; a miss is a finding to
+read, never an exit status (see bench/README.md for each number).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from plnt.bench import apiserver as harness
+from plnt.bench.settings import ApiBenchSettings
+
+GET_RAW_TARGET = 1.0
+CREATE_RAW_TARGET = 0.5
+WATCH_P99_TARGET_MS = 100.0
+
+
+@dataclass
+class Results:
+    """Each side's phases by name (`get`, `create`, `list`) and the watch fan-out."""
+
+    raw: dict[str, harness.PhaseStats] = field(default_factory=dict)
+    bare: dict[str, harness.PhaseStats] = field(default_factory=dict)
+    api: dict[str, harness.PhaseStats] = field(default_factory=dict)
+    watch: harness.WatchStats | None = None
+
+    def sides(self) -> tuple[dict[str, harness.PhaseStats], ...]:
+        return self.raw, self.bare, self.api
+
+
+def _ratio(api: harness.PhaseStats | None, floor: harness.PhaseStats | None) -> float:
+    if api is None or floor is None or floor.rate == 0:
+        return 0.0
+    return api.rate / floor.rate
+
+
+def _median_ms(stats: harness.PhaseStats | None) -> float:
+    return stats.percentile_ms(0.5) if stats is not None else 0.0
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def report(results: Results, settings: ApiBenchSettings) -> list[str]:
+    """The printed report: one row per phase, then the ratio lines."""
+    lines = [
+        f"plnt API server benchmark: concurrency {settings.concurrency} "
+        f"(LIST {settings.list_concurrency}), {settings.objects} objects, "
+        f"pages of {settings.page}, {settings.duration:g}s per phase, {os.cpu_count()} CPUs",
+        f"{'phase':<12}{'raw etcd':>14}{'bare https':>14}{'plnt api':>14}"
+        f"{'api p50 ms':>12}{'api p99 ms':>12}{'errors':>8}",
+    ]
+    for phase, unit in (("get", "/s"), ("create", "/s"), ("list", " lists/s")):
+        api = results.api.get(phase)
+        if api is None:
+            continue
+        cells = []
+        for side in results.sides():
+            stats = side.get(phase)
+            cells.append(f"{stats.rate:>14.1f}" if stats else f"{'-':>14}")
+        errors = sum(side[phase].errors for side in results.sides() if phase in side)
+        lines.append(
+            f"{phase.upper() + unit:<12}{''.join(cells)}"
+            f"{api.percentile_ms(0.5):>12.2f}{api.percentile_ms(0.99):>12.2f}{errors:>8}"
+        )
+    if "list" in results.api:
+        lines.append(
+            f"LIST time per full list of {settings.objects}: "
+            f"raw {_median_ms(results.raw.get('list')):.1f} ms, "
+            f"api {results.api['list'].percentile_ms(0.5):.1f} ms (median)"
+        )
+    lines += _ratio_lines(results)
+    if results.watch is not None:
+        lines += _watch_lines(results.watch, settings)
+    return lines
+
+
+def _ratio_lines(results: Results) -> list[str]:
+    lines = []
+    if "get" in results.api:
+        get_raw = _ratio(results.api["get"], results.raw.get("get"))
+        lines += [
+            f"ratio GET api/raw     {get_raw:6.2f}  target >= {GET_RAW_TARGET:.2f}  "
+            f"{_verdict(get_raw >= GET_RAW_TARGET)}",
+            f"ratio GET api/bare    {_ratio(results.api['get'], results.bare.get('get')):6.2f}",
+        ]
+    if "create" in results.api:
+        create_raw = _ratio(results.api["create"], results.raw.get("create"))
+        lines += [
+            f"ratio CREATE api/raw  {create_raw:6.2f}  target >= {CREATE_RAW_TARGET:.2f}  "
+            f"{_verdict(create_raw >= CREATE_RAW_TARGET)}",
+            f"ratio CREATE api/bare "
+            f"{_ratio(results.api['create'], results.bare.get('create')):6.2f}",
+        ]
+    if "list" in results.api:
+        lines.append(
+            f"ratio LIST api/raw    {_ratio(results.api['list'], results.raw.get('list')):6.2f}"
+        )
+    return lines
+
+
+def _watch_lines(watch: harness.WatchStats, settings: ApiBenchSettings) -> list[str]:
+    def ms(values: list[float], q: float) -> float:
+        return harness.percentile(values, q) * 1000
+
+    p99 = ms(watch.delays_since_send, 0.99)
+    ok = watch.all_delivered and p99 <= WATCH_P99_TARGET_MS
+    return [
+        f"WATCH {watch.watchers} watchers x {watch.events} creates at {settings.watch_rate:g}/s: "
+        f"delivered {watch.delivered}/{watch.expected}, complete watchers "
+        f"{watch.complete_watchers}/{watch.watchers}, create errors {watch.create_errors}",
+        "WATCH delay since create sent: "
+        f"p50 {ms(watch.delays_since_send, 0.5):.1f} ms, "
+        f"p99 {p99:.1f} ms, max {max(watch.delays_since_send, default=0) * 1000:.1f} ms; "
+        "since create answered: "
+        f"p50 {ms(watch.delays_since_answer, 0.5):.1f} ms, "
+        f"p99 {ms(watch.delays_since_answer, 0.99):.1f} ms; "
+        f"create p50 {ms(watch.create_latencies, 0.5):.1f} ms",
+        f"ratio WATCH p99 ms    {p99:6.1f}  target <= {WATCH_P99_TARGET_MS:.0f} ms, "
+        f"all delivered ({'yes' if watch.all_delivered else 'no'})  {_verdict(ok)}",
+    ]
+
+
+def as_json(results: Results) -> dict[str, object]:
+    """The results for `--json`: rate, ops, errors, p50 and p99 per side and phase."""
+
+    def phase(stats: harness.PhaseStats) -> dict[str, float]:
+        return {
+            "rate": stats.rate,
+            "ops": stats.ops,
+            "errors": stats.errors,
+            "p50_ms": stats.percentile_ms(0.5),
+            "p99_ms": stats.percentile_ms(0.99),
+        }
+
+    out: dict[str, object] = {
+        name: {phase_name: phase(stats) for phase_name, stats in side.items()}
+        for name, side in zip(("raw", "bare", "api"), results.sides(), strict=True)
+    }
+    if results.watch is not None:
+        w = results.watch
+        out["watch"] = {
+            "watchers": w.watchers,
+            "events": w.events,
+            "delivered": w.delivered,
+            "expected": w.expected,
+            "complete_watchers": w.complete_watchers,
+            "p50_ms": harness.percentile(w.delays_since_send, 0.5) * 1000,
+            "p99_ms": harness.percentile(w.delays_since_send, 0.99) * 1000,
+        }
+    return out

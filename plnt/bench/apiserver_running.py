@@ -1,0 +1,247 @@
+"""One API server benchmark run: its children, the preload, and every phase on each side.
+
+Three processes share the machine: etcd (a `plnt.processes.etcd.EtcdProcess`, the
+settings `plnt up` uses), the API server (`plnt.bench.apiserver_serving`, a child) and
+this process, which generates the load. Raw etcd is measured through the same
+`EtcdStore` client the server uses, on the same etcd, at the same concurrency. Every
+child is stopped and reaped on the way out, also on failure or Ctrl-C.
+
+Errors: `harness.BenchError` (or `children.ChildFailed`) when a child or a phase
+cannot run at all; slow results are reported, never raised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+
+from plnt.apiserver import pki
+from plnt.bench import apiserver as harness
+from plnt.bench import apiserver_serving as serving
+from plnt.bench import children
+from plnt.bench.apiserver_report import Results
+from plnt.bench.settings import ApiBenchSettings
+from plnt.processes.etcd import EtcdProcess
+from plnt.processes.ports import free_port
+from plnt.storage.etcd import EtcdStore
+
+LIST_NS = serving.LIST_NS
+CREATE_NS = "bench-create"
+WATCH_NS = "bench-watch"
+RAW_CREATE_PREFIX = "/bench-raw/creates/"
+WARMUP_SEQ_OFFSET = 1 << 40  # warm-up sequence numbers never collide with measured ones
+
+
+@dataclass(frozen=True, slots=True)
+class Server:
+    """The server child and its two HTTPS base URLs."""
+
+    child: children.Child
+    base: str
+    bare: str
+
+
+@contextlib.asynccontextmanager
+async def running_server(
+    etcd: EtcdProcess, pki_dir: Path, *, cprofile: Path | None, start_timeout: float = 60.0
+) -> AsyncIterator[Server]:
+    """`plnt.bench.apiserver_serving` against `etcd`, until the block ends."""
+    port, bare_port = free_port(), free_port()
+    command = [
+        sys.executable, "-m", serving.__name__, "--etcd", etcd.endpoint,
+        "--pki-dir", str(pki_dir), "--port", str(port), "--bare-port", str(bare_port),
+    ]  # fmt: skip
+    if cprofile is not None:
+        command += ["--cprofile", str(cprofile)]
+    async with children.running_child(
+        command,
+        ready=serving.READY,
+        what="the server",
+        start_timeout=start_timeout,
+        stop_timeout=20,
+        hold_stdin=True,
+    ) as child:
+        yield Server(child, f"https://127.0.0.1:{port}", f"https://127.0.0.1:{bare_port}")
+
+
+@contextlib.contextmanager
+def py_spy(pid: int, output: Path | None) -> Iterator[None]:
+    """Record the server with py-spy while the block runs (optional).
+
+    The format follows `output`'s suffix: .txt collapsed stacks, .svg a flame
+    graph, anything else speedscope JSON.
+    """
+    if output is None:
+        yield
+        return
+    binary = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
+    kind = {".txt": "raw", ".svg": "flamegraph"}.get(output.suffix, "speedscope")
+    proc = subprocess.Popen(
+        [binary, "record", "--pid", str(pid), "--output", str(output), "--format", kind],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        yield
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+async def preload(
+    raw: EtcdStore, session: aiohttp.ClientSession, base: str, settings: ApiBenchSettings
+) -> bytes:
+    """Create one object through the API, clone it raw into `objects` keys; return its bytes."""
+    url = base + harness.resource_path(LIST_NS)
+    async with session.post(url, json=harness.workflowrun("obj-000000")) as response:
+        created = json.loads(await response.read())
+        if response.status != 201:
+            raise harness.BenchError(f"template create answered {response.status}: {created}")
+    del created["metadata"]["resourceVersion"]
+
+    def stored(index: int) -> bytes:
+        created["metadata"]["name"] = f"obj-{index:06d}"
+        created["metadata"]["uid"] = str(uuid.uuid4())
+        return json.dumps(created, separators=(",", ":"), sort_keys=True).encode()
+
+    template = stored(0)
+    values = [stored(i) for i in range(settings.objects)]
+
+    async def put(seq: int) -> bool:
+        if seq == 0 or seq >= settings.objects:
+            return True
+        await raw.create(f"/plnt.work/workflowruns/{LIST_NS}/obj-{seq:06d}", values[seq])
+        return True
+
+    await harness.run_closed_loop(
+        put, concurrency=settings.concurrency, duration=0.0, min_ops=settings.objects
+    )
+    await harness.wait_for_count(session, url, count=settings.objects, within=60)
+    return template
+
+
+async def measure(
+    run: Callable[[int], Awaitable[bool]], *, concurrency: int, warmup: float, duration: float
+) -> harness.PhaseStats:
+    """A warm-up (its sequence numbers far above the measured ones), then the closed loop."""
+    await harness.run_closed_loop(
+        lambda seq: run(seq + WARMUP_SEQ_OFFSET), concurrency=concurrency, duration=warmup
+    )
+    return await harness.run_closed_loop(run, concurrency=concurrency, duration=duration)
+
+
+async def bench(settings: ApiBenchSettings, workdir: Path) -> Results:
+    """Start etcd and the server under `workdir`, preload, run the chosen phases."""
+    results = Results()
+    paths = pki.ensure_pki(workdir / "pki")
+    context = harness.client_ssl_context(
+        ca_cert=paths.ca_cert, client_cert=paths.admin_cert, client_key=paths.admin_key
+    )
+    async with (
+        EtcdProcess(workdir / "etcd", unsafe_no_fsync=settings.no_fsync) as etcd,
+        EtcdStore(etcd.endpoint, key_prefix="/registry") as raw,
+        running_server(etcd, workdir / "pki", cprofile=settings.server_cprofile) as server,
+        harness.https_session(context, pool=settings.concurrency) as session,
+    ):
+        pid = server.child.process.pid
+        print(f"etcd {etcd.endpoint} (pid {etcd.pid}); server {server.base} (pid {pid})")
+        template = await preload(raw, session, server.base, settings)
+        phases = Phases(settings, results, raw, session, server)
+        with py_spy(pid, settings.py_spy):
+            if "get" in settings.phases:
+                await phases.get()
+            if "create" in settings.phases:
+                await phases.create(template)
+            if "list" in settings.phases:
+                await phases.list()
+            if "watch" in settings.phases:
+                results.watch = await harness.watch_fanout(
+                    server.base,
+                    context,
+                    session,
+                    namespace=WATCH_NS,
+                    watchers=settings.watchers,
+                    events=settings.watch_events,
+                    rate=settings.watch_rate,
+                )
+    return results
+
+
+@dataclass(frozen=True, slots=True)
+class Phases:
+    """The closed-loop phases: each side (raw etcd, bare, plnt) at the same concurrency."""
+
+    settings: ApiBenchSettings
+    results: Results
+    raw: EtcdStore
+    session: aiohttp.ClientSession
+    server: Server
+
+    async def _measure(
+        self, run: Callable[[int], Awaitable[bool]], *, concurrency: int | None = None
+    ) -> harness.PhaseStats:
+        s = self.settings
+        return await measure(
+            run,
+            concurrency=concurrency if concurrency is not None else s.concurrency,
+            warmup=s.warmup,
+            duration=s.duration,
+        )
+
+    async def get(self) -> None:
+        names = [f"obj-{i:06d}" for i in range(self.settings.objects)]
+        if not self.settings.api_only:
+            keys = [f"/plnt.work/workflowruns/{LIST_NS}/{n}" for n in names]
+            self.results.raw["get"] = await self._measure(harness.raw_get(self.raw, keys))
+            self.results.bare["get"] = await self._measure(
+                harness.http_get(self.session, [f"{self.server.bare}/bare/{n}" for n in names])
+            )
+        api_urls = [self.server.base + harness.resource_path(LIST_NS, n) for n in names]
+        self.results.api["get"] = await self._measure(harness.http_get(self.session, api_urls))
+
+    async def create(self, template: bytes) -> None:
+        if not self.settings.api_only:
+            self.results.raw["create"] = await self._measure(
+                harness.raw_create(self.raw, RAW_CREATE_PREFIX, template)
+            )
+            self.results.bare["create"] = await self._measure(
+                harness.http_create(self.session, f"{self.server.bare}/bare", name_prefix="b-")
+            )
+        self.results.api["create"] = await self._measure(
+            harness.http_create(
+                self.session,
+                self.server.base + harness.resource_path(CREATE_NS),
+                name_prefix="c-",
+            )
+        )
+
+    async def list(self) -> None:
+        s = self.settings
+        if not s.api_only:
+            self.results.raw["list"] = await self._measure(
+                harness.raw_list(self.raw, f"/plnt.work/workflowruns/{LIST_NS}/", page=s.page),
+                concurrency=s.list_concurrency,
+            )
+        self.results.api["list"] = await self._measure(
+            harness.http_list(
+                self.session,
+                self.server.base + harness.resource_path(LIST_NS),
+                page=s.page,
+                expect=s.objects,
+            ),
+            concurrency=s.list_concurrency,
+        )

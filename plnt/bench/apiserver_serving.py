@@ -1,0 +1,136 @@
+"""The API server benchmark's server child: plnt's app and a bare HTTPS handler, one process.
+
+    python -m plnt.bench.apiserver_serving --etcd URL --pki-dir DIR --port N --bare-port N \
+        [--cprofile FILE]
+
+It runs `plnt.apiserver.app.build_app` with the watch cache, served as `plnt up` serves
+it (`web.AppRunner`, HTTPS with plnt's PKI, no access log), in a process of its own so
+that it shares neither an event loop nor a GIL with the load generator. On a second
+port, with the same TLS context, it serves the ceiling: a handler that returns a fixed
+WorkflowRun-sized body (GET) or echoes the posted body with a new uid (POST). It prints
+`bench-server ready pid=N` once both listen, and exits on SIGINT/SIGTERM or when its
+stdin closes, so it never outlives the benchmark that holds that pipe.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import json
+import os
+import signal
+import sys
+import uuid
+from pathlib import Path
+
+from aiohttp import web
+
+from plnt.apiserver import app as app_module
+from plnt.apiserver.settings import ServerSettings
+from plnt.bench import apiserver as harness
+
+READY = "bench-server ready"
+LIST_NS = "bench-list"
+
+BARE_OBJECT = json.dumps(
+    {
+        "apiVersion": "plnt.work/v1",
+        "kind": "WorkflowRun",
+        "metadata": {
+            "creationTimestamp": "2025-01-01T00:00:00Z",
+            "generation": 1,
+            "name": "obj-000001",
+            "namespace": LIST_NS,
+            "resourceVersion": "12345",
+            "uid": str(uuid.UUID(int=1)),
+        },
+        "spec": harness.workflowrun("x")["spec"],
+    },
+    separators=(",", ":"),
+).encode()
+
+
+def bare_app() -> web.Application:
+    """The ceiling: same TLS, same client, a handler that does almost nothing."""
+
+    async def get(request: web.Request) -> web.Response:
+        return web.Response(body=BARE_OBJECT, content_type="application/json")
+
+    async def post(request: web.Request) -> web.Response:
+        body = json.loads(await request.read())
+        body["metadata"]["uid"] = str(uuid.uuid4())
+        return web.Response(
+            body=json.dumps(body, separators=(",", ":")).encode(),
+            status=201,
+            content_type="application/json",
+        )
+
+    app = web.Application()
+    app.router.add_get("/bare/{name}", get)
+    app.router.add_post("/bare", post)
+    return app
+
+
+async def serve(
+    *, etcd: str, pki_dir: Path, port: int, bare_port: int, cprofile: Path | None
+) -> None:
+    """Serve plnt on `port` and the bare handler on `bare_port` until told to stop."""
+    settings = ServerSettings(etcd_endpoints=(etcd,), host="127.0.0.1", port=port, pki_dir=pki_dir)
+    ssl_context = app_module.ssl_context_for(settings)
+    runners = [
+        web.AppRunner(app, shutdown_timeout=2.0, access_log=None, handler_cancellation=True)
+        for app in (app_module.build_app(settings), bare_app())
+    ]
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    # The parent holds our stdin: EOF means it is gone, so never outlive it.
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+
+    async def watch_parent() -> None:
+        await reader.read()
+        stop.set()
+
+    parent = asyncio.create_task(watch_parent())
+    profile = cProfile.Profile() if cprofile is not None else None
+    try:
+        for runner, listen in zip(runners, (port, bare_port), strict=True):
+            await runner.setup()
+            await web.TCPSite(runner, "127.0.0.1", listen, ssl_context=ssl_context).start()
+        print(f"{READY} pid={os.getpid()}", flush=True)
+        if profile is not None:
+            profile.enable()
+        await stop.wait()
+    finally:
+        if profile is not None:
+            profile.disable()
+            profile.dump_stats(str(cprofile))
+        parent.cancel()
+        for runner in runners:
+            await runner.cleanup()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--etcd", required=True, help="etcd client URL")
+    parser.add_argument("--pki-dir", type=Path, required=True, help="plnt's PKI directory")
+    parser.add_argument("--port", type=int, required=True, help="plnt's HTTPS port")
+    parser.add_argument("--bare-port", type=int, required=True, help="the bare handler's port")
+    parser.add_argument("--cprofile", type=Path, help="cProfile this process into FILE")
+    args = parser.parse_args()
+    asyncio.run(
+        serve(
+            etcd=args.etcd,
+            pki_dir=args.pki_dir,
+            port=args.port,
+            bare_port=args.bare_port,
+            cprofile=args.cprofile,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

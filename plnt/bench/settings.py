@@ -1,0 +1,51 @@
+"""What each benchmark was asked for: frozen settings built once from the command line.
+
+Why dataclasses and not the parsed `argparse.Namespace`: the runs and reports are typed
+code under mypy strict, and a Namespace's attributes are `Any`; a misspelt flag name
+would pass unnoticed until the phase that reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+API_PHASES = ("get", "create", "list", "watch")
+
+
+@dataclass(frozen=True, slots=True)
+class ApiBenchSettings:
+    """The API server benchmark (`python -m plnt.bench apiserver`); see bench/README.md."""
+
+    concurrency: int = 30
+    list_concurrency: int = 1
+    objects: int = 10_000
+    page: int = 500
+    duration: float = 5.0
+    warmup: float = 1.0
+    watchers: int = 200
+    watch_events: int = 500
+    watch_rate: float = 100.0
+    phases: frozenset[str] = frozenset(API_PHASES)
+    api_only: bool = False
+    no_fsync: bool = False
+    json_file: Path | None = None
+    server_cprofile: Path | None = None
+    py_spy: Path | None = None
+
+
+QUICK = ApiBenchSettings(objects=2000, duration=1.5, warmup=0.3, watchers=50, watch_events=50)
+"""`--quick`: small numbers, about 20 s."""
+
+
+@dataclass(frozen=True, slots=True)
+class SagaBenchSettings:
+    """The deploy saga benchmark (`python -m plnt.bench saga`); see docs/benchmarks.md."""
+
+    deploys: int = 20
+    concurrency: int = 16
+    duration: float = 5.0
+    sequential_duration: float = 5.0
+    warmup: float = 0.5
+    deploy_timeout: float = 120.0
+    json_file: Path | None = None
