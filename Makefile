@@ -28,7 +28,7 @@ lint: install-dev
 	$(BIN)/lint-imports
 
 test: lint
-	$(BIN)/pytest tests
+	$(BIN)/pytest tests --durations=25
 
 clean:
 	rm -rf $(VENV) build *.egg-info
