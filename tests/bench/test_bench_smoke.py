@@ -91,3 +91,15 @@ def test_an_unknown_phase_is_refused_before_anything_starts() -> None:
     )
     assert result.returncode == 2
     assert "unknown delete" in result.stderr
+
+
+def test_python_m_plnt_bench_names_its_commands_when_given_none_it_knows() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "plnt.bench", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
+    assert result.returncode == 2
+    assert "{apiserver,saga}" in result.stderr
