@@ -279,7 +279,6 @@ class DeployActivities:
             data = await self.specs.ensure(request.ref, request.digest)
         except (spec_errors.SourceError, documents.SpecError) as error:
             raise _spec_failure(error) from error
-        cache = StepCacheSpec.model_validate(request.cache)  # the API's defaults
         return targets.Revision(
             run=targets.RunKey(request.run.namespace, request.run.name, request.run.uid),
             revision=request.revision,
@@ -294,11 +293,7 @@ class DeployActivities:
                 credentials=_secret_of(request.backend),
             ),
             replicas=request.replicas,
-            cache=targets.CacheConfig(
-                enabled=cache.enabled,
-                ttl_seconds=float(cache.ttl_seconds),
-                max_entries=cache.max_entries,
-            ),
+            cache=targets.CacheConfig.of(StepCacheSpec.model_validate(request.cache)),
         )
 
     @staticmethod

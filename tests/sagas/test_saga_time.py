@@ -73,7 +73,9 @@ class ScriptedActivities:
         return self.reports[-1].status
 
     def events(self) -> list[tuple[str, str]]:
-        return [(r.event_reason or "", r.event_message or "") for r in self.reports if r.event_reason]
+        return [
+            (r.event_reason or "", r.event_message or "") for r in self.reports if r.event_reason
+        ]
 
     @activity.defn(name="report")
     async def report(self, report: v.Report) -> None:

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from plnt.api.workflowruns import StepCacheSpec
+
 
 class TargetError(Exception):
     """A target operation failed; the message is meant for a human."""
@@ -58,11 +60,16 @@ class BackendConfig:
 
 @dataclass(frozen=True)
 class CacheConfig:
-    """The runner's step cache settings (spec.cache)."""
+    """The runner's step cache settings (spec.cache); `of()` fills in the API's defaults."""
 
-    enabled: bool = True
-    ttl_seconds: float = 600.0
-    max_entries: int = 1024
+    enabled: bool
+    ttl_seconds: float
+    max_entries: int
+
+    @classmethod
+    def of(cls, spec: StepCacheSpec | None = None) -> CacheConfig:
+        spec = spec if spec is not None else StepCacheSpec()
+        return cls(spec.enabled, float(spec.ttl_seconds), spec.max_entries)
 
 
 @dataclass(frozen=True)
@@ -75,7 +82,7 @@ class Revision:
     spec: bytes
     backend: BackendConfig = field(default_factory=BackendConfig)
     replicas: int = 1
-    cache: CacheConfig = field(default_factory=CacheConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig.of)
 
 
 @dataclass(frozen=True)
