@@ -1,0 +1,20 @@
+"""Fixtures for registry tests that need storage: one real etcd per session, a keyspace per test."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+
+from plnt.storage.etcd import EtcdStore
+from tests.support.etcd import etcd_endpoint_fixture
+
+etcd_endpoint = etcd_endpoint_fixture()
+
+
+@pytest.fixture
+async def etcd_store(etcd_endpoint: str) -> AsyncIterator[EtcdStore]:
+    """An etcd store under a key prefix no other test uses."""
+    async with EtcdStore(etcd_endpoint, key_prefix=f"/t-{uuid.uuid4().hex[:12]}") as store:
+        yield store
