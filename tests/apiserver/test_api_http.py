@@ -18,6 +18,7 @@ from plnt.storage.etcd import EtcdStore
 from tests.apiserver.conftest import BASE, Api, serving, workflowrun
 from tests.support import tls
 from tests.support.etcd import running_etcd
+from tests.support.waiting import eventually
 
 V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
@@ -441,17 +442,18 @@ async def test_events_are_recorded_and_selectable_by_involved_object(api: Api) -
         f"involvedObject.uid={obj['metadata']['uid']},involvedObject.name=ev,"
         "involvedObject.kind=WorkflowRun,involvedObject.namespace=default"
     )
-    async with asyncio.timeout(10):
-        while True:
-            events = await api.call(
-                "GET", "/api/v1/namespaces/default/events", params={"fieldSelector": selector}
-            )
-            assert events.status == 200
-            assert events.json["kind"] == "EventList"
-            if events.json["items"]:
-                break
-            await asyncio.sleep(0.02)  # poll: the recorder writes off the request path
-    assert [e["reason"] for e in events.json["items"]] == ["Accepted"]
+
+    async def recorded() -> list[dict[str, Any]]:
+        # The recorder writes Events off the request path, a moment after the create.
+        events = await api.call(
+            "GET", "/api/v1/namespaces/default/events", params={"fieldSelector": selector}
+        )
+        assert events.status == 200
+        assert events.json["kind"] == "EventList"
+        return list(events.json["items"])
+
+    items = await eventually(recorded, within=10, what="the Accepted event of ev")
+    assert [e["reason"] for e in items] == ["Accepted"]
 
 
 async def test_metrics_count_requests_by_verb_resource_and_code(api: Api) -> None:
