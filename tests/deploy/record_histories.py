@@ -9,8 +9,9 @@ alters the commands it issues), then commit the new files:
 It starts a real stack (Temporal dev server, `plnt up --no-worker`, a separate
 `plnt worker`), runs each scenario below through the plnt HTTP API, and writes
 each saga's history, `WorkflowHistory.to_json()`, to `tests/deploy/histories/NAME.json`.
-`tests/deploy/test_replay.py` replays those files against the current workflow code,
-and also runs the same scenarios live and replays what they produced.
+`tests/deploy/test_replay.py` replays those files, and the older ones kept in
+`histories/before-typed-inputs/`, against the current workflow code, and also runs the
+same scenarios live and replays what they produced.
 
 Scenarios (each a new WorkflowRun in its own namespace, deleted at the end so the
 history runs to the workflow's completion):
@@ -18,8 +19,8 @@ history runs to the workflow's completion):
 * `deploy_scale_delete`: deploy, scale from 1 to 2 replicas, delete.
 * `smoke_rollback`: deploy revision 1, then a new spec whose smoke expectation
   fails: the canary is removed and revision 1 keeps serving.
-* `supersede`: a second spec is applied while the first deploy is in flight: the
-  first is cancelled and compensated, the second is promoted.
+* `supersede`: a third spec is applied while the second's canary is held by a pause:
+  the second deploy is cancelled and compensated, the third is promoted.
 * `pause_promote`: a second spec pauses its canary at 50% for ten minutes; `promote`
   ends the pause and the second revision is promoted.
 """
@@ -51,6 +52,9 @@ from tests.support.plnt_server import PlntServer
 from tests.support.stack import WorkerProcess, publish
 
 HISTORIES = Path(__file__).resolve().parent / "histories"
+BEFORE_TYPED_INPUTS = HISTORIES / "before-typed-inputs"
+"""Histories recorded before pull and resolve took typed inputs (no `typed-activity-inputs`
+marker): kept, so sagas that began then are proven to finish under today's code."""
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fanout.workflow.yaml"
 DEADLINE = 90.0
 
@@ -174,18 +178,26 @@ async def smoke_rollback(client: PlntClient, specs: Specs, namespace: str) -> tu
 
 
 async def supersede(client: PlntClient, specs: Specs, namespace: str) -> tuple[str, str]:
-    """The second write lands while the first deploy runs; retried if the first was too fast."""
-    for attempt in range(3):
-        name = f"racer-{attempt}"
-        created = await client.create_workflowrun(manifest(name, specs.first), namespace=namespace)
-        await client.apply_workflowrun(manifest(name, specs.third), namespace=namespace)
-        obj = await wait_until(client, name, namespace, ready_at(2), what="Ready at generation 2")
-        assert obj["status"]["digest"] == specs.third[1], obj["status"]
-        events = await client.events_for(name, namespace=namespace)
-        await delete_and_wait(client, name, namespace)
-        if any(e.get("reason") == "Superseded" for e in events):
-            return name, str(created["metadata"]["uid"])
-    raise AssertionError("the first deploy finished before the second write, three times")
+    """The third spec lands while the second's canary is held by a pause: superseded."""
+    created = await client.create_workflowrun(manifest("racer", specs.first), namespace=namespace)
+    await wait_until(client, "racer", namespace, ready_at(1), what="Ready")
+    held = {"pauseSeconds": 3600}
+    await client.apply_workflowrun(
+        manifest("racer", specs.second, canary=held), namespace=namespace
+    )
+    await wait_until(client, "racer", namespace, sharing_traffic, what="the canary sharing traffic")
+    await client.apply_workflowrun(manifest("racer", specs.third), namespace=namespace)
+    obj = await wait_until(client, "racer", namespace, ready_at(3), what="Ready at generation 3")
+    assert obj["status"]["digest"] == specs.third[1], obj["status"]
+    events = await client.events_for("racer", namespace=namespace)
+    assert any(e.get("reason") == "Superseded" for e in events), events
+    await delete_and_wait(client, "racer", namespace)
+    return "racer", str(created["metadata"]["uid"])
+
+
+def sharing_traffic(obj: dict[str, Any]) -> bool:
+    """The canary takes part of the invocations beside the stable revision."""
+    return len((obj.get("status") or {}).get("traffic") or []) == 2
 
 
 async def pause_promote(client: PlntClient, specs: Specs, namespace: str) -> tuple[str, str]:
@@ -196,11 +208,7 @@ async def pause_promote(client: PlntClient, specs: Specs, namespace: str) -> tup
         manifest("paused", specs.second, canary=pausing), namespace=namespace
     )
     await wait_until(
-        client,
-        "paused",
-        namespace,
-        lambda o: len((o.get("status") or {}).get("traffic") or []) == 2,
-        what="the canary sharing traffic",
+        client, "paused", namespace, sharing_traffic, what="the canary sharing traffic"
     )
     await client.promote("paused", namespace=namespace)
     obj = await wait_until(client, "paused", namespace, ready_at(2), what="Ready at generation 2")

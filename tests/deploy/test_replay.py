@@ -5,7 +5,9 @@ that alters the commands the workflow issues (activities, their order, timers, l
 activities) breaks every saga in flight. Two sources of histories are replayed:
 
 * `histories/*.json`, recorded by `record_histories.py` (run it after an intentional
-  workflow change): they guard against accidental changes of the command sequence.
+  workflow change): they guard against accidental changes of the command sequence;
+  `histories/before-typed-inputs/*.json`, recorded by the saga before its activities
+  took typed inputs, prove that sagas begun then still finish (`workflow.patched`).
 * the same scenarios run live in this module on a real stack (Temporal, `plnt up`, a
   separate worker), their histories fetched and replayed, so a recorded file is never
   the only evidence that replay works.
@@ -24,7 +26,8 @@ from plnt.sagas.deploy import WorkflowRunController
 from tests.deploy import record_histories as recording
 from tests.deploy.conftest import Stack
 
-RECORDED = sorted(recording.HISTORIES.glob("*.json"))
+CURRENT = sorted(recording.HISTORIES.glob("*.json"))
+RECORDED = CURRENT + sorted(recording.BEFORE_TYPED_INPUTS.glob("*.json"))
 
 
 async def replay(history: temporal_client.WorkflowHistory) -> None:
@@ -37,10 +40,14 @@ def specs(stack: Stack) -> recording.Specs:
 
 
 def test_every_scenario_has_a_recorded_history() -> None:
-    assert [path.stem for path in RECORDED] == sorted(recording.SCENARIOS)
+    assert [path.stem for path in CURRENT] == sorted(recording.SCENARIOS)
+    before = sorted(path.stem for path in recording.BEFORE_TYPED_INPUTS.glob("*.json"))
+    assert before == sorted(recording.SCENARIOS)
 
 
-@pytest.mark.parametrize("path", RECORDED, ids=[path.stem for path in RECORDED])
+@pytest.mark.parametrize(
+    "path", RECORDED, ids=[str(path.relative_to(recording.HISTORIES)) for path in RECORDED]
+)
 async def test_recorded_history_replays_without_nondeterminism(path: Path) -> None:
     text = await asyncio.to_thread(path.read_text)
     history = temporal_client.WorkflowHistory.from_json(path.stem, text)

@@ -62,7 +62,10 @@ def test_a_worker_killed_during_install_resumes_the_saga_with_exactly_one_canary
     assert_serves_with(stack, obj, 3)
     assert obj["status"]["revision"] == 1
     install = step_of(obj, "install")
-    assert install is not None and install["state"] == "Succeeded" and install["attempts"] >= 1
+    assert install is not None and install["state"] == "Succeeded"
+    # The kill landed mid-install: the activity that finished was a retry on the new worker
+    # (Temporal's attempt number, which the timeline records), not the first attempt.
+    assert install["attempts"] >= 2, install
     assert api.invoke(namespace, "tough", {"topic": "etcd"}).revision == "1"
 
 

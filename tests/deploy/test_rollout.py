@@ -1,8 +1,10 @@
 """Rollouts end to end: a failed smoke rolls back, a newer spec supersedes, rollback, abort.
 
 Real kubectl, a real API server, a real Temporal and worker, real runner processes.
-A slow deploy is made with `spec.canary.analysis` (the analyze step sends that many
-invocations), so a test can act while the `analyze` step is Running.
+A deploy held in flight is an explicit hold, never a window of wall-clock time: a
+second revision whose canary pauses for an hour (`spec.canary.pauseSeconds`), which
+only `promote`, `abort` or a newer generation ends. Pauses that run out, retry backoff
+and interrupted activities are timed on Temporal's skipped clock in tests/sagas.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from tests.deploy.conftest import Api, Stack, apply, condition_of, settled, step
 from tests.support.plnt_server import Kubectl
 from tests.support.stack import runner_pids, runner_pids_by_revision
 
-SLOW = {"analysis": {"requests": 3000, "maxErrorRate": 1.0}}
+HOLD = 3600
+"""Seconds a paused canary would hold: far longer than any test, so only an action ends it."""
 
 
 def deploy(
@@ -98,26 +101,29 @@ def test_failed_smoke_rolls_back_and_the_previous_revision_keeps_serving(
 def test_a_newer_spec_supersedes_a_deploy_in_flight_and_its_canary_is_removed(
     stack: Stack, kubectl: Kubectl, api: Api, namespace: str
 ) -> None:
-    ref_1, digest_1 = stack.spec("super-1", version="3.0.0")
-    ref_2, digest_2 = stack.spec("super-2", version="3.1.0")  # published up front: less to do
-    apply(kubectl, namespace, workflowrun("busy", ref_1, digest_1, replicas=2, canary=SLOW))
-    api.wait(namespace, "busy", step_running("analyze"), message="analyze Running")
-    apply(kubectl, namespace, workflowrun("busy", ref_2, digest_2, replicas=2))
+    digest_1, _ = deploy(stack, kubectl, api, namespace, "busy", "super-1", "3.0.0", replicas=2)
+    ref_2, digest_2 = stack.spec("super-2", version="3.1.0")
+    ref_3, digest_3 = stack.spec("super-3", version="3.2.0")  # published up front: less to do
+    held = {"pauseSeconds": HOLD}
+    apply(kubectl, namespace, workflowrun("busy", ref_2, digest_2, replicas=2, canary=held))
+    api.wait(namespace, "busy", sharing_traffic, message="revision 2 holding beside 1")
+    apply(kubectl, namespace, workflowrun("busy", ref_3, digest_3, replicas=2))
 
-    def promoted_2(obj: dict[str, Any]) -> bool:
-        return settled(obj) and obj["status"].get("digest") == digest_2
+    def promoted_3(obj: dict[str, Any]) -> bool:
+        return settled(obj) and obj["status"].get("digest") == digest_3
 
-    obj = api.wait(namespace, "busy", promoted_2, message="second digest promoted")
+    obj = api.wait(namespace, "busy", promoted_3, message="third digest promoted")
     status = obj["status"]
     assert status["phase"] == "Ready"
-    assert status["revision"] == 2
-    assert [entry["revision"] for entry in status["history"]] == [2]
+    assert status["revision"] == 3
+    assert [entry["revision"] for entry in status["history"]] == [1, 3]
+    assert digest_1 != digest_3
     assert "Superseded" in {reason for _, reason in event_reasons(api, namespace, "busy")}
 
     uid = obj["metadata"]["uid"]
     by_revision = runner_pids_by_revision(stack.state_dir, uid=uid)
-    assert set(by_revision) == {2} and len(by_revision[2]) == 2, by_revision
-    assert runner_pids(stack.state_dir, contains=uid) == by_revision[2]
+    assert set(by_revision) == {3} and len(by_revision[3]) == 2, by_revision
+    assert runner_pids(stack.state_dir, contains=uid) == by_revision[3]
 
 
 def test_rollback_to_revision_one_deploys_its_digest_again_as_a_new_revision(
@@ -151,47 +157,18 @@ def test_rollback_to_revision_one_deploys_its_digest_again_as_a_new_revision(
     assert set(by_revision) == {4}, by_revision
 
 
-def test_abort_cancels_the_deploy_in_flight_and_a_second_abort_is_a_conflict(
-    stack: Stack, kubectl: Kubectl, api: Api, namespace: str
-) -> None:
-    digest_a, obj = deploy(stack, kubectl, api, namespace, "halt", "abort-a", "1.0.0")
-    assert obj["status"]["revision"] == 1
-    ref_b, digest_b = stack.spec("abort-b", version="4.0.0")
-    apply(kubectl, namespace, workflowrun("halt", ref_b, digest_b, canary=SLOW))
-    api.wait(namespace, "halt", step_running("analyze"), message="analyze Running")
-
-    answer = api.call(lambda c: c.abort("halt", namespace=namespace))
-    assert (answer["status"], answer["code"]) == ("Success", 200)
-
-    obj = api.wait_settled(namespace, "halt")
-    progressing = condition_of(obj, "Progressing")
-    assert progressing is not None
-    assert (progressing["status"], progressing["reason"]) == ("False", "Aborted")
-    status = obj["status"]
-    assert (status["revision"], status["digest"]) == (1, digest_a)
-    assert [t["revision"] for t in status["traffic"]] == [1]
-    uid = obj["metadata"]["uid"]
-    by_revision = runner_pids_by_revision(stack.state_dir, uid=uid)
-    assert set(by_revision) == {1} and len(by_revision[1]) == 1, by_revision
-    assert runner_pids(stack.state_dir, contains=uid) == by_revision[1]
-    assert api.invoke(namespace, "halt", {"topic": "etcd"}).revision == "1"
-
-    with pytest.raises(client_errors.Conflict):
-        api.call(lambda c: c.abort("halt", namespace=namespace))
-
-
 def sharing_traffic(obj: dict[str, Any]) -> bool:
     """The canary holds part of the live invocations beside the stable revision."""
     return len((obj.get("status") or {}).get("traffic") or []) == 2
 
 
-def test_a_paused_canary_takes_its_weight_of_live_invocations_then_is_promoted(
+def test_a_paused_canary_takes_its_weight_of_live_invocations_until_promote_ends_the_pause(
     stack: Stack, kubectl: Kubectl, api: Api, namespace: str
 ) -> None:
     _, obj = deploy(stack, kubectl, api, namespace, "paused", "pause-a", "5.0.0")
     assert obj["status"]["revision"] == 1
     ref_b, digest_b = stack.spec("pause-b", version="5.1.0")
-    canary = {"weight": 50, "pauseSeconds": 8}
+    canary = {"weight": 50, "pauseSeconds": HOLD}
     apply(kubectl, namespace, workflowrun("paused", ref_b, digest_b, canary=canary))
 
     holding = api.wait(namespace, "paused", sharing_traffic, message="two traffic targets")
@@ -201,9 +178,12 @@ def test_a_paused_canary_takes_its_weight_of_live_invocations_then_is_promoted(
     ]
     analyze = step_of(holding, "analyze")
     assert analyze is not None and analyze["state"] == "Running"
-    assert analyze["message"] == "canary takes 50% of invocations for 8 s"
+    assert analyze["message"] == f"canary takes 50% of invocations for {HOLD} s"
     served = {api.invoke(namespace, "paused", {"topic": "raft"}).revision for _ in range(40)}
     assert served == {"1", "2"}
+
+    answer = api.call(lambda c: c.promote("paused", namespace=namespace))
+    assert (answer["status"], answer["code"]) == ("Success", 200)
 
     obj = api.wait_settled(namespace, "paused")
     status = obj["status"]
@@ -211,21 +191,25 @@ def test_a_paused_canary_takes_its_weight_of_live_invocations_then_is_promoted(
     assert [t["revision"] for t in status["traffic"]] == [2]
     analyze = step_of(obj, "analyze")
     assert analyze is not None and analyze["state"] == "Succeeded"
-    assert analyze["message"] == "canary held 50% of invocations for 8 s"
+    assert analyze["message"].startswith("canary held 50% of invocations for ")
+    assert analyze["message"].endswith(" s, then promoted on request")
     by_revision = runner_pids_by_revision(stack.state_dir, uid=obj["metadata"]["uid"])
     assert set(by_revision) == {2}, by_revision
+    with pytest.raises(client_errors.Conflict):
+        api.call(lambda c: c.promote("paused", namespace=namespace))
 
 
-def test_abort_during_a_pause_moves_the_traffic_back_and_removes_the_canary(
+def test_abort_during_a_pause_moves_the_traffic_back_and_a_second_abort_is_a_conflict(
     stack: Stack, kubectl: Kubectl, api: Api, namespace: str
 ) -> None:
     digest_a, _ = deploy(stack, kubectl, api, namespace, "held", "held-a", "6.0.0")
     ref_b, digest_b = stack.spec("held-b", version="6.1.0")
-    canary = {"weight": 20, "pauseSeconds": 3600}
+    canary = {"weight": 20, "pauseSeconds": HOLD}
     apply(kubectl, namespace, workflowrun("held", ref_b, digest_b, canary=canary))
     api.wait(namespace, "held", sharing_traffic, message="two traffic targets")
 
-    api.call(lambda c: c.abort("held", namespace=namespace))
+    answer = api.call(lambda c: c.abort("held", namespace=namespace))
+    assert (answer["status"], answer["code"]) == ("Success", 200)
 
     obj = api.wait_settled(namespace, "held")
     progressing = condition_of(obj, "Progressing")
@@ -235,6 +219,9 @@ def test_abort_during_a_pause_moves_the_traffic_back_and_removes_the_canary(
     assert [(t["revision"], t["weight"]) for t in status["traffic"]] == [(1, 100)]
     by_revision = runner_pids_by_revision(stack.state_dir, uid=obj["metadata"]["uid"])
     assert set(by_revision) == {1}, by_revision
+    assert api.invoke(namespace, "held", {"topic": "etcd"}).revision == "1"
+    with pytest.raises(client_errors.Conflict):
+        api.call(lambda c: c.abort("held", namespace=namespace))
 
 
 def test_a_first_deploy_does_not_pause_and_says_why(
@@ -248,7 +235,7 @@ def test_a_first_deploy_does_not_pause_and_says_why(
         "first",
         "pause-first",
         "7.0.0",
-        canary={"pauseSeconds": 3600},
+        canary={"pauseSeconds": HOLD},
     )
     assert obj["status"]["phase"] == "Ready"
     analyze = step_of(obj, "analyze")
