@@ -13,8 +13,6 @@ that sagas which began before typed inputs still schedule.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from typing import Any
 
 import aiohttp
@@ -22,12 +20,10 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from plnt.api.events import event_about
-from plnt.api.meta import now_rfc3339
 from plnt.api.workflowruns import TEARDOWN_FINALIZER, StepCacheSpec
 from plnt.client import errors as client_errors
-from plnt.client import transport
 from plnt.client.clients import PlntClient
-from plnt.sagas import placement, probing
+from plnt.sagas import backend_probes, placement, probing
 from plnt.sagas import values as v
 from plnt.sagas.failures import Failure
 from plnt.sagas.speccache import SpecCache
@@ -35,7 +31,6 @@ from plnt.sagas.targets import interface as targets
 from plnt.workflowspec import documents, model
 from plnt.workflowspec import errors as spec_errors
 
-log = logging.getLogger("plnt.sagas")
 
 WORKFLOWRUNS = "workflowruns"
 COMPONENT = "plnt-deploy"
@@ -183,7 +178,8 @@ class DeployActivities:
         attempt = activity.info().attempt
         if not request.name and request.selector is None and not request.gpu_class:
             return v.Resolved(v.Backend(type="echo", model=request.model), attempt)
-        backends = await self._probed(await self.api.list_backends(namespace=request.namespace))
+        listed = await self.api.list_backends(namespace=request.namespace)
+        backends = await backend_probes.probe_all(self._http(), self.api, listed)
         try:
             chosen = placement.choose(
                 backends,
@@ -232,45 +228,6 @@ class DeployActivities:
                 gpu_class=gpu_class,
             )
         )
-
-    async def _probed(self, backends: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The backends with `status.reachable` from a probe made now (written back, best effort).
-
-        Placement must not choose a backend that does not answer; probing at resolve time
-        means a deploy never trusts a stale status.
-        """
-
-        async def probe(backend: dict[str, Any]) -> dict[str, Any]:
-            spec = backend.get("spec") or {}
-            if spec.get("type") == "echo" or not spec.get("endpoint"):
-                return backend
-            endpoint = str(spec["endpoint"])
-            ok, detail = await probing.reachable(self._http(), endpoint)
-            status: dict[str, Any] = {"reachable": ok, "lastProbeTime": now_rfc3339()}
-            if spec.get("type") == "vllm":
-                # Load unknown is written as unknown (null), never left stale.
-                load = (await probing.backend_load(self._http(), endpoint))[0] if ok else None
-                status["inFlight"] = None if load is None else load.in_flight
-                status["queueDepth"] = None if load is None else load.queue_depth
-            meta = backend["metadata"]
-            path = self.api.object_path(
-                "plntbackends", meta["name"], namespace=meta["namespace"], subresource="status"
-            )
-            try:
-                await self.api.request(
-                    "PATCH", path, json={"status": status}, content_type=transport.MERGE_PATCH
-                )
-            except client_errors.ClientError as error:
-                log.warning("could not record the probe of %s: %s", meta["name"], error)
-            if not ok:
-                log.info("backend %s unreachable: %s", meta["name"], detail)
-            merged = {**(backend.get("status") or {}), **status, "probe": detail}
-            return {
-                **backend,
-                "status": {key: value for key, value in merged.items() if value is not None},
-            }
-
-        return list(await asyncio.gather(*(probe(backend) for backend in backends)))
 
     # -- replicas -------------------------------------------------------------------
 
