@@ -2,9 +2,10 @@
 
 One `ResourceStore` per resource. It fixes the order of every write: identity
 checks → field validation → the strategy's prepare → validate → warn →
-canonicalise → managedFields. Storage errors become API errors through
-`storedobjects.translate`, once, in this layer; an object's resourceVersion is
-its etcd mod revision and is never stored in the bytes themselves.
+canonicalise → managedFields (the checks before storage are `admitting`'s).
+Storage errors become API errors through `storedobjects.translate`, once, in
+this layer; an object's resourceVersion is its etcd mod revision and is never
+stored in the bytes themselves.
 
 Every write that reached storage (never a dry run) ends in one hook,
 `after_write(change)`, whatever HTTP path asked for it: the kind's transition
@@ -24,7 +25,7 @@ from typing import Any
 
 from plnt.api import errors
 from plnt.api.meta import now_rfc3339
-from plnt.registry import applying, fieldvalidation, managedfields, watching
+from plnt.registry import admitting, applying, managedfields, watching
 from plnt.registry.changes import Change, EventSink
 from plnt.registry.definitions import Object, ResourceDefinition
 from plnt.registry.options import (
@@ -112,83 +113,6 @@ class ResourceStore:
 
     def _conflict(self, name: str, why: str = errors.OPTIMISTIC_LOCK_MESSAGE) -> errors.Conflict:
         return errors.Conflict.of(self.definition.group_resource, name, why)
-
-    def _check_identity(self, obj: Object, *, namespace: str, name: str | None) -> None:
-        """apiVersion/kind/namespace/name in the body must agree with the URL (400 otherwise)."""
-        d = self.definition
-        api_version = obj.get("apiVersion")
-        if api_version not in (None, "", d.api_version):
-            raise errors.BadRequest(
-                f"the API version in the data ({api_version}) does not match the expected "
-                f"API version ({d.api_version})"
-            )
-        kind = obj.get("kind")
-        if kind not in (None, "", d.kind):
-            raise errors.BadRequest(
-                f"the kind in the data ({kind}) does not match the expected kind ({d.kind})"
-            )
-        obj["apiVersion"], obj["kind"] = d.api_version, d.kind
-        meta = obj.get("metadata")
-        if meta is None:
-            meta = obj["metadata"] = {}
-        if not isinstance(meta, dict):
-            raise errors.BadRequest("metadata must be an object")
-        if d.namespaced:
-            body_ns = meta.get("namespace")
-            if body_ns and body_ns != namespace:
-                raise errors.BadRequest(
-                    "the namespace of the provided object does not match the namespace sent "
-                    "on the request"
-                )
-            meta["namespace"] = namespace
-        if name is not None:
-            body_name = meta.get("name")
-            if body_name and body_name != name:
-                raise errors.BadRequest(
-                    f"the name of the object ({body_name}) does not match the name on the URL "
-                    f"({name})"
-                )
-            meta["name"] = name
-
-    def _field_validation(self, obj: Object, options: WriteOptions) -> tuple[Object, list[str]]:
-        """Apply fieldValidation: Strict fails, Warn warns, Ignore drops unknown fields."""
-        unknown = fieldvalidation.unknown_fields(self.definition.model, obj)
-        duplicates = list(options.duplicates)
-        if not unknown and not duplicates:
-            return obj, []
-        if options.field_validation == "Strict":
-            text = fieldvalidation.strict_error_message(self.definition.kind, unknown, duplicates)
-            if options.is_patch:
-                raise errors.Invalid(
-                    f'{self.definition.qualified_kind} "{obj["metadata"].get("name", "")}" is '
-                    f'invalid: patch: Invalid value: "...": {text}',
-                    name=str(obj["metadata"].get("name", "")),
-                    group=self.definition.group,
-                    kind=self.definition.kind,
-                    causes=[
-                        errors.Cause("FieldValueInvalid", f'Invalid value: "...": {text}', "patch")
-                    ],
-                )
-            raise errors.BadRequest(
-                f'{self.definition.kind} in version "{self.definition.version}" cannot be handled '
-                f"as a {self.definition.kind}: {text}"
-            )
-        warnings: list[str] = []
-        if options.field_validation == "Warn":
-            warnings = [f'unknown field "{path}"' for path in unknown]
-            warnings += [f'duplicate field "{path}"' for path in duplicates]
-        return fieldvalidation.drop_unknown_fields(self.definition.model, obj), warnings
-
-    def _validate(self, obj: Object, old: Object | None) -> list[str]:
-        """Run validation (every error at once → 422) and collect warnings."""
-        strategy = self.strategy
-        causes = strategy.validate(obj) if old is None else strategy.validate_update(obj, old)
-        if causes:
-            name = str(obj.get("metadata", {}).get("name", ""))
-            raise errors.Invalid.of(self.definition.qualified_kind, name, causes)
-        warnings = strategy.warnings(obj)
-        strategy.canonicalize(obj)
-        return warnings
 
     # --- reads ---------------------------------------------------------------------
 
@@ -280,8 +204,8 @@ class ResourceStore:
     ) -> WriteResult:
         """Create; `applied` are the managedFields of a create by server-side apply."""
         obj = copy.deepcopy(body)
-        self._check_identity(obj, namespace=namespace, name=None)
-        obj, warnings = self._field_validation(obj, options)
+        admitting.check_identity(self.definition, obj, namespace=namespace, name=None)
+        obj, warnings = admitting.field_validation(self.definition, obj, options)
         meta = obj["metadata"]
         generate = not meta.get("name") and meta.get("generateName")
         sent_managed = meta.get("managedFields")
@@ -294,7 +218,7 @@ class ResourceStore:
                 suffix = "".join(secrets.choice(_GENERATE_NAME_ALPHABET) for _ in range(5))
                 meta["name"] = f"{meta['generateName']}{suffix}"
             if attempt == 0:
-                warnings += self._validate(obj, None)
+                warnings += admitting.validate(self.definition, obj, None)
                 # --- managedFields (see plnt.registry.managedfields) ---
                 if applied is not None:
                     managedfields.store_entries(obj, applied)
@@ -345,18 +269,18 @@ class ResourceStore:
             new = transform(copy.deepcopy(old))
             if not isinstance(new, dict):
                 raise errors.BadRequest("the request body must be a JSON object")
-            self._check_identity(new, namespace=namespace, name=name)
+            admitting.check_identity(self.definition, new, namespace=namespace, name=name)
             wanted_rv = new["metadata"].get("resourceVersion")
             if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
                 parse_resource_version(str(wanted_rv), field_name="metadata.resourceVersion")
                 raise self._conflict(name)
-            new, warnings = self._field_validation(new, options)
+            new, warnings = admitting.field_validation(self.definition, new, options)
             sent_managed = new["metadata"].get("managedFields")
             if subresource == "status":
                 self.strategy.prepare_for_status_update(new, old)
             else:
                 self.strategy.prepare_for_update(new, old)
-            warnings += self._validate(new, old)
+            warnings += admitting.validate(self.definition, new, old)
             # --- managedFields (see plnt.registry.managedfields); apply computed its own ---
             if not applying_write:
                 self._record_update(new, old, sent_managed, options, subresource=subresource)
