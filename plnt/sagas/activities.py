@@ -31,7 +31,6 @@ from plnt.sagas.targets import interface as targets
 from plnt.workflowspec import documents, model
 from plnt.workflowspec import errors as spec_errors
 
-
 WORKFLOWRUNS = "workflowruns"
 COMPONENT = "plnt-deploy"
 
