@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -296,3 +297,38 @@ async def test_kubeconfig_list_context_and_namespace_flags_choose_the_target(
     assert explicit.stdout == "workflowrun.plnt.work/here\n"
     unknown = await cli("list", "--context", "nope", env=env)
     assert unknown.code == 1 and 'context "nope" does not exist' in unknown.stderr
+
+
+async def test_status_timeline_and_history_of_a_missing_run_exit_3_with_the_servers_message(
+    cli: Cli,
+) -> None:
+    for verb in ("status", "timeline", "history"):
+        result = await cli(verb, "ghost")
+        assert (result.code, result.stdout) == (3, ""), verb
+        assert result.stderr == 'error: workflowruns.plnt.work "ghost" not found\n', verb
+
+
+async def test_status_of_a_run_the_user_may_not_read_exits_5(
+    cli: Cli, client: PlntClient, server: Server, home: Path, tmp_path: Path
+) -> None:
+    await client.create_workflowrun(workflowrun("secret"))
+    nobody = write_kubeconfig(tmp_path / "nobody", server, token=NOBODY_TOKEN)
+    for verb in ("status", "history"):
+        denied = await cli(verb, "secret", env=cli_env(home, nobody))
+        assert denied.code == 5, (verb, denied.stderr)
+        assert 'User "nobody" cannot get' in denied.stderr
+
+
+async def test_an_api_server_that_does_not_answer_exits_8_as_unavailable(
+    cli: Cli, server: Server, home: Path, tmp_path: Path
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = write_kubeconfig(tmp_path / "gone", server)
+    document = yaml.safe_load(config.read_text())
+    document["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{port}"
+    config.write_text(yaml.safe_dump(document))
+    result = await cli("list", env=cli_env(home, config))
+    assert result.code == 8, result.stderr
+    assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
