@@ -71,13 +71,25 @@ class Decision(enum.Enum):
 
 
 class Authorizer(Protocol):
-    """Decides one request; the reason explains a DENY (it may be empty)."""
+    """Decides one request; the reason explains a DENY (it may be empty).
 
-    def authorize(self, attributes: Attributes) -> tuple[Decision, str]: ...
+    Async because a delegated authorizer asks the cluster (a SubjectAccessReview). An
+    authorizer that cannot decide because something failed raises `AuthorizerError`.
+    """
+
+    async def authorize(self, attributes: Attributes) -> tuple[Decision, str]: ...
 
 
 class PolicyError(Exception):
     """A policy file cannot be read or does not validate."""
+
+
+class AuthorizerError(Exception):
+    """An authorizer could not decide (e.g. the SubjectAccessReview API did not answer).
+
+    As in k8s.io/apiserver: the union asks the others; when none allows, the request is
+    answered 500 InternalError with this message, never allowed.
+    """
 
 
 # --- 403 wording --------------------------------------------------------------------------
@@ -162,7 +174,7 @@ class AlwaysAllowPathsAuthorizer:
     def __init__(self, paths: Sequence[str] = ALWAYS_ALLOWED_PATHS) -> None:
         self._paths = tuple(paths)
 
-    def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
+    async def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
         if not attributes.resource_request and _path_matches(attributes.path, self._paths):
             return Decision.ALLOW, ""
         return Decision.NO_OPINION, ""
@@ -174,7 +186,7 @@ class AlwaysAllowGroupsAuthorizer:
     def __init__(self, groups: Sequence[str] = ALWAYS_ALLOWED_GROUPS) -> None:
         self._groups = frozenset(groups)
 
-    def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
+    async def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
         if self._groups.intersection(attributes.user.groups):
             return Decision.ALLOW, ""
         return Decision.NO_OPINION, ""
@@ -187,14 +199,23 @@ class UnionAuthorizer:
     def __init__(self, authorizers: Sequence[Authorizer]) -> None:
         self._authorizers = tuple(authorizers)
 
-    def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
+    async def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
         reasons: list[str] = []
+        failures: list[str] = []
         for authorizer in self._authorizers:
-            decision, reason = authorizer.authorize(attributes)
+            try:
+                decision, reason = await authorizer.authorize(attributes)
+            except AuthorizerError as error:
+                failures.append(str(error))
+                continue
             if decision is not Decision.NO_OPINION:
+                if decision is Decision.DENY and failures:
+                    break  # kube: an error with no ALLOW answers 500, not 403
                 return decision, reason
             if reason:
                 reasons.append(reason)
+        if failures:
+            raise AuthorizerError("; ".join(failures))
         return Decision.DENY, "; ".join(reasons)
 
 
@@ -347,7 +368,7 @@ class PolicyAuthorizer:
     def from_file(cls, path: Path) -> PolicyAuthorizer:
         return cls(load_policy(path))
 
-    def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
+    async def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
         for rule in self._policy.rules:
             if rule.allows(attributes):
                 return Decision.ALLOW, ""

@@ -162,7 +162,11 @@ async def authorization_middleware(request: web.Request, handler: Handler) -> we
         and authn.SYSTEM_AUTHENTICATED in attributes.user.groups
     ):
         return await handler(request)
-    decision, reason = request.app[keys.AUTHORIZER].authorize(attributes)
+    try:
+        decision, reason = await request.app[keys.AUTHORIZER].authorize(attributes)
+    except authz.AuthorizerError as error:
+        log.warning("authorization failed for %s: %s", request.path, error)
+        raise errors.InternalError(f"Internal error occurred: {error}") from error
     if decision is not authz.Decision.ALLOW:
         details = authz.forbidden_status_details(attributes)
         raise errors.Forbidden(

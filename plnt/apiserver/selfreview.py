@@ -166,7 +166,10 @@ async def self_subject_access_review(request: web.Request) -> web.Response:
                 )
             ],
         )
-    decision, reason = request.app[keys.AUTHORIZER].authorize(attributes)
+    try:
+        decision, reason = await request.app[keys.AUTHORIZER].authorize(attributes)
+    except authz.AuthorizerError as error:
+        raise errors.InternalError(f"Internal error occurred: {error}") from error
     status: dict[str, Any] = {"allowed": decision is authz.Decision.ALLOW}
     if decision is authz.Decision.DENY and reason:
         status["reason"] = reason

@@ -142,14 +142,15 @@ def test_forbidden_details_name_the_plural_resource_as_kind() -> None:
         (path(UserInfo(name="anonymous"), "/apis"), Decision.DENY),
     ],
 )
-def test_standalone_chain_grants_admins_viewers_invokers_and_discovery(
+async def test_standalone_chain_grants_admins_viewers_invokers_and_discovery(
     attributes: Attributes, decision: Decision
 ) -> None:
-    assert authz.standalone_authorizer().authorize(attributes)[0] is decision
+    assert (await authz.standalone_authorizer().authorize(attributes))[0] is decision
 
 
-def test_a_denial_by_the_default_chain_carries_no_reason_so_the_message_is_kubes() -> None:
-    assert authz.standalone_authorizer().authorize(path(NOBODY, "/metrics")) == (Decision.DENY, "")
+async def test_a_denial_by_the_default_chain_carries_no_reason_so_the_message_is_kubes() -> None:
+    decided = await authz.standalone_authorizer().authorize(path(NOBODY, "/metrics"))
+    assert decided == (Decision.DENY, "")
 
 
 # --- policy files ---------------------------------------------------------------------------------
@@ -224,10 +225,10 @@ YES, NO = Decision.ALLOW, Decision.NO_OPINION
         (resource(METRICS, "get", "metrics", name="x"), NO),
     ],
 )
-def test_policy_rules_match_subjects_verbs_groups_namespaces_names_and_subresources(
+async def test_policy_rules_match_subjects_verbs_groups_namespaces_names_and_subresources(
     policy: authz.PolicyAuthorizer, attributes: Attributes, decision: Decision
 ) -> None:
-    assert policy.authorize(attributes)[0] is decision
+    assert (await policy.authorize(attributes))[0] is decision
 
 
 @pytest.mark.parametrize(
@@ -254,16 +255,16 @@ def test_an_invalid_policy_file_is_rejected_at_load_time_with_the_problem_named(
         authz.load_policy(file)
 
 
-def test_an_empty_policy_file_grants_nothing_but_admins_and_health_still_pass(
+async def test_an_empty_policy_file_grants_nothing_but_admins_and_health_still_pass(
     tmp_path: Path,
 ) -> None:
     file = tmp_path / "policy.yaml"
     file.write_text("")
     chain = authz.standalone_authorizer(authz.load_policy(file))
 
-    assert chain.authorize(path(NOBODY, "/apis"))[0] is Decision.DENY
-    assert chain.authorize(path(NOBODY, "/livez"))[0] is Decision.ALLOW
-    assert chain.authorize(resource(ADMIN, "create", "workflowruns"))[0] is Decision.ALLOW
+    assert (await chain.authorize(path(NOBODY, "/apis")))[0] is Decision.DENY
+    assert (await chain.authorize(path(NOBODY, "/livez")))[0] is Decision.ALLOW
+    assert (await chain.authorize(resource(ADMIN, "create", "workflowruns")))[0] is Decision.ALLOW
 
 
 # --- union --------------------------------------------------------------------------------------
@@ -273,21 +274,40 @@ class Canned:
     def __init__(self, decision: Decision, reason: str = "") -> None:
         self.answer = (decision, reason)
 
-    def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
+    async def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
         return self.answer
 
 
-def test_union_takes_the_first_decisive_answer() -> None:
+async def test_union_takes_the_first_decisive_answer() -> None:
     union = authz.UnionAuthorizer(
         [Canned(Decision.NO_OPINION), Canned(Decision.DENY, "blocked"), Canned(Decision.ALLOW)]
     )
 
-    assert union.authorize(path(NOBODY, "/x")) == (Decision.DENY, "blocked")
+    assert await union.authorize(path(NOBODY, "/x")) == (Decision.DENY, "blocked")
 
 
-def test_union_denies_when_nobody_has_an_opinion_and_joins_their_reasons() -> None:
+async def test_union_denies_when_nobody_has_an_opinion_and_joins_their_reasons() -> None:
     union = authz.UnionAuthorizer(
         [Canned(Decision.NO_OPINION, "webhook unreachable"), Canned(Decision.NO_OPINION, "")]
     )
 
-    assert union.authorize(path(NOBODY, "/x")) == (Decision.DENY, "webhook unreachable")
+    assert await union.authorize(path(NOBODY, "/x")) == (Decision.DENY, "webhook unreachable")
+
+
+class Failing:
+    async def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
+        raise authz.AuthorizerError("subjectaccessreviews: connection refused")
+
+
+async def test_union_raises_an_authorizer_error_when_nobody_allows_but_one_failed() -> None:
+    union = authz.UnionAuthorizer([Failing(), Canned(Decision.NO_OPINION)])
+    with pytest.raises(authz.AuthorizerError, match="connection refused"):
+        await union.authorize(path(NOBODY, "/x"))
+    denying = authz.UnionAuthorizer([Failing(), Canned(Decision.DENY, "no")])
+    with pytest.raises(authz.AuthorizerError):
+        await denying.authorize(path(NOBODY, "/x"))
+
+
+async def test_union_still_allows_when_a_later_authorizer_allows_after_a_failure() -> None:
+    union = authz.UnionAuthorizer([Failing(), Canned(Decision.ALLOW)])
+    assert await union.authorize(path(NOBODY, "/x")) == (Decision.ALLOW, "")

@@ -72,7 +72,7 @@ async def handle(request: web.Request) -> web.Response:
     attributes = attributes_for(request, user or anonymous)
     if user is None and request.path not in authz.ALWAYS_ALLOWED_PATHS:
         return status(401, "Unauthorized", "Unauthorized")
-    decision, reason = authorizer.authorize(attributes)
+    decision, reason = await authorizer.authorize(attributes)
     if decision is not authz.Decision.ALLOW:
         return status(403, "Forbidden", authz.forbidden_message(attributes, reason=reason))
     return web.json_response({"kind": "Allowed", "apiVersion": "v1", "user": attributes.user.name})
