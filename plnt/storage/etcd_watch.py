@@ -12,8 +12,10 @@ stream (`Watch` RPC from aetcd's generated stubs), so the caller sees exactly:
   sends on an idle watch through the same channel as events (so a progress
   revision never overtakes an undelivered event). The period is the server's
   `--experimental-watch-progress-notify-interval`; `progress_interval` only
-  thins them out. Explicit progress requests are deliberately not used: in
-  etcd 3.5 before 3.5.8 their answer can overtake pending events.
+  thins them out. `request_progress()` asks etcd for one now (a
+  `WatchProgressRequest` on this stream); the caller must only use it on etcd
+  releases whose answer cannot overtake pending events
+  (`EtcdStore.supports_progress_requests`: 3.5.13+, 3.4.31+).
 * `errors.Expired` from the iterator once etcd reports the start revision as
   compacted, `errors.Unavailable` when the stream breaks. Callers resume by
   watching again from the last revision they saw.
@@ -78,6 +80,7 @@ class EtcdWatch:
         self._buffer: collections.deque[WatchEvent] = collections.deque()
         self._last_emit = time.monotonic()
         self.last_revision = after_revision
+        self._write_lock = asyncio.Lock()
 
     async def __aenter__(self) -> EtcdWatch:
         create = rpc.WatchCreateRequest(
@@ -114,6 +117,21 @@ class EtcdWatch:
         tb: TracebackType | None,
     ) -> None:
         self._close()
+
+    async def request_progress(self) -> None:
+        """Ask etcd for a progress notification on this stream (answered as PROGRESS).
+
+        Only for etcd releases that answer in order with events (see module doc).
+        A stream that has ended ignores the request.
+        """
+        call = self._call
+        if call is None:
+            return
+        async with self._write_lock:
+            try:
+                await call.write(rpc.WatchRequest(progress_request=rpc.WatchProgressRequest()))
+            except (rpc.AioRpcError, asyncio.InvalidStateError) as exc:
+                raise errors.Unavailable("the watch stream ended") from exc
 
     def __aiter__(self) -> EtcdWatch:
         return self

@@ -84,8 +84,14 @@ class Store(Protocol):
         """Write `key` only if it does not exist (KeyExists otherwise)."""
         ...
 
-    async def get(self, key: str) -> KeyValue:
-        """Read the latest value of `key` (KeyNotFound otherwise); reads its own writes."""
+    async def get(self, key: str, *, consistent: bool = True) -> KeyValue:
+        """Read the value of `key` (KeyNotFound otherwise).
+
+        `consistent` (the API's resourceVersion ""): the read reflects every write
+        etcd acknowledged before it started, through any client or API server
+        replica. `consistent=False` (resourceVersion "0") accepts any recent state
+        the store holds; it still reads this store's own writes.
+        """
         ...
 
     async def list(
@@ -95,12 +101,14 @@ class Store(Protocol):
         limit: int = 0,
         continue_token: str | None = None,
         revision: int = 0,
+        consistent: bool = True,
     ) -> ListResult:
         """Read keys under `prefix` in key order.
 
-        `limit` 0 means no limit. `revision` 0 means the latest; a positive value
-        reads at exactly that revision (Expired if compacted). A continue token
-        pins both the revision and the start key of the next page.
+        `limit` 0 means no limit. `revision` 0 means the latest (as `get` defines
+        it with `consistent`); a positive value reads at exactly that revision
+        (Expired if compacted). A continue token pins both the revision and the
+        start key of the next page.
         """
         ...
 
@@ -144,5 +152,5 @@ class Store(Protocol):
         ...
 
     async def current_revision(self) -> int:
-        """The newest revision the store has seen."""
+        """etcd's current revision (a linearizable read: one round trip)."""
         ...
