@@ -71,6 +71,9 @@ def _storage_context(
             ",".join(settings.etcd_endpoints),
             key_prefix=settings.etcd_prefix,
             observe=app[keys.METRICS].observe_etcd,
+            ca_file=settings.etcd_ca_file,
+            cert_file=settings.etcd_cert_file,
+            key_file=settings.etcd_key_file,
         )
         await etcd.start()
         store: Store = etcd

@@ -15,6 +15,11 @@ class ServerSettings:
 
     etcd_endpoints: tuple[str, ...] = ("127.0.0.1:2379",)
     etcd_prefix: str = "/registry"
+    etcd_ca_file: Path | None = None
+    """CA bundle that verifies etcd's serving certificate (TLS to etcd when set)."""
+    etcd_cert_file: Path | None = None
+    """Client certificate for etcd's `--client-cert-auth` (with `etcd_key_file`)."""
+    etcd_key_file: Path | None = None
     host: str = "127.0.0.1"
     port: int = 6443
     pki_dir: Path | None = None

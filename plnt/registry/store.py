@@ -116,9 +116,12 @@ class ResourceStore:
 
     # --- reads ---------------------------------------------------------------------
 
-    async def get(self, namespace: str, name: str) -> Object:
+    async def get(self, namespace: str, name: str, *, resource_version: str = "") -> Object:
+        """The object; resourceVersion "0" accepts any cached state, "" reads the latest."""
         try:
-            kv = await self.storage.get(self.definition.key(namespace, name))
+            kv = await self.storage.get(
+                self.definition.key(namespace, name), consistent=resource_version != "0"
+            )
         except storage_errors.KeyNotFound as error:
             raise self._not_found(name) from error
         except storage_errors.StorageError as error:
@@ -150,6 +153,7 @@ class ResourceStore:
                     limit=(want - len(items)) if want else 0,
                     continue_token=token,
                     revision=list_revision,
+                    consistent=options.resource_version != "0",
                 )
             except storage_errors.StorageError as error:
                 raise translate(error) from error
