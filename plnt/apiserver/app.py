@@ -12,6 +12,7 @@ import contextlib
 import ssl
 import weakref
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
@@ -35,6 +36,7 @@ from plnt.apiserver import (
 from plnt.registry import events, workflowruns
 from plnt.registry.catalog import ALL_RESOURCES
 from plnt.registry.definitions import ResourceDefinition
+from plnt.registry.events import EventWriter
 from plnt.registry.store import ResourceStore
 from plnt.sagas.control import DeployControl
 from plnt.storage.cache import CachedStore
@@ -88,8 +90,7 @@ def _storage_context(
             app[keys.STORAGE] = store
             stores = {(d.group, d.plural): _resource_store(app, d, store) for d in ALL_RESOURCES}
             app[keys.STORES] = stores
-            recorder = events.EventRecorder.for_stores(stores)
-            app[keys.RECORDER] = recorder
+            recorder = events.EventRecorder.for_stores(stores, writer=app[keys.EVENT_WRITER])
             worker = asyncio.create_task(recorder.run(), name="event recorder")
             try:
                 yield
@@ -132,18 +133,33 @@ async def _close_watches(app: web.Application) -> None:
         task.cancel()
 
 
+@dataclass(frozen=True)
+class Delegated:
+    """What a cluster decides for plnt (`plnt serve`): who calls, what they may do, and
+    where Events go. Without it the server is standalone: its own PKI, token file and
+    policy, and Events in its own store."""
+
+    authenticator: authn.Authenticator
+    authorizer: authz.Authorizer
+    event_writer: EventWriter
+
+
 def build_app(
-    settings: settings_module.ServerSettings, *, deploy: DeployControl | None = None
+    settings: settings_module.ServerSettings,
+    *,
+    deploy: DeployControl | None = None,
+    delegated: Delegated | None = None,
 ) -> web.Application:
     """The API server application for `settings` (not yet listening).
 
-    The PKI under `settings.pki_dir` is created when missing, because the
+    Standalone, the PKI under `settings.pki_dir` is created when missing, because the
     authenticators need its CAs. With `deploy`, WorkflowRun writes start or signal
     their sagas (see `deployhooks`) and new runs get the teardown finalizer.
     """
-    if settings.pki_dir is None:
-        raise ValueError("pki_dir is required: plnt serves HTTPS only")
-    pki.ensure_pki(Path(settings.pki_dir), extra_sans=settings.extra_sans)
+    if delegated is None:
+        if settings.pki_dir is None:
+            raise ValueError("pki_dir is required: plnt serves HTTPS only")
+        pki.ensure_pki(Path(settings.pki_dir), extra_sans=settings.extra_sans)
     app = web.Application(
         middlewares=middleware.chain(),
         client_max_size=settings.max_request_body_bytes + 1,
@@ -154,8 +170,14 @@ def build_app(
     app[keys.WATCHES] = keys.OpenWatches()
     app[keys.CONNECTION_IDENTITIES] = weakref.WeakKeyDictionary()
     app.on_shutdown.append(_close_watches)
-    app[keys.AUTHENTICATOR] = build_authenticator(settings)
-    app[keys.AUTHORIZER] = build_authorizer(settings)
+    if delegated is None:
+        app[keys.AUTHENTICATOR] = build_authenticator(settings)
+        app[keys.AUTHORIZER] = build_authorizer(settings)
+        app[keys.EVENT_WRITER] = None
+    else:
+        app[keys.AUTHENTICATOR] = delegated.authenticator
+        app[keys.AUTHORIZER] = delegated.authorizer
+        app[keys.EVENT_WRITER] = delegated.event_writer
     app[endpoints.DOCUMENTS] = endpoints.Documents(
         server_address=f"{settings.host}:{settings.port}"
     )

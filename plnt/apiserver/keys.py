@@ -16,7 +16,7 @@ from plnt.apiserver import authn, authz, deployhooks, traffic
 from plnt.apiserver.metrics import Metrics
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.apiserver.settings import ServerSettings
-from plnt.registry.events import EventRecorder
+from plnt.registry.events import EventWriter
 from plnt.registry.store import ResourceStore
 from plnt.sagas.control import DeployControl
 from plnt.storage.interface import Store
@@ -24,7 +24,8 @@ from plnt.storage.interface import Store
 SETTINGS = web.AppKey("settings", ServerSettings)
 STORAGE = web.AppKey("storage", Store)
 STORES = web.AppKey("stores", dict[tuple[str, str], ResourceStore])
-RECORDER = web.AppKey("recorder", EventRecorder)
+EVENT_WRITER: web.AppKey[EventWriter | None] = web.AppKey("event_writer")
+"""Where Events go in a cluster (the cluster's Events); None: plnt's own store."""
 AUTHENTICATOR = web.AppKey("authenticator", authn.Authenticator)
 AUTHORIZER = web.AppKey("authorizer", authz.Authorizer)
 METRICS = web.AppKey("metrics", Metrics)

@@ -16,6 +16,7 @@ from plnt.cli import (
     push,
     run_runner,
     runs,
+    serve,
     up,
     worker,
 )
@@ -23,7 +24,18 @@ from plnt.cli import (
 app = typer.Typer(
     no_args_is_help=True, add_completion=True, help="plnt: AI workflows on Kubernetes."
 )
-for module in (up, push, run_runner, worker, runs, deploying, inspecting, invoke, operations):
+for module in (
+    up,
+    serve,
+    push,
+    run_runner,
+    worker,
+    runs,
+    deploying,
+    inspecting,
+    invoke,
+    operations,
+):
     module.register(app)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -145,8 +145,15 @@ DEFINITION = ResourceDefinition(
 )
 
 
+EventWriter = Callable[[Object], Awaitable[None]]
+"""Where Events go instead of plnt's own store (in a cluster: the cluster's Events)."""
+
+
 class EventRecorder:
     """Records Events about plnt objects (what `kubectl describe` shows under Events:).
+
+    Standalone, Events are stored in plnt's own `events` store; given a `writer` (in a
+    cluster, `plnt.kube.events.ClusterEvents.write`), they go there instead.
 
     Recording is off the request path, as kube's event broadcaster is: `record`
     only queues, and one worker (owned by the server's cleanup context) writes the
@@ -155,9 +162,15 @@ class EventRecorder:
     """
 
     def __init__(
-        self, store: ResourceStore, *, component: str = "plnt", queue_size: int = 4096
+        self,
+        store: ResourceStore,
+        *,
+        component: str = "plnt",
+        queue_size: int = 4096,
+        writer: EventWriter | None = None,
     ) -> None:
         self._store = store
+        self._writer = writer
         self._component = component
         self._queue: asyncio.Queue[Object] = asyncio.Queue(maxsize=queue_size)
         self.dropped = 0
@@ -180,11 +193,16 @@ class EventRecorder:
 
     @classmethod
     def for_stores(
-        cls, stores: Mapping[tuple[str, str], ResourceStore], *, component: str = "plnt"
+        cls,
+        stores: Mapping[tuple[str, str], ResourceStore],
+        *,
+        component: str = "plnt",
+        writer: EventWriter | None = None,
     ) -> EventRecorder:
-        """A recorder writing to the `events` store of `stores`, wired as the Event sink of
-        every store whose kind has transition rules."""
-        recorder = cls(stores[(DEFINITION.group, DEFINITION.plural)], component=component)
+        """A recorder writing to the `events` store of `stores` (or to `writer`), wired as
+        the Event sink of every store whose kind has transition rules."""
+        events = stores[(DEFINITION.group, DEFINITION.plural)]
+        recorder = cls(events, component=component, writer=writer)
         for store in stores.values():
             if store.definition.transitions is not None:
                 store.events = recorder
@@ -195,11 +213,14 @@ class EventRecorder:
         while True:
             event = await self._queue.get()
             try:
-                await self._store.create(
-                    event["metadata"]["namespace"],
-                    event,
-                    WriteOptions(field_manager=self._component),
-                )
+                if self._writer is not None:
+                    await self._writer(event)
+                else:
+                    await self._store.create(
+                        event["metadata"]["namespace"],
+                        event,
+                        WriteOptions(field_manager=self._component),
+                    )
             except Exception:
                 log.exception("could not record event %s", event["reason"])
             finally:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio import client as temporal_client
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
 from plnt.api.workflowruns import ROLLBACK_GENERATION_ANNOTATION, ROLLBACK_TO_ANNOTATION
 from plnt.sagas import deploy
@@ -85,10 +85,19 @@ class TemporalDeployControl:
         return str(self.client.service_client.config.target_host)
 
 
-async def connect(address: str, *, namespace: str = "default") -> temporal_client.Client:
-    """A Temporal client; `DeployUnavailable` naming the address when it cannot connect."""
+async def connect(
+    address: str,
+    *,
+    namespace: str = "default",
+    tls: TLSConfig | None = None,
+    api_key: str | None = None,
+) -> temporal_client.Client:
+    """A Temporal client (TLS or mTLS with `tls`, Temporal Cloud style with `api_key`);
+    `DeployUnavailable` naming the address when it cannot connect."""
     try:
-        return await temporal_client.Client.connect(address, namespace=namespace)
+        return await temporal_client.Client.connect(
+            address, namespace=namespace, tls=tls, api_key=api_key
+        )
     except RuntimeError as error:  # the SDK reports connection failures as RuntimeError
         raise DeployUnavailable(
             f"cannot connect to Temporal at {address}: {_reason(error)}"

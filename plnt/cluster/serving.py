@@ -1,0 +1,231 @@
+"""Run one `plnt serve` replica until SIGTERM: check every input, join the cluster, serve.
+
+Bad input fails before anything listens, with one line naming the flag, file or key
+(`ServeError`): a file that cannot be read, a serving certificate that does not load,
+a cluster that cannot be reached or whose authentication ConfigMap is unusable, an
+etcd or a Temporal that does not answer. Afterwards, the ConfigMap is followed and each
+new version applied (a bad one is logged and the previous kept), and the serving
+certificate is re-read when its files change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+from aiohttp import web
+from kubernetes_asyncio import client as kube_client
+from temporalio import client as temporal_client
+from temporalio.service import TLSConfig
+
+from plnt.apiserver import app as app_module
+from plnt.apiserver import delegation, servingcerts
+from plnt.apiserver.settings import ServerSettings
+from plnt.cluster.settings import ClusterSettings
+from plnt.kube import authconfig, connecting, events, reviews
+from plnt.kube.errors import ClusterError
+from plnt.sagas import starter
+from plnt.sagas.control import DeployUnavailable
+
+log = logging.getLogger("plnt.cluster")
+
+
+class ServeError(Exception):
+    """`plnt serve` cannot start: the message names the flag, file or key, in one line."""
+
+
+def _check_files(settings: ClusterSettings) -> None:
+    for flag, path in settings.files().items():
+        try:
+            with path.open("rb"):
+                pass
+        except OSError as error:
+            reason = os.strerror(error.errno) if error.errno else str(error)
+            raise ServeError(f"{flag} {path}: {reason.lower()}") from error
+
+
+def _temporal_tls(settings: ClusterSettings) -> TLSConfig | None:
+    files = (
+        settings.temporal_tls_ca_file,
+        settings.temporal_tls_cert_file,
+        settings.temporal_tls_key_file,
+    )
+    if not any(files):
+        return None
+    if bool(settings.temporal_tls_cert_file) != bool(settings.temporal_tls_key_file):
+        raise ServeError("--temporal-tls-cert-file and --temporal-tls-key-file go together")
+    ca, cert, key = (path.read_bytes() if path else None for path in files)
+    return TLSConfig(server_root_ca_cert=ca, client_cert=cert, client_private_key=key)
+
+
+async def _temporal(settings: ClusterSettings) -> temporal_client.Client | None:
+    if not settings.sagas:
+        return None
+    if not settings.temporal_address:
+        raise ServeError("--temporal-address is required (or --no-sagas)")
+    api_key = (
+        settings.temporal_api_key_file.read_text().strip()
+        if settings.temporal_api_key_file
+        else None
+    )
+    try:
+        return await starter.connect(
+            settings.temporal_address,
+            namespace=settings.temporal_namespace,
+            tls=_temporal_tls(settings),
+            api_key=api_key,
+        )
+    except DeployUnavailable as error:
+        raise ServeError(f"--temporal-address: {error}") from error
+
+
+class _Clusters:
+    """One `ApiClient` per distinct kubeconfig (the three flags usually name one)."""
+
+    def __init__(self, stack: contextlib.AsyncExitStack) -> None:
+        self._stack = stack
+        self._clients: dict[Path | None, kube_client.ApiClient] = {}
+
+    async def client(self, kubeconfig: Path | None) -> kube_client.ApiClient:
+        if kubeconfig not in self._clients:
+            try:
+                api = await self._stack.enter_async_context(connecting.api_client(kubeconfig))
+            except ClusterError as error:
+                raise ServeError(str(error)) from error
+            self._clients[kubeconfig] = api
+        return self._clients[kubeconfig]
+
+
+async def _authentication(
+    settings: ClusterSettings, api: kube_client.ApiClient, tls: servingcerts.ReloadingServerContext
+) -> tuple[
+    delegation.ClusterAuthentication, Callable[[], contextlib.AbstractAsyncContextManager[None]]
+]:
+    """The delegated authenticator, configured from the ConfigMap as it is now."""
+    tokens = delegation.TokenReviewAuthenticator(
+        reviews.TokenReviews(api), ttl=settings.token_cache_ttl
+    )
+    authentication = delegation.ClusterAuthentication(tokens)
+    authentication.listeners.append(tls.set_client_cas)
+    configmap = authconfig.AuthenticationConfigMap(api)
+    where = f"{authconfig.NAMESPACE}/{authconfig.NAME}"
+    try:
+        data, version = await configmap.read()
+        authentication.apply(data)
+    except ClusterError as error:
+        raise ServeError(str(error)) from error
+    except delegation.AuthenticationConfigError as error:
+        raise ServeError(f"configmap {where}: {error}") from error
+
+    def apply(data: dict[str, str]) -> None:
+        try:
+            authentication.apply(data)
+        except delegation.AuthenticationConfigError as error:
+            log.error("configmap %s not applied, keeping the previous version: %s", where, error)
+
+    @contextlib.asynccontextmanager
+    async def following() -> AsyncIterator[None]:
+        task = asyncio.create_task(configmap.follow(apply, since=version), name="authconfig")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    return authentication, following
+
+
+async def serve(
+    settings: ClusterSettings, *, stop: asyncio.Event, on_ready: Callable[[str], None] | None = None
+) -> None:
+    """Serve until `stop` is set; `ServeError` (one line) when something cannot start."""
+    _check_files(settings)
+    try:
+        tls = servingcerts.ReloadingServerContext(
+            settings.tls_cert_file, settings.tls_private_key_file
+        )
+    except servingcerts.ServingFileError as error:
+        raise ServeError(f"--tls-cert-file/--tls-private-key-file: {error}") from error
+    async with contextlib.AsyncExitStack() as stack:
+        clusters = _Clusters(stack)
+        authn_api = await clusters.client(settings.authentication_kubeconfig or settings.kubeconfig)
+        authz_api = await clusters.client(settings.authorization_kubeconfig or settings.kubeconfig)
+        events_api = await clusters.client(settings.kubeconfig)
+        authentication, following = await _authentication(settings, authn_api, tls)
+        authorizer = delegation.delegated_authorizer(
+            delegation.SubjectAccessReviewAuthorizer(
+                reviews.AccessReviews(authz_api),
+                allowed_ttl=settings.authorized_cache_ttl,
+                denied_ttl=settings.unauthorized_cache_ttl,
+            )
+        )
+        temporal = await _temporal(settings)
+        delegated = app_module.Delegated(
+            authentication, authorizer, events.ClusterEvents(events_api).write
+        )
+        await stack.enter_async_context(following())
+        await _listen(settings, tls, delegated, temporal, stop=stop, on_ready=on_ready)
+
+
+async def _listen(
+    settings: ClusterSettings,
+    tls: servingcerts.ReloadingServerContext,
+    delegated: app_module.Delegated,
+    temporal: temporal_client.Client | None,
+    *,
+    stop: asyncio.Event,
+    on_ready: Callable[[str], None] | None,
+) -> None:
+    server_settings = ServerSettings(
+        etcd_endpoints=settings.etcd_servers,
+        etcd_prefix=settings.etcd_prefix,
+        etcd_ca_file=settings.etcd_cafile,
+        etcd_cert_file=settings.etcd_certfile,
+        etcd_key_file=settings.etcd_keyfile,
+        host=settings.bind_address,
+        port=settings.secure_port,
+    )
+    control = starter.TemporalDeployControl(temporal) if temporal is not None else None
+    application = app_module.build_app(server_settings, deploy=control, delegated=delegated)
+    runner = web.AppRunner(application, shutdown_timeout=5.0, access_log=None)
+    try:
+        await runner.setup()
+    except Exception as error:  # the storage context: etcd did not answer
+        servers = ",".join(settings.etcd_servers)
+        raise ServeError(f"--etcd-servers {servers}: {error}") from error
+    try:
+        site = web.TCPSite(
+            runner, settings.bind_address, settings.secure_port, ssl_context=tls.context
+        )
+        try:
+            await site.start()
+        except OSError as error:
+            where = f"{settings.bind_address}:{settings.secure_port}"
+            reason = os.strerror(error.errno) if error.errno else str(error)
+            raise ServeError(
+                f"--secure-port: cannot listen on {where}: {reason.lower()}"
+            ) from error
+        if on_ready is not None:
+            on_ready(f"https://{settings.bind_address}:{settings.secure_port}")
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
+def run(settings: ClusterSettings, *, on_ready: Callable[[str], None]) -> None:
+    """Blocking entry point for the CLI: serve until SIGINT or SIGTERM."""
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        await serve(settings, stop=stop, on_ready=on_ready)
+
+    asyncio.run(main())
