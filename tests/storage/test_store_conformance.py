@@ -8,6 +8,7 @@ import json
 import pytest
 
 from plnt.storage import errors
+from plnt.storage.etcd import EtcdStore
 from plnt.storage.interface import KeyValue
 from tests.storage.conftest import AnyStore, next_changes
 
@@ -41,6 +42,32 @@ async def test_get_raises_key_not_found_for_a_missing_key(store: AnyStore, prefi
     with pytest.raises(errors.KeyNotFound) as caught:
         await store.get(prefix + "missing")
     assert caught.value.key == prefix + "missing"
+
+
+async def test_a_consistent_read_sees_a_write_made_by_another_etcd_client(
+    store: AnyStore, etcd_endpoint: str, prefix: str
+) -> None:
+    async with EtcdStore(etcd_endpoint, key_prefix="/registry") as other:
+        created = await other.create(prefix + "a", b"one")
+        assert await store.get(prefix + "a") == created
+        assert (await store.list(prefix)).items == [created]
+        updated = await other.guaranteed_update(prefix + "a", lambda kv: b"two")
+        assert await store.get(prefix + "a") == updated
+        assert (await store.list(prefix)).items == [updated]
+        deleted = await other.delete(prefix + "a")
+        with pytest.raises(errors.KeyNotFound):
+            await store.get(prefix + "a")
+        listed = await store.list(prefix)
+        assert listed.items == []
+        assert listed.revision >= deleted.mod_revision
+
+
+async def test_a_resource_version_0_read_answers_without_error(
+    store: AnyStore, prefix: str
+) -> None:
+    created = await store.create(prefix + "a", b"one")
+    assert await store.get(prefix + "a", consistent=False) == created
+    assert (await store.list(prefix, consistent=False)).items == [created]
 
 
 # -- guaranteed_update -----------------------------------------------------------------------
