@@ -90,7 +90,10 @@ class RequestHeaderOptions:
             raw = data.get(key)
             if raw is None or not raw.strip():
                 return default
-            value = json.loads(raw)
+            try:
+                value = json.loads(raw)
+            except ValueError as error:
+                raise ValueError(f"{key} must be a JSON array of strings: {error}") from error
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ValueError(f"{key} must be a JSON array of strings")
             return tuple(value)
