@@ -10,6 +10,9 @@ overrides `current-context`; the namespace is the context's (default
 (`certificate-authority`, `client-certificate`, `client-key`, `tokenFile`)
 resolve against the directory of the file that defined the entry.
 
+Inside a pod with no kubeconfig file, the pod's service account is used
+(`in_cluster`), as kubectl and client-go do.
+
 Everything is read here, once: `Connection` carries bytes, not paths, so TLS
 setup never touches a kubeconfig again. Contradictions kubectl rejects (a file
 and inline data for the same piece, a CA together with
@@ -93,6 +96,43 @@ def kubeconfig_paths(
     return [(home or Path.home()) / ".kube" / "config"], False
 
 
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+"""Where the kubelet mounts a pod's service account token, CA and namespace."""
+
+
+def in_cluster(
+    *,
+    namespace: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    root: Path = SERVICE_ACCOUNT,
+) -> Connection:
+    """The pod's own service account, as client-go's in-cluster config reads it.
+
+    Used when no kubeconfig file exists and `KUBERNETES_SERVICE_HOST` is set (inside a
+    pod), as kubectl does; the token is read once, at load.
+    """
+    env = os.environ if environ is None else environ
+    host, port = env.get("KUBERNETES_SERVICE_HOST", ""), env.get("KUBERNETES_SERVICE_PORT", "")
+    if not host or not port:
+        raise KubeconfigError("in-cluster: KUBERNETES_SERVICE_HOST and _PORT must be set")
+    where = f"in-cluster service account {root}"
+    token = _read(root / "token", where, "token").decode().strip()
+    ca = _read(root / "ca.crt", where, "ca.crt")
+    try:
+        own = (root / "namespace").read_text().strip()
+    except OSError:
+        own = ""
+    server_host = f"[{host}]" if ":" in host else host
+    return Connection(
+        server=f"https://{server_host}:{port}",
+        namespace=namespace or own or DEFAULT_NAMESPACE,
+        context="in-cluster",
+        ca_data=ca,
+        token=token,
+        source=where,
+    )
+
+
 def load(
     kubeconfig: str | os.PathLike[str] | None = None,
     *,
@@ -106,6 +146,9 @@ def load(
     merged = _Merged()
     for path in paths:
         _merge(merged, path, required=required)
+    env = os.environ if environ is None else environ
+    if not merged.files and not context and env.get("KUBERNETES_SERVICE_HOST"):
+        return in_cluster(namespace=namespace, environ=env)
     name = context or merged.current_context
     if not name:
         raise KubeconfigError(

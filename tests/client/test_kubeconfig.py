@@ -236,3 +236,35 @@ def test_malformed_yaml_is_an_error_naming_the_file(tmp_path: Path) -> None:
     path.write_text("clusters: [unclosed\n")
     with pytest.raises(KubeconfigError, match=f"{path}: not valid YAML"):
         kubeconfig.load(path)
+
+
+def service_account(tmp_path: Path) -> Path:
+    root = tmp_path / "serviceaccount"
+    root.mkdir()
+    (root / "token").write_text("sa-token\n")
+    (root / "ca.crt").write_bytes(b"-----BEGIN CERTIFICATE-----\nca\n")
+    (root / "namespace").write_text("plnt-system")
+    return root
+
+
+def test_inside_a_pod_without_a_kubeconfig_the_service_account_is_used(tmp_path: Path) -> None:
+    root = service_account(tmp_path)
+    env = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+    connection = kubeconfig.in_cluster(environ=env, root=root)
+    assert connection.server == "https://10.96.0.1:443"
+    assert (connection.token, connection.namespace) == ("sa-token", "plnt-system")
+    assert connection.ca_data == (root / "ca.crt").read_bytes()
+    ipv6 = kubeconfig.in_cluster(
+        environ={**env, "KUBERNETES_SERVICE_HOST": "fd00::1"}, root=root, namespace="other"
+    )
+    assert (ipv6.server, ipv6.namespace) == ("https://[fd00::1]:443", "other")
+
+
+def test_a_kubeconfig_file_wins_over_the_pod_and_no_pod_means_no_in_cluster(
+    tmp_path: Path,
+) -> None:
+    env = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+    with pytest.raises(KubeconfigError, match="cannot read token"):
+        kubeconfig.load(environ=env, home=tmp_path)  # no ~/.kube/config: in-cluster is tried
+    with pytest.raises(KubeconfigError, match="no current-context"):
+        kubeconfig.load(environ={}, home=tmp_path)
