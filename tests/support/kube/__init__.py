@@ -1,0 +1,17 @@
+"""A stand-in (test double) for kube-apiserver and kube-aggregator, for plnt's tests only.
+
+No kube-apiserver can run where plnt is tested, so this package replaces, over real
+HTTPS on 127.0.0.1, what plnt and kubectl call in a cluster: authentication of bearer
+tokens and client certificates, TokenReview, SubjectAccessReview and
+SelfSubjectAccessReview (decided by a per-test RBAC-like policy), the
+`kube-system/extension-apiserver-authentication` ConfigMap (get, list, watch) with a
+front-proxy CA it makes itself, core/v1 and events.k8s.io/v1 Events over one store,
+discovery and OpenAPI, and the aggregation layer that proxies `/apis/plnt.work/v1` to a
+registered backend with the front-proxy client certificate and `X-Remote-*` headers.
+Everything it accepts is validated against the real Kubernetes schemas
+(`kubernetes-validate`), so it is never laxer than a cluster. Behaviour is read from the
+Kubernetes source; where it approximates, the module docstring says so. It is not part
+of the `plnt` package and must never be imported by it.
+
+Entry point: `standin.running(directory)` → `standin.KubeStandIn`.
+"""

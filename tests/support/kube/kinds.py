@@ -1,0 +1,137 @@
+"""The table of kinds the stand-in serves, one `View` per (group, version, resource).
+
+A view says how a resource looks on the wire (discovery names, verbs, scope), which
+stored resource it reads (two views may share one: core/v1 and events.k8s.io/v1
+Events), how to convert between its JSON and the stored JSON, which field-selector
+labels it supports, and kube's validation beyond the schema. Adding a workload kind
+(Deployments, Services, EndpointSlices, Pods) for the Kubernetes target is one more
+entry in `VIEWS`. No I/O here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.support.kube import events, statuses
+
+Obj = dict[str, Any]
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+def _identity(obj: Obj) -> Obj:
+    return dict(obj)
+
+
+def _metadata_field(stored: Obj, label: str) -> str:
+    meta = stored.get("metadata") or {}
+    return str(meta.get(label.removeprefix("metadata."), ""))
+
+
+def _no_checks(stored: Obj, old: Obj | None) -> list[statuses.Cause]:
+    return []
+
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _namespace_checks(stored: Obj, old: Obj | None) -> list[statuses.Cause]:
+    name = stored["metadata"]["name"]
+    if _DNS1123_LABEL.match(name) and len(name) <= 63:
+        return []
+    return [
+        statuses.field_invalid(
+            "metadata.name",
+            name,
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
+            "'-', and must start and end with an alphanumeric character",
+        )
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """One served resource: wire names, the stored resource behind it, conversions."""
+
+    group: str
+    version: str
+    resource: str
+    kind: str
+    singular: str
+    namespaced: bool
+    storage: str
+    verbs: tuple[str, ...] = ALL_VERBS
+    short_names: tuple[str, ...] = ()
+    to_view: Callable[[Obj], Obj] = _identity
+    from_view: Callable[[Obj], Obj] = _identity
+    # field-selector label of this view -> label on the stored form
+    field_labels: Mapping[str, str] = field(
+        default_factory=lambda: {
+            "metadata.name": "metadata.name",
+            "metadata.namespace": "metadata.namespace",
+        }
+    )
+    stored_field: Callable[[Obj, str], str] = _metadata_field
+    checks: Callable[[Obj, Obj | None], list[statuses.Cause]] = _no_checks
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_version(self) -> str:
+        return self.api_version
+
+    def wire(self, stored: Obj) -> Obj:
+        obj = self.to_view(stored)
+        obj["kind"], obj["apiVersion"] = self.kind, self.api_version
+        return obj
+
+
+CORE_EVENTS = View(
+    group="", version="v1", resource="events", kind="Event", singular="event",
+    namespaced=True, storage="events", short_names=("ev",),
+    to_view=events.to_core, from_view=events.from_core,
+    field_labels={label: label for label in events.CORE_FIELD_LABELS},
+    stored_field=events.field_value,
+    checks=lambda stored, old: events.validate(stored, old, strict=False),
+)  # fmt: skip
+EVENTS_V1 = View(
+    group="events.k8s.io", version="v1", resource="events", kind="Event", singular="event",
+    namespaced=True, storage="events", short_names=("ev",),
+    to_view=events.to_events_v1, from_view=events.from_events_v1,
+    field_labels=events.EVENTS_V1_FIELD_LABELS,
+    stored_field=events.field_value,
+    checks=lambda stored, old: events.validate(stored, old, strict=True),
+)  # fmt: skip
+CONFIGMAPS = View(
+    group="", version="v1", resource="configmaps", kind="ConfigMap", singular="configmap",
+    namespaced=True, storage="configmaps", short_names=("cm",),
+)  # fmt: skip
+NAMESPACES = View(
+    group="", version="v1", resource="namespaces", kind="Namespace", singular="namespace",
+    namespaced=False, storage="namespaces", short_names=("ns",),
+    verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
+    checks=_namespace_checks,
+)  # fmt: skip
+
+VIEWS: tuple[View, ...] = (CORE_EVENTS, CONFIGMAPS, NAMESPACES, EVENTS_V1)
+
+
+def find(group: str, version: str, resource: str) -> View | None:
+    for view in VIEWS:
+        if (view.group, view.version, view.resource) == (group, version, resource):
+            return view
+    return None
+
+
+def group_versions() -> dict[str, list[str]]:
+    """Served versions per group ("" is core), in table order."""
+    out: dict[str, list[str]] = {}
+    for view in VIEWS:
+        versions = out.setdefault(view.group, [])
+        if view.version not in versions:
+            versions.append(view.version)
+    return out
