@@ -1,8 +1,9 @@
-"""Fixtures of the kubectl end-to-end tests: one real `plnt up` per module, a kubectl per test.
+"""Fixtures of the kubectl end-to-end tests: one real `plnt up` for them all, a kubectl per test.
 
-A module-scoped server keeps the suite fast; each test gets its own kubectl
-cache directory and its own namespace, so tests never see each other's objects
-or discovery caches.
+One server for the whole package keeps the suite fast (each start costs seconds);
+each test gets its own kubectl cache directory and its own namespace, so tests never
+see each other's objects or discovery caches, and a test that lists across
+namespaces looks only at its own.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 from tests.support.plnt_server import Kubectl, PlntServer
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlntServer]:
     with PlntServer(tmp_path_factory.mktemp("plnt-state")) as srv:
         yield srv
