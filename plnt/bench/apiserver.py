@@ -249,9 +249,17 @@ def continue_token(body: bytes) -> str | None:
 
 
 def http_list(
-    session: aiohttp.ClientSession, url: str, *, page: int, expect: int
+    session: aiohttp.ClientSession,
+    url: str,
+    *,
+    page: int,
+    expect: int,
+    resource_version: str | None = None,
 ) -> Callable[[int], Awaitable[bool]]:
-    """One operation is a full paged list; it fails unless it saw `expect` items' pages."""
+    """One operation is a full paged list; it fails unless it saw `expect` items' pages.
+
+    `resource_version` goes on the first page only (later pages carry the token).
+    """
     pages_expected = -(-expect // page) if expect else 1
 
     async def operation(seq: int) -> bool:
@@ -263,6 +271,8 @@ def http_list(
                 params = {"limit": str(page)}
                 if token:
                     params["continue"] = token
+                elif resource_version is not None:
+                    params["resourceVersion"] = resource_version
                 async with session.get(url, params=params) as response:
                     body = await response.read()
                     if response.status != 200:

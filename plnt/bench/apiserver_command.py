@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from plnt.bench import apiserver_report, apiserver_running
-from plnt.bench.settings import API_PHASES, QUICK, ApiBenchSettings
+from plnt.bench.settings import API_PHASES, DEFAULT_API_PHASES, QUICK, ApiBenchSettings
 
 SIZED = (
     "list_concurrency",
@@ -51,8 +51,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--watch-rate", type=float, help="creates/s (100)")
     p.add_argument(
         "--phases",
-        default=",".join(API_PHASES),
-        help="comma-separated subset of " + ",".join(API_PHASES),
+        default=",".join(DEFAULT_API_PHASES),
+        help="comma-separated subset of "
+        + ",".join(API_PHASES)
+        + " (reads: consistent reads against resourceVersion=0 and raw etcd)",
     )
     p.add_argument(
         "--api-only", action="store_true", help="skip raw etcd and bare phases (for profiling)"

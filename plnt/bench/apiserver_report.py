@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 
 from plnt.bench import apiserver as harness
+from plnt.bench import consistent_reads
 from plnt.bench.settings import ApiBenchSettings
 
 GET_RAW_TARGET = 1.0
@@ -27,6 +28,8 @@ class Results:
     bare: dict[str, harness.PhaseStats] = field(default_factory=dict)
     api: dict[str, harness.PhaseStats] = field(default_factory=dict)
     watch: harness.WatchStats | None = None
+    reads: dict[str, harness.PhaseStats] = field(default_factory=dict)
+    """The `reads` phase by mode (`consistent_reads.READ_MODES`)."""
 
     def sides(self) -> tuple[dict[str, harness.PhaseStats], ...]:
         return self.raw, self.bare, self.api
@@ -75,6 +78,8 @@ def report(results: Results, settings: ApiBenchSettings) -> list[str]:
             f"api {results.api['list'].percentile_ms(0.5):.1f} ms (median)"
         )
     lines += _ratio_lines(results)
+    if results.reads:
+        lines += consistent_reads.report_lines(results.reads)
     if results.watch is not None:
         lines += _watch_lines(results.watch, settings)
     return lines
@@ -142,6 +147,8 @@ def as_json(results: Results) -> dict[str, object]:
         name: {phase_name: phase(stats) for phase_name, stats in side.items()}
         for name, side in zip(("raw", "bare", "api"), results.sides(), strict=True)
     }
+    if results.reads:
+        out["reads"] = {name: phase(stats) for name, stats in results.reads.items()}
     if results.watch is not None:
         w = results.watch
         out["watch"] = {

@@ -28,7 +28,7 @@ import aiohttp
 from plnt.apiserver import pki
 from plnt.bench import apiserver as harness
 from plnt.bench import apiserver_serving as serving
-from plnt.bench import children
+from plnt.bench import children, consistent_reads
 from plnt.bench.apiserver_report import Results
 from plnt.bench.settings import ApiBenchSettings
 from plnt.processes.etcd import EtcdProcess
@@ -168,6 +168,18 @@ async def bench(settings: ApiBenchSettings, workdir: Path) -> Results:
                 await phases.create(template)
             if "list" in settings.phases:
                 await phases.list()
+            if "reads" in settings.phases:
+                results.reads = await consistent_reads.measure_reads(
+                    endpoint=etcd.endpoint,
+                    raw=raw,
+                    session=session,
+                    list_url=server.base + harness.resource_path(LIST_NS),
+                    prefix=f"/plnt.work/workflowruns/{LIST_NS}/",
+                    objects=settings.objects,
+                    page=settings.page,
+                    measure=phases._measure,
+                    list_concurrency=settings.list_concurrency,
+                )
             if "watch" in settings.phases:
                 results.watch = await harness.watch_fanout(
                     server.base,
