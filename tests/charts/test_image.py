@@ -32,7 +32,8 @@ def test_every_stage_starts_from_the_pinned_python_311_slim_image() -> None:
 
 
 def test_build_context_keeps_what_the_wheel_needs_and_drops_the_rest() -> None:
-    ignored = (rendering.REPO / ".dockerignore").read_text().split()
+    lines = (rendering.REPO / ".dockerignore").read_text().splitlines()
+    ignored = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
     for needed in ("pyproject.toml", "README.md", "plnt"):
         assert needed not in ignored
     for dropped in (".git", ".venv", "tests", "charts"):
