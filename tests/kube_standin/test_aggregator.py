@@ -28,7 +28,9 @@ def echo_backend() -> web.Application:
                 if k.lower().startswith("x-remote-extra-")
             },
             "authorization": request.headers.get("Authorization"),
-            "peer": request.transport.get_extra_info("peercert")["subject"] if request.transport else None,
+            "peer": request.transport.get_extra_info("peercert")["subject"]
+            if request.transport
+            else None,
         }
         return web.json_response({"kind": "Echo", "apiVersion": "plnt.work/v1", "seen": seen})
 
@@ -52,7 +54,9 @@ def backend_context(kube: standin.KubeStandIn, directory: Path) -> tuple[ssl.SSL
     cert_pem, key_pem = pki.issue_serving_certificate(ca, sans=[SERVICE_DNS])
     (directory / "s.crt").write_bytes(cert_pem)
     (directory / "s.key").write_bytes(key_pem)
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(kube.front_proxy_ca_cert))
+    context = ssl.create_default_context(
+        ssl.Purpose.CLIENT_AUTH, cafile=str(kube.front_proxy_ca_cert)
+    )
     context.load_cert_chain(directory / "s.crt", directory / "s.key")
     context.verify_mode = ssl.CERT_REQUIRED  # only the front proxy may call
     return context, ca.cert_pem
@@ -62,14 +66,22 @@ async def test_the_aggregator_proxies_with_the_front_proxy_certificate_and_the_u
     kube: standin.KubeStandIn, token: str, tmp_path: Path
 ) -> None:
     kube.add_user(token, "dora", ["team-a"], extra={"acme.com/project": ["p1", "p2"]})
-    kube.allow(policy.Rule(verbs=("*",), user="dora", api_groups=("plnt.work",), resources=("*",), name="plnt-edit"))
+    kube.allow(
+        policy.Rule(
+            verbs=("*",), user="dora", api_groups=("plnt.work",), resources=("*",), name="plnt-edit"
+        )
+    )
     context, ca_bundle = backend_context(kube, tmp_path)
     async with tls.serve_https(echo_backend(), context) as backend_url:
-        service = await kube.register_apiservice_async(backend_url, ca_bundle, service_name="echo-api")
+        service = await kube.register_apiservice_async(
+            backend_url, ca_bundle, service_name="echo-api"
+        )
         assert service.available, service.unavailable_reason
         try:
             async with session(kube, token) as client:
-                async with client.get("/apis/plnt.work/v1/namespaces/ns/echoes/x?b=2&a=1") as response:
+                async with client.get(
+                    "/apis/plnt.work/v1/namespaces/ns/echoes/x?b=2&a=1"
+                ) as response:
                     echoed = (await response.json())["seen"]
                 async with client.get("/apis/plnt.work") as response:
                     group = await response.json()
@@ -101,7 +113,10 @@ async def test_a_proxied_request_is_forbidden_by_the_aggregator_before_it_reache
     async with tls.serve_https(echo_backend(), context) as backend_url:
         await kube.register_apiservice_async(backend_url, ca_bundle, service_name="echo-api")
         try:
-            async with session(kube, token) as client, client.delete("/apis/plnt.work/v1/namespaces/ns/echoes/x") as response:
+            async with (
+                session(kube, token) as client,
+                client.delete("/apis/plnt.work/v1/namespaces/ns/echoes/x") as response,
+            ):
                 body = await response.json()
         finally:
             kube.unregister_apiservice()

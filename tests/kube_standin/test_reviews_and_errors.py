@@ -13,7 +13,7 @@ from tests.support.kube import policy, standin
 
 @contextlib.asynccontextmanager
 async def session(kube: standin.KubeStandIn, token: str) -> AsyncIterator[aiohttp.ClientSession]:
-    connector = aiohttp.TCPConnector(ssl=kube.ssl_context())
+    connector = aiohttp.TCPConnector(ssl=kube.ssl_context(), force_close=True)
     headers = {"Authorization": f"Bearer {token}"}
     async with aiohttp.ClientSession(kube.url, connector=connector, headers=headers) as client:
         yield client
@@ -69,17 +69,32 @@ async def test_subject_access_review_is_decided_by_the_policy_and_recorded(
             "resourceAttributes": {"verb": "list", "group": "plnt.work", "resource": "workflowruns", "namespace": "ns"}}  # fmt: skip
     sar = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview"}
     async with session(kube, token) as client:
-        _, allowed = await post(client, "/apis/authorization.k8s.io/v1/subjectaccessreviews", {**sar, "spec": spec})
-        denied_spec = {**spec, "resourceAttributes": {**spec["resourceAttributes"], "verb": "delete"}}
-        _, denied = await post(client, "/apis/authorization.k8s.io/v1/subjectaccessreviews", {**sar, "spec": denied_spec})
-        code, invalid = await post(client, "/apis/authorization.k8s.io/v1/subjectaccessreviews", {**sar, "spec": {"user": "x"}})
+        _, allowed = await post(
+            client, "/apis/authorization.k8s.io/v1/subjectaccessreviews", {**sar, "spec": spec}
+        )
+        denied_spec = {
+            **spec,
+            "resourceAttributes": {**spec["resourceAttributes"], "verb": "delete"},
+        }
+        _, denied = await post(
+            client,
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+            {**sar, "spec": denied_spec},
+        )
+        code, invalid = await post(
+            client,
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+            {**sar, "spec": {"user": "x"}},
+        )
     assert allowed["status"] == {
         "allowed": True,
         "reason": 'RBAC: allowed by ClusterRoleBinding "plnt-viewer" of ClusterRole "plnt-viewer" to Group "viewers"',
     }
     assert denied["status"] == {"allowed": False}
     assert code == 422 and invalid["reason"] == "Invalid"
-    assert invalid["message"].startswith('SubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes')
+    assert invalid["message"].startswith(
+        'SubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes'
+    )
     recorded = [r["spec"]["resourceAttributes"]["verb"] for r in kube.subject_access_reviews[-2:]]
     assert recorded == ["list", "delete"]
 
@@ -88,7 +103,10 @@ async def test_an_unknown_token_gets_401_and_a_user_without_permission_gets_kube
     kube: standin.KubeStandIn, token: str
 ) -> None:
     kube.add_user(token, "carol")
-    async with session(kube, "wrong") as client, client.get("/api/v1/namespaces/default/events") as response:
+    async with (
+        session(kube, "wrong") as client,
+        client.get("/api/v1/namespaces/default/events") as response,
+    ):
         assert response.status == 401
         assert await response.json() == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                                          "message": "Unauthorized", "reason": "Unauthorized", "code": 401}  # fmt: skip

@@ -319,7 +319,7 @@ class Aggregator:
 
         try:
             status, _, body = await self._call(
-                service, "GET", "/openapi/v3", AGGREGATOR_OPENAPI_USER, timeout=10
+                service, "GET", "/openapi/v3", AGGREGATOR_OPENAPI_USER, deadline=10
             )
         except (aiohttp.ClientError, OSError, TimeoutError, ssl.SSLError):
             return {}
@@ -336,7 +336,7 @@ class Aggregator:
                 "/openapi/v2",
                 AGGREGATOR_OPENAPI_USER,
                 {"Accept": "application/json"},
-                timeout=60,
+                deadline=60,
             )
         except (aiohttp.ClientError, OSError, TimeoutError, ssl.SSLError):
             return {}

@@ -23,6 +23,7 @@ from tests.support.kube import (
     identity,
     kinds,
     openapi,
+    protobuf,
     policy,
     resources,
     reviews,
@@ -89,6 +90,10 @@ async def authenticate_and_authorize(request: web.Request, handler: Handler) -> 
 
 
 async def _body(request: web.Request) -> Obj:
+    media = request.headers.get("Content-Type", "application/json").split(";")[0].strip()
+    if media not in ("application/json", ""):
+        # The stand-in speaks JSON only; kube answers an undecodable type with 415.
+        raise statuses.unsupported_media_type(media, ("application/json", "application/yaml"))
     raw = await request.read()
     try:
         body = json.loads(raw or b"{}")
@@ -235,8 +240,12 @@ async def _resource(request: web.Request, state: State) -> web.StreamResponse:
         )
         return _json(answer, 201)
     if method == "POST" and review == ("authorization.k8s.io", "selfsubjectaccessreviews"):
+        if request.headers.get("Content-Type", "").startswith(protobuf.MEDIA):
+            body = protobuf.decode_self_subject_access_review(await request.read())
+        else:
+            body = await _body(request)
         answer = reviews.self_subject_access_review(
-            await _body(request), user, rules=state.policy, recorded=state.recorded
+            body, user, rules=state.policy, recorded=state.recorded
         )
         return _json(answer, 201)
     view = kinds.find(attrs.api_group, attrs.api_version, attrs.resource)
