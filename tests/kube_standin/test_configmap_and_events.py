@@ -34,7 +34,7 @@ async def test_the_authentication_configmap_holds_kubes_keys_and_a_watch_deliver
         assert data["requestheader-username-headers"] == '["X-Remote-User"]'
         assert data["requestheader-client-ca-file"] == kube.front_proxy_ca_cert.read_text()
         watch_query = {**query, "watch": "true", "allowWatchBookmarks": "true", "sendInitialEvents": "true",
-                       "resourceVersionMatch": "NotOlderThan", "timeoutSeconds": "30"}  # fmt: skip
+                       "resourceVersionMatch": "NotOlderThan", "timeoutSeconds": "3"}  # fmt: skip
         async with client.get(
             CM_PATH, params=watch_query, timeout=aiohttp.ClientTimeout(total=30)
         ) as watch:
@@ -43,7 +43,7 @@ async def test_the_authentication_configmap_holds_kubes_keys_and_a_watch_deliver
             bookmark = json.loads(await watch.content.readline())
             kube.rotate_front_proxy_ca()
             changed = json.loads(await watch.content.readline())
-            watch.close()
+            assert await watch.content.read() == b""  # the server ends the watch at timeoutSeconds
     assert first["type"] == "ADDED"
     assert bookmark["type"] == "BOOKMARK"
     assert bookmark["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
