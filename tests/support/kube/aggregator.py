@@ -214,6 +214,9 @@ class Aggregator:
                 server_hostname=service.tls_server_name,
                 allow_redirects=False,
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+                # Go's reverse proxy sends the caller's headers only: no Content-Type of
+                # its own when the caller sent none (aiohttp would add octet-stream).
+                skip_auto_headers=() if "Content-Type" in request.headers else ("Content-Type",),
             )
         except (aiohttp.ClientError, OSError, ssl.SSLError) as error:
             return web.Response(status=503, text=f"{error}\n", content_type="text/plain")

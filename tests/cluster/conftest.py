@@ -1,0 +1,148 @@
+"""plnt as an aggregated APIService, with everything real but the cluster itself.
+
+One stack for the package: the kube-apiserver stand-in (tests/support/kube, a test
+double: no kube-apiserver runs here) with users and an RBAC-like policy, a real etcd, a
+real Temporal dev server, `plnt serve` in a child process pointed at the stand-in with a
+service-account-like token, and `plnt worker` in a child process that reaches the plnt
+API *through the stand-in's aggregator*, as it would through kube-apiserver in a pod.
+The stand-in has `v1.plnt.work` registered, so the real kubectl, pointed at the
+stand-in with a token user, reaches plnt exactly as it would in a cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import sys
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from plnt.apiserver import pki
+from plnt.processes.ports import free_port
+from plnt.processes.temporal import TemporalDevServer
+from plnt.sagas.targets import local
+from tests.support.etcd import etcd_running
+from tests.support.kube import standin
+from tests.support.kube.policy import Rule
+from tests.support.plnt_server import ChildProcess, Kubectl, wait_for
+from tests.support.processes import kill_all
+from tests.support.stack import WorkerProcess, runner_pids
+
+SERVICE = "plnt-apiserver.plnt-system.svc"
+APISERVER_USER = "system:serviceaccount:plnt-system:plnt-apiserver"
+WORKER_USER = "system:serviceaccount:plnt-system:plnt-worker"
+PLNT_KINDS = ("workflowruns", "plntbackends")
+
+
+def grant_plnt_identities(cluster: standin.KubeStandIn) -> dict[str, str]:
+    """The tokens of the API server's and the worker's service accounts, with what the
+    chart's RBAC gives them (see charts/plnt/templates: auth-delegator, the
+    authentication reader, Events; the worker's plnt.work rights)."""
+    cluster.add_user("apiserver-token", APISERVER_USER, ["system:serviceaccounts"])
+    cluster.add_user("worker-token", WORKER_USER, ["system:serviceaccounts"])
+    api, worker = APISERVER_USER, WORKER_USER
+    for rule in (
+        Rule(("create",), user=api, api_groups=("authentication.k8s.io",),
+             resources=("tokenreviews",)),
+        Rule(("create",), user=api, api_groups=("authorization.k8s.io",),
+             resources=("subjectaccessreviews",)),
+        Rule(("get", "list", "watch"), user=api, api_groups=("",), resources=("configmaps",),
+             namespace="kube-system"),
+        Rule(("create", "patch", "update"), user=api, api_groups=("", "events.k8s.io"),
+             resources=("events",)),
+        Rule(("get", "list", "watch", "patch", "update"), user=worker, api_groups=("plnt.work",),
+             resources=(*PLNT_KINDS, "workflowruns/status", "plntbackends/status")),
+        Rule(("create", "patch"), user=worker, api_groups=("",), resources=("events",)),
+    ):  # fmt: skip
+        cluster.allow(rule)
+    return {"apiserver": "apiserver-token", "worker": "worker-token"}
+
+
+@dataclass
+class Cluster:
+    """The running stack (see the module docstring)."""
+
+    standin: standin.KubeStandIn
+    directory: Path
+    serving_ca: pki.CertificateAuthority
+    port: int
+    serve: ChildProcess
+    worker: WorkerProcess
+
+    @property
+    def plnt_url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    def kubectl(self, token: str, home: Path) -> Kubectl:
+        """The real kubectl, talking to the stand-in as the user of `token`."""
+        cache = home / ".kube" / "cache"
+        cache.mkdir(parents=True, exist_ok=True)
+        config = self.standin.write_kubeconfig(home / "kubeconfig", token=token)
+        return Kubectl(kubeconfig=config, cache_dir=cache)
+
+    def plnt_context(self) -> ssl.SSLContext:
+        """A client context that trusts plnt's serving certificate (for direct calls)."""
+        context = ssl.create_default_context(cadata=self.serving_ca.cert_pem.decode())
+        context.check_hostname = False  # the certificate names the Service, not 127.0.0.1
+        return context
+
+
+def _ready(url: str, context: ssl.SSLContext) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/readyz", context=context, timeout=2) as answer:
+            return bool(answer.status == 200)
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    directory = tmp_path_factory.mktemp("cluster")
+    serving_ca = pki.CertificateAuthority.create("plnt-serving-ca")
+    cert, key = pki.issue_serving_certificate(serving_ca, sans=[SERVICE, "127.0.0.1"])
+    (directory / "tls.crt").write_bytes(cert)
+    (directory / "tls.key").write_bytes(key)
+    temporal = TemporalDevServer(directory / "temporal.db", ui_port=None)
+    state = directory / "worker"
+    with standin.running(directory / "standin") as kube, etcd_running(directory) as etcd:
+        tokens = grant_plnt_identities(kube)
+        apiserver_config = kube.write_kubeconfig(
+            directory / "apiserver.kubeconfig", token=tokens["apiserver"]
+        )
+        worker_config = kube.write_kubeconfig(
+            directory / "worker.kubeconfig", token=tokens["worker"]
+        )
+        asyncio.run(temporal.astart())
+        port = free_port()
+        serve = ChildProcess(
+            [
+                sys.executable, "-m", "plnt", "serve",
+                "--tls-cert-file", str(directory / "tls.crt"),
+                "--tls-private-key-file", str(directory / "tls.key"),
+                "--etcd-servers", etcd.endpoint,
+                "--bind-address", "127.0.0.1", "--secure-port", str(port),
+                "--temporal-address", temporal.address,
+                "--kubeconfig", str(apiserver_config),
+            ],
+            "plnt is serving at",
+            "plnt serve",
+        )  # fmt: skip
+        worker = WorkerProcess(temporal.address, worker_config, state)
+        try:
+            serve.start()
+            built = Cluster(kube, directory, serving_ca, port, serve, worker)
+            ready = lambda: _ready(built.plnt_url, built.plnt_context())  # noqa: E731
+            wait_for(ready, timeout=30, message="plnt /readyz")
+            kube.register_apiservice(built.plnt_url, serving_ca.cert_pem, server_name=SERVICE)
+            worker.start()
+            yield built
+        finally:
+            worker.stop()
+            serve.stop()
+            local.stop_all(state / "runners")
+            kill_all(runner_pids(state))
+            temporal.stop()
