@@ -15,9 +15,11 @@ from typing import Any
 import helm_python
 import kubernetes_validate
 import pytest
+import typer.main
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
+from plnt.cli import main as cli_main
 from tests.charts import rendering
 from tests.charts.rendering import NAMESPACE, Rendered
 
@@ -211,6 +213,24 @@ def test_serve_flags_are_exactly_the_commands_flags(rendered: Render) -> None:
     for name in SETS:
         passed |= set(serve_flags(rendered(name)))
     assert passed == SERVE_FLAGS
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_the_real_commands_accept_the_charts_arguments(rendered: Render, name: str) -> None:
+    commands = typer.main.get_command(cli_main.app).commands  # type: ignore[attr-defined]
+    r = rendered(name)
+    for deployment, container_name in [(API, "apiserver"), ("plnt-worker", "worker")]:
+        args = rendering.container(r.one("Deployment", deployment), container_name)["args"]
+        command = commands[args[0]]
+        params = command.make_context(args[0], list(args[1:])).params
+        assert params["temporal_address"] == rendering.flags(args[1:])["temporal-address"]
+    serve = {opt: p for p in commands["serve"].params for opt in p.opts}
+    for flag in serve_flags(r):
+        expected = "PLNT_" + flag.removeprefix("no-").upper().replace("-", "_")
+        option = serve.get(f"--{flag}") or next(
+            p for p in commands["serve"].params if f"--{flag}" in p.secondary_opts
+        )
+        assert option.envvar == expected
 
 
 def test_serve_flags_point_at_mounted_files_and_the_services(rendered: Render) -> None:
