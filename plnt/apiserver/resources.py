@@ -117,7 +117,10 @@ async def _server_side_apply(
 
 
 async def _get(request: web.Request, store: ResourceStore, info: RequestInfo) -> web.Response:
-    obj = await store.get(info.namespace, info.name)
+    # "0": any cached state will do (kube's cheap read); anything else: the latest.
+    obj = await store.get(
+        info.namespace, info.name, resource_version=request.query.get("resourceVersion", "")
+    )
     return responses.json_response(encode_one(request, store, obj))
 
 
