@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from plnt.cli import exits
+from plnt.cli.temporal_options import TemporalOptions, with_temporal_options
 from plnt.cli.up import exit_now
 
 
@@ -44,6 +45,7 @@ def duration(text: str) -> float:
     return float(match.group(1)) * scale
 
 
+@with_temporal_options
 def serve(
     tls_cert_file: Annotated[Path, _option("--tls-cert-file", "Serving certificate (PEM).")],
     tls_private_key_file: Annotated[
@@ -60,24 +62,6 @@ def serve(
     etcd_prefix: Annotated[str, _option("--etcd-prefix", "Key prefix in etcd.")] = "/registry",
     bind_address: Annotated[str, _option("--bind-address", "Address to listen on.")] = "0.0.0.0",
     secure_port: Annotated[int, _option("--secure-port", "HTTPS port.")] = 6443,
-    temporal_address: Annotated[
-        str | None, _option("--temporal-address", "Temporal frontend HOST:PORT.")
-    ] = None,
-    temporal_namespace: Annotated[
-        str, _option("--temporal-namespace", "Temporal namespace of the sagas.")
-    ] = "default",
-    temporal_tls_ca_file: Annotated[
-        Path | None, _option("--temporal-tls-ca-file", "CA of Temporal's certificate (TLS).")
-    ] = None,
-    temporal_tls_cert_file: Annotated[
-        Path | None, _option("--temporal-tls-cert-file", "Client certificate for Temporal (mTLS).")
-    ] = None,
-    temporal_tls_key_file: Annotated[
-        Path | None, _option("--temporal-tls-key-file", "Client key for Temporal (mTLS).")
-    ] = None,
-    temporal_api_key_file: Annotated[
-        Path | None, _option("--temporal-api-key-file", "File holding a Temporal API key.")
-    ] = None,
     kubeconfig: Annotated[
         Path | None, _option("--kubeconfig", "The cluster (default: in-cluster config).")
     ] = None,
@@ -102,6 +86,8 @@ def serve(
         str,
         _option("--authorization-webhook-cache-unauthorized-ttl", "How long a denial counts."),
     ] = "10s",
+    *,
+    temporal: TemporalOptions,
     sagas: Annotated[
         bool,
         typer.Option(
@@ -127,12 +113,7 @@ def serve(
         etcd_prefix=etcd_prefix,
         bind_address=bind_address,
         secure_port=secure_port,
-        temporal_address=temporal_address,
-        temporal_namespace=temporal_namespace,
-        temporal_tls_ca_file=temporal_tls_ca_file,
-        temporal_tls_cert_file=temporal_tls_cert_file,
-        temporal_tls_key_file=temporal_tls_key_file,
-        temporal_api_key_file=temporal_api_key_file,
+        temporal=temporal.connection(),
         kubeconfig=kubeconfig,
         authentication_kubeconfig=authentication_kubeconfig,
         authorization_kubeconfig=authorization_kubeconfig,

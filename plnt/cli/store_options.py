@@ -1,23 +1,18 @@
 """The options `plnt push` and `plnt pull` share: how to reach and trust a spec store.
 
-`StoreOptions` is declared once, as a frozen dataclass whose fields carry their typer
-options. `with_store_options` lets a command take `store: StoreOptions` while typer
-sees each field as its own `--option`, so the two commands cannot drift apart (a new
-option, default or help text is one new field) and the settings are built in one place.
+`StoreOptions` is an option group (`option_groups`): declared once, so the two commands
+cannot drift apart, and the settings are built in one place.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import inspect
-import typing
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
+from plnt.cli import option_groups
 from plnt.workflowspec import sources
 
 
@@ -78,29 +73,5 @@ class StoreOptions:
         )
 
 
-def _parameters() -> list[inspect.Parameter]:
-    hints = typing.get_type_hints(StoreOptions, include_extras=True)
-    return [
-        inspect.Parameter(
-            field.name,
-            inspect.Parameter.KEYWORD_ONLY,
-            annotation=hints[field.name],
-            default=field.default,
-        )
-        for field in dataclasses.fields(StoreOptions)
-    ]
-
-
-def with_store_options(command: Callable[..., None]) -> Callable[..., None]:
-    """`command(..., store: StoreOptions)` as typer sees it: one `--option` per field."""
-    signature = inspect.signature(command, eval_str=True)
-    kept = [p for p in signature.parameters.values() if p.name != "store"]
-    names = [field.name for field in dataclasses.fields(StoreOptions)]
-
-    @functools.wraps(command)
-    def wrapper(**values: Any) -> None:
-        store = StoreOptions(**{name: values.pop(name) for name in names})
-        command(**values, store=store)
-
-    wrapper.__signature__ = signature.replace(parameters=[*kept, *_parameters()])  # type: ignore[attr-defined]
-    return wrapper
+with_store_options = option_groups.takes("store", StoreOptions)
+"""`command(..., store: StoreOptions)` as typer sees it: one `--option` per field."""

@@ -21,7 +21,6 @@ from pathlib import Path
 from aiohttp import web
 from kubernetes_asyncio import client as kube_client
 from temporalio import client as temporal_client
-from temporalio.service import TLSConfig
 
 from plnt.apiserver import app as app_module
 from plnt.apiserver import delegation, servingcerts
@@ -49,37 +48,13 @@ def _check_files(settings: ClusterSettings) -> None:
             raise ServeError(f"{flag} {path}: {reason.lower()}") from error
 
 
-def _temporal_tls(settings: ClusterSettings) -> TLSConfig | None:
-    files = (
-        settings.temporal_tls_ca_file,
-        settings.temporal_tls_cert_file,
-        settings.temporal_tls_key_file,
-    )
-    if not any(files):
-        return None
-    if bool(settings.temporal_tls_cert_file) != bool(settings.temporal_tls_key_file):
-        raise ServeError("--temporal-tls-cert-file and --temporal-tls-key-file go together")
-    ca, cert, key = (path.read_bytes() if path else None for path in files)
-    return TLSConfig(server_root_ca_cert=ca, client_cert=cert, client_private_key=key)
-
-
 async def _temporal(settings: ClusterSettings) -> temporal_client.Client | None:
     if not settings.sagas:
         return None
-    if not settings.temporal_address:
+    if settings.temporal is None:
         raise ServeError("--temporal-address is required (or --no-sagas)")
-    api_key = (
-        settings.temporal_api_key_file.read_text().strip()
-        if settings.temporal_api_key_file
-        else None
-    )
     try:
-        return await starter.connect(
-            settings.temporal_address,
-            namespace=settings.temporal_namespace,
-            tls=_temporal_tls(settings),
-            api_key=api_key,
-        )
+        return await settings.temporal.connect()
     except DeployUnavailable as error:
         raise ServeError(f"--temporal-address: {error}") from error
 

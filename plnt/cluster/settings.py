@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from plnt.sagas.starter import TemporalConnection
+
 
 @dataclass(frozen=True, slots=True)
 class ClusterSettings:
@@ -19,12 +21,8 @@ class ClusterSettings:
     etcd_prefix: str = "/registry"
     bind_address: str = "0.0.0.0"
     secure_port: int = 6443
-    temporal_address: str | None = None
-    temporal_namespace: str = "default"
-    temporal_tls_ca_file: Path | None = None
-    temporal_tls_cert_file: Path | None = None
-    temporal_tls_key_file: Path | None = None
-    temporal_api_key_file: Path | None = None
+    temporal: TemporalConnection | None = None
+    """None: no `--temporal-address` (only valid with `--no-sagas`)."""
     kubeconfig: Path | None = None
     """The cluster for Events; None: the pod's service account (in-cluster config)."""
     authentication_kubeconfig: Path | None = None
@@ -44,10 +42,7 @@ class ClusterSettings:
             "--etcd-cafile": self.etcd_cafile,
             "--etcd-certfile": self.etcd_certfile,
             "--etcd-keyfile": self.etcd_keyfile,
-            "--temporal-tls-ca-file": self.temporal_tls_ca_file,
-            "--temporal-tls-cert-file": self.temporal_tls_cert_file,
-            "--temporal-tls-key-file": self.temporal_tls_key_file,
-            "--temporal-api-key-file": self.temporal_api_key_file,
+            **(self.temporal.files() if self.temporal else {}),
             "--kubeconfig": self.kubeconfig,
             "--authentication-kubeconfig": self.authentication_kubeconfig,
             "--authorization-kubeconfig": self.authorization_kubeconfig,

@@ -11,6 +11,8 @@ Errors: every Temporal RPC failure becomes `control.DeployUnavailable`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from temporalio import client as temporal_client
@@ -83,6 +85,51 @@ class TemporalDeployControl:
 
     def _where(self) -> str:
         return str(self.client.service_client.config.target_host)
+
+
+@dataclass(frozen=True)
+class TemporalConnection:
+    """How to reach Temporal: `plnt serve` and `plnt worker` take the same flags."""
+
+    address: str
+    namespace: str = "default"
+    tls_ca_file: Path | None = None
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    api_key_file: Path | None = None
+
+    def tls(self) -> TLSConfig | None:
+        """TLS (with a CA) or mTLS (with a client pair) when any file is given."""
+        files = (self.tls_ca_file, self.tls_cert_file, self.tls_key_file)
+        if not any(files):
+            return None
+        if bool(self.tls_cert_file) != bool(self.tls_key_file):
+            raise DeployUnavailable(
+                "--temporal-tls-cert-file and --temporal-tls-key-file go together"
+            )
+        ca, cert, key = (path.read_bytes() if path else None for path in files)
+        return TLSConfig(server_root_ca_cert=ca, client_cert=cert, client_private_key=key)
+
+    def files(self) -> dict[str, Path]:
+        """The files named, by flag (checked before anything starts)."""
+        named = {
+            "--temporal-tls-ca-file": self.tls_ca_file,
+            "--temporal-tls-cert-file": self.tls_cert_file,
+            "--temporal-tls-key-file": self.tls_key_file,
+            "--temporal-api-key-file": self.api_key_file,
+        }
+        return {flag: path for flag, path in named.items() if path is not None}
+
+    def api_key(self) -> str | None:
+        return self.api_key_file.read_text().strip() if self.api_key_file else None
+
+    async def connect(self) -> temporal_client.Client:
+        """A client; `DeployUnavailable` naming the address or the file when it cannot."""
+        try:
+            tls, api_key = self.tls(), self.api_key()
+        except OSError as error:
+            raise DeployUnavailable(f"cannot read {error.filename}: {error.strerror}") from error
+        return await connect(self.address, namespace=self.namespace, tls=tls, api_key=api_key)
 
 
 async def connect(

@@ -262,24 +262,31 @@ def test_serve_flags_point_at_mounted_files_and_the_services(rendered: Render) -
     assert f["etcd-servers"] == "https://plnt-etcd-0.plnt-etcd-headless.plnt-system.svc:2379"
 
 
-def test_temporal_tls_and_api_key_files_come_from_their_secrets(rendered: Render) -> None:
+def test_temporal_tls_and_api_key_files_come_from_their_secrets_for_server_and_worker(
+    rendered: Render,
+) -> None:
     r = rendered("temporal-cloud")
-    deployment = r.one("Deployment", API)
     f = serve_flags(r)
-    assert f["temporal-address"] == "plnt.a1b2c.tmprl.cloud:7233"
     assert "no-sagas" in f and f["no-sagas"] is None
+    worker = r.one("Deployment", "plnt-worker")
+    worker_flags = rendering.flags(rendering.container(worker, "worker")["args"][1:])
     expected = {
         "temporal-tls-ca-file": ("temporal-mtls", "ca.crt"),
         "temporal-tls-cert-file": ("temporal-mtls", "tls.crt"),
         "temporal-tls-key-file": ("temporal-mtls", "tls.key"),
         "temporal-api-key-file": ("temporal-api-key", "key"),
     }
-    for flag, (secret, key) in expected.items():
-        path = f[flag]
-        assert path is not None
-        mount, volume = rendering.mount_of(deployment, "apiserver", path)
-        assert volume["secret"]["secretName"] == secret
-        assert path == f"{mount['mountPath']}/{key}"
+    for deployment, container, flags in (
+        (r.one("Deployment", API), "apiserver", f),
+        (worker, "worker", worker_flags),
+    ):
+        assert flags["temporal-address"] == "plnt.a1b2c.tmprl.cloud:7233"
+        for flag, (secret, key) in expected.items():
+            path = flags[flag]
+            assert path is not None
+            mount, volume = rendering.mount_of(deployment, container, path)
+            assert volume["secret"]["secretName"] == secret
+            assert path == f"{mount['mountPath']}/{key}"
 
 
 @pytest.mark.parametrize(("name", "replicas"), [("default", 2), ("ha", 3)])

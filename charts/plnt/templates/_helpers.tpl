@@ -127,3 +127,55 @@ fsGroup: 65532
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{/*
+How to reach Temporal, the same for the API server and the worker: the flags, and the
+Secrets they name mounted read-only (none with the in-chart dev server).
+*/}}
+{{- define "plnt.temporal.args" -}}
+{{- $t := .Values.temporal -}}
+- --temporal-address={{ include "plnt.temporal.address" . }}
+- --temporal-namespace={{ $t.namespace }}
+{{- if and $t.tls.secretName (not $t.devServer.enabled) }}
+{{- if $t.tls.caKey }}
+- --temporal-tls-ca-file=/etc/plnt/temporal-tls/{{ $t.tls.caKey }}
+{{- end }}
+{{- if and $t.tls.certKey $t.tls.keyKey }}
+- --temporal-tls-cert-file=/etc/plnt/temporal-tls/{{ $t.tls.certKey }}
+- --temporal-tls-key-file=/etc/plnt/temporal-tls/{{ $t.tls.keyKey }}
+{{- end }}
+{{- end }}
+{{- if and $t.apiKey.secretName (not $t.devServer.enabled) }}
+- --temporal-api-key-file=/etc/plnt/temporal-api-key/{{ $t.apiKey.key }}
+{{- end }}
+{{- end }}
+
+{{- define "plnt.temporal.volumeMounts" -}}
+{{- $t := .Values.temporal -}}
+{{- if and $t.tls.secretName (not $t.devServer.enabled) }}
+- name: temporal-tls
+  mountPath: /etc/plnt/temporal-tls
+  readOnly: true
+{{- end }}
+{{- if and $t.apiKey.secretName (not $t.devServer.enabled) }}
+- name: temporal-api-key
+  mountPath: /etc/plnt/temporal-api-key
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "plnt.temporal.volumes" -}}
+{{- $t := .Values.temporal -}}
+{{- if and $t.tls.secretName (not $t.devServer.enabled) }}
+- name: temporal-tls
+  secret:
+    secretName: {{ $t.tls.secretName }}
+    defaultMode: 0440
+{{- end }}
+{{- if and $t.apiKey.secretName (not $t.devServer.enabled) }}
+- name: temporal-api-key
+  secret:
+    secretName: {{ $t.apiKey.secretName }}
+    defaultMode: 0440
+{{- end }}
+{{- end }}
