@@ -379,13 +379,7 @@ class LocalTarget:
                     await asyncio.sleep(self.poll_interval)
         if failures:
             await self._stop_records(layout, [current[index] for index in failures])
-            details = "\n".join(
-                f"replica {index}: {message}" for index, message in sorted(failures.items())
-            )
-            raise interface.InstallFailed(
-                f"revision {revision.revision} of {revision.run.namespace}/{revision.run.name}"
-                f" is not ready:\n{details}"
-            )
+            raise _not_ready(revision, failures)
         return [ready[index] for index in sorted(ready)]
 
     # --- stopping ----------------------------------------------------------------------------
@@ -428,3 +422,14 @@ def stop_all(state_dir: Path, *, timeout: float = 10.0) -> int:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
     return count
+
+
+def _not_ready(revision: interface.Revision, failures: dict[int, str]) -> interface.InstallFailed:
+    """The error naming each replica that did not start, with its log's last lines."""
+    details = "\n".join(
+        f"replica {index}: {message}" for index, message in sorted(failures.items())
+    )
+    run = revision.run
+    return interface.InstallFailed(
+        f"revision {revision.revision} of {run.namespace}/{run.name} is not ready:\n{details}"
+    )
