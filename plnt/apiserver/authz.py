@@ -5,8 +5,8 @@ Authorizers answer ALLOW, DENY or NO_OPINION for the request attributes kube der
 non-resource requests). `UnionAuthorizer` asks them in order and the first ALLOW or DENY
 wins; when every one has no opinion the request is denied. The standalone chain is:
 the always-allowed group `system:masters`, the always-allowed health paths, then a small
-explicit YAML policy (format in docs/security.md). In a cluster a SubjectAccessReview
-authorizer will take the policy's place.
+explicit YAML policy (format in docs/security.md). Under `plnt serve` a
+SubjectAccessReview authorizer takes the policy's place (`delegation`).
 
 `forbidden_message` reproduces k8s.io/apiserver's 403 text character for character,
 because users and scripts match on it.
