@@ -250,6 +250,7 @@ class DeployActivities:
             ),
             replicas=request.replicas,
             cache=targets.CacheConfig.of(StepCacheSpec.model_validate(request.cache)),
+            ref=request.ref,
         )
 
     @staticmethod

@@ -1,7 +1,8 @@
 """The `Target` protocol and the values it exchanges with the saga.
 
-Values are plain frozen dataclasses of JSON-friendly fields, because activities pass
-them through Temporal's data converter.
+Values are plain frozen dataclasses. What a revision needs (`Revision`, `RunKey`,
+`BackendConfig`, `SecretKeyRef`, `CacheConfig`) is defined once in `runners`, which also
+renders it as the Kubernetes target's chart values; this module re-exports it.
 
 Errors: `TargetError` (base), `InstallFailed` (replicas did not become ready by the
 deadline; the message carries the runner's last log lines).
@@ -10,10 +11,14 @@ deadline; the message carries the runner's last log lines).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from plnt.api.workflowruns import StepCacheSpec
+from plnt.sagas.targets.runners import BackendConfig as BackendConfig
+from plnt.sagas.targets.runners import CacheConfig as CacheConfig
+from plnt.sagas.targets.runners import Revision as Revision
+from plnt.sagas.targets.runners import RunKey as RunKey
+from plnt.sagas.targets.runners import SecretKeyRef as SecretKeyRef
 
 
 class TargetError(Exception):
@@ -26,63 +31,6 @@ class InstallFailed(TargetError):
 
 class CredentialsMissing(TargetError):
     """The backend's credentials reference names a secret the target cannot find."""
-
-
-@dataclass(frozen=True)
-class RunKey:
-    """One WorkflowRun, by identity: a recreated object with the same name is a new run."""
-
-    namespace: str
-    name: str
-    uid: str
-
-
-@dataclass(frozen=True)
-class SecretKeyRef:
-    """One key of a Secret (a PlntBackend's `credentialsRef`); the target finds its value."""
-
-    name: str
-    key: str
-
-
-@dataclass(frozen=True)
-class BackendConfig:
-    """The resolved inference backend, as the runner's backend config takes it."""
-
-    name: str | None = None
-    type: str = "echo"
-    endpoint: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    latency_ms: float | None = None
-    credentials: SecretKeyRef | None = None
-
-
-@dataclass(frozen=True)
-class CacheConfig:
-    """The runner's step cache settings (spec.cache); `of()` fills in the API's defaults."""
-
-    enabled: bool
-    ttl_seconds: float
-    max_entries: int
-
-    @classmethod
-    def of(cls, spec: StepCacheSpec | None = None) -> CacheConfig:
-        spec = spec if spec is not None else StepCacheSpec()
-        return cls(spec.enabled, float(spec.ttl_seconds), spec.max_entries)
-
-
-@dataclass(frozen=True)
-class Revision:
-    """Everything needed to run one revision of a run."""
-
-    run: RunKey
-    revision: int
-    digest: str
-    spec: bytes
-    backend: BackendConfig = field(default_factory=BackendConfig)
-    replicas: int = 1
-    cache: CacheConfig = field(default_factory=CacheConfig.of)
 
 
 @dataclass(frozen=True)
