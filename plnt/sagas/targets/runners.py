@@ -344,9 +344,9 @@ class Revision:
             raise ValueError(f"workflow spec {self.digest} is not UTF-8 text") from error
         credentials = backend.credentials
         own: dict[str, Any] = {
-            "run": RunValues(namespace=self.run.namespace, name=self.run.name, uid=self.run.uid),
+            "run": {"namespace": self.run.namespace, "name": self.run.name, "uid": self.run.uid},
             "revision": self.revision,
-            "workflow": WorkflowValues(ref=self.ref or self.digest, digest=self.digest, spec=spec),
+            "workflow": {"ref": self.ref or self.digest, "digest": self.digest, "spec": spec},
             "backend": {
                 "type": backend.type,
                 "endpoint": backend.endpoint or "",
@@ -357,11 +357,11 @@ class Revision:
                 else {"secretName": credentials.name, "key": credentials.key},
             },
             "replicas": self.replicas,
-            "cache": StepCacheSpec(
-                enabled=self.cache.enabled,
-                ttl_seconds=int(self.cache.ttl_seconds),
-                max_entries=self.cache.max_entries,
-            ),
+            "cache": {
+                "enabled": self.cache.enabled,
+                "ttlSeconds": int(self.cache.ttl_seconds),
+                "maxEntries": self.cache.max_entries,
+            },
         }
         if self.gpu_class is not None:
             own["gpuClass"] = self.gpu_class
