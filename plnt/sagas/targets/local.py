@@ -3,7 +3,9 @@
 The standalone mode's `Target`. Replicas are `python -m plnt.runner` processes started in
 their own session, so they outlive the worker and the API server that asked for them;
 everything needed to find them again is on disk (see `local_records`). Any worker, the
-one that started them or a later one, adopts them.
+one that started them or a later one, adopts them. A revision is `runners.Revision`, the
+model the Kubernetes target renders as chart values; its cluster-only fields (GPU class,
+image, resources) mean nothing here and are ignored.
 
 Rules that make every operation safe to retry and to run twice at once:
 
