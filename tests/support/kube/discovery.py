@@ -1,10 +1,15 @@
 """The stand-in's own discovery documents, legacy and aggregated (apidiscovery.k8s.io/v2).
 
-Its groups are core ("" v1: events, configmaps, namespaces), authentication.k8s.io/v1
-(tokenreviews, selfsubjectreviews), authorization.k8s.io/v1 (subjectaccessreviews,
-selfsubjectaccessreviews) and events.k8s.io/v1 (events), built from `kinds.VIEWS` plus
-the review endpoints. Verbs are sorted, as the generic server sorts them. Aggregated
-documents carry a `responseKind` on every resource (client-go drops entries without
+Its groups are core ("" v1: events, configmaps, namespaces, services, pods, nodes,
+secrets), apps/v1 (deployments), discovery.k8s.io/v1 (endpointslices), autoscaling/v2
+(horizontalpodautoscalers), networking.k8s.io/v1 (ingresses), policy/v1
+(poddisruptionbudgets), authentication.k8s.io/v1 (tokenreviews, selfsubjectreviews),
+authorization.k8s.io/v1 (subjectaccessreviews, selfsubjectaccessreviews) and
+events.k8s.io/v1 (events), built from `kinds.VIEWS` plus the review endpoints.
+Subresources (`deployments/status`, `deployments/scale` answering an autoscaling/v1
+Scale ...) are listed as kube lists them: their own entries in legacy discovery, nested
+`subresources` in aggregated discovery. Verbs are sorted, as the generic server sorts
+them. Aggregated documents carry a `responseKind` on every resource (client-go drops entries without
 one). No I/O here.
 """
 
@@ -31,6 +36,19 @@ class Entry:
     namespaced: bool
     verbs: tuple[str, ...]
     short_names: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
+
+
+_SUB_VERBS = ("get", "patch", "update")
+_CATEGORIES = {"deployments": ["all"], "pods": ["all"], "services": ["all"],
+               "horizontalpodautoscalers": ["all"]}  # fmt: skip
+
+
+def _sub_kind(entry: Entry, subresource: str) -> tuple[str, str, str]:
+    """(group, version, kind) a subresource answers: a Scale for scale, else the kind."""
+    if subresource == "scale":
+        return "autoscaling", "v1", "Scale"
+    return entry.group, entry.version, entry.kind
 
 
 def _review(group: str, kind: str) -> Entry:
@@ -47,11 +65,10 @@ REVIEWS = (
 
 def entries() -> list[Entry]:
     out = [
-        Entry(
-            v.group, v.version, v.resource, v.kind, v.singular, v.namespaced, v.verbs, v.short_names
-        )
+        Entry(v.group, v.version, v.resource, v.kind, v.singular, v.namespaced, v.verbs,
+              v.short_names, v.subresources)
         for v in kinds.VIEWS
-    ]
+    ]  # fmt: skip
     return out + list(REVIEWS)
 
 
@@ -98,9 +115,18 @@ def resource_list(group: str, version: str) -> Obj | None:
             "kind": e.kind,
             "verbs": sorted(e.verbs),
             **({"shortNames": list(e.short_names)} if e.short_names else {}),
+            **({"categories": _CATEGORIES[e.resource]} if e.resource in _CATEGORIES else {}),
         }
         for e in found
     ]
+    for e in found:
+        for sub in e.subresources:
+            group, version, kind = _sub_kind(e, sub)
+            extra = {"group": group, "version": version} if sub == "scale" else {}
+            resources.append(
+                {"name": f"{e.resource}/{sub}", "singularName": "", "namespaced": e.namespaced,
+                 **extra, "kind": kind, "verbs": list(_SUB_VERBS)}
+            )  # fmt: skip
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",
@@ -120,6 +146,12 @@ def v2_group(group: str) -> Obj:
                 "singularResource": e.singular,
                 "verbs": sorted(e.verbs),
                 **({"shortNames": list(e.short_names)} if e.short_names else {}),
+                **({"categories": _CATEGORIES[e.resource]} if e.resource in _CATEGORIES else {}),
+                **(
+                    {"subresources": [_v2_sub(e, sub) for sub in e.subresources]}
+                    if e.subresources
+                    else {}
+                ),
             }
             for e in entries()
             if (e.group, e.version) == (group, version)
@@ -128,6 +160,15 @@ def v2_group(group: str) -> Obj:
     metadata: Obj = {"name": group} if group else {}
     metadata["creationTimestamp"] = None
     return {"metadata": metadata, "versions": versions}
+
+
+def _v2_sub(entry: Entry, subresource: str) -> Obj:
+    group, version, kind = _sub_kind(entry, subresource)
+    return {
+        "subresource": subresource,
+        "responseKind": {"group": group, "version": version, "kind": kind},
+        "verbs": list(_SUB_VERBS),
+    }
 
 
 def v2_list(items: list[Obj]) -> Obj:

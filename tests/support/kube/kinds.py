@@ -3,9 +3,11 @@
 A view says how a resource looks on the wire (discovery names, verbs, scope), which
 stored resource it reads (two views may share one: core/v1 and events.k8s.io/v1
 Events), how to convert between its JSON and the stored JSON, which field-selector
-labels it supports, and kube's validation beyond the schema. Adding a workload kind
-(Deployments, Services, EndpointSlices, Pods) for the Kubernetes target is one more
-entry in `VIEWS`. No I/O here.
+labels it supports, kube's validation beyond the schema, its subresources (`status`,
+`scale`) and its strategy (`prepare`: defaulting, status and generation rules; see
+`workloads`). The workload kinds of the Kubernetes target (Deployments, Services, Pods,
+Nodes, Secrets, EndpointSlices, HorizontalPodAutoscalers, Ingresses,
+PodDisruptionBudgets) are entries here like the others. No I/O here.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.support.kube import events, statuses
+from tests.support.kube import events, statuses, workloads
 
 Obj = dict[str, Any]
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -32,6 +34,10 @@ def _metadata_field(stored: Obj, label: str) -> str:
 
 def _no_checks(stored: Obj, old: Obj | None) -> list[statuses.Cause]:
     return []
+
+
+def _no_prepare(stored: Obj, old: Obj | None) -> None:
+    return None
 
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -75,6 +81,8 @@ class View:
     )
     stored_field: Callable[[Obj, str], str] = _metadata_field
     checks: Callable[[Obj, Obj | None], list[statuses.Cause]] = _no_checks
+    prepare: Callable[[Obj, Obj | None], None] = _no_prepare
+    subresources: tuple[str, ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -117,7 +125,42 @@ NAMESPACES = View(
     checks=_namespace_checks,
 )  # fmt: skip
 
-VIEWS: tuple[View, ...] = (CORE_EVENTS, CONFIGMAPS, NAMESPACES, EVENTS_V1)
+
+def _workload(group: str, version: str, kind: str, resource: str, **options: Any) -> View:
+    return View(
+        group=group, version=version, resource=resource, kind=kind, singular=kind.lower(),
+        namespaced=options.pop("namespaced", True), storage=resource,
+        checks=workloads.checks(kind), prepare=workloads.strategy(kind), **options,
+    )  # fmt: skip
+
+
+DEPLOYMENTS = _workload("apps", "v1", "Deployment", "deployments", short_names=("deploy",),
+                        subresources=("status", "scale"))  # fmt: skip
+SERVICES = _workload("", "v1", "Service", "services", short_names=("svc",),
+                     subresources=("status",))  # fmt: skip
+PODS = _workload("", "v1", "Pod", "pods", short_names=("po",), subresources=("status",),
+                 field_labels={"metadata.name": "metadata.name",
+                               "metadata.namespace": "metadata.namespace",
+                               "spec.nodeName": "spec.nodeName", "status.phase": "status.phase"},
+                 stored_field=workloads.field_value)  # fmt: skip
+NODES = _workload("", "v1", "Node", "nodes", namespaced=False, short_names=("no",),
+                  subresources=("status",))  # fmt: skip
+SECRETS = _workload("", "v1", "Secret", "secrets", from_view=workloads.secret_from_view,
+                    field_labels={"metadata.name": "metadata.name",
+                                  "metadata.namespace": "metadata.namespace", "type": "type"},
+                    stored_field=workloads.field_value)  # fmt: skip
+ENDPOINT_SLICES = _workload("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices")
+HPAS = _workload("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers",
+                 short_names=("hpa",), subresources=("status",))  # fmt: skip
+INGRESSES = _workload("networking.k8s.io", "v1", "Ingress", "ingresses", short_names=("ing",),
+                      subresources=("status",))  # fmt: skip
+PDBS = _workload("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets",
+                 short_names=("pdb",), subresources=("status",))  # fmt: skip
+
+VIEWS: tuple[View, ...] = (
+    CORE_EVENTS, CONFIGMAPS, NAMESPACES, EVENTS_V1, DEPLOYMENTS, SERVICES, PODS, NODES,
+    SECRETS, ENDPOINT_SLICES, HPAS, INGRESSES, PDBS,
+)  # fmt: skip
 
 
 def find(group: str, version: str, resource: str) -> View | None:

@@ -2,8 +2,9 @@
 
 Enough for kubectl to resolve the stand-in's kinds: every path of every own resource
 with `x-kubernetes-group-version-kind` and `x-kubernetes-action` on its operations,
-and a PATCH that lists `fieldValidation` so kubectl leaves validation to the server
-(which validates against the real schemas anyway). Component schemas are not
+and a PATCH that lists `fieldValidation` (so kubectl leaves validation to the server,
+which validates against the real schemas anyway) and accepts apply patches; the `status`
+and `scale` subresources have their paths too. Component schemas are not
 published (an approximation: `kubectl explain` on the stand-in's own kinds is not
 supported). No I/O here.
 """
@@ -21,6 +22,7 @@ _PATCH_TYPES = [
     "application/json-patch+json",
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
 ]
 
 
@@ -74,6 +76,12 @@ def group_version_document(group: str, version: str) -> Obj | None:
                 "patch": _operation(entry, "patch"),
                 "delete": _operation(entry, "delete"),
             }
+            for sub in entry.subresources:
+                paths[f"{base}/{{name}}/{sub}"] = {
+                    "get": _operation(entry, "get"),
+                    "put": _operation(entry, "put"),
+                    "patch": _operation(entry, "patch"),
+                }
     return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.37.0"},

@@ -11,9 +11,14 @@ optimistic concurrency on a given resourceVersion; NamespaceLifecycle admission 
 writes into a namespace that does not exist); every accepted object validated against
 its real schema (`schemas`) and kube's own rules (`View.checks`).
 
-Approximations: apply patches (server-side apply) answer 415; strategic merge patch is
-applied as a JSON merge patch (the kinds served here have no merge-keyed lists that
-callers patch); a list returns everything at once (no `continue`).
+Each view's strategy (`View.prepare`: defaults, status kept or dropped, generation) runs
+before validation; every write records field ownership in `metadata.managedFields`, and
+`application/apply-patch+yaml` is server-side apply (`serverside_apply`); strategic merge
+patches merge lists by the merge keys of the real schemas (`strategic`). The `status` and
+`scale` subresources are in `subresources`.
+
+Approximations: a list returns everything at once (no `continue`); Events and Namespaces
+keep no managedFields; dryRun is not supported.
 """
 
 from __future__ import annotations
@@ -26,15 +31,26 @@ from typing import Any
 
 import json_merge_patch
 import jsonpatch
+import yaml
 from aiohttp import web
 
-from tests.support.kube import kinds, schemas, selectors, statuses, store, tables
+from tests.support.kube import (
+    kinds,
+    schemas,
+    selectors,
+    serverside_apply,
+    statuses,
+    store,
+    strategic,
+    tables,
+)
 
 Obj = dict[str, Any]
 PATCH_TYPES = (
     "application/json-patch+json",
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
+    serverside_apply.APPLY_MEDIA,
 )
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
@@ -155,6 +171,7 @@ class Resources:
             meta["namespace"] = namespace
         schemas.check(obj)
         stored = view.from_view(obj)
+        view.prepare(stored, old)
         causes = view.checks(stored, old)
         if causes:
             raise statuses.invalid(view.kind, view.group, meta.get("name", ""), causes)
@@ -164,7 +181,16 @@ class Resources:
         if view.namespaced and self.store.get("namespaces", "", namespace) is None:
             raise statuses.not_found("namespaces", "", namespace)
 
-    def create(self, view: kinds.View, namespace: str, obj: Obj) -> Obj:
+    def _own(self, view: kinds.View, stored: Obj, old: Obj | None, manager: str) -> None:
+        """Record `manager`'s changes in managedFields (the stored form is the wire form)."""
+        if view.storage in ("events", "namespaces") or not manager:
+            return
+        stored["kind"], stored["apiVersion"] = view.kind, view.api_version
+        serverside_apply.record_update(stored, old, manager=manager, now=store.now_rfc3339())
+
+    def create(
+        self, view: kinds.View, namespace: str, obj: Obj, *, manager: str = "", owned: bool = False
+    ) -> Obj:
         meta = obj.setdefault("metadata", {})
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
@@ -177,12 +203,23 @@ class Resources:
             raise statuses.bad_request("resourceVersion should not be set on objects to be created")
         self._namespace_must_exist(view, namespace)
         stored = self._admit(view, namespace, obj, None)
+        if not owned:
+            self._own(view, stored, None, manager)
         try:
             return view.wire(self.store.create(view.storage, stored))
         except KeyError:
             raise statuses.already_exists(view.resource, view.group, meta["name"]) from None
 
-    def update(self, view: kinds.View, namespace: str, name: str, obj: Obj) -> Obj:
+    def update(
+        self,
+        view: kinds.View,
+        namespace: str,
+        name: str,
+        obj: Obj,
+        *,
+        manager: str = "",
+        owned: bool = False,
+    ) -> Obj:
         current = self.store.get(view.storage, namespace, name)
         if current is None:
             raise statuses.not_found(view.resource, view.group, name)
@@ -195,32 +232,63 @@ class Resources:
         for key in ("uid", "creationTimestamp"):
             meta[key] = current["metadata"][key]
         stored = self._admit(view, namespace, obj, current)
+        if owned:
+            stored["metadata"]["managedFields"] = meta.get("managedFields") or []
+        else:
+            stored["metadata"].pop("managedFields", None)
+            if current["metadata"].get("managedFields"):
+                stored["metadata"]["managedFields"] = current["metadata"]["managedFields"]
+            self._own(view, stored, current, manager)
+        if not stored["metadata"].get("managedFields"):
+            stored["metadata"].pop("managedFields", None)
         stored["metadata"].pop("resourceVersion", None)
         return view.wire(self.store.update(view.storage, stored))
 
     def patch(
-        self, view: kinds.View, namespace: str, name: str, content_type: str, body: bytes
+        self,
+        view: kinds.View,
+        namespace: str,
+        name: str,
+        content_type: str,
+        body: bytes,
+        *,
+        manager: str = "",
+        force: bool = False,
     ) -> Obj:
-        current = self.store.get(view.storage, namespace, name)
-        if current is None:
-            raise statuses.not_found(view.resource, view.group, name)
         media = content_type.split(";")[0].strip().lower()
         if media not in PATCH_TYPES:
             raise statuses.unsupported_media_type(media, PATCH_TYPES)
-        try:
-            patch = json.loads(body)
-            original = view.wire(current)
-            if media == "application/json-patch+json":
-                patched = jsonpatch.apply_patch(original, patch)
-            else:
-                patched = json_merge_patch.merge(original, patch)
-        except (ValueError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
-            raise statuses.StatusError(
-                422,
-                "Invalid",
-                f"the server rejected our request due to an error in our request: {error}",
-            ) from error
-        return self.update(view, namespace, name, patched)
+        current = self.store.get(view.storage, namespace, name)
+        if media == serverside_apply.APPLY_MEDIA:
+            return self._apply(view, namespace, name, current, body, manager=manager, force=force)
+        if current is None:
+            raise statuses.not_found(view.resource, view.group, name)
+        patched = patched_object(view.wire(current), media, body)
+        return self.update(view, namespace, name, patched, manager=manager)
+
+    def _apply(
+        self,
+        view: kinds.View,
+        namespace: str,
+        name: str,
+        current: Obj | None,
+        body: bytes,
+        *,
+        manager: str,
+        force: bool,
+    ) -> Obj:
+        applied = applied_configuration(view, name, body, manager=manager)
+        merged = serverside_apply.apply(
+            view.wire(current) if current is not None else None,
+            applied,
+            manager=manager,
+            force=force,
+            now=store.now_rfc3339(),
+        )
+        if current is None:
+            return self.create(view, namespace, merged, owned=True)
+        merged["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        return self.update(view, namespace, name, merged, owned=True)
 
     def delete(self, view: kinds.View, namespace: str, name: str) -> Obj:
         if self.store.get(view.storage, namespace, name) is None:
@@ -238,3 +306,50 @@ class Resources:
                 "uid": gone["metadata"]["uid"],
             },
         }
+
+
+def patched_object(original: Obj, media: str, body: bytes) -> Obj:
+    """`original` with a JSON, merge or strategic merge patch applied (422 when it fails)."""
+    try:
+        patch = json.loads(body)
+        if media == "application/json-patch+json":
+            return dict(jsonpatch.apply_patch(original, patch))
+        if not isinstance(patch, dict):
+            raise ValueError("a merge patch must be a JSON object")
+        if media == "application/strategic-merge-patch+json":
+            return dict(strategic.apply(original, patch))
+        return dict(json_merge_patch.merge(original, patch))
+    except (ValueError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
+        raise statuses.StatusError(
+            422,
+            "Invalid",
+            f"the server rejected our request due to an error in our request: {error}",
+        ) from error
+
+
+def applied_configuration(view: kinds.View, name: str, body: bytes, *, manager: str) -> Obj:
+    """The body of an apply patch, checked as kube checks it before merging."""
+    if not manager:
+        raise statuses.invalid(
+            "PatchOptions", "meta.k8s.io", "",
+            [statuses.field_required("fieldManager", "is required for apply patch")],
+        )  # fmt: skip
+    try:
+        applied = yaml.safe_load(body)
+    except yaml.YAMLError as error:
+        raise statuses.bad_request(f"error decoding YAML: {error}") from error
+    if not isinstance(applied, dict):
+        raise statuses.bad_request("the body of an apply patch must be an object")
+    if applied.get("apiVersion") != view.api_version or applied.get("kind") != view.kind:
+        raise statuses.bad_request(
+            f"the API version in the data ({applied.get('apiVersion')}) does not match the "
+            f"expected API version ({view.api_version})"
+            if applied.get("apiVersion") != view.api_version
+            else f"the kind in the data ({applied.get('kind')}) does not match the expected "
+            f"kind ({view.kind})"
+        )
+    meta = applied.get("metadata") or {}
+    if meta.get("name") not in (None, name):
+        raise statuses.bad_request("the name of the object does not match the name on the URL")
+    applied.setdefault("metadata", {})["name"] = name
+    return applied

@@ -2,15 +2,17 @@
 
 errors → Status (outermost) → authentication (401) → request attributes → authorization
 (403, health paths always allowed) → the handler: discovery, OpenAPI, reviews, the own
-kinds of `kinds.VIEWS`, or the aggregator's proxy for a registered APIService. Unknown
-paths get kube's plain-text `404 page not found`.
+kinds of `kinds.VIEWS` and their subresources, or the aggregator's proxy for a
+registered APIService. Unknown paths get kube's plain-text `404 page not found`. Writes
+name their field manager by `?fieldManager=` or, as kube defaults it, the User-Agent.
+`State.closers` run when the app is cleaned up (the kubelet simulator's processes).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -27,8 +29,10 @@ from tests.support.kube import (
     protobuf,
     resources,
     reviews,
+    serverside_apply,
     statuses,
     store,
+    subresources,
 )
 
 Obj = dict[str, Any]
@@ -53,6 +57,7 @@ class State:
     aggregator: aggregator.Aggregator
     client_ca: x509.Certificate
     server_address: str = ""
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
 
 STATE = web.AppKey("state", State)
@@ -249,12 +254,21 @@ async def _resource(request: web.Request, state: State) -> web.StreamResponse:
         )
         return _json(answer, 201)
     view = kinds.find(attrs.api_group, attrs.api_version, attrs.resource)
-    if view is None or attrs.subresource:
+    if view is None or (attrs.subresource and attrs.subresource not in view.subresources):
         return _not_found()
     namespace = attrs.namespace if view.namespaced else ""
     api = state.resources
     if attrs.verb not in view.verbs:
         raise statuses.method_not_allowed(attrs.verb, view.resource, view.group)
+    content_type = request.headers.get("Content-Type", "")
+    manager = serverside_apply.manager_from(
+        request.query.get("fieldManager", ""), request.headers.get("User-Agent", "")
+    )
+    if content_type.startswith(serverside_apply.APPLY_MEDIA):
+        manager = request.query.get("fieldManager", "")  # apply never defaults its manager
+    force = request.query.get("force", "").lower() == "true"
+    if attrs.subresource:
+        return await _subresource(request, view, attrs, namespace, manager, force)
     if attrs.verb == "get":
         return _json(api.get(view, namespace, attrs.name))
     if attrs.verb == "list":
@@ -263,17 +277,56 @@ async def _resource(request: web.Request, state: State) -> web.StreamResponse:
     if attrs.verb == "watch":
         return await api.watch(request, view, namespace)
     if attrs.verb == "create":
-        return _json(api.create(view, namespace, await _body(request)), 201)
+        return _json(api.create(view, namespace, await _body(request), manager=manager), 201)
     if attrs.verb == "update":
-        return _json(api.update(view, namespace, attrs.name, await _body(request)))
+        return _json(api.update(view, namespace, attrs.name, await _body(request), manager=manager))
     if attrs.verb == "patch":
         body = await request.read()
-        return _json(
-            api.patch(view, namespace, attrs.name, request.headers.get("Content-Type", ""), body)
+        existed = api.store.get(view.storage, namespace, attrs.name) is not None
+        patched = api.patch(
+            view, namespace, attrs.name, content_type, body, manager=manager, force=force
         )
+        return _json(patched, 200 if existed else 201)
     if attrs.verb == "delete":
         return _json(api.delete(view, namespace, attrs.name))
     raise statuses.method_not_allowed(attrs.verb, view.resource, view.group)
+
+
+async def _subresource(
+    request: web.Request,
+    view: kinds.View,
+    attrs: attributes.Attributes,
+    namespace: str,
+    manager: str,
+    force: bool,
+) -> web.StreamResponse:
+    handlers = subresources.Subresources(request.app[STATE].resources)
+    name, content_type = attrs.name, request.headers.get("Content-Type", "")
+    if attrs.subresource == "scale":
+        if attrs.verb == "get":
+            return _json(handlers.get_scale(view, namespace, name))
+        if attrs.verb == "update":
+            scale = await _body(request)
+            return _json(handlers.update_scale(view, namespace, name, scale, manager=manager))
+        if attrs.verb == "patch":
+            body = await request.read()
+            return _json(
+                handlers.patch_scale(view, namespace, name, content_type, body, manager=manager)
+            )
+    elif attrs.verb == "get":
+        return _json(handlers.get_status(view, namespace, name))
+    elif attrs.verb == "update":
+        obj = await _body(request)
+        return _json(handlers.update_status(view, namespace, name, obj, manager=manager))
+    elif attrs.verb == "patch":
+        body = await request.read()
+        return _json(
+            handlers.patch_status(
+                view, namespace, name, content_type, body, manager=manager, force=force
+            )
+        )
+    resource = f"{view.resource}/{attrs.subresource}"
+    raise statuses.method_not_allowed(attrs.verb, resource, view.group)
 
 
 def build_app(state: State) -> web.Application:
@@ -283,7 +336,11 @@ def build_app(state: State) -> web.Application:
     app[STATE] = state
 
     async def close_aggregator(_: web.Application) -> None:
-        await state.aggregator.close()
+        try:
+            for close in reversed(state.closers):
+                await close()
+        finally:
+            await state.aggregator.close()
 
     app.on_cleanup.append(close_aggregator)
     app.router.add_route("*", "/{tail:.*}", dispatch)
