@@ -29,6 +29,7 @@ from tests.support.kube import (
     certs,
     identity,
     kinds,
+    kubelet,
     policy,
     resources,
     reviews,
@@ -186,6 +187,23 @@ class KubeStandIn:
         data = self.authentication_configmap_data
         data["requestheader-client-ca-file"] = self.pki.front_proxy_ca_cert.read_text()
         self.replace_authentication_configmap(data)
+
+    # --- workloads --------------------------------------------------------------------
+
+    def start_kubelet(self, nodes: Iterable[dict[str, Any]], **options: Any) -> kubelet.Kubelet:
+        """Register `nodes` and run the kubelet simulator until the stand-in stops.
+
+        Its processes are stopped when the stand-in stops, also when a test failed;
+        `await kube.call_async(simulator.close())` stops them earlier.
+        """
+
+        async def start() -> kubelet.Kubelet:
+            simulator = kubelet.Kubelet(self.state, self.directory / "kubelet", **options)
+            self.state.closers.append(simulator.close)
+            await simulator.start(list(nodes))
+            return simulator
+
+        return self.call(start())
 
     # --- aggregation ------------------------------------------------------------------
 
