@@ -8,7 +8,14 @@ SelfSubjectAccessReview (decided by a per-test RBAC-like policy), the
 front-proxy CA it makes itself, core/v1 and events.k8s.io/v1 Events over one store,
 discovery and OpenAPI, and the aggregation layer that proxies `/apis/plnt.work/v1` to a
 registered backend with the front-proxy client certificate and `X-Remote-*` headers.
-Everything it accepts is validated against the real Kubernetes schemas
+For the Kubernetes target it also serves the workload kinds (Deployments with `status`
+and `scale`, Services, Pods, Nodes, Secrets, EndpointSlices, HorizontalPodAutoscalers,
+Ingresses, PodDisruptionBudgets) with server-side apply and managedFields, and a kubelet
+simulator (`kubelet`, started by `KubeStandIn.start_kubelet`) that schedules pods on
+simulated Nodes and runs each container as a real local process on 127.0.0.1 (each pod on
+a port of its own, published through one EndpointSlice per pod, where a cluster gives
+pods IPs of their own and one port). There are no ReplicaSets, no kube-proxy (Services
+have a clusterIP nobody answers on) and no image pulls. Everything it accepts is validated against the real Kubernetes schemas
 (`kubernetes-validate`), so it is never laxer than a cluster. Behaviour is read from the
 Kubernetes source; where it approximates, the module docstring says so. It is not part
 of the `plnt` package and must never be imported by it.
