@@ -430,6 +430,8 @@ async def test_status_is_written_only_through_status_and_only_spec_changes_bump_
         await deploy(client, namespace, runner_deployment(namespace, "idle", replicas=0))
         path = f"{deployments(namespace)}/idle"
         _, current = await call(client, "GET", path)
+        # Unconditional (no resourceVersion): the simulated controller writes status meanwhile.
+        del current["metadata"]["resourceVersion"]
         labelled = {
             **current,
             "metadata": {**current["metadata"], "labels": {"app": "idle", "x": "y"}},

@@ -15,7 +15,8 @@ simulator (`kubelet`, started by `KubeStandIn.start_kubelet`) that schedules pod
 simulated Nodes and runs each container as a real local process on 127.0.0.1 (each pod on
 a port of its own, published through one EndpointSlice per pod, where a cluster gives
 pods IPs of their own and one port). There are no ReplicaSets, no kube-proxy (Services
-have a clusterIP nobody answers on) and no image pulls. Everything it accepts is validated against the real Kubernetes schemas
+have a clusterIP nobody answers on) and no image pulls.
+Everything it accepts is validated against the real Kubernetes schemas
 (`kubernetes-validate`), so it is never laxer than a cluster. Behaviour is read from the
 Kubernetes source; where it approximates, the module docstring says so. It is not part
 of the `plnt` package and must never be imported by it.

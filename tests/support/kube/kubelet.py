@@ -1,8 +1,7 @@
 """A kubelet simulator with the controllers around it, running real processes for pods.
 
-What it stands in for: kube-controller-manager's Deployment controller (without
-ReplicaSets: pods are owned by the Deployment and named `<deployment>-<hash>-<suffix>`
-with a `pod-template-hash` label), the garbage collector (pods of a deleted Deployment,
+What it stands in for: kube-controller-manager's Deployment and EndpointSlice
+controllers (without ReplicaSets), the garbage collector (pods of a deleted Deployment,
 slices of a deleted Service), kube-scheduler (`scheduling`), kubelets on simulated Nodes
 (`containers` runs each container as a local process) and the EndpointSlice controller.
 It runs on the stand-in's event loop, wakes on every stored change and otherwise polls
@@ -21,25 +20,14 @@ the exit code and the log tail) and is restarted after a back-off that starts at
 `backoff` seconds and doubles (kube: 10 s to 5 min). `crash(namespace, deployment)` kills
 its containers and holds them in CrashLoopBackOff until `recover`.
 
-Deployments: replicas created and removed as the rolling update strategy allows
-(maxSurge/maxUnavailable; Recreate removes old pods first); status with observedGeneration,
-replicas, updatedReplicas, readyReplicas, availableReplicas (minReadySeconds is not
-waited), unavailableReplicas and the Available/Progressing conditions worded as kube's,
-including ProgressDeadlineExceeded after progressDeadlineSeconds.
-
-EndpointSlices: a real cluster gives every pod its own IP and one port number per
-service port, so one slice holds many endpoints. Here every pod is 127.0.0.1 with a port
-of its own; the EndpointSlice controller puts endpoints whose ports resolve differently
-into different slices, so each ready-or-not pod with a known port gets its own slice
-(`<service>-<hash>`), whose `ports` carry that pod's real port. Consumers must read the
-port from the slice, never from the Service.
+The Deployment controller is `deployments`, the EndpointSlice controller `endpointslices`
+(one slice per pod: each pod has a port of its own here).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,17 +37,17 @@ import aiohttp
 
 from tests.support.kube import (
     containers,
+    deployments,
+    endpointslices,
     kinds,
     scheduling,
     server,
     statuses,
     store,
     subresources,
-    workloads,
 )
 
 Obj = dict[str, Any]
-MANAGER = "kube-controller-manager"
 KUBELET = "kubelet"
 
 
@@ -177,7 +165,8 @@ class Kubelet:
         self.images = containers.Images()
         self.crashing: set[tuple[str, str]] = set()
         self.pods: dict[str, PodRuntime] = {}
-        self.progress: dict[str, tuple[tuple[int, ...], float]] = {}
+        self.deployments = deployments.DeploymentController(self.api, self.status)
+        self.slices = endpointslices.EndpointSliceController(self.api, self.pods, self.real_port)
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -231,7 +220,11 @@ class Kubelet:
         self.crashing.add((namespace, deployment))
         for runtime in self.pods.values():
             pod = self.store.get("pods", runtime.namespace, runtime.name)
-            if pod is not None and runtime.namespace == namespace and _owner(pod) == deployment:
+            if (
+                pod is not None
+                and runtime.namespace == namespace
+                and deployments.owner(pod) == deployment
+            ):
                 for container in runtime.containers.values():
                     if container.current is not None:
                         await container.current.stop(0)
@@ -245,15 +238,15 @@ class Kubelet:
 
     async def reconcile(self) -> None:
         for deployment in self.store.list("deployments"):
-            self._sync_deployment(deployment)
+            self.deployments.sync(deployment)
         self._collect_garbage()
         for pod in self.store.list("pods"):
             await self._sync_pod(pod)
         for uid in [u for u in self.pods if not self._pod_exists(u)]:
             await self._stop_pod(uid)
         for deployment in self.store.list("deployments"):
-            self._deployment_status(deployment)
-        self._endpoint_slices()
+            self.deployments.report(deployment)
+        self.slices.sync()
 
     def _pod_exists(self, uid: str) -> bool:
         runtime = self.pods[uid]
@@ -276,144 +269,6 @@ class Kubelet:
                     with contextlib.suppress(statuses.StatusError):
                         self.api.delete(view, namespace, obj["metadata"]["name"])
 
-    # --- deployments -----------------------------------------------------------------------
-
-    def _owned_pods(self, deployment: Obj) -> list[Obj]:
-        uid = deployment["metadata"]["uid"]
-        return [
-            p
-            for p in self.store.list("pods", deployment["metadata"]["namespace"])
-            if any(o.get("uid") == uid for o in p["metadata"].get("ownerReferences") or [])
-        ]
-
-    def _sync_deployment(self, deployment: Obj) -> None:
-        spec = deployment["spec"]
-        replicas = int(spec.get("replicas", 1))
-        template_hash = workloads.template_hash(spec["template"])
-        pods = self._owned_pods(deployment)
-        new = [p for p in pods if _labels(p).get("pod-template-hash") == template_hash]
-        old = [p for p in pods if p not in new]
-        surge, unavailable = _rolling(spec, replicas)
-        if spec.get("strategy", {}).get("type") == "Recreate":
-            surge, unavailable = 0, replicas
-        ready = sum(1 for p in pods if _pod_ready(p))
-        for pod in sorted(old, key=_ready_last):
-            if not _pod_ready(pod) or ready - 1 >= replicas - unavailable:
-                ready -= 1 if _pod_ready(pod) else 0
-                self._delete_pod(pod)
-                old.remove(pod)
-        if spec.get("strategy", {}).get("type") == "Recreate" and old:
-            return
-        while len(new) < replicas and len(new) + len(old) < replicas + surge:
-            new.append(self._create_pod(deployment, template_hash))
-        for pod in sorted(new, key=_ready_last)[: max(len(new) - replicas, 0)]:
-            self._delete_pod(pod)
-
-    def _create_pod(self, deployment: Obj, template_hash: str) -> Obj:
-        meta, template = deployment["metadata"], deployment["spec"]["template"]
-        labels = {
-            **(template.get("metadata") or {}).get("labels", {}),
-            "pod-template-hash": template_hash,
-        }
-        pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "generateName": f"{meta['name']}-{template_hash}-",
-                "namespace": meta["namespace"],
-                "labels": labels,
-                "annotations": dict((template.get("metadata") or {}).get("annotations") or {}),
-                "ownerReferences": [
-                    {
-                        "apiVersion": "apps/v1",
-                        "kind": "Deployment",
-                        "name": meta["name"],
-                        "uid": meta["uid"],
-                        "controller": True,
-                        "blockOwnerDeletion": True,
-                    }
-                ],
-            },
-            "spec": dict(template.get("spec") or {}),
-        }
-        if not pod["metadata"]["annotations"]:
-            del pod["metadata"]["annotations"]
-        return self.api.create(kinds.PODS, meta["namespace"], pod, manager=MANAGER)
-
-    def _delete_pod(self, pod: Obj) -> None:
-        with contextlib.suppress(statuses.StatusError):
-            self.api.delete(kinds.PODS, pod["metadata"]["namespace"], pod["metadata"]["name"])
-
-    def _deployment_status(self, deployment: Obj) -> None:
-        meta, spec = deployment["metadata"], deployment["spec"]
-        replicas = int(spec.get("replicas", 1))
-        template_hash = workloads.template_hash(spec["template"])
-        pods = self._owned_pods(deployment)
-        updated = sum(1 for p in pods if _labels(p).get("pod-template-hash") == template_hash)
-        ready = sum(1 for p in pods if _pod_ready(p))
-        _, unavailable = _rolling(spec, replicas)
-        rs_name = f"{meta['name']}-{template_hash}"
-        counts = (meta.get("generation", 1), len(pods), updated, ready)
-        previous = self.progress.get(meta["uid"])
-        now = time.monotonic()
-        if previous is None or previous[0] != counts:
-            self.progress[meta["uid"]] = (counts, now)
-            previous = (counts, now)
-        complete = updated == replicas and ready == replicas and len(pods) == replicas
-        deadline = float(spec.get("progressDeadlineSeconds", 600))
-        if complete:
-            progressing = (
-                "True",
-                "NewReplicaSetAvailable",
-                f'ReplicaSet "{rs_name}" has successfully progressed.',
-            )
-        elif now - previous[1] > deadline:
-            progressing = (
-                "False",
-                "ProgressDeadlineExceeded",
-                f'ReplicaSet "{rs_name}" has timed out progressing.',
-            )
-        else:
-            progressing = ("True", "ReplicaSetUpdated", f'ReplicaSet "{rs_name}" is progressing.')
-        available = (
-            ("True", "MinimumReplicasAvailable", "Deployment has minimum availability.")
-            if ready >= replicas - unavailable
-            else (
-                "False",
-                "MinimumReplicasUnavailable",
-                "Deployment does not have minimum availability.",
-            )
-        )
-        status: Obj = {
-            "observedGeneration": meta.get("generation", 1),
-            "replicas": len(pods),
-            "updatedReplicas": updated,
-            "readyReplicas": ready,
-            "availableReplicas": ready,
-            "unavailableReplicas": max(replicas - ready, 0),
-        }
-        status = {k: v for k, v in status.items() if v or k == "observedGeneration"}
-        old = deployment.get("status") or {}
-        status["conditions"] = _conditions(
-            old.get("conditions") or [],
-            [("Available", *available), ("Progressing", *progressing)],
-            update_time=True,
-        )
-        self._write_status(kinds.DEPLOYMENTS, deployment, status, MANAGER)
-
-    def _write_status(self, view: kinds.View, obj: Obj, status: Obj, manager: str) -> None:
-        if obj.get("status") == status:
-            return
-        updated = {**view.wire(obj), "status": status}
-        with contextlib.suppress(statuses.StatusError):  # a newer write won; next pass redoes it
-            self.status.update_status(
-                view,
-                obj["metadata"].get("namespace", ""),
-                obj["metadata"]["name"],
-                updated,
-                manager=manager,
-            )
-
     # --- pods ------------------------------------------------------------------------------
 
     def _placed(self) -> dict[str, list[dict[str, float]]]:
@@ -430,11 +285,11 @@ class Kubelet:
             placement = scheduling.place(spec, self.store.list("nodes"), self._placed())
             if not placement.node:
                 status = dict(pod.get("status") or {"phase": "Pending"})
-                status["conditions"] = _conditions(
+                status["conditions"] = deployments.conditions(
                     status.get("conditions") or [],
                     [("PodScheduled", "False", "Unschedulable", placement.message)],
                 )
-                self._write_status(kinds.PODS, pod, status, "default-scheduler")
+                self.deployments.write_status(kinds.PODS, pod, status, "default-scheduler")
                 return
             pod["spec"]["nodeName"] = placement.node  # the binding subresource's effect
             pod["metadata"].pop("resourceVersion", None)
@@ -450,7 +305,7 @@ class Kubelet:
         for container in runtime.containers.values():
             await self._sync_container(pod, runtime, container)
         await self._probe(runtime)
-        self._write_status(kinds.PODS, pod, self._pod_status(pod, runtime), KUBELET)
+        self.deployments.write_status(kinds.PODS, pod, self._pod_status(pod, runtime), KUBELET)
 
     def _lookup(self, namespace: str) -> Any:
         return lambda resource, name: self.store.get(resource, namespace, name)
@@ -481,7 +336,10 @@ class Kubelet:
             )
         if container.current is not None or now < container.next_start:
             return
-        if (runtime.namespace, _owner(pod)) in self.crashing and container.last_terminated:
+        if (
+            runtime.namespace,
+            deployments.owner(pod),
+        ) in self.crashing and container.last_terminated:
             return
         image = str(container.spec.get("image", ""))
         if image in self.images.failing:
@@ -615,7 +473,7 @@ class Kubelet:
         old = pod.get("status") or {}
         return {
             "phase": "Running" if started else "Pending",
-            "conditions": _conditions(
+            "conditions": deployments.conditions(
                 old.get("conditions") or [],
                 [
                     ("PodReadyToStartContainers", "True", "", ""),
@@ -641,192 +499,3 @@ class Kubelet:
         await asyncio.gather(
             *(c.current.stop(self.grace) for c in runtime.containers.values() if c.current)
         )
-
-    # --- endpoint slices ---------------------------------------------------------------------
-
-    def _endpoint_slices(self) -> None:
-        wanted: dict[tuple[str, str], Obj] = {}
-        for service in self.store.list("services"):
-            selector = (service.get("spec") or {}).get("selector")
-            if not selector:
-                continue
-            namespace = service["metadata"]["namespace"]
-            for pod in self.store.list("pods", namespace):
-                runtime = self.pods.get(pod["metadata"]["uid"])
-                if runtime is None or not all(
-                    _labels(pod).get(k) == v for k, v in selector.items()
-                ):
-                    continue
-                ports = self._slice_ports(service, runtime)
-                if ports is None:
-                    continue
-                suffix = hashlib.sha256(runtime.uid.encode()).hexdigest()[:5]
-                name = f"{service['metadata']['name']}-{suffix}"
-                wanted[(namespace, name)] = _slice(service, pod, name, ports)
-        for existing in self.store.list("endpointslices"):
-            key = (existing["metadata"]["namespace"], existing["metadata"]["name"])
-            if _managed(existing) and key not in wanted:
-                with contextlib.suppress(statuses.StatusError):
-                    self.api.delete(kinds.ENDPOINT_SLICES, *key)
-        for (namespace, name), obj in wanted.items():
-            current = self.store.get("endpointslices", namespace, name)
-            with contextlib.suppress(statuses.StatusError):
-                if current is None:
-                    self.api.create(kinds.ENDPOINT_SLICES, namespace, obj, manager=MANAGER)
-                elif (current.get("endpoints"), current.get("ports")) != (
-                    obj["endpoints"],
-                    obj["ports"],
-                ):
-                    self.api.update(
-                        kinds.ENDPOINT_SLICES,
-                        namespace,
-                        name,
-                        {
-                            **kinds.ENDPOINT_SLICES.wire(current),
-                            "endpoints": obj["endpoints"],
-                            "ports": obj["ports"],
-                        },
-                        manager=MANAGER,
-                    )
-
-    def _slice_ports(self, service: Obj, runtime: PodRuntime) -> list[Obj] | None:
-        out = []
-        for port in service["spec"].get("ports") or []:
-            target = port.get("targetPort", port["port"])
-            real = None
-            for container in runtime.containers.values():
-                declared = {p.get("name") for p in container.spec.get("ports") or []}
-                numbers = {p["containerPort"] for p in container.spec.get("ports") or []}
-                if (isinstance(target, str) and target in declared) or target in numbers:
-                    real = self.real_port(container, target)
-            if real is None:
-                return None
-            out.append(
-                {
-                    "name": port.get("name", ""),
-                    "port": real,
-                    "protocol": port.get("protocol", "TCP"),
-                }
-            )
-        return out
-
-
-def _slice(service: Obj, pod: Obj, name: str, ports: list[Obj]) -> Obj:
-    svc = service["metadata"]
-    ready = _pod_ready(pod)
-    return {
-        "apiVersion": "discovery.k8s.io/v1",
-        "kind": "EndpointSlice",
-        "metadata": {
-            "name": name,
-            "generateName": f"{svc['name']}-",
-            "namespace": svc["namespace"],
-            "labels": {
-                "kubernetes.io/service-name": svc["name"],
-                "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
-            },
-            "ownerReferences": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "Service",
-                    "name": svc["name"],
-                    "uid": svc["uid"],
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
-        "addressType": "IPv4",
-        "endpoints": [
-            {
-                "addresses": ["127.0.0.1"],
-                "conditions": {"ready": ready, "serving": ready, "terminating": False},
-                "nodeName": pod["spec"].get("nodeName", ""),
-                "targetRef": {
-                    "kind": "Pod",
-                    "namespace": svc["namespace"],
-                    "name": pod["metadata"]["name"],
-                    "uid": pod["metadata"]["uid"],
-                },
-            }
-        ],
-        "ports": ports,
-    }
-
-
-def _managed(obj: Obj) -> bool:
-    labels = _labels(obj)
-    return labels.get("endpointslice.kubernetes.io/managed-by") == "endpointslice-controller.k8s.io"
-
-
-def _labels(obj: Obj) -> dict[str, str]:
-    return dict((obj.get("metadata") or {}).get("labels") or {})
-
-
-def _owner(pod: Obj) -> str:
-    for owner in pod["metadata"].get("ownerReferences") or []:
-        if owner.get("kind") == "Deployment":
-            return str(owner["name"])
-    return ""
-
-
-def _pod_ready(pod: Obj) -> bool:
-    for condition in (pod.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready":
-            return condition.get("status") == "True"
-    return False
-
-
-def _ready_last(pod: Obj) -> tuple[bool, str]:
-    return _pod_ready(pod), pod["metadata"].get("creationTimestamp", "")
-
-
-def _scaled(value: Any, replicas: int, *, up: bool) -> int:
-    if isinstance(value, str) and value.endswith("%"):
-        exact = replicas * int(value[:-1]) / 100
-        return int(-(-exact // 1)) if up else int(exact // 1)
-    return int(value)
-
-
-def _rolling(spec: Obj, replicas: int) -> tuple[int, int]:
-    """(maxSurge, maxUnavailable) as kube resolves them (surge up, unavailable down)."""
-    rolling = (spec.get("strategy") or {}).get("rollingUpdate") or {}
-    surge = _scaled(rolling.get("maxSurge", "25%"), replicas, up=True)
-    unavailable = _scaled(rolling.get("maxUnavailable", "25%"), replicas, up=False)
-    if surge == 0 and unavailable == 0:
-        unavailable = 1
-    return surge, unavailable
-
-
-def _conditions(
-    old: list[Obj], wanted: list[tuple[str, str, str, str]], *, update_time: bool = False
-) -> list[Obj]:
-    """Conditions with lastTransitionTime kept while status, reason and message stay."""
-    by_type = {c["type"]: c for c in old}
-    now = store.now_rfc3339()
-    out = []
-    for kind, status, reason, message in wanted:
-        before = by_type.get(kind)
-        same = before is not None and (
-            before.get("status"),
-            before.get("reason", ""),
-            before.get("message", ""),
-        ) == (status, reason, message)
-        condition: Obj = {"type": kind, "status": status}
-        if update_time:
-            condition["lastUpdateTime"] = (
-                before.get("lastUpdateTime", now) if same and before else now
-            )
-        condition["lastTransitionTime"] = (
-            before.get("lastTransitionTime", now)
-            if before and before.get("status") == status
-            else now
-        )
-        if not update_time:
-            condition["lastProbeTime"] = None
-        if reason:
-            condition["reason"] = reason
-        if message:
-            condition["message"] = message
-        out.append(condition)
-    return out
