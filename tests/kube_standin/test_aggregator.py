@@ -38,9 +38,21 @@ def echo_backend() -> web.Application:
         return web.json_response({"kind": "APIGroupList", "apiVersion": "v1", "groups": []})
 
     async def resources(request: web.Request) -> web.Response:
-        return web.json_response({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "plnt.work/v1",
-                                  "resources": [{"name": "echoes", "singularName": "echo", "namespaced": True,
-                                                 "kind": "Echo", "verbs": ["get", "list"]}]})  # fmt: skip
+        echoes = {
+            "name": "echoes",
+            "singularName": "echo",
+            "namespaced": True,
+            "kind": "Echo",
+            "verbs": ["get", "list"],
+        }
+        return web.json_response(
+            {
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": "plnt.work/v1",
+                "resources": [echoes],
+            }
+        )
 
     app = web.Application()
     app.router.add_get("/apis", apis)
@@ -97,11 +109,15 @@ async def test_the_aggregator_proxies_with_the_front_proxy_certificate_and_the_u
     assert echoed["extra"] == {"x-remote-extra-acme.com%2fproject": ["p1", "p2"]}
     assert echoed["authorization"] is None
     assert echoed["peer"] == [[["commonName", "front-proxy-client"]]]
-    assert group == {"kind": "APIGroup", "apiVersion": "v1", "name": "plnt.work",
-                     "versions": [{"groupVersion": "plnt.work/v1", "version": "v1"}],
-                     "preferredVersion": {"groupVersion": "plnt.work/v1", "version": "v1"}}  # fmt: skip
+    assert group == {
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": "plnt.work",
+        "versions": [{"groupVersion": "plnt.work/v1", "version": "v1"}],
+        "preferredVersion": {"groupVersion": "plnt.work/v1", "version": "v1"},
+    }
     assert content_type == discovery.V2_MEDIA
-    plnt = [i for i in aggregated["items"] if i["metadata"].get("name") == "plnt.work"][0]
+    plnt = next(i for i in aggregated["items"] if i["metadata"].get("name") == "plnt.work")
     assert plnt["versions"][0]["resources"][0]["responseKind"]["kind"] == "Echo"
 
 
@@ -121,5 +137,7 @@ async def test_a_proxied_request_is_forbidden_by_the_aggregator_before_it_reache
         finally:
             kube.unregister_apiservice()
     assert response.status == 403
-    assert body["message"] == ('echoes.plnt.work "x" is forbidden: User "eve" cannot delete resource "echoes" '
-                               'in API group "plnt.work" in the namespace "ns"')  # fmt: skip
+    assert body["message"] == (
+        'echoes.plnt.work "x" is forbidden: User "eve" cannot delete resource "echoes" '
+        'in API group "plnt.work" in the namespace "ns"'
+    )

@@ -15,9 +15,17 @@ CM_PATH = "/api/v1/namespaces/kube-system/configmaps"
 
 
 def reader(kube: standin.KubeStandIn, user: str) -> None:
-    kube.allow(policy.Rule(verbs=("get", "list", "watch"), user=user, api_groups=("",), resources=("configmaps",),
-                           names=(authconfig.NAME,), namespace="kube-system",
-                           name="extension-apiserver-authentication-reader"))  # fmt: skip
+    kube.allow(
+        policy.Rule(
+            verbs=("get", "list", "watch"),
+            user=user,
+            api_groups=("",),
+            resources=("configmaps",),
+            names=(authconfig.NAME,),
+            namespace="kube-system",
+            name="extension-apiserver-authentication-reader",
+        )
+    )
 
 
 async def test_the_authentication_configmap_holds_kubes_keys_and_a_watch_delivers_its_replacement(
@@ -33,8 +41,14 @@ async def test_the_authentication_configmap_holds_kubes_keys_and_a_watch_deliver
         assert json.loads(data["requestheader-allowed-names"]) == ["front-proxy-client"]
         assert data["requestheader-username-headers"] == '["X-Remote-User"]'
         assert data["requestheader-client-ca-file"] == kube.front_proxy_ca_cert.read_text()
-        watch_query = {**query, "watch": "true", "allowWatchBookmarks": "true", "sendInitialEvents": "true",
-                       "resourceVersionMatch": "NotOlderThan", "timeoutSeconds": "3"}  # fmt: skip
+        watch_query = {
+            **query,
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "sendInitialEvents": "true",
+            "resourceVersionMatch": "NotOlderThan",
+            "timeoutSeconds": "3",
+        }
         async with client.get(
             CM_PATH, params=watch_query, timeout=aiohttp.ClientTimeout(total=30)
         ) as watch:
@@ -58,8 +72,15 @@ async def test_the_authentication_configmap_holds_kubes_keys_and_a_watch_deliver
 
 
 def event_writer(kube: standin.KubeStandIn, user: str) -> None:
-    kube.allow(policy.Rule(verbs=("*",), user=user, api_groups=("", "events.k8s.io"), resources=("events",),
-                           name="event-writer"))  # fmt: skip
+    kube.allow(
+        policy.Rule(
+            verbs=("*",),
+            user=user,
+            api_groups=("", "events.k8s.io"),
+            resources=("events",),
+            name="event-writer",
+        )
+    )
 
 
 async def test_events_written_through_one_api_are_read_through_the_other_as_kube_converts_them(
@@ -76,17 +97,27 @@ async def test_events_written_through_one_api_are_read_through_the_other_as_kube
         "uid": "u1",
     }
     new_event: dict[str, Any] = {
-        "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "summarize.1", "namespace": "ev-ns"},
-        "eventTime": "2026-07-01T10:00:00.000000Z", "reportingController": "plnt.work/apiserver",
-        "reportingInstance": "plnt-0", "action": "Deploy", "reason": "Deploying", "type": "Normal",
-        "regarding": regarding, "note": "deploying summarize",
-    }  # fmt: skip
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "summarize.1", "namespace": "ev-ns"},
+        "eventTime": "2026-07-01T10:00:00.000000Z",
+        "reportingController": "plnt.work/apiserver",
+        "reportingInstance": "plnt-0",
+        "action": "Deploy",
+        "reason": "Deploying",
+        "type": "Normal",
+        "regarding": regarding,
+        "note": "deploying summarize",
+    }
     async with session(kube, token) as client:
         code, created = await post(
             client, "/apis/events.k8s.io/v1/namespaces/ev-ns/events", new_event
         )
         assert code == 201, created
-        selector = "involvedObject.kind=WorkflowRun,involvedObject.name=summarize,involvedObject.namespace=ev-ns"
+        selector = (
+            "involvedObject.kind=WorkflowRun,involvedObject.name=summarize,"
+            "involvedObject.namespace=ev-ns"
+        )
         async with client.get(
             "/api/v1/namespaces/ev-ns/events", params={"fieldSelector": selector}
         ) as response:
@@ -103,10 +134,19 @@ async def test_events_written_through_one_api_are_read_through_the_other_as_kube
             params={"fieldSelector": "regarding.name=summarize"},
         ) as response:
             by_regarding = await response.json()  # fmt: skip
-        legacy = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "old.1", "namespace": "ev-ns"},
-                  "involvedObject": regarding, "reason": "Old", "message": "core event", "count": 3,
-                  "firstTimestamp": "2026-07-01T09:00:00Z", "lastTimestamp": "2026-07-01T09:05:00Z",
-                  "source": {"component": "plnt"}, "type": "Warning"}  # fmt: skip
+        legacy = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": "old.1", "namespace": "ev-ns"},
+            "involvedObject": regarding,
+            "reason": "Old",
+            "message": "core event",
+            "count": 3,
+            "firstTimestamp": "2026-07-01T09:00:00Z",
+            "lastTimestamp": "2026-07-01T09:05:00Z",
+            "source": {"component": "plnt"},
+            "type": "Warning",
+        }
         _, old = await post(client, "/api/v1/namespaces/ev-ns/events", legacy)
         async with client.get("/apis/events.k8s.io/v1/namespaces/ev-ns/events/old.1") as response:
             old_as_v1 = await response.json()

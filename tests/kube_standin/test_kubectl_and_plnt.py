@@ -59,8 +59,16 @@ def test_kubectl_gets_events_and_asks_can_i_through_the_stand_in(
     kube: standin.KubeStandIn, token: str, tmp_path: Path
 ) -> None:
     kube.add_user(token, "frank")
-    kube.allow(policy.Rule(verbs=("get", "list"), user="frank", api_groups=("",), resources=("events",),
-                           namespace="default", name="event-viewer"))  # fmt: skip
+    kube.allow(
+        policy.Rule(
+            verbs=("get", "list"),
+            user="frank",
+            api_groups=("",),
+            resources=("events",),
+            namespace="default",
+            name="event-viewer",
+        )
+    )
     kubectl = kubectl_for(kube, tmp_path, token)
     assert "No resources found in default namespace." in kubectl.run("get", "events").stderr
     assert kubectl.run("auth", "can-i", "list", "events").stdout.strip() == "yes"
@@ -77,8 +85,15 @@ def test_kubectl_reaches_plnt_through_the_aggregator_as_the_token_user(
     kube: standin.KubeStandIn, plnt: PlntServer, token: str, tmp_path: Path
 ) -> None:
     kube.add_user(token, "grace", ["plnt-admins"])
-    kube.allow(policy.Rule(verbs=("*",), group="plnt-admins", api_groups=("plnt.work",), resources=("*",),
-                           name="plnt-admin"))  # fmt: skip
+    kube.allow(
+        policy.Rule(
+            verbs=("*",),
+            group="plnt-admins",
+            api_groups=("plnt.work",),
+            resources=("*",),
+            name="plnt-admin",
+        )
+    )
     kubectl = kubectl_for(kube, tmp_path, token)
     resources = kubectl.run("api-resources", "--api-group=plnt.work").stdout
     assert "workflowruns" in resources and "plntbackends" in resources

@@ -114,10 +114,32 @@ class Aggregator:
         self.client_cert, self.client_key = client_cert, client_key
         self.services: dict[tuple[str, str], APIService] = {}
         self._session: aiohttp.ClientSession | None = None
+        # Every connection to a backend until its socket is gone: one closed on release
+        # (force_close, or a proxied watch cut off) is still in TLS's close_notify
+        # exchange, which the session does not wait for.
+        self._open: dict[asyncio.Future[None], asyncio.Transport] = {}
 
     async def close(self) -> None:
+        """Close the session and every backend connection, here on the stand-in's loop."""
         if self._session is not None:
             await self._session.close()
+        for transport in self._open.values():
+            transport.abort()
+        await asyncio.gather(*self._open, return_exceptions=True)
+
+    def _track(self, response: aiohttp.ClientResponse) -> None:
+        connection = response.connection
+        if connection is None or connection.transport is None:
+            return
+        closed = connection.protocol.closed if connection.protocol is not None else None
+        if closed is not None and not closed.done():
+            self._open[closed] = connection.transport
+            closed.add_done_callback(self._forget)
+
+    def _forget(self, closed: asyncio.Future[None]) -> None:
+        self._open.pop(closed, None)
+        if not closed.cancelled():
+            closed.exception()  # retrieved: a lost connection is no error of the stand-in
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -168,6 +190,7 @@ class Aggregator:
             allow_redirects=False,
             timeout=aiohttp.ClientTimeout(total=deadline),
         ) as response:
+            self._track(response)
             return response.status, dict(response.headers), await response.read()
 
     async def recheck(self, service: APIService) -> bool:
@@ -185,7 +208,8 @@ class Aggregator:
         service.unavailable_reason = (
             ""
             if service.available
-            else f"failing or missing response from {service.url}{path}: bad status from {service.url}{path}: {status}"
+            else f"failing or missing response from {service.url}{path}: "
+            f"bad status from {service.url}{path}: {status}"
         )
         return service.available
 
@@ -220,6 +244,7 @@ class Aggregator:
             )
         except (aiohttp.ClientError, OSError, ssl.SSLError) as error:
             return web.Response(status=503, text=f"{error}\n", content_type="text/plain")
+        self._track(upstream)
         async with upstream:
             if 300 <= upstream.status < 400 and upstream.headers.get("Location"):
                 return web.Response(

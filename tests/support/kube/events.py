@@ -152,7 +152,8 @@ def validate(stored: Obj, old: Obj | None, *, strict: bool) -> list[statuses.Cau
         causes.extend(_series(stored))
     for key in (
         "involvedObject", "reason", "message", "source", "firstTimestamp", "lastTimestamp",
-        "count", "type", "eventTime", "action", "related", "reportingComponent", "reportingInstance",
+        "count", "type", "eventTime", "action", "related", "reportingComponent",
+        "reportingInstance",
     ):  # fmt: skip
         if stored.get(key) != old.get(key):
             path = {"reportingComponent": "reportingController"}.get(key, key)

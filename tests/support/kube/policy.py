@@ -74,7 +74,10 @@ class Rule:
         """RBAC's allow reason: which binding of which role to which subject."""
         subject = f"User {go_quote(self.user)}" if self.user else f"Group {go_quote(self.group)}"
         if self.namespace:
-            binding = f"RoleBinding {go_quote(f'{self.name}/{self.namespace}')} of Role {go_quote(self.name)}"
+            binding = (
+                f"RoleBinding {go_quote(f'{self.name}/{self.namespace}')} "
+                f"of Role {go_quote(self.name)}"
+            )
         else:
             binding = (
                 f"ClusterRoleBinding {go_quote(self.name)} of ClusterRole {go_quote(self.name)}"

@@ -160,13 +160,15 @@ class Resources:
                 f"the API version in the data ({obj.get('apiVersion')}) does not match the "
                 f"expected API version ({view.api_version})"
                 if obj.get("apiVersion") != view.api_version
-                else f"the kind in the data ({obj.get('kind')}) does not match the expected kind ({view.kind})"
+                else f"the kind in the data ({obj.get('kind')}) "
+                f"does not match the expected kind ({view.kind})"
             )
         meta = obj.setdefault("metadata", {})
         if view.namespaced:
             if meta.get("namespace") not in (None, "", namespace):
                 raise statuses.bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request"
+                    "the namespace of the provided object does not match "
+                    "the namespace sent on the request"
                 )
             meta["namespace"] = namespace
         schemas.check(obj)

@@ -94,13 +94,19 @@ def _spec_causes(spec: Obj, *, self_review: bool) -> list[statuses.Cause]:
     causes = []
     resource, non_resource = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
     if resource is not None and non_resource is not None:
-        causes.append(statuses.field_invalid("spec.nonResourceAttributes", non_resource,
-                                             "cannot be specified in combination with resourceAttributes"))  # fmt: skip
+        causes.append(
+            statuses.field_invalid(
+                "spec.nonResourceAttributes",
+                non_resource,
+                "cannot be specified in combination with resourceAttributes",
+            )
+        )
     if resource is None and non_resource is None:
         causes.append(
             statuses.Cause(
                 "FieldValueInvalid",
-                "Invalid value: null: exactly one of nonResourceAttributes or resourceAttributes must be specified",
+                "Invalid value: null: exactly one of nonResourceAttributes "
+                "or resourceAttributes must be specified",
                 "spec.resourceAttributes",
             )
         )
