@@ -9,12 +9,15 @@ under `--state-dir` (the local target). Temporal is reached with the same option
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+import yaml
 
 from plnt.cli import exits
 from plnt.cli.temporal_options import TemporalOptions, with_temporal_options
@@ -55,6 +58,26 @@ def worker(
     task_queue: Annotated[
         str, typer.Option("--task-queue", help="Task queue to poll.")
     ] = TASK_QUEUE,
+    runner_chart: Annotated[
+        str | None,
+        typer.Option(
+            "--runner-chart",
+            envvar="PLNT_RUNNER_CHART",
+            help="The workflow-runner chart (path or oci:// reference): enables target: "
+            "kubernetes, in the cluster the kubeconfig names.",
+        ),
+    ] = None,
+    runner_values: Annotated[
+        Path | None,
+        typer.Option(
+            "--runner-values",
+            envvar="PLNT_RUNNER_VALUES",
+            help="YAML values every runner release shares (image, gpuClasses, ingress ...).",
+        ),
+    ] = None,
+    helm_storage_driver: Annotated[
+        str, typer.Option("--helm-storage-driver", help="Where Helm keeps releases.")
+    ] = "secret",
     *,
     temporal: TemporalOptions,
 ) -> None:
@@ -71,14 +94,42 @@ def worker(
         typer.echo(f"error: {error}", err=True)
         exit_now(int(exits.Code.FAILED))
         return
-    code = asyncio.run(_run(api, connection, state_dir.expanduser().resolve(), task_queue))
+    settings: dict[str, Any] | None = None
+    if runner_values is not None:
+        try:
+            settings = yaml.safe_load(runner_values.read_text()) or {}
+        except (OSError, yaml.YAMLError) as error:
+            typer.echo(f"error: --runner-values {runner_values}: {error}", err=True)
+            exit_now(int(exits.Code.USAGE))
+            return
+    cluster = (
+        Cluster(runner_chart, kubeconfig, settings or {}, helm_storage_driver)
+        if runner_chart
+        else None
+    )
+    code = asyncio.run(_run(api, connection, state_dir.expanduser().resolve(), task_queue, cluster))
     exit_now(code)
 
 
+@dataclass(frozen=True)
+class Cluster:
+    """Where the Kubernetes target installs runner releases (`--runner-chart` and friends)."""
+
+    chart: str
+    kubeconfig: Path | None
+    settings: dict[str, Any]
+    storage_driver: str
+
+
 async def _run(
-    api: PlntClient, connection: TemporalConnection, state_dir: Path, task_queue: str
+    api: PlntClient,
+    connection: TemporalConnection,
+    state_dir: Path,
+    task_queue: str,
+    cluster: Cluster | None,
 ) -> int:
     from plnt.sagas import worker as saga_worker
+    from plnt.kube.errors import ClusterError
     from plnt.sagas.control import DeployUnavailable
 
     stop = asyncio.Event()
@@ -91,7 +142,23 @@ async def _run(
         typer.echo(f"error: {error}", err=True)
         await api.close()
         return int(exits.Code.UNAVAILABLE)
-    activities = saga_worker.local_activities(api, state_dir)
-    print(f"plnt worker polling {task_queue} on {connection.address}", flush=True)
-    await saga_worker.run_until(client, activities, stop, task_queue=task_queue)
+    async with contextlib.AsyncExitStack() as stack:
+        kubernetes = None
+        if cluster is not None:
+            try:
+                kubernetes = await stack.enter_async_context(
+                    saga_worker.kubernetes_target(
+                        chart=cluster.chart,
+                        kubeconfig=cluster.kubeconfig,
+                        settings=cluster.settings,
+                        storage_driver=cluster.storage_driver,
+                    )
+                )
+            except ClusterError as error:
+                typer.echo(f"error: --runner-chart: {error}", err=True)
+                await api.close()
+                return int(exits.Code.UNAVAILABLE)
+        activities = saga_worker.local_activities(api, state_dir, kubernetes=kubernetes)
+        print(f"plnt worker polling {task_queue} on {connection.address}", flush=True)
+        await saga_worker.run_until(client, activities, stop, task_queue=task_queue)
     return 0

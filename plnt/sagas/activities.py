@@ -60,7 +60,12 @@ def _spec_failure(error: Exception) -> ApplicationError:
 
 
 class DeployActivities:
-    """The activities, bound to one API client, one target and one spec cache."""
+    """The activities, bound to one API client, the targets and one spec cache.
+
+    `target` is the local target; `kubernetes`, when the worker can reach a cluster, the
+    Kubernetes target. A request for a target the worker does not have fails for good
+    with `TargetUnavailable`.
+    """
 
     def __init__(
         self,
@@ -68,10 +73,12 @@ class DeployActivities:
         api: PlntClient,
         target: targets.Target,
         specs: SpecCache,
+        kubernetes: targets.Target | None = None,
         probe_timeout: float = 30.0,
     ) -> None:
         self.api = api
         self.target = target
+        self.kubernetes = kubernetes
         self.specs = specs
         self.probe_timeout = probe_timeout
         self._session: aiohttp.ClientSession | None = None
@@ -251,6 +258,18 @@ class DeployActivities:
             replicas=request.replicas,
             cache=targets.CacheConfig.of(StepCacheSpec.model_validate(request.cache)),
             ref=request.ref,
+            gpu_class=request.gpu_class,
+        )
+
+    def _target(self, name: str) -> targets.Target:
+        if name == "local":
+            return self.target
+        if name == "kubernetes" and self.kubernetes is not None:
+            return self.kubernetes
+        raise _fail(
+            Failure.TARGET_UNAVAILABLE,
+            f"spec.target {name!r} is not available: this worker has no cluster to deploy to"
+            " (run plnt worker with --runner-chart in a cluster); use target: local",
         )
 
     @staticmethod
@@ -267,7 +286,8 @@ class DeployActivities:
         """Ensure the revision's replicas run and are ready (adopting live ones)."""
         revision = await self._revision(request)
         try:
-            replicas = await self.target.install(revision, heartbeat=activity.heartbeat)
+            target = self._target(request.target)
+            replicas = await target.install(revision, heartbeat=activity.heartbeat)
         except targets.CredentialsMissing as error:
             # Not retried here: the saga tries again later, as for a registry that is down.
             raise _fail(Failure.CREDENTIALS_MISSING, str(error)) from error
@@ -280,7 +300,8 @@ class DeployActivities:
         """Resize the revision to `request.replicas` ready replicas."""
         revision = await self._revision(request)
         try:
-            replicas = await self.target.scale(revision, heartbeat=activity.heartbeat)
+            target = self._target(request.target)
+            replicas = await target.scale(revision, heartbeat=activity.heartbeat)
         except targets.CredentialsMissing as error:
             raise _fail(Failure.CREDENTIALS_MISSING, str(error)) from error
         except targets.InstallFailed as error:
@@ -291,12 +312,15 @@ class DeployActivities:
     async def retire(self, request: v.RetireRequest) -> None:
         """Stop every replica of one revision."""
         run = targets.RunKey(request.run.namespace, request.run.name, request.run.uid)
-        await self.target.retire(run, request.revision)
+        await self._target(request.target).retire(run, request.revision)
 
     @activity.defn(name="teardown")
     async def teardown(self, run: v.RunRef) -> None:
-        """Stop every replica of every revision of the run."""
-        await self.target.teardown(targets.RunKey(run.namespace, run.name, run.uid))
+        """Stop every replica of every revision of the run, on every target this worker has."""
+        key = targets.RunKey(run.namespace, run.name, run.uid)
+        for target in (self.target, self.kubernetes):
+            if target is not None:
+                await target.teardown(key)
 
     @activity.defn(name="release")
     async def release(self, run: v.RunRef) -> None:

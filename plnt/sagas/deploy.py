@@ -32,6 +32,11 @@ with workflow.unsafe.imports_passed_through():
     from plnt.sagas.rollout import Interrupted, roll_out
 
 
+KUBERNETES_TARGET = "kubernetes-target"
+"""The patch from which `spec.target: kubernetes` deploys (a worker without a cluster
+answers `TargetUnavailable`) instead of being refused by the workflow itself."""
+
+
 @workflow.defn(name="WorkflowRunController")
 class WorkflowRunController:
     """The deploy saga of one WorkflowRun (see the module docstring)."""
@@ -119,7 +124,7 @@ class WorkflowRunController:
 
     async def _converge(self, state: v.ControllerState, intent: Intent) -> None:
         stable = state.stable
-        if intent.spec.target != "local":
+        if intent.spec.target != "local" and not workflow.patched(KUBERNETES_TARGET):
             state.retries = 0
             await self._unsupported_target(state, intent)
         elif stable is not None and stable.fingerprint == intent.fingerprint:
@@ -162,7 +167,8 @@ class WorkflowRunController:
     # -- what is not a rollout ------------------------------------------------------
 
     async def _unsupported_target(self, state: v.ControllerState, intent: Intent) -> None:
-        """Only the local target exists yet: say so instead of deploying somewhere else."""
+        """Sagas that began before the Kubernetes target (no `KUBERNETES_TARGET` marker)
+        refuse any target but local, as they did then."""
         reporter = self.reporter
         message = (
             f"spec.target {intent.spec.target!r} is not available in this installation;"

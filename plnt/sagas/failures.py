@@ -38,6 +38,8 @@ class Failure(enum.StrEnum):
     SMOKE_FAILED = "SmokeFailed"
     ANALYSIS_FAILED = "AnalysisFailed"
     PROMOTE_FAILED = "PromoteFailed"
+    TARGET_UNAVAILABLE = "TargetUnavailable"
+    """The worker has no such target (`spec.target: kubernetes` without a cluster)."""
     SCALE_FAILED = "ScaleFailed"
     CONFLICT = "Conflict"
     ERROR = "Error"
@@ -75,6 +77,7 @@ _OWN_REASON = frozenset(
         Failure.CREDENTIALS_MISSING,
         Failure.SMOKE_FAILED,
         Failure.ANALYSIS_FAILED,
+        Failure.TARGET_UNAVAILABLE,
     }
 )
 _REASON_OF = {

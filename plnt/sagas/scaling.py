@@ -38,6 +38,8 @@ async def scale(reporter: Reporter, intent: Intent, stable: v.Deployment) -> Non
                 backend=stable.backend,
                 replicas=replicas,
                 cache=intent.cache,
+                target=stable.target,
+                gpu_class=intent.spec.gpu_class,
             ),
             result_type=v.Installed,
             start_to_close_timeout=timedelta(minutes=5),

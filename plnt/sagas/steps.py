@@ -34,11 +34,11 @@ HISTORY_LIMIT = 10
 """Promoted revisions kept in `status.history` (what `/rollback` can return to)."""
 
 
-async def retire(run: v.RunRef, revision: int) -> None:
+async def retire(run: v.RunRef, revision: int, target: str) -> None:
     """Stop every replica of `revision` (an undo, and promotion's retirement of the old)."""
     await workflow.execute_activity(
         "retire",
-        v.RetireRequest(run, revision),
+        v.RetireRequest(run, revision, target),
         start_to_close_timeout=timedelta(minutes=1),
         retry_policy=f.retry(20),
     )
@@ -105,10 +105,10 @@ class Install(Step):
     name, phase, done, fails_as = "install", "Deploying", "CanaryInstalled", "InstallFailed"
 
     def compensation(self, deploy: Deploy) -> Compensation:
-        run, revision = deploy.state.run, deploy.revision
+        run, revision, target = deploy.state.run, deploy.revision, deploy.intent.spec.target
 
         async def retire_canary() -> None:
-            await retire(run, revision)
+            await retire(run, revision, target)
 
         return Compensation(f"retire revision {revision}", retire_canary)
 
@@ -126,6 +126,8 @@ class Install(Step):
                 backend=deploy.resolved(),
                 replicas=deploy.replicas,
                 cache=deploy.intent.cache,
+                target=deploy.intent.spec.target,
+                gpu_class=deploy.intent.spec.gpu_class,
             ),
             result_type=v.Installed,
             start_to_close_timeout=timedelta(minutes=5),
@@ -272,12 +274,13 @@ class Promote(Step):
             endpoints=installed.endpoints,
             ready_replicas=installed.ready_replicas,
             fingerprint=intent.fingerprint,
+            target=intent.spec.target,
         )
         state.stable, state.retries = new, 0
         _record(deploy, new)
         await deploy.reporter.publish(intent)  # traffic moves to the new revision first
         if old is not None and old.revision != new.revision:
-            await retire(state.run, old.revision)
+            await retire(state.run, old.revision, old.target)
         if replicas != new.replicas:  # replicas: 0 keeps the revision but no process
             await scaling.scale(deploy.reporter, intent, new)
         return Outcome(

@@ -74,6 +74,7 @@ class Deployment:
     endpoints: list[str] = field(default_factory=list)
     ready_replicas: int = 0
     fingerprint: str = ""
+    target: str = "local"
 
 
 @dataclass
@@ -120,6 +121,9 @@ class InstallRequest:
     # `spec.cache` as the API writes it; the activity reads it with the API's model (and
     # its defaults), so the history keeps the API's own shape.
     cache: dict[str, Any] = field(default_factory=dict)
+    target: str = "local"
+    """`spec.target`: which target makes the replicas ("local" or "kubernetes")."""
+    gpu_class: str | None = None
 
 
 @dataclass
@@ -193,6 +197,7 @@ class RetireRequest:
 
     run: RunRef
     revision: int
+    target: str = "local"
 
 
 @dataclass

@@ -9,29 +9,63 @@ workflow module does not pass through.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 from temporalio import client as temporal_client
 from temporalio import worker as temporal_worker
 
 from plnt.client.clients import PlntClient
+from plnt.kube import connecting
+from plnt.kube.releases import HelmReleases
+from plnt.kube.workloads import Workloads
 from plnt.sagas import deploy
 from plnt.sagas import values as v
 from plnt.sagas.activities import DeployActivities
 from plnt.sagas.speccache import SpecCache
+from plnt.sagas.targets.interface import Target
+from plnt.sagas.targets.kubernetes import KubernetesTarget
 from plnt.sagas.targets.local import LocalTarget
 from plnt.workflowspec import sources
 
 
 def local_activities(
-    api: PlntClient, state_dir: Path, *, config: sources.SourceSettings | None = None
+    api: PlntClient,
+    state_dir: Path,
+    *,
+    config: sources.SourceSettings | None = None,
+    kubernetes: Target | None = None,
 ) -> DeployActivities:
-    """Activities with the local target, the spec cache and the layout root under `state_dir`."""
+    """Activities with the local target, the spec cache and the layout root under `state_dir`
+    (and the Kubernetes target, when the worker runs with a cluster)."""
     return DeployActivities(
         api=api,
         target=LocalTarget(state_dir / "runners", secrets_dir=state_dir / "secrets"),
         specs=SpecCache(state_dir / "specs", config=config, layout_root=state_dir / "layouts"),
+        kubernetes=kubernetes,
     )
+
+
+@contextlib.asynccontextmanager
+async def kubernetes_target(
+    *,
+    chart: str,
+    kubeconfig: Path | None,
+    settings: dict[str, Any] | None = None,
+    storage_driver: str = "secret",
+) -> AsyncIterator[KubernetesTarget]:
+    """The Kubernetes target on the cluster `kubeconfig` names (None: as kubectl would
+    find it; in a pod, its service account), releasing its clients on exit."""
+    releases = HelmReleases(kubeconfig=kubeconfig, storage_driver=storage_driver)
+    try:
+        async with connecting.api_client(kubeconfig) as api:
+            yield KubernetesTarget(
+                releases=releases, workloads=Workloads(api), chart=chart, settings=settings
+            )
+    finally:
+        releases.close()
 
 
 def build(

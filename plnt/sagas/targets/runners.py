@@ -294,6 +294,23 @@ def values_schema() -> dict[str, Any]:
 # --- the revision, and how it renders ---------------------------------------------------
 
 
+def release_name(run: RunKey, revision: int) -> str:
+    """`<run>-r<revision>`, made a valid release and Service name when it is not one.
+
+    A name that must change (too long, dots, a leading digit) keeps a hash of the
+    original, so two runs never share a release.
+    """
+    wanted = f"{run.name}-r{revision}"
+    safe = re.sub(r"[^a-z0-9-]", "-", wanted)
+    if not safe[0].isalpha():
+        safe = f"w-{safe}"
+    if safe == wanted and len(safe) <= MAX_RELEASE_NAME:
+        return safe
+    tail = f"-{hashlib.sha256(wanted.encode()).hexdigest()[:8]}-r{revision}"
+    head = safe.removesuffix(f"-r{revision}")[: MAX_RELEASE_NAME - len(tail)]
+    return head.rstrip("-") + tail
+
+
 @dataclass(frozen=True)
 class Revision:
     """Everything needed to run one revision of a run.
@@ -315,20 +332,8 @@ class Revision:
     resources: Resources | None = None
 
     def release_name(self) -> str:
-        """`<run>-r<revision>`, made a valid release and Service name when it is not one.
-
-        A name that must change (too long, dots, a leading digit) keeps a hash of the
-        original, so two runs never share a release.
-        """
-        wanted = f"{self.run.name}-r{self.revision}"
-        safe = re.sub(r"[^a-z0-9-]", "-", wanted)
-        if not safe[0].isalpha():
-            safe = f"w-{safe}"
-        if safe == wanted and len(safe) <= MAX_RELEASE_NAME:
-            return safe
-        tail = f"-{hashlib.sha256(wanted.encode()).hexdigest()[:8]}-r{self.revision}"
-        head = safe.removesuffix(f"-r{self.revision}")[: MAX_RELEASE_NAME - len(tail)]
-        return head.rstrip("-") + tail
+        """`<run>-r<revision>`, made a valid release and Service name (see `release_name`)."""
+        return release_name(self.run, self.revision)
 
     def to_values(self, settings: dict[str, Any] | None = None) -> dict[str, Any]:
         """The chart's values for this revision, over the target's `settings`.

@@ -1,0 +1,178 @@
+"""The Kubernetes target: each revision of a run is a Helm release of `charts/workflow-runner`.
+
+`install` installs (or, retried, upgrades and so adopts) the release `<run>-r<revision>`
+in the run's namespace with the revision's values (`runners.Revision.to_values`), then
+waits until its Deployment has rolled out (`observedGeneration`, `updatedReplicas`,
+`availableReplicas`) within `ready_timeout`, polling its status; replicas are the ready
+endpoints of its Service's EndpointSlices. A rollout that cannot succeed fails at once
+with the cause read from its Pods (`ImagePullBackOff`, `CrashLoopBackOff` with the
+container's last message); one that runs out of time names what its Pods wait for
+(`Unschedulable: 0/3 nodes are available: …`). `scale` goes through the Deployment's
+`scale` subresource; `retire` uninstalls the release; `teardown` every release of the
+run. Every operation is idempotent, as the `Target` contract requires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from plnt.kube.errors import ClusterError
+from plnt.kube.releases import HelmReleases
+from plnt.kube.workloads import Object, Workloads
+from plnt.sagas.targets import interface, runners
+
+Heartbeat = Callable[[Any], None] | None
+
+FATAL_WAITING = frozenset(
+    {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CrashLoopBackOff",
+     "CreateContainerConfigError", "CreateContainerError"}
+)  # fmt: skip
+"""Container states a rollout does not recover from by waiting."""
+
+
+def _rolled_out(deployment: Object, replicas: int) -> bool:
+    meta, spec, status = deployment["metadata"], deployment["spec"], deployment.get("status") or {}
+    return bool(
+        status.get("observedGeneration", 0) >= meta.get("generation", 0)
+        and spec.get("replicas", 1) == replicas
+        and status.get("updatedReplicas", 0) == replicas
+        and status.get("availableReplicas", 0) == replicas
+        and status.get("replicas", 0) == replicas
+    )
+
+
+def pod_causes(pods: list[Object]) -> tuple[list[str], bool]:
+    """What the Pods wait for, one line each, and whether any of it is fatal."""
+    causes: list[str] = []
+    fatal = False
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        status = pod.get("status") or {}
+        for condition in status.get("conditions") or []:
+            if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+                causes.append(f"{name}: {condition.get('reason')}: {condition.get('message')}")
+        for container in status.get("containerStatuses") or []:
+            waiting = (container.get("state") or {}).get("waiting") or {}
+            reason = waiting.get("reason")
+            if not reason:
+                continue
+            last = ((container.get("lastState") or {}).get("terminated") or {}).get("message")
+            detail = last or waiting.get("message") or ""
+            causes.append(f"{name}: {reason}" + (f": {detail.strip()}" if detail else ""))
+            fatal = fatal or reason in FATAL_WAITING
+    return causes, fatal
+
+
+class KubernetesTarget:
+    """Runner revisions as Helm releases in the run's namespace (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        releases: HelmReleases,
+        workloads: Workloads,
+        chart: str,
+        settings: dict[str, Any] | None = None,
+        ready_timeout: float = 300.0,
+        poll_interval: float = 0.5,
+    ) -> None:
+        self.releases = releases
+        self.workloads = workloads
+        self.chart = chart
+        self.settings = settings or {}
+        self.ready_timeout = ready_timeout
+        self.poll_interval = poll_interval
+
+    async def install(
+        self, revision: interface.Revision, *, heartbeat: Heartbeat = None
+    ) -> list[interface.Replica]:
+        name = revision.release_name()
+        try:
+            values = revision.to_values(self.settings)
+        except ValueError as error:
+            raise interface.InstallFailed(f"release {name}: {error}") from error
+        try:
+            await self.releases.apply(
+                self.chart, namespace=revision.run.namespace, name=name, values=values
+            )
+        except ClusterError as error:
+            raise interface.InstallFailed(str(error)) from error
+        return await self._ready(revision, name, heartbeat)
+
+    async def scale(
+        self, revision: interface.Revision, *, heartbeat: Heartbeat = None
+    ) -> list[interface.Replica]:
+        name, namespace = revision.release_name(), revision.run.namespace
+        try:
+            if await self.workloads.deployment(namespace, name) is None:
+                return await self.install(revision, heartbeat=heartbeat)
+            await self.workloads.scale(namespace, name, revision.replicas)
+        except ClusterError as error:
+            raise interface.InstallFailed(str(error)) from error
+        return await self._ready(revision, name, heartbeat)
+
+    async def _ready(
+        self, revision: interface.Revision, name: str, heartbeat: Heartbeat
+    ) -> list[interface.Replica]:
+        namespace, wanted = revision.run.namespace, revision.replicas
+        deadline = time.monotonic() + self.ready_timeout
+        while True:
+            try:
+                deployment = await self.workloads.deployment(namespace, name)
+                if deployment is not None and _rolled_out(deployment, wanted):
+                    return await self._replicas(namespace, name, revision.revision)
+                pods = await self.workloads.pods(namespace, f"app.kubernetes.io/instance={name}")
+            except ClusterError as error:
+                raise interface.InstallFailed(str(error)) from error
+            causes, fatal = pod_causes(pods)
+            if fatal or time.monotonic() >= deadline:
+                why = "; ".join(causes) or "its Deployment did not roll out"
+                late = "" if fatal else f" within {self.ready_timeout:g}s"
+                raise interface.InstallFailed(
+                    f"release {namespace}/{name} is not ready{late}: {why}"
+                )
+            if heartbeat is not None:
+                heartbeat({"release": name, "waiting": causes})
+            await asyncio.sleep(self.poll_interval)  # poll interval; the deadline bounds it
+
+    async def _replicas(self, namespace: str, name: str, revision: int) -> list[interface.Replica]:
+        urls = await self.workloads.endpoints(namespace, name)
+        return [interface.Replica(revision, index, url, True) for index, url in enumerate(urls)]
+
+    async def replicas(self, run: interface.RunKey, revision: int) -> list[interface.Replica]:
+        try:
+            return await self._replicas(
+                run.namespace, runners.release_name(run, revision), revision
+            )
+        except ClusterError as error:
+            raise interface.TargetError(str(error)) from error
+
+    async def revisions(self, run: interface.RunKey) -> list[int]:
+        try:
+            found = await self.workloads.deployments(run.namespace, f"plnt.work/run-uid={run.uid}")
+        except ClusterError as error:
+            raise interface.TargetError(str(error)) from error
+        return sorted(
+            int(d["metadata"]["labels"]["plnt.work/revision"])
+            for d in found
+            if (d.get("spec") or {}).get("replicas", 1) > 0
+        )
+
+    async def retire(self, run: interface.RunKey, revision: int) -> None:
+        try:
+            await self.releases.uninstall(
+                namespace=run.namespace, name=runners.release_name(run, revision)
+            )
+        except ClusterError as error:
+            raise interface.TargetError(str(error)) from error
+
+    async def teardown(self, run: interface.RunKey) -> None:
+        try:
+            found = await self.workloads.deployments(run.namespace, f"plnt.work/run-uid={run.uid}")
+        except ClusterError as error:
+            raise interface.TargetError(str(error)) from error
+        for deployment in found:
+            await self.retire(run, int(deployment["metadata"]["labels"]["plnt.work/revision"]))
