@@ -5,6 +5,8 @@ errors → Status (outermost) → authentication (401) → request attributes �
 kinds of `kinds.VIEWS` and their subresources, or the aggregator's proxy for a
 registered APIService. Unknown paths get kube's plain-text `404 page not found`. Writes
 name their field manager by `?fieldManager=` or, as kube defaults it, the User-Agent.
+Bodies are JSON, or protobuf for the kinds `protobuf` decodes (SelfSubjectAccessReview,
+Secret, ConfigMap); answers are always JSON.
 `State.closers` run when the app is cleaned up (the kubelet simulator's processes).
 """
 
@@ -109,6 +111,19 @@ async def _body(request: web.Request) -> Obj:
     if not isinstance(body, dict):
         raise statuses.bad_request("the body of the request must be a JSON object")
     return body
+
+
+async def _object(request: web.Request, view: kinds.View) -> Obj:
+    """A create or update body: JSON, or protobuf for the kinds `protobuf` decodes (415 else)."""
+    media = request.headers.get("Content-Type", "").split(";")[0].strip()
+    if media != protobuf.MEDIA or not protobuf.decodes(view.api_version, view.kind):
+        return await _body(request)
+    try:
+        return protobuf.decode_object(
+            await request.read(), api_version=view.api_version, kind=view.kind
+        )
+    except ValueError as error:
+        raise statuses.bad_request(f"couldn't decode the protobuf body: {error}") from error
 
 
 async def dispatch(request: web.Request) -> web.StreamResponse:
@@ -277,9 +292,11 @@ async def _resource(request: web.Request, state: State) -> web.StreamResponse:
     if attrs.verb == "watch":
         return await api.watch(request, view, namespace)
     if attrs.verb == "create":
-        return _json(api.create(view, namespace, await _body(request), manager=manager), 201)
+        created = api.create(view, namespace, await _object(request, view), manager=manager)
+        return _json(created, 201)
     if attrs.verb == "update":
-        return _json(api.update(view, namespace, attrs.name, await _body(request), manager=manager))
+        obj = await _object(request, view)
+        return _json(api.update(view, namespace, attrs.name, obj, manager=manager))
     if attrs.verb == "patch":
         body = await request.read()
         existed = api.store.get(view.storage, namespace, attrs.name) is not None
