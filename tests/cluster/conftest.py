@@ -6,7 +6,10 @@ real Temporal dev server, `plnt serve` in a child process pointed at the stand-i
 service-account-like token, and `plnt worker` in a child process that reaches the plnt
 API *through the stand-in's aggregator*, as it would through kube-apiserver in a pod.
 The stand-in has `v1.plnt.work` registered, so the real kubectl, pointed at the
-stand-in with a token user, reaches plnt exactly as it would in a cluster.
+stand-in with a token user, reaches plnt exactly as it would in a cluster. Its kubelet
+simulator runs the pods of `target: kubernetes` runs as real `plnt runner` processes on
+three simulated nodes (two in a cpu pool, one GPU node), and the worker installs them
+with `--runner-chart charts/workflow-runner`, as the chart configures it.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from plnt.processes.ports import free_port
 from plnt.processes.temporal import TemporalDevServer
 from plnt.sagas.targets import local
 from tests.support.etcd import etcd_running
-from tests.support.kube import standin
+from tests.support.kube import kubelet, standin
 from tests.support.kube.policy import Rule
 from tests.support.plnt_server import ChildProcess, Kubectl, wait_for
 from tests.support.processes import kill_all
@@ -36,6 +39,18 @@ SERVICE = "plnt-apiserver.plnt-system.svc"
 APISERVER_USER = "system:serviceaccount:plnt-system:plnt-apiserver"
 WORKER_USER = "system:serviceaccount:plnt-system:plnt-worker"
 PLNT_KINDS = ("workflowruns", "plntbackends")
+HELM_STORAGE = "secret"
+"""Where the worker's Helm keeps releases: Secrets in the run's namespace, as the CLI does."""
+NODES = (
+    kubelet.node("cpu-1", labels={"plnt.work/pool": "cpu"}),
+    kubelet.node("cpu-2", labels={"plnt.work/pool": "cpu"}),
+    kubelet.node(
+        "gpu-1",
+        gpus=1,
+        labels={"plnt.work/pool": "gpu"},
+        taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+    ),
+)
 
 
 def grant_plnt_identities(cluster: standin.KubeStandIn) -> dict[str, str]:
@@ -57,6 +72,11 @@ def grant_plnt_identities(cluster: standin.KubeStandIn) -> dict[str, str]:
         Rule(("get", "list", "watch", "patch", "update"), user=worker, api_groups=("plnt.work",),
              resources=(*PLNT_KINDS, "workflowruns/status", "plntbackends/status")),
         Rule(("create", "patch"), user=worker, api_groups=("",), resources=("events",)),
+        Rule(("*",), user=worker, api_groups=("", "apps", "discovery.k8s.io", "autoscaling",
+             "networking.k8s.io", "policy", "monitoring.coreos.com"),
+             resources=("deployments", "deployments/scale", "services", "pods", "configmaps",
+                        "secrets", "endpointslices", "horizontalpodautoscalers", "ingresses",
+                        "poddisruptionbudgets", "servicemonitors")),
     ):  # fmt: skip
         cluster.allow(rule)
     return {"apiserver": "apiserver-token", "worker": "worker-token"}
@@ -131,7 +151,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "plnt is serving at",
             "plnt serve",
         )  # fmt: skip
-        worker = WorkerProcess(temporal.address, worker_config, state)
+        chart = str(Path(__file__).resolve().parents[2] / "charts" / "workflow-runner")
+        worker = WorkerProcess(
+            temporal.address,
+            worker_config,
+            state,
+            extra_args=("--runner-chart", chart, "--helm-storage-driver", HELM_STORAGE),
+        )
+        kube.start_kubelet(NODES)
         try:
             serve.start()
             built = Cluster(kube, directory, serving_ca, port, serve, worker)

@@ -44,6 +44,7 @@ class WorkerProcess:
     kubeconfig: Path
     state_dir: Path
     start_timeout: float = 30.0
+    extra_args: tuple[str, ...] = ()
     child: ChildProcess | None = None
     output: list[str] = field(default_factory=list)
 
@@ -56,6 +57,7 @@ class WorkerProcess:
             sys.executable, "-m", "plnt", "worker",
             "--temporal-address", self.temporal_address,
             "--kubeconfig", str(self.kubeconfig), "--state-dir", str(self.state_dir),
+            *self.extra_args,
         ]  # fmt: skip
         self.child = ChildProcess(argv, "plnt worker polling", "plnt worker", self.start_timeout)
         self.child.output = self.output
