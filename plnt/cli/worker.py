@@ -128,8 +128,8 @@ async def _run(
     task_queue: str,
     cluster: Cluster | None,
 ) -> int:
-    from plnt.sagas import worker as saga_worker
     from plnt.kube.errors import ClusterError
+    from plnt.sagas import worker as saga_worker
     from plnt.sagas.control import DeployUnavailable
 
     stop = asyncio.Event()
