@@ -16,6 +16,7 @@ import helm_python
 import kubernetes_validate
 import pytest
 import typer.main
+import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
@@ -360,10 +361,49 @@ def test_worker_runs_plnt_worker_in_cluster_with_an_emptydir_state_dir(rendered:
         "temporal-address": "temporal-frontend.temporal.svc:7233",
         "temporal-namespace": "default",
         "state-dir": "/var/lib/plnt",
+        "runner-chart": "oci://ghcr.io/plnt-work/charts/workflow-runner:0.1.0",
+        "runner-values": "/etc/plnt/runner/values.yaml",
     }
     mount, volume = rendering.mount_of(worker, "worker", "/var/lib/plnt/runs")
     assert mount["mountPath"] == "/var/lib/plnt" and "emptyDir" in volume
     assert worker["spec"]["template"]["spec"]["serviceAccountName"] == "plnt-worker"
+
+
+def test_the_kubernetes_target_gets_its_chart_shared_values_and_the_rights_helm_needs(
+    chart: helm_python.Chart,
+) -> None:
+    shared = {"image": {"repository": "registry.example/plnt", "tag": "1.2.3"}}
+    values = {
+        "temporal": {"address": "t:7233"},
+        "worker": {"kubernetesTarget": {"runnerValues": shared}},
+    }
+    r = rendering.render(chart, values)
+    worker = r.one("Deployment", "plnt-worker")
+    path = rendering.flags(rendering.container(worker, "worker")["args"][1:])["runner-values"]
+    mount, volume = rendering.mount_of(worker, "worker", path)
+    config = r.one("ConfigMap", volume["configMap"]["name"])
+    assert yaml.safe_load(config["data"][path.removeprefix(mount["mountPath"] + "/")]) == shared
+    rules = r.one("ClusterRole", "plnt-worker")["rules"]
+    granted = {(g, res, v) for rule in rules for g in rule["apiGroups"]
+               for res in rule["resources"] for v in rule["verbs"]}  # fmt: skip
+    for needed in (
+        ("apps", "deployments", "create"),
+        ("apps", "deployments/scale", "patch"),
+        ("", "secrets", "delete"),  # Helm's release records
+        ("discovery.k8s.io", "endpointslices", "list"),
+        ("", "pods", "list"),
+    ):
+        assert needed in granted, needed
+    off = rendering.render(chart, {**values, "worker": {"kubernetesTarget": {"enabled": False}}})
+    worker_off = off.one("Deployment", "plnt-worker")
+    assert "runner-chart" not in rendering.flags(
+        rendering.container(worker_off, "worker")["args"][1:]
+    )
+    assert not any(
+        (g, res, v) == ("apps", "deployments", "create")
+        for rule in off.one("ClusterRole", "plnt-worker")["rules"]
+        for g in rule["apiGroups"] for res in rule["resources"] for v in rule["verbs"]
+    )  # fmt: skip
 
 
 # -- Temporal dev server --------------------------------------------------------------
