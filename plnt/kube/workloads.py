@@ -58,6 +58,21 @@ class Workloads:
             raise _unavailable(f"deployments in {namespace}", error) from error
         return [self._json(item) for item in found.items]
 
+    async def nodes(self) -> list[Object]:
+        try:
+            found = await self._core.list_node()
+        except (ApiException, *_TRANSPORT) as error:
+            raise _unavailable("nodes", error) from error
+        return [self._json(item) for item in found.items]
+
+    async def scheduled_pods(self) -> list[Object]:
+        """Pods in every namespace (the caller counts those bound and not finished)."""
+        try:
+            found = await self._core.list_pod_for_all_namespaces()
+        except (ApiException, *_TRANSPORT) as error:
+            raise _unavailable("pods", error) from error
+        return [self._json(item) for item in found.items]
+
     async def scale(self, namespace: str, name: str, replicas: int) -> None:
         """Set the Deployment's replicas through its `scale` subresource."""
         body = {"spec": {"replicas": replicas}}

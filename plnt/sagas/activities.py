@@ -288,6 +288,9 @@ class DeployActivities:
         try:
             target = self._target(request.target)
             replicas = await target.install(revision, heartbeat=activity.heartbeat)
+        except targets.InsufficientCapacity as error:
+            # Not retried here: nodes come slowly; the saga tries again after its backoff.
+            raise _fail(Failure.INSUFFICIENT_CAPACITY, str(error)) from error
         except targets.CredentialsMissing as error:
             # Not retried here: the saga tries again later, as for a registry that is down.
             raise _fail(Failure.CREDENTIALS_MISSING, str(error)) from error

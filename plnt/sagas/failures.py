@@ -38,6 +38,8 @@ class Failure(enum.StrEnum):
     SMOKE_FAILED = "SmokeFailed"
     ANALYSIS_FAILED = "AnalysisFailed"
     PROMOTE_FAILED = "PromoteFailed"
+    INSUFFICIENT_CAPACITY = "InsufficientCapacity"
+    """No node pool has room for the canary; nothing was installed (retried later)."""
     TARGET_UNAVAILABLE = "TargetUnavailable"
     """The worker has no such target (`spec.target: kubernetes` without a cluster)."""
     SCALE_FAILED = "ScaleFailed"
@@ -78,6 +80,7 @@ _OWN_REASON = frozenset(
         Failure.SMOKE_FAILED,
         Failure.ANALYSIS_FAILED,
         Failure.TARGET_UNAVAILABLE,
+        Failure.INSUFFICIENT_CAPACITY,
     }
 )
 _REASON_OF = {
@@ -105,6 +108,7 @@ TRANSIENT = frozenset(
         Failure.CONFLICT,
         Failure.ERROR,
         Failure.SCALE_FAILED,
+        Failure.INSUFFICIENT_CAPACITY,
     }
 )
 """A registry or backend that is down, a runner that did not start, a secret not yet written."""

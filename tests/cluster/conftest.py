@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from plnt.apiserver import pki
 from plnt.processes.ports import free_port
@@ -41,6 +42,19 @@ WORKER_USER = "system:serviceaccount:plnt-system:plnt-worker"
 PLNT_KINDS = ("workflowruns", "plntbackends")
 HELM_STORAGE = "secret"
 """Where the worker's Helm keeps releases: Secrets in the run's namespace, as the CLI does."""
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+RUNNER_VALUES = {
+    "gpuClasses": {
+        gpu: {
+            "resources": {"limits": {"nvidia.com/gpu": count}},
+            "nodeSelector": {"plnt.work/pool": "gpu"},
+            "tolerations": [GPU_TOLERATION],
+        }
+        for gpu, count in (("t4", 1), ("a100x2", 2))
+    }
+}
+"""What every runner release shares (`--runner-values`): one class the GPU node can
+hold (one GPU) and one it cannot (two)."""
 NODES = (
     kubelet.node("cpu-1", labels={"plnt.work/pool": "cpu"}),
     kubelet.node("cpu-2", labels={"plnt.work/pool": "cpu"}),
@@ -74,7 +88,8 @@ def grant_plnt_identities(cluster: standin.KubeStandIn) -> dict[str, str]:
         Rule(("create", "patch"), user=worker, api_groups=("",), resources=("events",)),
         Rule(("*",), user=worker, api_groups=("", "apps", "discovery.k8s.io", "autoscaling",
              "networking.k8s.io", "policy", "monitoring.coreos.com"),
-             resources=("deployments", "deployments/scale", "services", "pods", "configmaps",
+             resources=("deployments", "deployments/scale", "services", "pods", "nodes",
+                        "configmaps",
                         "secrets", "endpointslices", "horizontalpodautoscalers", "ingresses",
                         "poddisruptionbudgets", "servicemonitors")),
     ):  # fmt: skip
@@ -152,12 +167,18 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "plnt serve",
         )  # fmt: skip
         chart = str(Path(__file__).resolve().parents[2] / "charts" / "workflow-runner")
+        runner_values = directory / "runner-values.yaml"
+        runner_values.write_text(yaml.safe_dump(RUNNER_VALUES))
         worker = WorkerProcess(
             temporal.address,
             worker_config,
             state,
-            extra_args=("--runner-chart", chart, "--helm-storage-driver", HELM_STORAGE),
-        )
+            extra_args=(
+                "--runner-chart", chart,
+                "--runner-values", str(runner_values),
+                "--helm-storage-driver", HELM_STORAGE,
+            ),
+        )  # fmt: skip
         kube.start_kubelet(NODES)
         try:
             serve.start()

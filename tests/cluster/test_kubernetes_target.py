@@ -98,3 +98,57 @@ def test_a_kubernetes_run_becomes_ready_invokes_scales_and_leaves_nothing_when_d
     wait_for(lambda: objects(admin, namespace, uid) == [], timeout=60, message="nothing left")
     left = admin.run("get", "secrets", "-n", namespace, "-l", "owner=helm", "-o", "name")
     assert left.stdout.strip() == ""
+
+
+def gpu_backend(namespace: str, gpu_class: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "plnt.work/v1",
+        "kind": "PlntBackend",
+        "metadata": {"name": f"echo-{gpu_class}", "namespace": namespace},
+        "spec": {"type": "echo", "gpuClass": gpu_class, "models": ["echo-1"]},
+    }
+
+
+def test_a_gpu_class_no_pool_can_hold_fails_before_anything_is_installed(
+    cluster: Cluster, namespace: str, user: Kubectl, admin: Kubectl
+) -> None:
+    user.run("apply", "-f", "-", input=yaml.safe_dump(gpu_backend(namespace, "a100x2")))
+    ref, digest = published(cluster, "32")
+    manifest = run_manifest("big", ref, digest)
+    manifest["spec"].update(target="kubernetes", gpuClass="a100x2")
+    user.run("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(manifest))
+
+    def refused() -> dict[str, Any] | None:
+        status = status_of(user, namespace, "big")
+        ready = {c["type"]: c for c in status.get("conditions") or []}.get("Ready")
+        return ready if ready and ready["reason"] == "InsufficientCapacity" else None
+
+    ready = wait_for(refused, timeout=90, message="Ready False, InsufficientCapacity")
+    assert ready["status"] == "False"
+    message = ready["message"]
+    assert message.startswith(
+        "gpu class 'a100x2' needs cpu: 100m, memory: 128Mi, nvidia.com/gpu: 2"
+    )
+    assert "the best pool 'gpu' fits 0 (free " in message and "nvidia.com/gpu: 1)" in message
+    uid = json.loads(user.run("get", "-n", namespace, "wfr", "big", "-o", "json").stdout)[
+        "metadata"
+    ]["uid"]
+    assert objects(admin, namespace, uid) == []
+    user.run("delete", "-n", namespace, "wfr/big", "--timeout=120s")
+
+
+def test_a_gpu_class_the_gpu_pool_holds_runs_its_pod_on_the_gpu_node(
+    cluster: Cluster, namespace: str, user: Kubectl, admin: Kubectl
+) -> None:
+    user.run("apply", "-f", "-", input=yaml.safe_dump(gpu_backend(namespace, "t4")))
+    ref, digest = published(cluster, "33")
+    manifest = run_manifest("small", ref, digest)
+    manifest["spec"].update(target="kubernetes", gpuClass="t4")
+    user.run("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(manifest))
+    user.run("wait", "-n", namespace, "--for=condition=Ready", "wfr/small", "--timeout=150s")
+    pods = json.loads(
+        admin.run("get", "pods", "-n", namespace, "-l", "app.kubernetes.io/instance=small-r1",
+                  "-o", "json").stdout
+    )["items"]  # fmt: skip
+    assert [pod["spec"]["nodeName"] for pod in pods] == ["gpu-1"]
+    user.run("delete", "-n", namespace, "wfr/small", "--timeout=120s")

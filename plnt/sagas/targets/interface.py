@@ -29,6 +29,10 @@ class InstallFailed(TargetError):
     """Replicas of a revision did not become ready."""
 
 
+class InsufficientCapacity(TargetError):
+    """No pool has room for the revision's replicas; nothing was installed."""
+
+
 class CredentialsMissing(TargetError):
     """The backend's credentials reference names a secret the target cannot find."""
 

@@ -22,7 +22,7 @@ from typing import Any
 from plnt.kube.errors import ClusterError
 from plnt.kube.releases import HelmReleases
 from plnt.kube.workloads import Object, Workloads
-from plnt.sagas.targets import interface, runners
+from plnt.sagas.targets import capacity, interface, runners
 
 Heartbeat = Callable[[Any], None] | None
 
@@ -66,6 +66,22 @@ def pod_causes(pods: list[Object]) -> tuple[list[str], bool]:
     return causes, fatal
 
 
+def _pod_of(values: dict[str, Any]) -> capacity.Pod:
+    """What one runner pod asks for and where it may run: the chart's base resources,
+    node selector and tolerations with the GPU class's merged over them (as the chart's
+    Deployment template merges them)."""
+    gpu = (values.get("gpuClasses") or {}).get(values.get("gpuClass") or "") or {}
+    resources: dict[str, dict[str, Any]] = {}
+    for source in (values.get("resources") or {}, gpu.get("resources") or {}):
+        for kind in ("requests", "limits"):
+            resources.setdefault(kind, {}).update(source.get(kind) or {})
+    return capacity.Pod(
+        requests=capacity.requests_of(resources),
+        node_selector={**(values.get("nodeSelector") or {}), **(gpu.get("nodeSelector") or {})},
+        tolerations=(*(values.get("tolerations") or []), *(gpu.get("tolerations") or [])),
+    )
+
+
 class KubernetesTarget:
     """Runner revisions as Helm releases in the run's namespace (see the module docstring)."""
 
@@ -78,7 +94,9 @@ class KubernetesTarget:
         settings: dict[str, Any] | None = None,
         ready_timeout: float = 300.0,
         poll_interval: float = 0.5,
+        pool_label: str = capacity.POOL_LABEL,
     ) -> None:
+        self.pool_label = pool_label
         self.releases = releases
         self.workloads = workloads
         self.chart = chart
@@ -95,12 +113,40 @@ class KubernetesTarget:
         except ValueError as error:
             raise interface.InstallFailed(f"release {name}: {error}") from error
         try:
+            if await self.workloads.deployment(revision.run.namespace, name) is None:
+                await self._check_capacity(values, revision.replicas)
             await self.releases.apply(
                 self.chart, namespace=revision.run.namespace, name=name, values=values
             )
         except ClusterError as error:
             raise interface.InstallFailed(str(error)) from error
         return await self._ready(revision, name, heartbeat)
+
+    async def _check_capacity(self, values: dict[str, Any], replicas: int) -> None:
+        """Refuse, before anything exists, a revision no pool has room for."""
+        pod = _pod_of(values)
+        if replicas < 1 or not pod.requests:
+            return
+        found = capacity.pools(
+            await self.workloads.nodes(),
+            await self.workloads.scheduled_pods(),
+            pod,
+            label=self.pool_label,
+        )
+        if found and found[0].fits >= replicas:
+            return
+        gpu = values.get("gpuClass") or ""
+        what = f"gpu class {gpu!r}" if gpu else "the runner"
+        needs = capacity.describe(pod.requests)
+        if not found:
+            room = "no node matches its node selector and tolerates it"
+        else:
+            best = found[0]
+            free = {k: v for k, v in best.free.items() if k in pod.requests}
+            room = f"the best pool {best.name!r} fits {best.fits} (free {capacity.describe(free)})"
+        raise interface.InsufficientCapacity(
+            f"{what} needs {needs} per replica for {replicas} replica(s); {room}"
+        )
 
     async def scale(
         self, revision: interface.Revision, *, heartbeat: Heartbeat = None
