@@ -152,3 +152,41 @@ def test_a_gpu_class_the_gpu_pool_holds_runs_its_pod_on_the_gpu_node(
     )["items"]  # fmt: skip
     assert [pod["spec"]["nodeName"] for pod in pods] == ["gpu-1"]
     user.run("delete", "-n", namespace, "wfr/small", "--timeout=120s")
+
+
+def test_a_second_revision_canaries_and_promotes_and_a_failing_smoke_keeps_it_serving(
+    cluster: Cluster, namespace: str, user: Kubectl, admin: Kubectl, tmp_path: Path
+) -> None:
+    def apply(tag: str, **spec: Any) -> None:
+        ref, digest = published(cluster, tag)
+        manifest = run_manifest("canaried", ref, digest)
+        manifest["spec"].update(target="kubernetes", **spec)
+        user.run("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(manifest))
+
+    def settled_at(revision: int, generation: int) -> dict[str, Any] | None:
+        status = status_of(user, namespace, "canaried")
+        progressing = {c["type"]: c for c in status.get("conditions") or []}.get("Progressing")
+        done = progressing is not None and progressing["status"] == "False"
+        ok = done and status.get("observedGeneration") == generation
+        return status if ok and status.get("revision") == revision else None
+
+    apply("41")
+    wait_for(lambda: settled_at(1, 1), timeout=120, message="revision 1")
+    apply("42")
+    status = wait_for(lambda: settled_at(2, 2), timeout=120, message="revision 2 promoted")
+    assert [entry["revision"] for entry in status["history"]] == [1, 2]
+    releases = admin.run("get", "deployments", "-n", namespace, "-o", "name").stdout.split()
+    assert releases == ["deployment.apps/canaried-r2"]  # revision 1's release is gone
+
+    failing = {"smoke": {"input": {"topic": "x"}, "expect": {"equals": "never this"}}}
+    apply("43", canary=failing)
+    status = wait_for(lambda: settled_at(2, 3), timeout=120, message="smoke failure rolled back")
+    degraded = {c["type"]: c for c in status["conditions"]}["Degraded"]
+    assert (degraded["status"], degraded["reason"]) == ("True", "SmokeFailed")
+    releases = admin.run("get", "deployments", "-n", namespace, "-o", "name").stdout.split()
+    assert releases == ["deployment.apps/canaried-r2"]  # the canary (revision 3) is removed
+    body = tmp_path / "input.json"
+    body.write_text(json.dumps({"inputs": {"topic": "still"}}))
+    path = f"/apis/plnt.work/v1/namespaces/{namespace}/workflowruns/canaried/invoke"
+    assert "still" in user.run("create", "--raw", path, "-f", str(body)).stdout
+    user.run("delete", "-n", namespace, "wfr/canaried", "--timeout=120s")
