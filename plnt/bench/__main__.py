@@ -2,6 +2,7 @@
 
     python -m plnt.bench apiserver --quick
     python -m plnt.bench saga --deploys 5 --duration 2
+    python -m plnt.bench deploys --kubeconfig K --ref R --digest D --target kubernetes
 
 Each subcommand's flags are its own (`python -m plnt.bench saga --help`); this module
 only picks the command, so neither pays for the other's imports.
@@ -12,7 +13,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-USAGE = "usage: python -m plnt.bench {apiserver,saga} [flags]  (--help after one for its flags)"
+USAGE = (
+    "usage: python -m plnt.bench {apiserver,saga,deploys} [flags]  (--help after one for its flags)"
+)
 
 
 def _apiserver(argv: Sequence[str]) -> int:
@@ -21,13 +24,23 @@ def _apiserver(argv: Sequence[str]) -> int:
     return apiserver_command.main(argv)
 
 
+def _deploys(argv: Sequence[str]) -> int:
+    from plnt.bench import deploys_command
+
+    return deploys_command.main(argv)
+
+
 def _saga(argv: Sequence[str]) -> int:
     from plnt.bench import saga_command
 
     return saga_command.main(argv)
 
 
-COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {"apiserver": _apiserver, "saga": _saga}
+COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
+    "apiserver": _apiserver,
+    "saga": _saga,
+    "deploys": _deploys,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

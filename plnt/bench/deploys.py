@@ -25,13 +25,13 @@ from plnt.client.transport import WatchEvent
 BenchError = harness.BenchError
 
 
-def workflowrun(name: str, *, ref: str, digest: str) -> dict[str, Any]:
+def workflowrun(name: str, *, ref: str, digest: str, target: str = "local") -> dict[str, Any]:
     """A WorkflowRun of the published spec on the built-in echo backend, one replica."""
     return {
         "apiVersion": "plnt.work/v1",
         "kind": "WorkflowRun",
         "metadata": {"name": name},
-        "spec": {"workflow": {"ref": ref, "digest": digest}, "replicas": 1},
+        "spec": {"workflow": {"ref": ref, "digest": digest}, "replicas": 1, "target": target},
     }
 
 
@@ -63,12 +63,13 @@ async def deploy_once(
     namespace: str,
     ref: str,
     digest: str,
+    target: str = "local",
     within: float = 120.0,
 ) -> tuple[float, dict[str, Any]]:
     """Create a run and watch it until Ready; (seconds from create sent, the Ready object)."""
     began = time.perf_counter()
     created = await client.create_workflowrun(
-        workflowrun(name, ref=ref, digest=digest), namespace=namespace
+        workflowrun(name, ref=ref, digest=digest, target=target), namespace=namespace
     )
     latest: dict[str, Any] = created
     try:

@@ -102,4 +102,4 @@ def test_python_m_plnt_bench_names_its_commands_when_given_none_it_knows() -> No
         cwd=REPO,
     )
     assert result.returncode == 2
-    assert "{apiserver,saga}" in result.stderr
+    assert "{apiserver,saga,deploys}" in result.stderr

@@ -9,6 +9,8 @@ runner endpoints from EndpointSlices; the simulated kubelet runs each pod as a r
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -190,3 +192,25 @@ def test_a_second_revision_canaries_and_promotes_and_a_failing_smoke_keeps_it_se
     path = f"/apis/plnt.work/v1/namespaces/{namespace}/workflowruns/canaried/invoke"
     assert "still" in user.run("create", "--raw", path, "-f", str(body)).stdout
     user.run("delete", "-n", namespace, "wfr/canaried", "--timeout=120s")
+
+
+def test_the_deploys_benchmark_times_apply_to_ready_on_the_kubernetes_target(
+    cluster: Cluster, namespace: str, user: Kubectl
+) -> None:
+    ref, digest = published(cluster, "51")
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "plnt.bench", "deploys",
+            "--kubeconfig", str(user.kubeconfig), "--namespace", namespace,
+            "--ref", ref, "--digest", digest, "--target", "kubernetes", "--deploys", "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "apply → Ready, target kubernetes, 2 deploys:"
+    p50 = float(lines[1].split()[1])
+    assert 0 < p50 < 300
