@@ -60,8 +60,8 @@ async def run(args: argparse.Namespace) -> list[float]:
 def report(seconds: Sequence[float], *, target: str) -> str:
     lines = [
         f"apply → Ready, target {target}, {len(seconds)} deploys:",
-        f"  p50 {harness.percentile(seconds, 50):.2f} s, "
-        f"p90 {harness.percentile(seconds, 90):.2f} s, max {max(seconds):.2f} s",
+        f"  p50 {harness.percentile(seconds, 0.5):.2f} s, "
+        f"p90 {harness.percentile(seconds, 0.9):.2f} s, max {max(seconds):.2f} s",
     ]
     return "\n".join(lines)
 

@@ -103,3 +103,13 @@ def test_python_m_plnt_bench_names_its_commands_when_given_none_it_knows() -> No
     )
     assert result.returncode == 2
     assert "{apiserver,saga,deploys}" in result.stderr
+
+
+def test_the_deploys_report_gives_the_median_and_the_90th_percentile_by_nearest_rank() -> None:
+    from plnt.bench import deploys_command
+
+    text = deploys_command.report([float(n) for n in range(1, 11)], target="local")
+    assert text.splitlines() == [
+        "apply → Ready, target local, 10 deploys:",
+        "  p50 5.00 s, p90 9.00 s, max 10.00 s",
+    ]
