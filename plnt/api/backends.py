@@ -37,22 +37,53 @@ class PlntBackendSpec(WireModel):
     )
     models: list[str] = Field(default_factory=list, description="Models the backend serves.")
     gpu_class: str | None = Field(default=None, description="GPU class, e.g. a100, l4, cpu.")
-    pool: str | None = Field(default=None, description="Pool name for grouping.")
+    pool: str | None = Field(
+        default=None,
+        description="Pool the backend belongs to; a run that asks for a pool "
+        "(spec.backend.pool) is placed only on backends of that pool.",
+    )
     capacity: BackendCapacity | None = Field(default=None, description="Capacity limits.")
     credentials_ref: SecretKeyReference | None = Field(
         default=None, description="Where the API key is kept."
     )
+    metrics_endpoint: str | None = Field(
+        default=None,
+        description="URL of a Prometheus metrics endpoint beside the backend (e.g. a DCGM "
+        "exporter, http://gpu-node:9400/metrics): the prober reads GPU utilisation and "
+        "framebuffer use there for status.gpuHeadroom.",
+    )
 
 
 class PlntBackendStatus(WireModel):
-    """Observed state of a PlntBackend, written by the prober."""
+    """Observed state of a PlntBackend, written by the prober (null: not known)."""
 
-    reachable: bool | None = None
-    queue_depth: int | None = None
-    in_flight: int | None = None
-    gpu_headroom: int | None = None
-    last_probe_time: str | None = None
-    conditions: list[Condition] | None = None
+    reachable: bool | None = Field(
+        default=None, description="Whether the API answered the last probe (GET /models)."
+    )
+    latency_milliseconds: int | None = Field(
+        default=None, description="How long the last reachability probe took."
+    )
+    queue_depth: int | None = Field(
+        default=None, description="Requests waiting, as the backend last reported (vllm)."
+    )
+    in_flight: int | None = Field(
+        default=None, description="Requests running, as the backend last reported (vllm)."
+    )
+    gpu_headroom: int | None = Field(
+        default=None,
+        description="GPUs with room: below 90% utilisation and 90% framebuffer use (see "
+        "docs/sagas.md); 0 when the vLLM KV cache is 90% full; null when nothing says.",
+    )
+    kv_cache_usage: float | None = Field(
+        default=None, description="vLLM's KV-cache usage (0..1), the fullest model's."
+    )
+    loaded_models: list[str] | None = Field(
+        default=None, description="Models loaded in memory (ollama's GET /api/ps)."
+    )
+    last_probe_time: str | None = Field(default=None, description="When the last probe ran.")
+    conditions: list[Condition] | None = Field(
+        default=None, description="Probed: True (Fresh) or False (Stale, with the age)."
+    )
 
 
 class PlntBackend(WireModel):

@@ -67,6 +67,10 @@ class BackendSelection(WireModel):
         description="Pick, among matching PlntBackends, the one with the most headroom.",
     )
     model: str | None = Field(default=None, description="Model to request from the backend.")
+    pool: str | None = Field(
+        default=None,
+        description="Place only on PlntBackends whose spec.pool is this pool.",
+    )
 
 
 class SmokeTest(WireModel):

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from plnt.sagas.starter import TemporalConnection
 
 TASK_QUEUE = "plnt-deploy"  # plnt.sagas.values.TASK_QUEUE, without importing the SDK here
+PROBE_INTERVAL = 30.0  # plnt.sagas.placement.DEFAULT_PROBE_INTERVAL, likewise
 
 
 def register(app: typer.Typer) -> None:
@@ -78,6 +79,15 @@ def worker(
     helm_storage_driver: Annotated[
         str, typer.Option("--helm-storage-driver", help="Where Helm keeps releases.")
     ] = "secret",
+    probe_interval: Annotated[
+        float,
+        typer.Option(
+            "--probe-interval",
+            min=0.0,
+            help="Seconds between probes of every PlntBackend's reachability and load "
+            "(0: probe only when a deploy resolves its backend).",
+        ),
+    ] = PROBE_INTERVAL,
     *,
     temporal: TemporalOptions,
 ) -> None:
@@ -107,7 +117,16 @@ def worker(
         if runner_chart
         else None
     )
-    code = asyncio.run(_run(api, connection, state_dir.expanduser().resolve(), task_queue, cluster))
+    code = asyncio.run(
+        _run(
+            api,
+            connection,
+            state_dir.expanduser().resolve(),
+            task_queue,
+            cluster,
+            probe_interval=probe_interval,
+        )
+    )
     exit_now(code)
 
 
@@ -127,6 +146,8 @@ async def _run(
     state_dir: Path,
     task_queue: str,
     cluster: Cluster | None,
+    *,
+    probe_interval: float,
 ) -> int:
     from plnt.kube.errors import ClusterError
     from plnt.sagas import worker as saga_worker
@@ -160,5 +181,7 @@ async def _run(
                 return int(exits.Code.UNAVAILABLE)
         activities = saga_worker.local_activities(api, state_dir, kubernetes=kubernetes)
         print(f"plnt worker polling {task_queue} on {connection.address}", flush=True)
-        await saga_worker.run_until(client, activities, stop, task_queue=task_queue)
+        await saga_worker.run_until(
+            client, activities, stop, task_queue=task_queue, probe_interval=probe_interval
+        )
     return 0

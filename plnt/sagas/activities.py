@@ -13,6 +13,7 @@ that sagas which began before typed inputs still schedule.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -179,24 +180,48 @@ class DeployActivities:
     async def resolve(self, request: v.ResolveRequest) -> v.Resolved:
         """The backend for model steps: by name, or the matching one with most headroom.
 
-        A run that names no backend and selects none gets the built-in echo backend.
+        A run that names no backend, selects none and asks for no pool or GPU class gets
+        the built-in echo backend.
         """
+        return await self._resolve(request, pool=await self._requested_pool())
+
+    async def _requested_pool(self) -> str | None:
+        """`spec.backend.pool` of the run being deployed.
+
+        `ResolveRequest` (built by workflow code) does not carry the pool, so it is read
+        from the run the workflow id names; a run that is gone or was recreated asks for
+        none. A newer generation's pool is the one it wants anyway.
+        """
+        kind, _, rest = (activity.info().workflow_id or "").partition("/")
+        parts = rest.split("/")
+        if kind != "workflowrun" or len(parts) != 3:
+            return None
+        obj = await self._current(v.RunRef(*parts))
+        selection = ((obj or {}).get("spec") or {}).get("backend") or {}
+        pool = selection.get("pool")
+        return str(pool) if pool else None
+
+    async def _resolve(self, request: v.ResolveRequest, *, pool: str | None) -> v.Resolved:
         attempt = activity.info().attempt
-        if not request.name and request.selector is None and not request.gpu_class:
+        if not (request.name or request.selector is not None or request.gpu_class or pool):
             return v.Resolved(v.Backend(type="echo", model=request.model), attempt)
         listed = await self.api.list_backends(namespace=request.namespace)
         backends = await backend_probes.probe_all(self._http(), self.api, listed)
         try:
-            chosen = placement.choose(
+            choice = placement.choose(
                 backends,
                 name=request.name,
                 selector=request.selector,
                 gpu_class=request.gpu_class,
                 model=request.model,
+                pool=pool,
+                now=datetime.now(UTC),
+                stale_after=placement.STALE_AFTER_INTERVALS * placement.DEFAULT_PROBE_INTERVAL,
             )
         except placement.NoBackend as error:
             # Retried a few times by the policy (a backend may be created just after the run).
             raise _fail(Failure.NO_BACKEND, str(error), retryable=True) from error
+        chosen = choice.backend
         spec = chosen.get("spec") or {}
         models = spec.get("models") or []
         credentials = spec.get("credentialsRef") or {}
@@ -210,7 +235,8 @@ class DeployActivities:
                 secret_key=credentials.get("key"),
             ),
             attempt,
-            headroom=placement.headroom(chosen),
+            headroom=choice.headroom,
+            explanation=choice.explanation(),
         )
 
     # Sagas recorded before typed inputs schedule these names with positional arguments.
@@ -225,14 +251,15 @@ class DeployActivities:
         self, namespace: str, selection: dict[str, Any], gpu_class: str | None
     ) -> v.Resolved:
         """`resolve-backend`, as scheduled by sagas that began before typed activity inputs."""
-        return await self.resolve(
+        return await self._resolve(
             v.ResolveRequest(
                 namespace=namespace,
                 name=selection.get("name"),
                 selector=selection.get("selector"),
                 model=selection.get("model"),
                 gpu_class=gpu_class,
-            )
+            ),
+            pool=selection.get("pool") or None,
         )
 
     # -- replicas -------------------------------------------------------------------

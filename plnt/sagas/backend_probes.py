@@ -1,56 +1,244 @@
-"""Probing PlntBackends at resolve time, and writing what was found to their status.
+"""Probing PlntBackends, and writing what was found to their status.
 
-Placement must not choose a backend that does not answer; probing when a deploy
-resolves its backend means it never trusts a stale status. Each backend with an
-endpoint is asked whether it is up (and a `vllm` server for its load); the result is
-written to the backend's status through the API (best effort: a failed write is
-logged, the probe still counts) and returned merged into the object placement reads.
+Two callers: the resolve activity probes the namespace's backends when a deploy
+resolves its backend (so placement never trusts an old status), and `Prober`, run by
+each worker, probes every PlntBackend of every namespace every interval (so
+`kubectl get pb -o wide` shows live load and latency without any deploy). A probe asks a
+backend with an endpoint whether its API is up (`GET {endpoint}/models`, timed) and, by
+type and spec, for its load:
+
+* vllm: `GET {root}/metrics`, the scheduler gauges (running, waiting) and the KV-cache
+  usage (`vllm:gpu_cache_usage_perc`, `vllm:kv_cache_usage_perc` in newer releases);
+* ollama: `GET {root}/api/ps`, the models held in memory. ollama reports no count of
+  requests running or waiting, so its `inFlight`/`queueDepth` stay unknown (null);
+* `spec.metricsEndpoint` (any type): a DCGM exporter's `DCGM_FI_DEV_GPU_UTIL` and
+  `DCGM_FI_DEV_FB_USED`/`DCGM_FI_DEV_FB_FREE` per GPU, for `gpuHeadroom`.
+
+`gpuHeadroom` is the number of GPUs the metrics endpoint reports below 90% utilisation
+and below 90% framebuffer use; 0 when vLLM's KV cache is at least 90% full (the server
+admits no more sequences, whatever the GPUs do); the declared `capacity.gpus` when only
+the KV cache is known and has room; null when nothing says. Unknown is written as null,
+never as a made-up 0 and never left over from an older probe.
+
+The status is written through the API's status subresource as a merge patch without a
+resourceVersion: several workers probing at once is harmless, because each write is a
+complete measurement stamped with its own `lastProbeTime`, the fields are observations
+(no counter is incremented, nothing is read-modify-written but the `Probed` condition,
+which every writer computes the same way), and the last write wins with a measurement
+at most one round old. A failed write is logged; the probe still counts for the caller.
+
 Activity-side code: I/O through aiohttp and `plnt.client`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
 
-from plnt.api.meta import now_rfc3339
+from plnt.api.meta import format_time, now_rfc3339
 from plnt.client import errors as client_errors
 from plnt.client import transport
 from plnt.client.clients import PlntClient
-from plnt.sagas import probing
+from plnt.sagas import placement, probing
 
 log = logging.getLogger("plnt.sagas")
+
+BUSY_PERCENT = 90.0
+"""A GPU at or above this utilisation (DCGM_FI_DEV_GPU_UTIL) has no room."""
+
+FULL_FRACTION = 0.9
+"""A GPU whose framebuffer, or a vLLM server whose KV cache, is this full has no room."""
+
+PROBED = "Probed"
+_CONCURRENT_PROBES = 16
+_PROBE_BUDGET = 15.0  # three requests of at most 3 s each, and the status write
+_KV_CACHE = ("vllm:gpu_cache_usage_perc", "vllm:kv_cache_usage_perc")
+_DCGM_UTIL, _DCGM_USED, _DCGM_FREE = (
+    "DCGM_FI_DEV_GPU_UTIL",
+    "DCGM_FI_DEV_FB_USED",
+    "DCGM_FI_DEV_FB_FREE",
+)
+
+
+# -- what backends report (pure) ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU as a DCGM exporter reports it (None: that gauge is absent)."""
+
+    utilisation: float | None = None  # percent
+    used_mib: float | None = None
+    free_mib: float | None = None
+
+    def has_room(self) -> bool:
+        if self.utilisation is not None and self.utilisation >= BUSY_PERCENT:
+            return False
+        if self.used_mib is not None and self.free_mib is not None:
+            total = self.used_mib + self.free_mib
+            if total > 0 and self.used_mib / total >= FULL_FRACTION:
+                return False
+        return True
+
+
+def parse_dcgm(text: str) -> dict[str, Gpu]:
+    """The GPUs in a DCGM exporter's metrics text, keyed by host and UUID (or index)."""
+    fields = {_DCGM_UTIL: "utilisation", _DCGM_USED: "used_mib", _DCGM_FREE: "free_mib"}
+    found: dict[str, dict[str, float]] = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            field = fields.get(family.name)
+            if field is None:
+                continue
+            for sample in family.samples:
+                labels = sample.labels
+                gpu = labels.get("UUID") or labels.get("gpu") or labels.get("device") or "?"
+                found.setdefault(f"{labels.get('Hostname', '')}/{gpu}", {})[field] = sample.value
+    except ValueError:
+        return {}
+    return {key: Gpu(**values) for key, values in found.items()}
+
+
+def parse_kv_cache_usage(text: str) -> float | None:
+    """vLLM's KV-cache usage (0..1) of its fullest model, or None when not reported."""
+    values: list[float] = []
+    try:
+        for family in text_string_to_metric_families(text):
+            if family.name in _KV_CACHE:
+                values += [sample.value for sample in family.samples]
+    except ValueError:
+        return None
+    return max(values) if values else None
+
+
+def parse_ollama_ps(body: Any) -> list[str] | None:
+    """The models ollama holds in memory (`GET /api/ps`), or None for another answer."""
+    if not isinstance(body, dict) or not isinstance(body.get("models"), list):
+        return None
+    return sorted(
+        str(entry.get("name") or entry.get("model"))
+        for entry in body["models"]
+        if isinstance(entry, dict) and (entry.get("name") or entry.get("model"))
+    )
+
+
+def gpu_headroom(
+    gpus: Mapping[str, Gpu] | None, kv_cache_usage: float | None, *, declared: int
+) -> int | None:
+    """GPUs with room (see the module docstring); None when nothing measured says."""
+    if kv_cache_usage is not None and kv_cache_usage >= FULL_FRACTION:
+        return 0
+    if gpus:
+        return sum(1 for gpu in gpus.values() if gpu.has_room())
+    if kv_cache_usage is not None and declared > 0:
+        return declared
+    return None
+
+
+def probed_condition(
+    previous: list[dict[str, Any]] | None, *, fresh: bool, message: str, now: datetime
+) -> list[dict[str, Any]]:
+    """The conditions with `Probed` set; its transition time moves only when it flips."""
+    status = "True" if fresh else "False"
+    others = [c for c in previous or [] if c.get("type") != PROBED]
+    old = next((c for c in previous or [] if c.get("type") == PROBED), None)
+    since = old.get("lastTransitionTime") if old and old.get("status") == status else None
+    condition = {
+        "type": PROBED,
+        "status": status,
+        "reason": "Fresh" if fresh else "Stale",
+        "message": message,
+        "lastTransitionTime": since or format_time(now),
+    }
+    return [*others, condition]
+
+
+# -- probing (I/O) --------------------------------------------------------------------
+
+
+async def measure(http: aiohttp.ClientSession, backend: Mapping[str, Any]) -> dict[str, Any]:
+    """A status from probing `backend` now (every measured field; unknown as None), with
+    the reachability probe's words under "probe". Empty for echo or no endpoint."""
+    spec = backend.get("spec") or {}
+    if spec.get("type") == "echo" or not spec.get("endpoint"):
+        return {}
+    endpoint = str(spec["endpoint"])
+    up = await probing.check_reachable(http, endpoint)
+    status: dict[str, Any] = {
+        "reachable": up.ok,
+        "latencyMilliseconds": up.milliseconds,
+        "lastProbeTime": now_rfc3339(),
+        "inFlight": None,
+        "queueDepth": None,
+        "kvCacheUsage": None,
+        "gpuHeadroom": None,
+        "loadedModels": None,
+        "probe": up.detail,
+    }
+    kv_cache: float | None = None
+    if up.ok and spec.get("type") == "vllm":
+        text, _ = await probing.fetch_text(http, probing.metrics_url(endpoint))
+        load = probing.parse_vllm_load(text) if text is not None else None
+        if load is not None:
+            status["inFlight"], status["queueDepth"] = load.in_flight, load.queue_depth
+        kv_cache = parse_kv_cache_usage(text) if text is not None else None
+        status["kvCacheUsage"] = kv_cache
+    if up.ok and spec.get("type") == "ollama":
+        status["loadedModels"] = await _ollama_models(http, endpoint)
+    gpus = None
+    if spec.get("metricsEndpoint"):
+        text, detail = await probing.fetch_text(http, str(spec["metricsEndpoint"]))
+        gpus = parse_dcgm(text) if text is not None else None
+        if text is None:
+            log.info("GPU metrics of %s: %s", _name(backend), detail)
+    declared = int((spec.get("capacity") or {}).get("gpus") or 0)
+    status["gpuHeadroom"] = gpu_headroom(gpus, kv_cache, declared=declared)
+    return status
+
+
+async def _ollama_models(http: aiohttp.ClientSession, endpoint: str) -> list[str] | None:
+    text, _ = await probing.fetch_text(http, probing.ollama_ps_url(endpoint))
+    try:
+        return parse_ollama_ps(json.loads(text)) if text is not None else None
+    except ValueError:
+        return None
+
+
+async def probe_and_record(
+    http: aiohttp.ClientSession, api: PlntClient, backend: dict[str, Any]
+) -> dict[str, Any]:
+    """Probe `backend`, write the result to its status, and return the backend with the
+    result merged in (unknown fields dropped) as placement reads it."""
+    measured = await measure(http, backend)
+    if not measured:
+        return backend
+    probe = measured.pop("probe")
+    old = backend.get("status") or {}
+    message = f"{probe} in {measured['latencyMilliseconds']} ms"
+    measured["conditions"] = probed_condition(
+        old.get("conditions"), fresh=True, message=message, now=datetime.now(UTC)
+    )
+    await _record(api, backend["metadata"], measured)
+    if not measured["reachable"]:
+        log.info("backend %s unreachable: %s", _name(backend), probe)
+    merged = {**old, **measured, "probe": probe}
+    return {**backend, "status": {key: value for key, value in merged.items() if value is not None}}
 
 
 async def probe_all(
     http: aiohttp.ClientSession, api: PlntClient, backends: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """`backends` with `status.reachable` (and a vllm server's load) from a probe made now."""
-    return list(await asyncio.gather(*(_probe(http, api, backend) for backend in backends)))
-
-
-async def _probe(
-    http: aiohttp.ClientSession, api: PlntClient, backend: dict[str, Any]
-) -> dict[str, Any]:
-    spec = backend.get("spec") or {}
-    if spec.get("type") == "echo" or not spec.get("endpoint"):
-        return backend
-    endpoint = str(spec["endpoint"])
-    ok, detail = await probing.reachable(http, endpoint)
-    status: dict[str, Any] = {"reachable": ok, "lastProbeTime": now_rfc3339()}
-    if spec.get("type") == "vllm":
-        # Load unknown is written as unknown (null), never left stale.
-        load = (await probing.backend_load(http, endpoint))[0] if ok else None
-        status["inFlight"] = None if load is None else load.in_flight
-        status["queueDepth"] = None if load is None else load.queue_depth
-    await _record(api, backend["metadata"], status)
-    if not ok:
-        log.info("backend %s unreachable: %s", backend["metadata"]["name"], detail)
-    merged = {**(backend.get("status") or {}), **status, "probe": detail}
-    return {**backend, "status": {key: value for key, value in merged.items() if value is not None}}
+    """`backends`, each with the status a probe made now (see `probe_and_record`)."""
+    return list(await asyncio.gather(*(probe_and_record(http, api, b) for b in backends)))
 
 
 async def _record(api: PlntClient, meta: dict[str, Any], status: dict[str, Any]) -> None:
@@ -63,3 +251,96 @@ async def _record(api: PlntClient, meta: dict[str, Any], status: dict[str, Any])
         )
     except client_errors.ClientError as error:
         log.warning("could not record the probe of %s: %s", meta["name"], error)
+
+
+# -- the periodic prober --------------------------------------------------------------
+
+
+class Prober:
+    """Probes every PlntBackend of every namespace, one round every `interval` seconds.
+
+    A round that fails (the API down, say) is logged and the next goes on. A backend
+    whose probe fails or overruns its budget is logged, and once its status is older
+    than `placement.STALE_AFTER_INTERVALS` intervals it is marked `Probed=False`
+    (reason Stale, the age in the message); its next good probe sets `Probed=True`
+    (reason Fresh) again.
+    """
+
+    def __init__(self, api: PlntClient, http: aiohttp.ClientSession, *, interval: float) -> None:
+        self.api = api
+        self.http = http
+        self.interval = interval
+        self.rounds = 0
+
+    @property
+    def budget(self) -> float:
+        """Seconds one backend's probe and write may take before it counts as failed."""
+        return max(self.interval, _PROBE_BUDGET)
+
+    @property
+    def stale_after(self) -> float:
+        return placement.STALE_AFTER_INTERVALS * self.interval
+
+    async def run(self) -> None:
+        """Probe until cancelled."""
+        while True:
+            try:
+                await self.round()
+            except (client_errors.ClientError, aiohttp.ClientError, TimeoutError) as error:
+                log.warning("probing PlntBackends: %s", error)
+            except Exception:  # a bug must not end probing for the worker's lifetime
+                log.exception("probing PlntBackends failed")
+            self.rounds += 1
+            await asyncio.sleep(self.interval)  # the period itself, not a synchronisation
+
+    async def round(self) -> None:
+        """Probe every backend once, at most `_CONCURRENT_PROBES` at a time."""
+        backends = await self.api.list_backends(all_namespaces=True)
+        slots = asyncio.Semaphore(_CONCURRENT_PROBES)
+
+        async def one(backend: dict[str, Any]) -> None:
+            async with slots:
+                try:
+                    async with asyncio.timeout(self.budget):
+                        await probe_and_record(self.http, self.api, backend)
+                except Exception as error:
+                    log.warning("probing PlntBackend %s: %s", _name(backend), error)
+                    await self._mark_if_stale(backend)
+
+        await asyncio.gather(*(one(backend) for backend in backends))
+
+    async def _mark_if_stale(self, backend: dict[str, Any]) -> None:
+        now = datetime.now(UTC)
+        age = placement.status_age(backend, now)
+        if age is None or not placement.is_stale(age, self.stale_after):
+            return
+        message = (
+            f"last probed {placement.format_age(age)} ago "
+            f"(stale after {placement.format_age(self.stale_after)})"
+        )
+        old = (backend.get("status") or {}).get("conditions")
+        conditions = probed_condition(old, fresh=False, message=message, now=now)
+        with contextlib.suppress(Exception):
+            await _record(self.api, backend["metadata"], {"conditions": conditions})
+
+
+@contextlib.asynccontextmanager
+async def periodic(api: PlntClient, *, interval: float) -> AsyncIterator[Prober | None]:
+    """A `Prober` running in the background for the duration of the block (None and no
+    task for `interval` 0); cancelled and awaited on exit."""
+    if interval <= 0:
+        yield None
+        return
+    async with aiohttp.ClientSession() as http:
+        prober = Prober(api, http, interval=interval)
+        task = asyncio.create_task(prober.run(), name="plnt-backend-prober")
+        try:
+            yield prober
+        finally:
+            task.cancel()
+            await asyncio.wait([task])  # ends it without swallowing our own cancellation
+
+
+def _name(backend: Mapping[str, Any]) -> str:
+    meta = backend.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"

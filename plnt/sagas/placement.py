@@ -1,21 +1,60 @@
-"""Choosing a PlntBackend for a run: by name, or by selector and headroom.
+"""Choosing a PlntBackend for a run: by name, or by selector, pool and headroom.
 
 Pure functions over PlntBackend objects as the API serves them, so placement can be
-tested without a server. Headroom is `capacity.maxConcurrency - status.inFlight -
-status.queueDepth` (the load last probed; zero where a backend reports none);
-backends whose last probe found them unreachable are never chosen.
+tested without a server (the time is passed in). Headroom is `capacity.maxConcurrency
+- status.inFlight - status.queueDepth` (the load last probed; zero where a backend
+reports none). A status older than `STALE_AFTER_INTERVALS` probe intervals is stale:
+its load is unknown, neither free nor full, so a stale backend is chosen only when no
+freshly probed one has room. Placement never chooses a backend whose last probe found it
+unreachable, nor one with headroom 0 or less; among the rest, the most headroom wins
+(then the most `status.gpuHeadroom`, then the smallest name).
 
-Errors: `NoBackend` with a message that says what was asked and what exists.
+The result says why the winner won and why each other backend was passed over, in words
+short enough for a timeline line ("a (unreachable), b (headroom 0)").
+
+Errors: `NoBackend` with a message that says what was asked and why each backend that
+exists was refused.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+
+from plnt.api.meta import parse_time
+
+STALE_AFTER_INTERVALS = 3
+"""A status older than this many probe intervals no longer says what the backend does."""
+
+DEFAULT_PROBE_INTERVAL = 30.0
+"""Seconds between a worker's probes of every PlntBackend (`plnt worker --probe-interval`)."""
+
+_LISTED = 6  # names listed in an explanation before "and N more"
 
 
 class NoBackend(Exception):
     """No PlntBackend satisfies the run's selection."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The chosen backend, its headroom (None: load unknown), and who was passed over why."""
+
+    backend: Mapping[str, Any]
+    headroom: int | None
+    passed_over: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def name(self) -> str:
+        return _name(self.backend)
+
+    def explanation(self) -> str | None:
+        """`passed over: a (unreachable), b (headroom 0)`, or None when nothing was."""
+        if not self.passed_over:
+            return None
+        return "passed over: " + _listing(self.passed_over)
 
 
 def matches_selector(labels: Mapping[str, str], selector: Mapping[str, Any]) -> bool:
@@ -47,6 +86,32 @@ def headroom(backend: Mapping[str, Any]) -> int:
     return int(capacity) - busy
 
 
+def status_age(backend: Mapping[str, Any], now: datetime) -> float | None:
+    """Seconds since the backend was last probed (None: never, or an unreadable time)."""
+    stamp = (backend.get("status") or {}).get("lastProbeTime")
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return max(0.0, (now - parse_time(stamp)).total_seconds())
+    except ValueError:
+        return None
+
+
+def is_stale(age: float | None, stale_after: float | None) -> bool:
+    """Whether a status of this age no longer counts (never, without a probe interval)."""
+    return age is not None and stale_after is not None and stale_after > 0 and age > stale_after
+
+
+def format_age(seconds: float) -> str:
+    """`45s`, `4m05s`, `2h03m`: short enough for a condition or a timeline line."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
 def choose(
     backends: Sequence[Mapping[str, Any]],
     *,
@@ -54,45 +119,135 @@ def choose(
     selector: Mapping[str, Any] | None,
     gpu_class: str | None,
     model: str | None,
-) -> Mapping[str, Any]:
-    """The backend the run should use (see the module docstring)."""
+    pool: str | None = None,
+    now: datetime | None = None,
+    stale_after: float | None = None,
+) -> Placement:
+    """The backend the run should use, and why (see the module docstring).
+
+    `now` and `stale_after` (seconds) decide staleness; without them no status is stale.
+    """
     if name:
-        for backend in backends:
-            if backend.get("metadata", {}).get("name") == name:
-                status = backend.get("status") or {}
-                if status.get("reachable") is False:
-                    probe = status.get("probe") or "the last probe failed"
-                    raise NoBackend(f'PlntBackend "{name}" is unreachable: {probe}')
-                return backend
-        known = sorted(str(b.get("metadata", {}).get("name")) for b in backends)
-        raise NoBackend(
-            f'PlntBackend "{name}" not found; the namespace has '
-            + (", ".join(known) if known else "no PlntBackends")
-        )
-    candidates = []
+        return _by_name(backends, name, pool=pool, now=now, stale_after=stale_after)
+    fresh: list[tuple[Mapping[str, Any], int]] = []
+    unknown: list[tuple[Mapping[str, Any], str]] = []
+    refused: list[tuple[str, str]] = []
     for backend in backends:
-        spec = backend.get("spec") or {}
-        labels = backend.get("metadata", {}).get("labels") or {}
-        if selector is not None and not matches_selector(labels, selector):
+        why = _mismatch(backend, selector=selector, gpu_class=gpu_class, model=model, pool=pool)
+        if why is not None:
+            refused.append((_name(backend), why))
             continue
-        if gpu_class and spec.get("gpuClass") != gpu_class:
-            continue
-        if model and spec.get("models") and model not in spec["models"]:
+        age = status_age(backend, now) if now is not None else None
+        if is_stale(age, stale_after):
+            assert age is not None
+            unknown.append((backend, f"stale {format_age(age)}"))
             continue
         if (backend.get("status") or {}).get("reachable") is False:
+            refused.append((_name(backend), "unreachable"))
             continue
-        candidates.append(backend)
-    if not candidates:
-        wanted = [
-            part
-            for part in (
-                f"selector {dict(selector)}" if selector is not None else "",
-                f"gpuClass {gpu_class}" if gpu_class else "",
-                f"model {model}" if model else "",
-            )
-            if part
-        ]
-        what = " and ".join(wanted) or "any PlntBackend"
-        raise NoBackend(f"no reachable PlntBackend matches {what} ({len(backends)} exist)")
-    candidates.sort(key=lambda b: str(b.get("metadata", {}).get("name")))
-    return max(candidates, key=headroom)  # the first of equals: the smallest name
+        room = headroom(backend)
+        if room <= 0:
+            refused.append((_name(backend), f"headroom {room}"))
+            continue
+        fresh.append((backend, room))
+    fresh.sort(key=lambda pair: (-pair[1], -_gpu_headroom(pair[0]), _name(pair[0])))
+    unknown.sort(key=lambda pair: _name(pair[0]))
+    if fresh:
+        winner, room = fresh[0]
+        losers = [(_name(b), f"headroom {r}") for b, r in fresh[1:]]
+        losers += [(_name(b), why) for b, why in unknown]
+        return Placement(winner, room, _ordered(losers + refused))
+    if unknown:
+        winner = unknown[0][0]
+        losers = [(_name(b), why) for b, why in unknown[1:]]
+        return Placement(winner, None, _ordered(losers + refused))
+    wanted = [
+        part
+        for part in (
+            f"selector {dict(selector)}" if selector is not None else "",
+            f"pool {pool}" if pool else "",
+            f"gpuClass {gpu_class}" if gpu_class else "",
+            f"model {model}" if model else "",
+        )
+        if part
+    ]
+    what = " and ".join(wanted) or "any PlntBackend"
+    reasons = f": {_listing(_ordered(refused))}" if refused else ""
+    raise NoBackend(
+        f"no reachable PlntBackend with headroom matches {what} ({len(backends)} exist){reasons}"
+    )
+
+
+def _by_name(
+    backends: Sequence[Mapping[str, Any]],
+    name: str,
+    *,
+    pool: str | None,
+    now: datetime | None,
+    stale_after: float | None,
+) -> Placement:
+    """A named backend is used whatever its headroom, unless it is known to be down."""
+    for backend in backends:
+        if _name(backend) != name:
+            continue
+        spec = backend.get("spec") or {}
+        if pool and spec.get("pool") != pool:
+            raise NoBackend(f'PlntBackend "{name}" is in {_pool_of(spec)}, not pool {pool}')
+        status = backend.get("status") or {}
+        age = status_age(backend, now) if now is not None else None
+        if is_stale(age, stale_after):
+            return Placement(backend, None)
+        if status.get("reachable") is False:
+            probe = status.get("probe") or "the last probe failed"
+            raise NoBackend(f'PlntBackend "{name}" is unreachable: {probe}')
+        return Placement(backend, headroom(backend))
+    known = sorted(_name(b) for b in backends)
+    raise NoBackend(
+        f'PlntBackend "{name}" not found; the namespace has '
+        + (", ".join(known) if known else "no PlntBackends")
+    )
+
+
+def _mismatch(
+    backend: Mapping[str, Any],
+    *,
+    selector: Mapping[str, Any] | None,
+    gpu_class: str | None,
+    model: str | None,
+    pool: str | None,
+) -> str | None:
+    """Why the backend is not what the run asked for (None: it is)."""
+    spec = backend.get("spec") or {}
+    labels = backend.get("metadata", {}).get("labels") or {}
+    if selector is not None and not matches_selector(labels, selector):
+        return "labels do not match"
+    if pool and spec.get("pool") != pool:
+        return _pool_of(spec)
+    if gpu_class and spec.get("gpuClass") != gpu_class:
+        return f"gpuClass {spec.get('gpuClass') or 'none'}"
+    if model and spec.get("models") and model not in spec["models"]:
+        return f"no model {model}"
+    return None
+
+
+def _pool_of(spec: Mapping[str, Any]) -> str:
+    return f"pool {spec['pool']}" if spec.get("pool") else "no pool"
+
+
+def _gpu_headroom(backend: Mapping[str, Any]) -> int:
+    value = (backend.get("status") or {}).get("gpuHeadroom")
+    return int(value) if isinstance(value, int) else 0
+
+
+def _name(backend: Mapping[str, Any]) -> str:
+    return str(backend.get("metadata", {}).get("name"))
+
+
+def _ordered(pairs: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(pairs))
+
+
+def _listing(pairs: Sequence[tuple[str, str]]) -> str:
+    shown = ", ".join(f"{name} ({why})" for name, why in pairs[:_LISTED])
+    rest = len(pairs) - _LISTED
+    return shown + (f" and {rest} more" if rest > 0 else "")

@@ -78,19 +78,34 @@ async def run_smoke(
     return f"smoke passed on {len(endpoints)} replica(s)"
 
 
-async def reachable(session: aiohttp.ClientSession, endpoint: str) -> tuple[bool, str]:
-    """Whether an OpenAI-compatible API answers `GET {endpoint}/models`, and what it said.
+@dataclass(frozen=True)
+class Reachability:
+    """Whether a backend's API answered, what it said, and how long it took."""
+
+    ok: bool
+    detail: str
+    milliseconds: int
+
+
+async def check_reachable(session: aiohttp.ClientSession, endpoint: str) -> Reachability:
+    """Whether an OpenAI-compatible API answers `GET {endpoint}/models`, timed.
 
     Any HTTP answer below 500 means the server is up (401 just means it wants a key).
     """
     url = f"{endpoint.rstrip('/')}/models"
+    began = time.perf_counter()
     try:
         async with session.get(url, timeout=aiohttp.ClientTimeout(total=3)) as response:
-            if response.status < 500:
-                return True, f"GET {url}: HTTP {response.status}"
-            return False, f"GET {url}: HTTP {response.status}"
+            ok, detail = response.status < 500, f"GET {url}: HTTP {response.status}"
     except (aiohttp.ClientError, TimeoutError) as error:
-        return False, f"GET {url}: {error or type(error).__name__}"
+        ok, detail = False, f"GET {url}: {error or type(error).__name__}"
+    return Reachability(ok, detail, round((time.perf_counter() - began) * 1000.0))
+
+
+async def reachable(session: aiohttp.ClientSession, endpoint: str) -> tuple[bool, str]:
+    """`check_reachable` without the time: (up, what it said)."""
+    found = await check_reachable(session, endpoint)
+    return found.ok, found.detail
 
 
 @dataclass(frozen=True)
@@ -106,13 +121,25 @@ _RUNNING = "vllm:num_requests_running"
 _WAITING = "vllm:num_requests_waiting"
 
 
-def metrics_url(endpoint: str) -> str:
-    """vLLM serves Prometheus metrics at the server's root, beside the `/v1` API."""
+def server_root(endpoint: str) -> URL:
+    """The server an OpenAI-compatible `/v1` base URL belongs to (vLLM, ollama)."""
     url = URL(endpoint)
     path = url.path.rstrip("/")
     if path.endswith("/v1"):
         path = path[: -len("/v1")]
-    return str(url.with_path(f"{path}/metrics", encoded=False).with_query(None))
+    return url.with_path(path or "/", encoded=False).with_query(None)
+
+
+def metrics_url(endpoint: str) -> str:
+    """vLLM serves Prometheus metrics at the server's root, beside the `/v1` API."""
+    root = server_root(endpoint)
+    return str(root.with_path(f"{root.path.rstrip('/')}/metrics", encoded=False))
+
+
+def ollama_ps_url(endpoint: str) -> str:
+    """ollama lists the models it holds in memory at `GET /api/ps`, beside `/v1`."""
+    root = server_root(endpoint)
+    return str(root.with_path(f"{root.path.rstrip('/')}/api/ps", encoded=False))
 
 
 def parse_vllm_load(text: str) -> BackendLoad | None:
@@ -129,6 +156,17 @@ def parse_vllm_load(text: str) -> BackendLoad | None:
     return BackendLoad(round(totals[_RUNNING]), round(totals.get(_WAITING, 0.0)))
 
 
+async def fetch_text(session: aiohttp.ClientSession, url: str) -> tuple[str | None, str]:
+    """The body of `GET url` when it answers 200 (else None), and what was asked."""
+    try:
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=3)) as response:
+            if response.status != 200:
+                return None, f"GET {url}: HTTP {response.status}"
+            return await response.text(), f"GET {url}: ok"
+    except (aiohttp.ClientError, TimeoutError) as error:
+        return None, f"GET {url}: {error or type(error).__name__}"
+
+
 async def backend_load(
     session: aiohttp.ClientSession, endpoint: str
 ) -> tuple[BackendLoad | None, str]:
@@ -137,16 +175,11 @@ async def backend_load(
     None (load unknown, the declared capacity stands) when the metrics cannot be read;
     that alone never makes a backend unreachable.
     """
-    url = metrics_url(endpoint)
-    try:
-        async with session.get(url, timeout=aiohttp.ClientTimeout(total=3)) as response:
-            if response.status != 200:
-                return None, f"GET {url}: HTTP {response.status}"
-            text = await response.text()
-    except (aiohttp.ClientError, TimeoutError) as error:
-        return None, f"GET {url}: {error or type(error).__name__}"
+    text, detail = await fetch_text(session, metrics_url(endpoint))
+    if text is None:
+        return None, detail
     load = parse_vllm_load(text)
-    return load, f"GET {url}: " + ("no vLLM scheduler gauges" if load is None else "ok")
+    return load, detail if load is not None else detail[: -len("ok")] + "no vLLM scheduler gauges"
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:

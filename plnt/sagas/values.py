@@ -60,6 +60,8 @@ class Resolved:
     attempt: int = 1
     # Placement's measure when it chose among PlntBackends (None for the built-in echo).
     headroom: int | None = None
+    # Why the others lost: "passed over: a (unreachable), b (headroom 0)" (None: no others).
+    explanation: str | None = None
 
 
 @dataclass

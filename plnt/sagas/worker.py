@@ -21,7 +21,7 @@ from plnt.client.clients import PlntClient
 from plnt.kube import connecting
 from plnt.kube.releases import HelmReleases
 from plnt.kube.workloads import Workloads
-from plnt.sagas import deploy
+from plnt.sagas import backend_probes, deploy, placement
 from plnt.sagas import values as v
 from plnt.sagas.activities import DeployActivities
 from plnt.sagas.speccache import SpecCache
@@ -90,9 +90,14 @@ async def run_until(
     stop: asyncio.Event,
     *,
     task_queue: str = v.TASK_QUEUE,
+    probe_interval: float = placement.DEFAULT_PROBE_INTERVAL,
 ) -> None:
-    """Run a worker until `stop` is set, then shut it down (in-flight activities end)."""
+    """Run a worker until `stop` is set, then shut it down (in-flight activities end).
+
+    While it runs, every PlntBackend is probed every `probe_interval` seconds (0: never)
+    through the activities' API client; the prober stops before that client closes.
+    """
     worker = build(client, activities, task_queue=task_queue)
-    async with worker:
+    async with worker, backend_probes.periodic(activities.api, interval=probe_interval):
         await stop.wait()
     await activities.close()

@@ -11,6 +11,11 @@ from plnt.api.workflowruns import GROUP, VERSION
 from plnt.registry.definitions import PrinterColumn, ResourceDefinition, Subresource, lookup
 from plnt.registry.plntbackends.strategy import PlntBackendStrategy
 
+
+def _milliseconds(value: object) -> str | None:
+    return f"{value}ms" if isinstance(value, int) else None
+
+
 DEFINITION = ResourceDefinition(
     group=GROUP,
     version=VERSION,
@@ -48,6 +53,20 @@ DEFINITION = ResourceDefinition(
             "integer",
             "Requests waiting, as last probed.",
             lambda o: lookup(o, "status", "queueDepth"),
+            priority=1,
+        ),
+        PrinterColumn(
+            "Latency",
+            "string",
+            "Latency of the last reachability probe.",
+            lambda o: _milliseconds(lookup(o, "status", "latencyMilliseconds")),
+            priority=1,
+        ),
+        PrinterColumn(
+            "GPU-Headroom",
+            "integer",
+            "GPUs with room, as last probed (see docs/sagas.md).",
+            lambda o: lookup(o, "status", "gpuHeadroom"),
             priority=1,
         ),
         PrinterColumn(

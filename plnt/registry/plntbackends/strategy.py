@@ -1,10 +1,13 @@
-"""PlntBackend's rules beyond its schema: an endpoint where one is needed, a valid Secret key.
+"""PlntBackend's rules beyond its schema: an endpoint where one is needed, URLs that a
+prober can fetch, a valid Secret key.
 
 The credentials reference is held to kube's rules for Secret names and keys because in
 standalone mode they also name files (STATE/secrets/NAME/KEY).
 """
 
 from __future__ import annotations
+
+from urllib.parse import urlsplit
 
 from plnt.api import errors
 from plnt.registry.definitions import Object, lookup
@@ -30,8 +33,30 @@ class PlntBackendStrategy(Strategy):
                     "spec.endpoint",
                 )
             )
+        causes.extend(_url_causes(lookup(obj, "spec", "metricsEndpoint"), "spec.metricsEndpoint"))
         causes.extend(_credentials_causes(lookup(obj, "spec", "credentialsRef")))
         return causes
+
+
+def _url_causes(value: object, field: str) -> list[errors.Cause]:
+    """An absolute http(s) URL with a host, or nothing (the field is optional)."""
+    if not isinstance(value, str):
+        return []
+    try:
+        parts = urlsplit(value)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+        _ = parts.port  # a malformed port raises here
+    except ValueError:
+        valid = False
+    if valid:
+        return []
+    return [
+        errors.Cause(
+            "FieldValueInvalid",
+            f"Invalid value: {go_quote(value)}: must be an http or https URL with a host",
+            field,
+        )
+    ]
 
 
 def _credentials_causes(ref: object) -> list[errors.Cause]:
