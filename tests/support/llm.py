@@ -4,7 +4,11 @@ A fake, because a real model server (vLLM on a GPU, or OpenAI itself) cannot run
 machines. It speaks the calls plnt makes of a backend: `GET /v1/models` (the placement
 probe), `POST /v1/chat/completions` (a model step) and, given a `load`, vLLM's
 `GET /metrics` with its scheduler gauges `vllm:num_requests_running` and
-`vllm:num_requests_waiting` (set `llm.load` to change them). With a `token`, the `/v1`
+`vllm:num_requests_waiting` (set `llm.load` to change them) and, given `kv_cache`, the
+KV-cache gauge `vllm:gpu_cache_usage_perc`. It also answers as the neighbours a backend
+may have: given `gpus`, a DCGM exporter's `GET /dcgm/metrics` (utilisation and framebuffer
+per GPU, as `dcgm-exporter` names them); given `ollama_models`, ollama's `GET /api/ps`
+(the models in memory, in ollama's shape, which has no request counts). With a `token`, the `/v1`
 calls answer 401 without `Authorization: Bearer <token>`, as OpenAI does. A completion's
 content is `"<prefix>: <last user message>"`, so a test can tell the answer came from
 here. The Authorization headers it receives are kept in `seen`.
@@ -32,18 +36,77 @@ class LLM:
     url: str = ""
     seen: list[str] = field(default_factory=list)
     load: tuple[int, int] | None = None  # (running, waiting), as /metrics reports them
+    kv_cache: float | None = None  # vllm:gpu_cache_usage_perc, 0..1
+    gpus: list[Gpu] | None = None  # what /dcgm/metrics reports
+    ollama_models: list[str] | None = None  # what /api/ps reports
+
+    @property
+    def root(self) -> str:
+        """The server's root URL (where /metrics, /dcgm/metrics and /api/ps live)."""
+        return self.url.removesuffix("/v1")
 
 
-def _metrics(load: tuple[int, int]) -> str:
-    running, waiting = load
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU as a DCGM exporter reports it: utilisation (%) and framebuffer (MiB)."""
+
+    utilisation: float
+    used_mib: float
+    free_mib: float
+
+
+def _metrics(load: tuple[int, int] | None, kv_cache: float | None) -> str:
     lines = []
-    for name, value in (("running", running), ("waiting", waiting)):
+    if load is not None:
+        for name, value in zip(("running", "waiting"), load, strict=True):
+            lines += [
+                f"# HELP vllm:num_requests_{name} Number of requests {name}.",
+                f"# TYPE vllm:num_requests_{name} gauge",
+                f'vllm:num_requests_{name}{{model_name="stand-in"}} {float(value)}',
+            ]
+    if kv_cache is not None:
         lines += [
-            f"# HELP vllm:num_requests_{name} Number of requests {name}.",
-            f"# TYPE vllm:num_requests_{name} gauge",
-            f'vllm:num_requests_{name}{{model_name="stand-in"}} {float(value)}',
+            "# HELP vllm:gpu_cache_usage_perc GPU KV-cache usage. 1 means 100 percent usage.",
+            "# TYPE vllm:gpu_cache_usage_perc gauge",
+            f'vllm:gpu_cache_usage_perc{{model_name="stand-in"}} {kv_cache}',
         ]
     return "\n".join(lines) + "\n"
+
+
+def _dcgm(gpus: list[Gpu]) -> str:
+    families = (
+        ("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", "utilisation"),
+        ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", "used_mib"),
+        ("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", "free_mib"),
+    )
+    lines = []
+    for name, help_text, attribute in families:
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+        for index, gpu in enumerate(gpus):
+            labels = (
+                f'gpu="{index}",UUID="GPU-stand-in-{index}",device="nvidia{index}",'
+                'modelName="NVIDIA L4",Hostname="stand-in"'
+            )
+            lines.append(f"{name}{{{labels}}} {getattr(gpu, attribute)}")
+    return "\n".join(lines) + "\n"
+
+
+def _ps(models: list[str]) -> dict[str, object]:
+    return {
+        "models": [
+            {
+                "name": name,
+                "model": name,
+                "size": 6591830464,
+                "digest": "0" * 64,
+                "details": {"format": "gguf", "family": name.split(":")[0]},
+                "expires_at": "2030-01-01T00:00:00Z",
+                "size_vram": 5333539264,
+                "context_length": 4096,
+            }
+            for name in models
+        ]
+    }
 
 
 def _app(token: str | None, prefix: str, llm: LLM) -> web.Application:
@@ -53,9 +116,19 @@ def _app(token: str | None, prefix: str, llm: LLM) -> web.Application:
         return token is None or header == f"Bearer {token}"
 
     async def metrics(request: web.Request) -> web.Response:
-        if llm.load is None:
+        if llm.load is None and llm.kv_cache is None:
             return web.Response(status=404, text="404: Not Found")
-        return web.Response(text=_metrics(llm.load), content_type="text/plain")
+        return web.Response(text=_metrics(llm.load, llm.kv_cache), content_type="text/plain")
+
+    async def dcgm(request: web.Request) -> web.Response:
+        if llm.gpus is None:
+            return web.Response(status=404, text="404: Not Found")
+        return web.Response(text=_dcgm(llm.gpus), content_type="text/plain")
+
+    async def ps(request: web.Request) -> web.Response:
+        if llm.ollama_models is None:
+            return web.Response(status=404, text="404 page not found")
+        return web.json_response(_ps(llm.ollama_models))
 
     def refused() -> web.Response:
         error = {"message": "Incorrect API key provided", "type": "invalid_request_error"}
@@ -91,6 +164,8 @@ def _app(token: str | None, prefix: str, llm: LLM) -> web.Application:
     app.router.add_get("/v1/models", models)
     app.router.add_post("/v1/chat/completions", completions)
     app.router.add_get("/metrics", metrics)
+    app.router.add_get("/dcgm/metrics", dcgm)
+    app.router.add_get("/api/ps", ps)
     return app
 
 
