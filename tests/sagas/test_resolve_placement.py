@@ -1,0 +1,125 @@
+"""The resolve activity: it probes, honours the run's pool and explains its choice.
+
+The backends are LLM stand-ins (tests/support/llm.py); the API is a `PlntClient` whose
+reads answer from a dict and whose status patches are recorded, since what is tested is
+what the activity asks and returns (tests/deploy runs it against the real server).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from plnt.client.clients import PlntClient
+from plnt.client.kubeconfig import Connection
+from plnt.sagas import values as v
+from plnt.sagas.activities import DeployActivities
+from plnt.sagas.failures import Failure
+from plnt.sagas.speccache import SpecCache
+from plnt.sagas.targets.local import LocalTarget
+from tests.support.llm import serving_llm
+
+RUN = {"metadata": {"name": "chat", "namespace": "ns", "uid": "u-1"}, "spec": {}}
+
+
+class AnsweringApi(PlntClient):
+    """Backends and one run from memory; status patches recorded."""
+
+    def __init__(self, backends: list[dict[str, Any]], run: dict[str, Any]) -> None:
+        super().__init__(Connection(server="https://127.0.0.1:9"))
+        self.backends, self.run = backends, run
+        self.patched: list[str] = []
+
+    async def list_backends(
+        self, *, namespace: str | None = None, all_namespaces: bool = False
+    ) -> list[dict[str, Any]]:
+        return [b for b in self.backends if b["metadata"]["namespace"] == namespace]
+
+    async def get_workflowrun(self, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        assert (name, namespace) == ("chat", "ns")
+        return self.run
+
+    async def request(self, method: str, path: str, **_: Any) -> Any:
+        self.patched.append(path.rsplit("/", 2)[-2])
+        return {}
+
+
+def backend(name: str, url: str, *, pool: str | None = None) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "ns", "labels": {"tier": "gpu"}},
+        "spec": {"type": "vllm", "endpoint": url, "pool": pool, "models": ["m"]},
+    }
+
+
+@pytest.fixture
+async def environment() -> AsyncIterator[ActivityEnvironment]:
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, workflow_id="workflowrun/ns/chat/u-1")
+    yield env
+
+
+async def resolved_with(
+    tmp_path: Path, environment: ActivityEnvironment, api: AnsweringApi
+) -> v.Resolved:
+    activities = DeployActivities(
+        api=api, target=LocalTarget(tmp_path / "runners"), specs=SpecCache(tmp_path / "specs")
+    )
+    try:
+        request = v.ResolveRequest(namespace="ns", selector={"matchLabels": {"tier": "gpu"}})
+        resolved: v.Resolved = await environment.run(activities.resolve, request)
+        return resolved
+    finally:
+        await activities.close()
+
+
+async def test_resolve_names_the_winners_headroom_and_why_the_others_lost(
+    tmp_path: Path, environment: ActivityEnvironment
+) -> None:
+    async with serving_llm(None) as gone:
+        down = gone.url  # a port that no longer answers
+    async with (
+        serving_llm(None, load=(16, 0)) as full,
+        serving_llm(None, load=(4, 0)) as calm,
+    ):
+        api = AnsweringApi(
+            [backend("a-down", down), backend("b-full", full.url), backend("c-calm", calm.url)],
+            RUN,
+        )
+        resolved = await resolved_with(tmp_path, environment, api)
+    assert resolved.backend.name == "c-calm" and resolved.headroom == 12
+    assert resolved.explanation == "passed over: a-down (unreachable), b-full (headroom 0)"
+    assert sorted(api.patched) == ["a-down", "b-full", "c-calm"]  # every probe recorded
+
+
+async def test_resolve_places_within_the_pool_the_run_asks_for(
+    tmp_path: Path, environment: ActivityEnvironment
+) -> None:
+    run = {**RUN, "spec": {"backend": {"pool": "interactive"}}}
+    async with serving_llm(None, load=(0, 0)) as idle, serving_llm(None, load=(10, 0)) as busy:
+        api = AnsweringApi(
+            [
+                backend("a-idle", idle.url, pool="batch"),
+                backend("b-busy", busy.url, pool="interactive"),
+            ],
+            run,
+        )
+        resolved = await resolved_with(tmp_path, environment, api)
+    assert (resolved.backend.name, resolved.headroom) == ("b-busy", 6)
+    assert resolved.explanation == "passed over: a-idle (pool batch)"
+
+
+async def test_resolve_refuses_when_no_backend_has_headroom_naming_each(
+    tmp_path: Path, environment: ActivityEnvironment
+) -> None:
+    async with serving_llm(None, load=(20, 3)) as full:
+        api = AnsweringApi([backend("a-full", full.url)], RUN)
+        with pytest.raises(ApplicationError) as raised:
+            await resolved_with(tmp_path, environment, api)
+    assert raised.value.type == Failure.NO_BACKEND.value
+    assert str(raised.value).endswith("(1 exist): a-full (headroom -7)")
