@@ -107,6 +107,7 @@ class Cluster:
     port: int
     serve: ChildProcess
     worker: WorkerProcess
+    kubelet: kubelet.Kubelet | None = None
 
     @property
     def plnt_url(self) -> str:
@@ -179,10 +180,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 "--helm-storage-driver", HELM_STORAGE,
             ),
         )  # fmt: skip
-        kube.start_kubelet(NODES)
+        simulator = kube.start_kubelet(NODES)
         try:
             serve.start()
-            built = Cluster(kube, directory, serving_ca, port, serve, worker)
+            built = Cluster(kube, directory, serving_ca, port, serve, worker, simulator)
             ready = lambda: _ready(built.plnt_url, built.plnt_context())  # noqa: E731
             wait_for(ready, timeout=30, message="plnt /readyz")
             kube.register_apiservice(built.plnt_url, serving_ca.cert_pem, server_name=SERVICE)

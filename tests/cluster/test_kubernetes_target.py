@@ -23,6 +23,8 @@ from tests.cluster.test_aggregated import published, run_manifest
 from tests.support.kube.policy import Rule
 from tests.support.plnt_server import Kubectl, wait_for
 
+CHART = Path(__file__).resolve().parents[2] / "charts" / "workflow-runner"
+
 
 @pytest.fixture
 def namespace(cluster: Cluster) -> str:
@@ -214,3 +216,42 @@ def test_the_deploys_benchmark_times_apply_to_ready_on_the_kubernetes_target(
     assert lines[0] == "apply → Ready, target kubernetes, 2 deploys:"
     p50 = float(lines[1].split()[1])
     assert 0 < p50 < 300
+
+
+def test_an_image_that_cannot_be_pulled_fails_the_install_at_once_naming_the_cause(
+    cluster: Cluster, namespace: str, user: Kubectl, admin: Kubectl
+) -> None:
+    simulator = cluster.kubelet
+    assert simulator is not None
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    image = f"ghcr.io/plnt-work/plnt:{chart['appVersion']}"  # the chart's default image
+
+    async def failing(on: bool) -> None:
+        if on:
+            await simulator.fail_pull(image)
+        else:
+            simulator.images.failing.discard(image)
+
+    cluster.standin.call(failing(True))
+    try:
+        ref, digest = published(cluster, "61")
+        manifest = run_manifest("pull", ref, digest)
+        manifest["spec"]["target"] = "kubernetes"
+        user.run("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(manifest))
+
+        def failed() -> dict[str, Any] | None:
+            status = status_of(user, namespace, "pull")
+            ready = {c["type"]: c for c in status.get("conditions") or []}.get("Ready")
+            return ready if ready and ready["reason"] == "InstallFailed" else None
+
+        ready = wait_for(failed, timeout=120, message="Ready False, InstallFailed")
+    finally:
+        cluster.standin.call(failing(False))
+    message = ready["message"]
+    assert "ErrImagePull" in message or "ImagePullBackOff" in message, message
+    assert image in message and "retrying in" in message  # time may fix it: tried again
+    uid = json.loads(user.run("get", "-n", namespace, "wfr", "pull", "-o", "json").stdout)[
+        "metadata"
+    ]["uid"]
+    wait_for(lambda: objects(admin, namespace, uid) == [], timeout=60, message="the canary removed")
+    user.run("delete", "-n", namespace, "wfr/pull", "--timeout=120s")
