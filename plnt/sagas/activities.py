@@ -183,23 +183,7 @@ class DeployActivities:
         A run that names no backend, selects none and asks for no pool or GPU class gets
         the built-in echo backend.
         """
-        return await self._resolve(request, pool=await self._requested_pool())
-
-    async def _requested_pool(self) -> str | None:
-        """`spec.backend.pool` of the run being deployed.
-
-        `ResolveRequest` (built by workflow code) does not carry the pool, so it is read
-        from the run the workflow id names; a run that is gone or was recreated asks for
-        none. A newer generation's pool is the one it wants anyway.
-        """
-        kind, _, rest = (activity.info().workflow_id or "").partition("/")
-        parts = rest.split("/")
-        if kind != "workflowrun" or len(parts) != 3:
-            return None
-        obj = await self._current(v.RunRef(*parts))
-        selection = ((obj or {}).get("spec") or {}).get("backend") or {}
-        pool = selection.get("pool")
-        return str(pool) if pool else None
+        return await self._resolve(request, pool=request.pool)
 
     async def _resolve(self, request: v.ResolveRequest, *, pool: str | None) -> v.Resolved:
         attempt = activity.info().attempt

@@ -88,6 +88,7 @@ class Intent:
             selector=selector.to_wire() if selector is not None else None,
             model=backend.model if backend is not None else None,
             gpu_class=self.spec.gpu_class,
+            pool=backend.pool if backend is not None else None,
         )
 
     def positional_resolve_args(self, namespace: str) -> list[Any]:

@@ -98,7 +98,10 @@ class Resolve(Step):
                 retry_policy=policy,
             )
         deploy.backend = resolved.backend
-        return Outcome(describe_backend(resolved.backend, resolved.headroom), resolved.attempt)
+        message = describe_backend(resolved.backend, resolved.headroom)
+        if resolved.explanation:
+            message = f"{message}; {resolved.explanation}"
+        return Outcome(message, resolved.attempt)
 
 
 class Install(Step):

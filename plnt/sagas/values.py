@@ -97,6 +97,7 @@ class ResolveRequest:
     selector: dict[str, Any] | None = None
     model: str | None = None
     gpu_class: str | None = None
+    pool: str | None = None
 
 
 @dataclass

@@ -92,12 +92,28 @@ async def run_until(
     task_queue: str = v.TASK_QUEUE,
     probe_interval: float = placement.DEFAULT_PROBE_INTERVAL,
 ) -> None:
-    """Run a worker until `stop` is set, then shut it down (in-flight activities end).
+    """Run a worker until `stop` is set, then shut it down (in-flight activities end)."""
+    async with running(client, activities, task_queue=task_queue, probe_interval=probe_interval):
+        await stop.wait()
+
+
+@contextlib.asynccontextmanager
+async def running(
+    client: temporal_client.Client,
+    activities: DeployActivities,
+    *,
+    task_queue: str = v.TASK_QUEUE,
+    probe_interval: float = placement.DEFAULT_PROBE_INTERVAL,
+) -> AsyncIterator[None]:
+    """A worker polling `task_queue` while the block runs; then it stops (in-flight
+    activities end) and the activities' clients close.
 
     While it runs, every PlntBackend is probed every `probe_interval` seconds (0: never)
     through the activities' API client; the prober stops before that client closes.
     """
     worker = build(client, activities, task_queue=task_queue)
-    async with worker, backend_probes.periodic(activities.api, interval=probe_interval):
-        await stop.wait()
-    await activities.close()
+    try:
+        async with worker, backend_probes.periodic(activities.api, interval=probe_interval):
+            yield
+    finally:
+        await activities.close()

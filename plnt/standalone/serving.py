@@ -226,11 +226,10 @@ async def _serve_api(
         if settings.worker and temporal is not None:
             api = PlntClient.from_kubeconfig(kubeconfig)
             activities = worker.local_activities(api, state)
-            async with worker.build(temporal, activities):
+            async with worker.running(temporal, activities):  # also probes backends
                 if on_ready is not None:
                     on_ready(ready(server, kubeconfig))
                 await stop.wait()
-            await activities.close()
         else:
             if on_ready is not None:
                 on_ready(ready(server, kubeconfig))

@@ -1,4 +1,4 @@
-"""The resolve activity: it probes, honours the run's pool and explains its choice.
+"""The resolve activity: it probes, honours the requested pool and explains its choice.
 
 The backends are LLM stand-ins (tests/support/llm.py); the API is a `PlntClient` whose
 reads answer from a dict and whose status patches are recorded, since what is tested is
@@ -7,7 +7,6 @@ what the activity asks and returns (tests/deploy runs it against the real server
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -25,25 +24,19 @@ from plnt.sagas.speccache import SpecCache
 from plnt.sagas.targets.local import LocalTarget
 from tests.support.llm import serving_llm
 
-RUN = {"metadata": {"name": "chat", "namespace": "ns", "uid": "u-1"}, "spec": {}}
-
 
 class AnsweringApi(PlntClient):
-    """Backends and one run from memory; status patches recorded."""
+    """Backends from memory; status patches recorded."""
 
-    def __init__(self, backends: list[dict[str, Any]], run: dict[str, Any]) -> None:
+    def __init__(self, backends: list[dict[str, Any]]) -> None:
         super().__init__(Connection(server="https://127.0.0.1:9"))
-        self.backends, self.run = backends, run
+        self.backends = backends
         self.patched: list[str] = []
 
     async def list_backends(
         self, *, namespace: str | None = None, all_namespaces: bool = False
     ) -> list[dict[str, Any]]:
         return [b for b in self.backends if b["metadata"]["namespace"] == namespace]
-
-    async def get_workflowrun(self, name: str, *, namespace: str | None = None) -> dict[str, Any]:
-        assert (name, namespace) == ("chat", "ns")
-        return self.run
 
     async def request(self, method: str, path: str, **_: Any) -> Any:
         self.patched.append(path.rsplit("/", 2)[-2])
@@ -59,19 +52,18 @@ def backend(name: str, url: str, *, pool: str | None = None) -> dict[str, Any]:
 
 @pytest.fixture
 async def environment() -> AsyncIterator[ActivityEnvironment]:
-    env = ActivityEnvironment()
-    env.info = dataclasses.replace(env.info, workflow_id="workflowrun/ns/chat/u-1")
-    yield env
+    yield ActivityEnvironment()
 
 
 async def resolved_with(
-    tmp_path: Path, environment: ActivityEnvironment, api: AnsweringApi
+    tmp_path: Path, environment: ActivityEnvironment, api: AnsweringApi, *, pool: str | None = None
 ) -> v.Resolved:
     activities = DeployActivities(
         api=api, target=LocalTarget(tmp_path / "runners"), specs=SpecCache(tmp_path / "specs")
     )
     try:
-        request = v.ResolveRequest(namespace="ns", selector={"matchLabels": {"tier": "gpu"}})
+        selector = {"matchLabels": {"tier": "gpu"}}
+        request = v.ResolveRequest(namespace="ns", selector=selector, pool=pool)
         resolved: v.Resolved = await environment.run(activities.resolve, request)
         return resolved
     finally:
@@ -88,8 +80,7 @@ async def test_resolve_names_the_winners_headroom_and_why_the_others_lost(
         serving_llm(None, load=(4, 0)) as calm,
     ):
         api = AnsweringApi(
-            [backend("a-down", down), backend("b-full", full.url), backend("c-calm", calm.url)],
-            RUN,
+            [backend("a-down", down), backend("b-full", full.url), backend("c-calm", calm.url)]
         )
         resolved = await resolved_with(tmp_path, environment, api)
     assert resolved.backend.name == "c-calm" and resolved.headroom == 12
@@ -100,16 +91,14 @@ async def test_resolve_names_the_winners_headroom_and_why_the_others_lost(
 async def test_resolve_places_within_the_pool_the_run_asks_for(
     tmp_path: Path, environment: ActivityEnvironment
 ) -> None:
-    run = {**RUN, "spec": {"backend": {"pool": "interactive"}}}
     async with serving_llm(None, load=(0, 0)) as idle, serving_llm(None, load=(10, 0)) as busy:
         api = AnsweringApi(
             [
                 backend("a-idle", idle.url, pool="batch"),
                 backend("b-busy", busy.url, pool="interactive"),
-            ],
-            run,
+            ]
         )
-        resolved = await resolved_with(tmp_path, environment, api)
+        resolved = await resolved_with(tmp_path, environment, api, pool="interactive")
     assert (resolved.backend.name, resolved.headroom) == ("b-busy", 6)
     assert resolved.explanation == "passed over: a-idle (pool batch)"
 
@@ -118,7 +107,7 @@ async def test_resolve_refuses_when_no_backend_has_headroom_naming_each(
     tmp_path: Path, environment: ActivityEnvironment
 ) -> None:
     async with serving_llm(None, load=(20, 3)) as full:
-        api = AnsweringApi([backend("a-full", full.url)], RUN)
+        api = AnsweringApi([backend("a-full", full.url)])
         with pytest.raises(ApplicationError) as raised:
             await resolved_with(tmp_path, environment, api)
     assert raised.value.type == Failure.NO_BACKEND.value
