@@ -107,6 +107,15 @@ class CanarySpec(WireModel):
         default=None, description="The smoke case; default: the spec's."
     )
     analysis: CanaryAnalysis | None = None
+    drain_seconds: int = Field(
+        default=0,
+        ge=0,
+        le=3600,
+        description=(
+            "Seconds the previous revision keeps its replicas after promotion, so"
+            " invocations it is serving finish before it is removed. 0: at once."
+        ),
+    )
     pause_seconds: int = Field(
         default=0,
         ge=0,

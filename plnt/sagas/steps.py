@@ -257,7 +257,8 @@ class Analyze(Step):
 
 
 class Promote(Step):
-    """The commit point: traffic moves to the new revision, the old one is retired."""
+    """The commit point: traffic moves to the new revision, the old one is retired (after
+    `canary.drainSeconds`, a durable timer, when the run sets one)."""
 
     name, phase, done, fails_as = "promote", "Promoting", "Promoted", "PromoteFailed"
     commits = True
@@ -283,6 +284,8 @@ class Promote(Step):
         _record(deploy, new)
         await deploy.reporter.publish(intent)  # traffic moves to the new revision first
         if old is not None and old.revision != new.revision:
+            if drain := intent.canary.drain_seconds:  # in-flight invocations finish
+                await workflow.sleep(drain)
             await retire(state.run, old.revision, old.target)
         if replicas != new.replicas:  # replicas: 0 keeps the revision but no process
             await scaling.scale(deploy.reporter, intent, new)

@@ -48,6 +48,7 @@ class ScriptedActivities:
         self.reports: list[v.Report] = []
         self.installs: list[tuple[int, datetime]] = []  # (revision, scheduled on server time)
         self.retired: list[int] = []
+        self.retired_at: list[datetime] = []  # server time each retire was scheduled
         self.install_failures = 0
         self.hold_installs = asyncio.Event()  # set: installs wait for `release`
         self.release = asyncio.Event()
@@ -116,6 +117,7 @@ class ScriptedActivities:
     @activity.defn(name="retire")
     async def retire(self, request: v.RetireRequest) -> None:
         self.retired.append(request.revision)
+        self.retired_at.append(activity.info().current_attempt_scheduled_time)
         self._note()
 
 
@@ -304,3 +306,25 @@ async def test_abort_cancels_a_held_install_compensates_and_a_second_abort_is_re
     assert saga.activities.retired == [1]
     assert step(status, "rollback")["state"] == "Compensated"
     assert await saga.update("abort") is False
+
+
+async def test_the_previous_revision_is_retired_only_after_the_drain(
+    env: WorkflowEnvironment, saga: Saga
+) -> None:
+    await saga.desire(spec("a"))
+    await saga.settled(revision=1)
+    await saga.desire(spec("b", canary={"drainSeconds": 120}))
+
+    def moved() -> bool:
+        status = saga.activities.last_status() if saga.activities.reports else None
+        traffic = [(t["revision"], t["weight"]) for t in (status or {}).get("traffic", [])]
+        return traffic == [(2, 100)]
+
+    await saga.activities.until(moved, "traffic on revision 2")
+    moved_at = await env.get_current_time()
+    assert saga.activities.retired == []  # revision 1 still drains
+    await env.sleep(120)
+    status = await saga.settled(revision=2)
+    assert saga.activities.retired == [1]
+    assert (saga.activities.retired_at[0] - moved_at).total_seconds() >= 119
+    assert status["phase"] == "Ready"

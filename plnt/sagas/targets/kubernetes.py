@@ -33,14 +33,17 @@ FATAL_WAITING = frozenset(
 """Container states a rollout does not recover from by waiting."""
 
 
-def _rolled_out(deployment: Object, replicas: int) -> bool:
+def _rolled_out(deployment: Object, replicas: int, *, autoscaled: bool = False) -> bool:
+    """The Deployment runs `replicas` updated, available pods and nothing else (with an
+    HPA: at least `replicas`, whatever count the HPA chose)."""
     meta, spec, status = deployment["metadata"], deployment["spec"], deployment.get("status") or {}
+    current = spec.get("replicas", 1) if autoscaled else replicas
     return bool(
         status.get("observedGeneration", 0) >= meta.get("generation", 0)
-        and spec.get("replicas", 1) == replicas
-        and status.get("updatedReplicas", 0) == replicas
-        and status.get("availableReplicas", 0) == replicas
-        and status.get("replicas", 0) == replicas
+        and spec.get("replicas", 1) == current >= replicas
+        and status.get("updatedReplicas", 0) == current
+        and status.get("availableReplicas", 0) == current
+        and status.get("replicas", 0) == current
     )
 
 
@@ -122,6 +125,11 @@ class KubernetesTarget:
             raise interface.InstallFailed(str(error)) from error
         return await self._ready(revision, name, heartbeat)
 
+    @property
+    def autoscaled(self) -> bool:
+        """Whether the shared runner values turn the chart's HPA on."""
+        return bool((self.settings.get("autoscaling") or {}).get("enabled"))
+
     async def _check_capacity(self, values: dict[str, Any], replicas: int) -> None:
         """Refuse, before anything exists, a revision no pool has room for."""
         pod = _pod_of(values)
@@ -153,7 +161,8 @@ class KubernetesTarget:
     ) -> list[interface.Replica]:
         name, namespace = revision.release_name(), revision.run.namespace
         try:
-            if await self.workloads.deployment(namespace, name) is None:
+            if await self.workloads.deployment(namespace, name) is None or self.autoscaled:
+                # With an HPA the release moves its bounds (minReplicas is the run's count).
                 return await self.install(revision, heartbeat=heartbeat)
             await self.workloads.scale(namespace, name, revision.replicas)
         except ClusterError as error:
@@ -168,7 +177,10 @@ class KubernetesTarget:
         while True:
             try:
                 deployment = await self.workloads.deployment(namespace, name)
-                if deployment is not None and _rolled_out(deployment, wanted):
+                rolled = deployment is not None and _rolled_out(
+                    deployment, wanted, autoscaled=self.autoscaled
+                )
+                if rolled:
                     return await self._replicas(namespace, name, revision.revision)
                 pods = await self.workloads.pods(namespace, f"app.kubernetes.io/instance={name}")
             except ClusterError as error:
