@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import helm_python
+import kubernetes_validate
+import pytest
 import yaml
 from cryptography import x509
 
@@ -171,3 +173,18 @@ def rbac_allows(rules: Iterable[dict[str, Any]], *, group: str, resource: str, v
         if {"*", verb} & set(rule.get("verbs", [])):
             return True
     return False
+
+
+def validate_strictly(objects: Iterable[dict[str, Any]]) -> set[tuple[str, str]]:
+    """Validate every object strictly against the Kubernetes schemas (failing the test
+    naming the object and field); the (apiVersion, kind) pairs that have no schema."""
+    unchecked: set[tuple[str, str]] = set()
+    for obj in objects:
+        try:
+            kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+        except kubernetes_validate.SchemaNotFoundError:
+            unchecked.add((obj["apiVersion"], obj["kind"]))
+        except kubernetes_validate.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.path)
+            pytest.fail(f"{obj['kind']} {obj['metadata']['name']}: {where}: {exc.message}")
+    return unchecked
