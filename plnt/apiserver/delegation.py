@@ -21,6 +21,7 @@ names the key).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Hashable, Mapping
 from typing import Generic, Protocol, TypeVar
@@ -126,21 +127,13 @@ class TokenReviewAuthenticator:
 def access_request(attributes: authz.Attributes) -> reviews.AccessRequest:
     """The SubjectAccessReview spec of one request's attributes."""
     user = attributes.user
+    subject = reviews.AccessRequest(
+        user=user.name, uid=user.uid, groups=user.groups, extra=user.extra, verb=attributes.verb
+    )
     if not attributes.resource_request:
-        return reviews.AccessRequest(
-            user=user.name,
-            uid=user.uid,
-            groups=user.groups,
-            extra=user.extra,
-            verb=attributes.verb,
-            path=attributes.path,
-        )
-    return reviews.AccessRequest(
-        user=user.name,
-        uid=user.uid,
-        groups=user.groups,
-        extra=user.extra,
-        verb=attributes.verb,
+        return dataclasses.replace(subject, path=attributes.path)
+    return dataclasses.replace(
+        subject,
         group=attributes.api_group,
         version=attributes.api_version,
         resource=attributes.resource,
