@@ -150,6 +150,40 @@ def choose(
             refused.append((_name(backend), f"headroom {room}"))
             continue
         fresh.append((backend, room))
+    placed = _best(fresh, unknown, refused)
+    if placed is not None:
+        return placed
+    what = _wanted(selector=selector, gpu_class=gpu_class, model=model, pool=pool)
+    reasons = f": {_listing(_ordered(refused))}" if refused else ""
+    raise NoBackend(
+        f"no reachable PlntBackend with headroom matches {what} ({len(backends)} exist){reasons}"
+    )
+
+
+def _wanted(
+    *,
+    selector: Mapping[str, Any] | None,
+    gpu_class: str | None,
+    model: str | None,
+    pool: str | None,
+) -> str:
+    """What the run asked for, for the NoBackend message."""
+    parts = (
+        f"selector {dict(selector)}" if selector is not None else "",
+        f"pool {pool}" if pool else "",
+        f"gpuClass {gpu_class}" if gpu_class else "",
+        f"model {model}" if model else "",
+    )
+    return " and ".join(part for part in parts if part) or "any PlntBackend"
+
+
+def _best(
+    fresh: list[tuple[Mapping[str, Any], int]],
+    unknown: list[tuple[Mapping[str, Any], str]],
+    refused: list[tuple[str, str]],
+) -> Placement | None:
+    """Most headroom wins (then GPU headroom, then name); a backend of unknown load only
+    when none is known to have room; None when nothing qualifies."""
     fresh.sort(key=lambda pair: (-pair[1], -_gpu_headroom(pair[0]), _name(pair[0])))
     unknown.sort(key=lambda pair: _name(pair[0]))
     if fresh:
@@ -158,24 +192,9 @@ def choose(
         losers += [(_name(b), why) for b, why in unknown]
         return Placement(winner, room, _ordered(losers + refused))
     if unknown:
-        winner = unknown[0][0]
         losers = [(_name(b), why) for b, why in unknown[1:]]
-        return Placement(winner, None, _ordered(losers + refused))
-    wanted = [
-        part
-        for part in (
-            f"selector {dict(selector)}" if selector is not None else "",
-            f"pool {pool}" if pool else "",
-            f"gpuClass {gpu_class}" if gpu_class else "",
-            f"model {model}" if model else "",
-        )
-        if part
-    ]
-    what = " and ".join(wanted) or "any PlntBackend"
-    reasons = f": {_listing(_ordered(refused))}" if refused else ""
-    raise NoBackend(
-        f"no reachable PlntBackend with headroom matches {what} ({len(backends)} exist){reasons}"
-    )
+        return Placement(unknown[0][0], None, _ordered(losers + refused))
+    return None
 
 
 def _by_name(
