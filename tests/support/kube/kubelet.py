@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -368,7 +369,11 @@ class Kubelet:
                 now + self.backoff,
             )
             return
-        argv = [containers.rewrite_paths(a, runtime.mounts) for a in argv]
+        # Mount paths in the container's own arguments point into the pod's directory;
+        # the interpreter that stands for the image's entrypoint is this machine's (it may
+        # itself live under a path the pod mounts over, such as /tmp).
+        head = argv[:1] if argv[0] == sys.executable else []
+        argv = head + [containers.rewrite_paths(a, runtime.mounts) for a in argv[len(head) :]]
         env = containers.environment(
             container.spec, pod, self._lookup(runtime.namespace), runtime.mounts
         )
