@@ -47,7 +47,10 @@ def test_the_backend_with_a_long_queue_loses_to_the_one_with_headroom(
     assert obj["status"]["backend"] == "b-calm"
     resolve = step_of(obj, "resolve")
     assert resolve is not None
-    assert resolve["message"] == f"backend b-calm: vllm at {calm.url}, model stand-in, headroom 13"
+    assert resolve["message"] == (
+        f"backend b-calm: vllm at {calm.url}, model stand-in, headroom 13;"
+        " passed over: a-busy (headroom 1)"
+    )
     assert answer.body["output"] == "calm: q"
     statuses: dict[str, Any] = {
         item["metadata"]["name"]: item["status"]

@@ -50,8 +50,9 @@ def test_get_of_several_types_and_of_the_plnt_category_prints_one_table_per_kind
         assert blocks[1][0] == ["NAME", "TYPE", "ENDPOINT", "REACHABLE", "AGE"]
         assert blocks[1][1][:2] == ["plntbackend.plnt.work/be", "echo"]
     wide = rows(kubectl.run("get", "pb", "be", "-n", ns, "-o", "wide").stdout)
-    assert wide[0][4:8] == ["IN-FLIGHT", "QUEUE", "GPU", "MODELS"]
-    assert wide[1][4:8] == ["<none>", "<none>", "cpu", "tiny"]  # an echo backend reports no load
+    assert wide[0][4:10] == ["IN-FLIGHT", "QUEUE", "LATENCY", "GPU-HEADROOM", "GPU", "MODELS"]
+    # an echo backend is never probed: no load, latency or GPU headroom is known
+    assert wide[1][4:10] == ["<none>", "<none>", "<none>", "<none>", "cpu", "tiny"]
 
 
 def test_watch_with_the_table_printer_prints_columns_once_and_each_change_once(
