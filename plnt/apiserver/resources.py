@@ -236,6 +236,7 @@ _SUBRESOURCES: dict[str, _Handler] = {
     "rollback": rollback.handle_rollback,
     "abort": rollback.handle_abort,
     "promote": rollback.handle_promote,
+    "retry": rollback.handle_retry,
 }
 
 

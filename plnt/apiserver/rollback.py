@@ -1,4 +1,4 @@
-"""The `rollback`, `abort` and `promote` subresources: steer a run's deploy through the API.
+"""The `rollback`, `abort`, `promote` and `retry` subresources: steer a run's deploy.
 
 `POST …/rollback` with a `WorkflowRunRollback` (`{"toRevision": N}`, or `{}` / no body
 for the revision before the promoted one in `status.history`) is decoded here and
@@ -9,11 +9,13 @@ from the store's after-write hook like any edit's. The answer is the updated Wor
 `POST …/abort` asks the saga to cancel the deploy in flight (its compensation runs) and
 answers a metav1.Status Success. `POST …/promote` asks it to end a canary's pause
 (`spec.canary.pauseSeconds`) now, so promotion follows at once (Argo Rollouts' `promote`),
-and answers the same way.
+and answers the same way. `POST …/retry` asks it to try a deploy that failed for a
+reason time may fix (it waits out a backoff of 10 s doubling to 5 min) again now.
 
 Errors (metav1.Status), beyond the rollback's: 422 Invalid for a malformed rollback
 body; abort: 409 Conflict when no deploy is in flight; promote: 409 Conflict when no
-canary is pausing; both: 503 ServiceUnavailable when the server has no sagas or Temporal
+canary is pausing; retry: 409 Conflict naming the run's phase when no failed deploy waits
+for a retry; all three: 503 ServiceUnavailable when the server has no sagas or Temporal
 cannot be reached.
 """
 
@@ -88,13 +90,19 @@ async def handle_promote(
     return await _steer(request, store, info, _PROMOTE)
 
 
+async def handle_retry(
+    request: web.Request, store: ResourceStore, info: RequestInfo
+) -> web.Response:
+    return await _steer(request, store, info, _RETRY)
+
+
 @dataclass(frozen=True)
 class _Steering:
     """One yes/no request to the saga, and how the API speaks of it."""
 
-    verb: str  # in messages: "abort", "promote"
+    verb: str  # in messages: "abort", "promote", "retry"
     ask: Callable[[DeployControl], Callable[[dict[str, Any]], Awaitable[bool]]]
-    nothing: str  # the Conflict message when the saga answers no
+    nothing: str  # the Conflict message when the saga answers no ({phase}: the run's)
     done: str  # the Success message, formatted with the generation
 
 
@@ -109,6 +117,12 @@ _PROMOTE = _Steering(
     lambda deploy: deploy.promote,
     "no canary is pausing",
     "canary of generation {} promoted before its pause ended",
+)
+_RETRY = _Steering(
+    "retry",
+    lambda deploy: deploy.retry,
+    "no failed deploy waits for a retry (phase {phase})",
+    "the deploy of generation {} is being tried again now",
 )
 
 
@@ -132,7 +146,9 @@ async def _steer(
             retry_after_seconds=5,
         ) from error
     if not agreed:
-        raise errors.Conflict.of(store.definition.group_resource, info.name, steering.nothing)
+        phase = lookup(obj, "status", "phase") or "Pending"
+        why = steering.nothing.format(phase=phase)
+        raise errors.Conflict.of(store.definition.group_resource, info.name, why)
     status = responses.success_status(
         name=info.name,
         group=store.definition.group,

@@ -1,5 +1,5 @@
-"""`plnt scale`, `plnt rollback`, `plnt abort`, `plnt promote` and `plnt bench`: one
-subresource call each."""
+"""`plnt scale`, `plnt rollback`, `plnt abort`, `plnt promote`, `plnt retry` and
+`plnt bench`: one subresource call each."""
 
 from __future__ import annotations
 
@@ -16,11 +16,12 @@ Name = Annotated[str, typer.Argument(help="The WorkflowRun's name.")]
 
 
 def register(app: typer.Typer) -> None:
-    """Add `scale`, `rollback`, `abort`, `promote` and `bench` to `app`."""
+    """Add `scale`, `rollback`, `abort`, `promote`, `retry` and `bench` to `app`."""
     app.command("scale", epilog="Example: plnt scale summarize --replicas 3")(scale)
     app.command("rollback", epilog="Example: plnt rollback summarize --to-revision 2")(rollback)
     app.command("abort", epilog="Example: plnt abort summarize")(abort)
     app.command("promote", epilog="Example: plnt promote summarize")(promote)
+    app.command("retry", epilog="Example: plnt retry summarize")(retry)
     app.command("bench", epilog="Example: plnt bench summarize --requests 500 --concurrency 16")(
         bench
     )
@@ -83,6 +84,16 @@ def promote(
 ) -> None:
     """End the canary's pause now, so it is promoted (the promote subresource)."""
     _steer(name, "promote", PlntClient.promote, connecting.Target(kubeconfig, context, namespace))
+
+
+def retry(
+    name: Name,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    namespace: NamespaceOption = None,
+) -> None:
+    """Try a failed deploy again now instead of after its backoff (the retry subresource)."""
+    _steer(name, "retry", PlntClient.retry, connecting.Target(kubeconfig, context, namespace))
 
 
 def _steer(

@@ -308,6 +308,10 @@ class PlntClient(transport.Transport):
         """End the canary's pause now, so it is promoted; answers a metav1.Status."""
         return await self._steer(name, "promote", namespace=namespace)
 
+    async def retry(self, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        """Try a failed deploy again now, not after its backoff; answers a metav1.Status."""
+        return await self._steer(name, "retry", namespace=namespace)
+
     async def _steer(self, name: str, subresource: str, *, namespace: str | None) -> dict[str, Any]:
         path = self.object_path(WORKFLOWRUNS, name, namespace=namespace, subresource=subresource)
         return _object(await self.request("POST", path, json={}))

@@ -36,3 +36,7 @@ class DeployControl(Protocol):
     async def promote(self, obj: dict[str, Any]) -> bool:
         """End the pause of `obj`'s canary now; False if no canary is pausing."""
         ...
+
+    async def retry(self, obj: dict[str, Any]) -> bool:
+        """Try `obj`'s failed deploy again now; False if none waits for a retry."""
+        ...

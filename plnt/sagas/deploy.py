@@ -44,6 +44,7 @@ class WorkflowRunController:
     def __init__(self) -> None:
         self.controls = Controls()
         self._reporter: Reporter | None = None
+        self._state: v.ControllerState | None = None
 
     @property
     def reporter(self) -> Reporter:
@@ -79,6 +80,16 @@ class WorkflowRunController:
         controls.skip_pause = True
         return True
 
+    @workflow.update
+    def retry(self) -> bool:
+        """Try the generation that failed for a transient reason again now, instead of
+        after the backoff; False when nothing waits for a retry."""
+        state = self._state
+        if state is None or not state.retries or self.controls.in_flight is not None:
+            return False
+        self.controls.retry_now = True
+        return True
+
     @workflow.query
     def deploying(self) -> int | None:
         """The generation being deployed right now, if any."""
@@ -89,7 +100,7 @@ class WorkflowRunController:
 
     @workflow.run
     async def run(self, state: v.ControllerState) -> None:
-        self._reporter = Reporter(state)
+        self._reporter, self._state = Reporter(state), state
         if state.pending is not None:
             self.desire(state.pending)
         while True:
@@ -114,7 +125,10 @@ class WorkflowRunController:
             return
         delay = timedelta(seconds=f.retry_delay(state.retries))
         with contextlib.suppress(TimeoutError):  # due: converge the newest desired again
-            await workflow.wait_condition(lambda: self._has_work(state), timeout=delay)
+            await workflow.wait_condition(
+                lambda: self._has_work(state) or self.controls.retry_now, timeout=delay
+            )
+        self.controls.retry_now = False
 
     def _has_work(self, state: v.ControllerState) -> bool:
         intent = self.controls.desired

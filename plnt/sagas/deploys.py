@@ -38,6 +38,8 @@ class Controls:
     """The canary holds its weight until the pause ends."""
     skip_pause: bool = False
     """`promote` asked to end the pause now."""
+    retry_now: bool = False
+    """`retry` asked to try a failed generation again now, not after the backoff."""
 
     def settle(self) -> None:
         """The deploy in flight is over, however it ended."""

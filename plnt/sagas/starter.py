@@ -70,6 +70,9 @@ class TemporalDeployControl:
     async def promote(self, obj: dict[str, Any]) -> bool:
         return await self._update(obj, "promote")
 
+    async def retry(self, obj: dict[str, Any]) -> bool:
+        return await self._update(obj, "retry")
+
     async def _update(self, obj: dict[str, Any], update: str) -> bool:
         """Run one of the saga's yes/no updates (by name); False when there is no saga."""
         run = desired_of(obj).run

@@ -396,3 +396,14 @@ def test_promote_ends_a_canary_pause_at_once_and_with_no_pause_is_a_conflict(
     again = plnt("promote", "hasty")
     assert again.code == 4, again
     assert again.stderr.endswith('"hasty": no canary is pausing\n'), again
+
+
+def test_retry_of_a_run_with_nothing_failed_is_a_conflict_naming_its_phase(
+    stack: Stack, plnt: Plnt, tmp_path: Path
+) -> None:
+    deploy(stack, plnt, tmp_path, "steady", "cli-retry-1", "1.0.0")
+    result = plnt("retry", "steady")
+    assert result.code == 4, result
+    assert result.stderr.endswith('"steady": no failed deploy waits for a retry (phase Ready)\n'), (
+        result
+    )

@@ -328,3 +328,25 @@ async def test_the_previous_revision_is_retired_only_after_the_drain(
     assert saga.activities.retired == [1]
     assert (saga.activities.retired_at[0] - moved_at).total_seconds() >= 119
     assert status["phase"] == "Ready"
+
+
+async def test_retry_tries_a_failed_generation_again_at_once_and_is_refused_when_nothing_waits(
+    env: WorkflowEnvironment, saga: Saga
+) -> None:
+    saga.activities.install_failures = 1
+    await saga.desire(spec("a"))
+    installs = saga.activities.installs
+    await saga.activities.until(
+        lambda: any("retrying in 10 s" in m for _, m in saga.activities.events()),
+        "the failure announced",
+    )
+    failed = await saga.settled()  # compensated; now waiting out the backoff
+    assert failed["phase"] == "Failed" and len(installs) == 1
+
+    assert await saga.update("retry") is True  # no env.sleep: the backoff is cut short
+
+    status = await saga.settled(revision=2)
+    assert status["phase"] == "Ready"
+    first, second = (scheduled for _, scheduled in installs)
+    assert (second - first).total_seconds() < 10
+    assert await saga.update("retry") is False  # Ready: nothing waits for a retry
