@@ -1,5 +1,7 @@
 """Who asks and what for: user.Info and the authorizer attributes kube derives from a request.
 
+Part of the kube-apiserver stand-in (a test double: no kube-apiserver runs here).
+
 `request_attributes` follows k8s.io/apiserver `endpoints/request/requestinfo.go`:
 `/api/v1/...` and `/apis/<group>/<version>/...` with at least a resource are resource
 requests (namespace from `namespaces/<ns>/`, GET on a collection is `list`, or `watch`

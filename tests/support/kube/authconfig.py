@@ -1,5 +1,7 @@
 """ConfigMap kube-system/extension-apiserver-authentication, as kube-apiserver writes it.
 
+Part of the kube-apiserver stand-in (a test double: no kube-apiserver runs here).
+
 The keys and encodings of kube's `clusterauthenticationtrust` controller: PEM bundles
 for `client-ca-file` and `requestheader-client-ca-file`, and the request-header
 settings as JSON arrays of strings (Go's json.Marshal: no spaces). No I/O here.

@@ -1,5 +1,7 @@
 """The EndpointSlice controller of the kubelet simulator.
 
+Part of the kube-apiserver stand-in (a test double: no cluster runs here).
+
 A real cluster gives every pod an IP of its own and one port number per service port,
 so one slice holds many endpoints. Here every pod is 127.0.0.1 on a port of its own; kube's
 controller puts endpoints whose ports resolve differently into different slices, so each

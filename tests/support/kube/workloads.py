@@ -1,5 +1,7 @@
 """kube's strategies and validation for the workload kinds, beyond their schemas.
 
+Part of the kube-apiserver stand-in (a test double: no kube-apiserver runs here).
+
 For Deployments, Services, Pods, Nodes, Secrets, EndpointSlices, HorizontalPodAutoscalers,
 Ingresses and PodDisruptionBudgets, after `pkg/registry/<group>/<kind>/strategy.go` and
 `pkg/apis/<group>/validation`:
