@@ -1,6 +1,7 @@
 """Deploys survive their own machinery dying: a SIGKILLed worker, a restarted API server.
 
-The worker is a separate process (`plnt worker`), so it can be killed mid-activity;
+The worker is a separate process (`plnt worker`), so it can be killed mid-activity (held
+there by stopping the canary's first runner with SIGSTOP until the kill has landed);
 Temporal notices through the install activity's 5 s heartbeat timeout and retries it on
 the restarted worker, whose local target adopts the replicas already running. The API
 server is stopped while a saga is in flight and started again on the same state; the
@@ -10,6 +11,8 @@ run whose status lags its generation.
 
 from __future__ import annotations
 
+import os
+import signal
 from typing import Any
 
 from tests.deploy.conftest import (
@@ -21,7 +24,7 @@ from tests.deploy.conftest import (
     step_of,
     workflowrun,
 )
-from tests.support.plnt_server import Kubectl
+from tests.support.plnt_server import Kubectl, wait_for
 from tests.support.stack import runner_pids, runner_pids_by_revision
 
 
@@ -49,13 +52,20 @@ def test_a_worker_killed_during_install_resumes_the_saga_with_exactly_one_canary
 ) -> None:
     ref, digest = stack.spec("killed", version="8.0.0")
     apply(kubectl, namespace, workflowrun("tough", ref, digest, replicas=3))
+    uid = api.wait(namespace, "tough", lambda obj: True, message="created")["metadata"]["uid"]
 
-    def installing(obj: dict[str, Any]) -> bool:
-        step = step_of(obj, "install")
-        return step is not None and step["state"] == "Running"
-
-    api.wait(namespace, "tough", installing, message="install Running")
-    stack.worker.kill()
+    # An explicit hold: the canary's first runner is stopped (SIGSTOP) as soon as it
+    # exists, so it cannot become ready and the install cannot finish before the kill.
+    held = wait_for(
+        lambda: runner_pids(stack.state_dir, contains=uid), timeout=60, message="a runner"
+    )
+    for pid in held:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        stack.worker.kill()
+    finally:
+        for pid in held:
+            os.kill(pid, signal.SIGCONT)
     stack.restart_worker()
 
     obj = api.wait(namespace, "tough", ready_at_generation, timeout=60, message="Ready")
@@ -63,9 +73,10 @@ def test_a_worker_killed_during_install_resumes_the_saga_with_exactly_one_canary
     assert obj["status"]["revision"] == 1
     install = step_of(obj, "install")
     assert install is not None and install["state"] == "Succeeded"
-    # The kill landed mid-install: the activity that finished was a retry on the new worker
-    # (Temporal's attempt number, which the timeline records), not the first attempt.
+    # The install that finished was a retry on the new worker (Temporal's attempt
+    # number, which the timeline records), and it adopted the held runner.
     assert install["attempts"] >= 2, install
+    assert held <= runner_pids(stack.state_dir, contains=uid)
     assert api.invoke(namespace, "tough", {"topic": "etcd"}).revision == "1"
 
 

@@ -178,7 +178,13 @@ class Kubelet:
     async def start(self, nodes: list[Obj]) -> None:
         for obj in nodes:
             self.api.create(kinds.NODES, "", obj, manager=KUBELET)
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2))
+        # No pooled connections: a probed container may be stopped at any moment, and a
+        # kept-alive connection to it would outlive it unclosed (plain HTTP: closing is
+        # immediate, there is no TLS shutdown to wait for).
+        self._session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=2),
+            connector=aiohttp.TCPConnector(force_close=True),
+        )
         self.store.on_change.append(self._changed)
         self._task = asyncio.create_task(self._run(), name="kubelet-simulator")
 
