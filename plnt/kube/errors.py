@@ -9,6 +9,9 @@
 
 from __future__ import annotations
 
+import aiohttp
+from kubernetes_asyncio.client.exceptions import ApiException
+
 
 class ClusterError(Exception):
     """Something went wrong talking to the cluster."""
@@ -20,3 +23,19 @@ class ClusterUnavailable(ClusterError):
 
 class ClusterConfigError(ClusterError):
     """No usable way to reach the cluster."""
+
+
+CALL_FAILURES: tuple[type[Exception], ...] = (
+    ApiException,
+    aiohttp.ClientError,
+    TimeoutError,
+    OSError,
+)
+"""What a kubernetes-asyncio call raises when kube-apiserver refuses it or cannot be reached."""
+
+
+def unavailable(call: str, error: Exception) -> ClusterUnavailable:
+    """`ClusterUnavailable` for a failed `call`, naming kube's answer or the transport error."""
+    if isinstance(error, ApiException):
+        return ClusterUnavailable(f"{call}: kube-apiserver answered {error.status} {error.reason}")
+    return ClusterUnavailable(f"{call}: {type(error).__name__}: {error}".rstrip(": "))

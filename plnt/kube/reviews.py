@@ -11,11 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import aiohttp
 from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
 
-from plnt.kube.errors import ClusterUnavailable
+from plnt.kube import errors
 
 REQUEST_TIMEOUT_SECONDS = 10.0
 
@@ -89,12 +87,6 @@ class AccessVerdict:
     reason: str = ""
 
 
-def _unavailable(call: str, error: Exception) -> ClusterUnavailable:
-    if isinstance(error, ApiException):
-        return ClusterUnavailable(f"{call}: kube-apiserver answered {error.status} {error.reason}")
-    return ClusterUnavailable(f"{call}: {type(error).__name__}: {error}".rstrip(": "))
-
-
 class TokenReviews:
     """`POST /apis/authentication.k8s.io/v1/tokenreviews`."""
 
@@ -110,8 +102,8 @@ class TokenReviews:
         )
         try:
             answer = await self._api.create_token_review(body, _request_timeout=self._timeout)
-        except (ApiException, aiohttp.ClientError, TimeoutError, OSError) as error:
-            raise _unavailable("tokenreviews", error) from error
+        except errors.CALL_FAILURES as error:
+            raise errors.unavailable("tokenreviews", error) from error
         status = answer.status
         if status is None or not status.authenticated or status.user is None:
             return TokenVerdict(None, (status.error or "") if status is not None else "")
@@ -144,8 +136,8 @@ class AccessReviews:
             answer = await self._api.create_subject_access_review(
                 body, _request_timeout=self._timeout
             )
-        except (ApiException, aiohttp.ClientError, TimeoutError, OSError) as error:
-            raise _unavailable("subjectaccessreviews", error) from error
+        except errors.CALL_FAILURES as error:
+            raise errors.unavailable("subjectaccessreviews", error) from error
         status = answer.status
         if status is None:
             return AccessVerdict(False)

@@ -11,20 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from plnt.kube.errors import ClusterUnavailable
+from plnt.kube import errors
 
 Object = dict[str, Any]
-_TRANSPORT = (aiohttp.ClientError, TimeoutError, OSError)
-
-
-def _unavailable(call: str, error: Exception) -> ClusterUnavailable:
-    if isinstance(error, ApiException):
-        return ClusterUnavailable(f"{call}: kube-apiserver answered {error.status} {error.reason}")
-    return ClusterUnavailable(f"{call}: {error}")
 
 
 class Workloads:
@@ -47,30 +39,30 @@ class Workloads:
         except ApiException as error:
             if error.status == 404:
                 return None
-            raise _unavailable(f"deployments {namespace}/{name}", error) from error
-        except _TRANSPORT as error:
-            raise _unavailable(f"deployments {namespace}/{name}", error) from error
+            raise errors.unavailable(f"deployments {namespace}/{name}", error) from error
+        except errors.CALL_FAILURES as error:
+            raise errors.unavailable(f"deployments {namespace}/{name}", error) from error
 
     async def deployments(self, namespace: str, selector: str) -> list[Object]:
         try:
             found = await self._apps.list_namespaced_deployment(namespace, label_selector=selector)
-        except (ApiException, *_TRANSPORT) as error:
-            raise _unavailable(f"deployments in {namespace}", error) from error
+        except errors.CALL_FAILURES as error:
+            raise errors.unavailable(f"deployments in {namespace}", error) from error
         return [self._json(item) for item in found.items]
 
     async def nodes(self) -> list[Object]:
         try:
             found = await self._core.list_node()
-        except (ApiException, *_TRANSPORT) as error:
-            raise _unavailable("nodes", error) from error
+        except errors.CALL_FAILURES as error:
+            raise errors.unavailable("nodes", error) from error
         return [self._json(item) for item in found.items]
 
     async def scheduled_pods(self) -> list[Object]:
         """Pods in every namespace (the caller counts those bound and not finished)."""
         try:
             found = await self._core.list_pod_for_all_namespaces()
-        except (ApiException, *_TRANSPORT) as error:
-            raise _unavailable("pods", error) from error
+        except errors.CALL_FAILURES as error:
+            raise errors.unavailable("pods", error) from error
         return [self._json(item) for item in found.items]
 
     async def scale(self, namespace: str, name: str, replicas: int) -> None:
@@ -78,14 +70,14 @@ class Workloads:
         body = {"spec": {"replicas": replicas}}
         try:
             await self._apps.patch_namespaced_deployment_scale(name, namespace, body)
-        except (ApiException, *_TRANSPORT) as error:
-            raise _unavailable(f"deployments/scale {namespace}/{name}", error) from error
+        except errors.CALL_FAILURES as error:
+            raise errors.unavailable(f"deployments/scale {namespace}/{name}", error) from error
 
     async def pods(self, namespace: str, selector: str) -> list[Object]:
         try:
             found = await self._core.list_namespaced_pod(namespace, label_selector=selector)
-        except (ApiException, *_TRANSPORT) as error:
-            raise _unavailable(f"pods in {namespace}", error) from error
+        except errors.CALL_FAILURES as error:
+            raise errors.unavailable(f"pods in {namespace}", error) from error
         return [self._json(item) for item in found.items]
 
     async def endpoints(self, namespace: str, service: str) -> list[str]:
@@ -99,8 +91,8 @@ class Workloads:
             found = await self._discovery.list_namespaced_endpoint_slice(
                 namespace, label_selector=selector
             )
-        except (ApiException, *_TRANSPORT) as error:
-            raise _unavailable(f"endpointslices of {namespace}/{service}", error) from error
+        except errors.CALL_FAILURES as error:
+            raise errors.unavailable(f"endpointslices of {namespace}/{service}", error) from error
         urls: set[str] = set()
         for item in found.items:
             ports = item.ports or []
