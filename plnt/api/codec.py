@@ -1,17 +1,22 @@
 """JSON bytes in and out, fast: orjson on the hot paths, the standard library as the fallback.
 
 Serialising objects is most of the cost of GET, LIST and every watch event, and
-orjson does it several times faster than `json`. orjson refuses integers beyond
-64 bits, which a free-form field (smoke inputs) may hold; those rare documents
-go through `json` instead, so no valid document is ever refused.
+orjson does it several times faster than `json`. orjson refuses to write integers beyond
+64 bits, which a free-form field (smoke inputs) may hold, and reads them as
+floats, silently losing digits; those rare documents go through `json` instead,
+so no valid document is ever refused or altered. A run of 20 digits is the
+cheap sign of such an integer (2**64 has 20); a false alarm only costs speed.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import orjson
+
+_WIDE_INTEGER = re.compile(rb"[0-9]{20}")
 
 
 def dumps(value: Any) -> bytes:
@@ -32,6 +37,9 @@ def dumps_sorted(value: Any) -> bytes:
 
 def loads(data: bytes | str) -> Any:
     """Parse JSON written by `dumps` (or anything valid)."""
+    raw = data.encode() if isinstance(data, str) else data
+    if _WIDE_INTEGER.search(raw):
+        return json.loads(raw)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:

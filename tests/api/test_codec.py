@@ -12,7 +12,7 @@ from plnt.api import codec
 
 INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 JSON = st.recursive(
-    st.none() | st.booleans() | INT64 | st.text(),
+    st.none() | st.booleans() | st.integers() | st.text(),
     lambda children: (
         st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
     ),
@@ -44,6 +44,13 @@ def test_an_integer_beyond_64_bits_is_written_rather_than_refused() -> None:
     big = 2**70
     assert codec.dumps({"n": big}) == b'{"n":1180591620717411303424}'
     assert codec.dumps_sorted({"z": 1, "n": big}) == b'{"n":1180591620717411303424,"z":1}'
+
+
+def test_an_integer_beyond_64_bits_reads_back_exactly_not_as_a_float() -> None:
+    for big in (2**64, 2**70, -(2**65), 10**30):
+        text = b'{"n":%d,"s":"x"}' % big
+        assert codec.loads(text) == {"n": big, "s": "x"}
+        assert type(codec.loads(text.decode())["n"]) is int
 
 
 def test_loads_accepts_what_the_standard_library_accepts() -> None:
