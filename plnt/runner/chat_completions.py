@@ -1,31 +1,44 @@
 """The OpenAI-compatible face of the runner: `POST /v1/chat/completions` and `GET /v1/models`.
 
-The workflow is exposed as one model named after `metadata.name`. A chat request is mapped
-to inputs from its **last user message** (text, or the text parts of a content list):
+The workflow is exposed as one model named after `metadata.name`; a request naming another
+model is a 404 `model_not_found`, as OpenAI answers it. A chat request is mapped to inputs
+from its **last user message** (text, or the text parts of a content list):
 
 1. when the spec has `chat.input: NAME`, the inputs are `{NAME: text}`;
 2. otherwise, when the inputs schema has exactly one property, the text goes there;
 3. otherwise the text must be a JSON object, which is used as the inputs.
 
-The reply's content is the workflow output (text as is, anything else as JSON). With
-`stream: true` the finished output is sent as Server-Sent Events in OpenAI's chunk format,
-ending with `data: [DONE]`; the workflow itself runs to completion first.
+The reply's content is the workflow output (text as is, anything else as JSON). `usage` is
+the tokens the backend reported, summed over the model steps that called it, and absent when
+it reported none (see `executing`).
+
+With `stream: true` the answer is Server-Sent Events in OpenAI's chunk format, ending with
+`data: [DONE]`. When the workflow's output is one model step's output, that step's tokens
+are relayed as the backend streams them; the first event goes out with the first token (the
+role and the first piece in one chunk), so the time to the first byte of the body is the
+time to the first token. Any other workflow runs to completion first and its output is sent
+in pieces. With `stream_options: {include_usage: true}` a last chunk with empty `choices`
+carries `usage` when it is known. A failure after the first event becomes an event
+`{"error": {...}}` (the SDK raises it) and no `[DONE]`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pydantic
 from aiohttp import web
 
-from plnt.runner import errors, handlers, keys, responses
+from plnt.runner import errors, executing, handlers, keys, responses, streaming
 from plnt.workflowspec import model, smoke
 
 STREAM_CHUNK_CHARS = 24
+log = logging.getLogger(__name__)
 
 
 class ChatMessage(pydantic.BaseModel):
@@ -37,6 +50,14 @@ class ChatMessage(pydantic.BaseModel):
     content: str | list[dict[str, Any]] | None = None
 
 
+class StreamOptions(pydantic.BaseModel):
+    """OpenAI's `stream_options`."""
+
+    model_config = pydantic.ConfigDict(extra="allow")
+
+    include_usage: bool = False
+
+
 class ChatRequest(pydantic.BaseModel):
     """The fields of an OpenAI chat completion request the runner reads."""
 
@@ -45,6 +66,7 @@ class ChatRequest(pydantic.BaseModel):
     model: str
     messages: list[ChatMessage] = pydantic.Field(min_length=1)
     stream: bool = False
+    stream_options: StreamOptions | None = None
 
 
 def message_text(message: ChatMessage) -> str:
@@ -79,14 +101,7 @@ def inputs_from_messages(workflow: model.Workflow, messages: list[ChatMessage]) 
     return inputs
 
 
-def _completion_id() -> str:
-    return f"chatcmpl-{uuid.uuid4().hex}"
-
-
-async def chat_completions(request: web.Request) -> web.StreamResponse:
-    """POST /v1/chat/completions: run the workflow on the last user message."""
-    began = time.perf_counter()
-    body = await responses.read_json(request)
+def _parse(body: Any, workflow: model.Workflow) -> ChatRequest:
     try:
         chat = ChatRequest.model_validate(body)
     except pydantic.ValidationError as error:
@@ -95,73 +110,139 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             for item in error.errors()
         )
         raise errors.InvalidRequest(f"not a chat completion request: {problems}") from error
+    if chat.model != workflow.metadata.name:
+        raise errors.ModelNotFound(chat.model, workflow.metadata.name)
+    return chat
+
+
+class _Completion:
+    """The identity every chunk of one completion repeats."""
+
+    def __init__(self, name: str) -> None:
+        self.id = f"chatcmpl-{uuid.uuid4().hex}"
+        self.created = int(time.time())
+        self.model = name
+
+    def chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        }
+
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    """POST /v1/chat/completions: run the workflow on the last user message."""
+    began = time.perf_counter()
+    body = await responses.read_json(request)
     workflow = request.app[keys.WORKFLOW]
+    chat = _parse(body, workflow)
     inputs = inputs_from_messages(workflow, chat.messages)
+    if chat.stream:
+        return await _stream(request, chat, inputs, began=began)
     try:
         execution = await handlers.execute(request.app, inputs, endpoint="chat")
     except errors.RunnerError as error:
         elapsed = (time.perf_counter() - began) * 1000.0
         timing = responses.server_timing(runner_ms=elapsed, backend_ms=None)
         return responses.error_response(error, headers={"Server-Timing": timing})
-    content = smoke.as_text(execution.output)
-    created = int(time.time())
-    completion_id = _completion_id()
-    headers = {"Server-Timing": responses.timing_of(execution)}
-    name = workflow.metadata.name
-    if not chat.stream:
-        prompt_words = sum(len(message_text(message).split()) for message in chat.messages)
-        completion_words = len(content.split())
-        return web.json_response(
+    completion = _Completion(workflow.metadata.name)
+    answer: dict[str, Any] = {
+        "id": completion.id,
+        "object": "chat.completion",
+        "created": completion.created,
+        "model": completion.model,
+        "choices": [
             {
-                "id": completion_id,
-                "object": "chat.completion",
-                "created": created,
-                "model": name,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt_words,
-                    "completion_tokens": completion_words,
-                    "total_tokens": prompt_words + completion_words,
-                },
-                "plnt": {
-                    "cache": handlers.cache_stats(request.app, execution),
-                    "trace": [step.to_json() for step in execution.trace],
-                },
-            },
-            headers=headers,
-        )
+                "index": 0,
+                "message": {"role": "assistant", "content": smoke.as_text(execution.output)},
+                "finish_reason": "stop",
+            }
+        ],
+        "plnt": {
+            "cache": handlers.cache_stats(request.app, execution),
+            "trace": [step.to_json() for step in execution.trace],
+        },
+    }
+    if execution.usage is not None:
+        answer["usage"] = execution.usage.to_json()
+    return web.json_response(answer, headers={"Server-Timing": responses.timing_of(execution)})
+
+
+async def _stream(
+    request: web.Request, chat: ChatRequest, inputs: Any, *, began: float
+) -> web.StreamResponse:
+    """The SSE answer: errors before the stream are JSON, after it an error event."""
+    completion = _Completion(request.app[keys.WORKFLOW].metadata.name)
     response = web.StreamResponse(
-        headers={
-            **headers,
-            "Content-Type": "text/event-stream",
-            "Cache-Control": "no-cache",
-        }
+        status=200, headers={"Content-Type": streaming.EVENT_STREAM, "Cache-Control": "no-cache"}
     )
-    await response.prepare(request)
+    writer = streaming.Writer(response)
+    role_sent = False
 
-    async def send(delta: dict[str, Any], finish_reason: str | None = None) -> None:
-        chunk = {
-            "id": completion_id,
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": name,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
-        }
-        await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+    def piece(text: str) -> None:
+        nonlocal role_sent
+        delta = {"content": text} if role_sent else {"role": "assistant", "content": text}
+        role_sent = True
+        writer.send_bytes(streaming.sse_event(completion.chunk(delta)))
 
-    await send({"role": "assistant", "content": ""})
-    for start in range(0, len(content), STREAM_CHUNK_CHARS):
-        await send({"content": content[start : start + STREAM_CHUNK_CHARS]})
-    await send({}, finish_reason="stop")
-    await response.write(b"data: [DONE]\n\n")
-    await response.write_eof()
+    async def start() -> None:
+        await response.prepare(request)
+
+    try:
+        async with writer:
+            try:
+                execution = await handlers.execute(
+                    request.app,
+                    inputs,
+                    endpoint="chat",
+                    on_delta=lambda _step, text: piece(text),
+                    on_valid=start,
+                )
+            except errors.RunnerError as error:
+                if not response.prepared:
+                    raise
+                writer.send_bytes(streaming.sse_event(responses.error_body(error)))
+            except Exception:
+                if not response.prepared:
+                    raise
+                log.exception("unhandled error streaming %s", request.path)
+                internal = errors.RunnerError("internal error")
+                writer.send_bytes(streaming.sse_event(responses.error_body(internal)))
+            else:
+                _finish(writer, completion, chat, execution, piece=piece, streamed=role_sent)
+    except errors.RunnerError as error:
+        elapsed = (time.perf_counter() - began) * 1000.0
+        timing = responses.server_timing(runner_ms=elapsed, backend_ms=None)
+        return responses.error_response(error, headers={"Server-Timing": timing})
     return response
+
+
+def _finish(
+    writer: streaming.Writer,
+    completion: _Completion,
+    chat: ChatRequest,
+    execution: executing.Execution,
+    *,
+    piece: Callable[[str], None],
+    streamed: bool,
+) -> None:
+    """What follows the tokens: the output in pieces if nothing streamed, the stop chunk,
+    the usage chunk when asked for and known, and `[DONE]`."""
+    if not streamed:
+        content = smoke.as_text(execution.output)
+        if not content:
+            piece("")
+        for start in range(0, len(content), STREAM_CHUNK_CHARS):
+            piece(content[start : start + STREAM_CHUNK_CHARS])
+    writer.send_bytes(streaming.sse_event(completion.chunk({}, finish_reason="stop")))
+    wants_usage = chat.stream_options is not None and chat.stream_options.include_usage
+    if wants_usage and execution.usage is not None:
+        last = {**completion.chunk({}), "choices": [], "usage": execution.usage.to_json()}
+        writer.send_bytes(streaming.sse_event(last))
+    writer.send_bytes(streaming.sse_event("[DONE]"))
 
 
 async def models(request: web.Request) -> web.StreamResponse:

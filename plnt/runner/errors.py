@@ -2,6 +2,7 @@
 
     RunnerError                   base (500)
     ├── InvalidRequest            the body is not what the endpoint takes (400)
+    ├── ModelNotFound             a chat request names a model this runner does not serve (404)
     ├── InvalidInputs             inputs fail the workflow's schema (422); `.problems` has paths
     ├── OutputFailed              the output expression failed (500)
     └── StepFailed                a step failed; `.step` names it (500)
@@ -27,10 +28,16 @@ class InputProblem:
 
 
 class RunnerError(Exception):
-    """Base of every runner error."""
+    """Base of every runner error.
+
+    `code` and `param` fill OpenAI's error fields of the same names: `code` is the HTTP
+    status unless a subclass names a code of OpenAI's own (`model_not_found`).
+    """
 
     status = 500
     type = "runner_error"
+    code: str | None = None
+    param: str | None = None
 
 
 class InvalidRequest(RunnerError):
@@ -38,6 +45,20 @@ class InvalidRequest(RunnerError):
 
     status = 400
     type = "invalid_request_error"
+
+
+class ModelNotFound(RunnerError):
+    """A chat request names a model other than the workflow this runner serves."""
+
+    status = 404
+    type = "invalid_request_error"
+    code = "model_not_found"
+    param = "model"
+
+    def __init__(self, model: str, served: str) -> None:
+        super().__init__(
+            f"The model `{model}` does not exist: this endpoint serves the model `{served}`"
+        )
 
 
 class InvalidInputs(RunnerError):

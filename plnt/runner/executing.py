@@ -15,6 +15,20 @@ A caller may pass `on_step` to `Executor.run`: it is called synchronously, in th
 task, once per step that finishes — with `None` on success or the step's `RunnerError` on
 failure (steps cancelled because another failed are not reported). It must not block; the
 streaming endpoint hands each call to a queue. Without it nothing extra happens per step.
+
+Token streaming: a caller may also pass `on_delta`. Only the **output step** streams — the
+model step whose output *is* the workflow's output (`output: steps.ID.output`), so the
+pieces a client receives add up to exactly the answer. Every other step runs to completion
+as usual; a workflow whose output is not one model step's (a transform joining several)
+streams no tokens. The output step's backend call is made with `on_delta`, and each piece
+goes to `on_delta(step_id, text)` as it arrives; a cache hit passes the cached text as one
+piece. Once a piece went out, a failed attempt is not retried (the caller already has part
+of an answer a retry could not take back). The moment of the first piece is the
+invocation's time to first token (`Execution.first_token_ms`).
+
+Usage: the tokens the backend reported for each model call made by this invocation are
+summed (`Execution.usage`); it stays None when any call reported none, or no call was made
+(every model step hit the cache) — never estimated.
 """
 
 from __future__ import annotations
@@ -36,6 +50,8 @@ MAX_HTTP_RESPONSE_BYTES = 10 * 1024 * 1024
 _REQUIRED = re.compile(r"^'(.+)' is a required property$")
 AnyStep = model.ModelStep | model.HttpStep | model.TransformStep
 StepListener = Callable[["StepTrace", "errors.RunnerError | None"], None]
+DeltaListener = Callable[[str, str], None]
+_OUTPUT_OF_STEP = re.compile(r"^\s*steps\.([A-Za-z_][A-Za-z0-9_]*)\.output\s*$")
 
 
 @dataclass
@@ -74,6 +90,8 @@ class Execution:
     cache_misses: int
     total_ms: float
     backend_ms: float
+    usage: backends.Usage | None = None
+    first_token_ms: float | None = None
 
     @property
     def runner_ms(self) -> float:
@@ -91,9 +109,31 @@ class _Invocation:
     hits: int = 0
     misses: int = 0
     on_step: StepListener | None = None
+    on_delta: DeltaListener | None = None
+    usage: backends.Usage | None = None
+    calls_without_usage: int = 0
+    first_token_ms: float | None = None
 
     def offset_ms(self, moment: float) -> float:
         return (moment - self.started) * 1000.0
+
+    def count(self, reply: backends.Reply) -> None:
+        """Add one model call's reported tokens (or note that it reported none)."""
+        if reply.usage is None:
+            self.calls_without_usage += 1
+        else:
+            self.usage = reply.usage if self.usage is None else self.usage + reply.usage
+
+    def delta(self, step: str, piece: str) -> None:
+        """Pass one piece of the output step on; the first one times the first token."""
+        if self.on_delta is None or not piece:
+            return
+        if self.first_token_ms is None:
+            self.first_token_ms = self.offset_ms(time.perf_counter())
+        self.on_delta(step, piece)
+
+    def total_usage(self) -> backends.Usage | None:
+        return None if self.calls_without_usage else self.usage
 
 
 def union_ms(intervals: Sequence[tuple[float, float]]) -> float:
@@ -119,6 +159,15 @@ def model_for(step: model.ModelStep, config: settings.BackendConfig) -> str | No
     if config.model:
         return config.model
     return "echo" if config.type == "echo" else None
+
+
+def output_step(workflow: model.Workflow) -> str | None:
+    """The model step whose output is the workflow's output, if there is one."""
+    match = _OUTPUT_OF_STEP.match(workflow.output)
+    if match is None:
+        return None
+    step = next((s for s in workflow.steps if s.id == match.group(1)), None)
+    return step.id if isinstance(step, model.ModelStep) else None
 
 
 def require_models(workflow: model.Workflow, config: settings.BackendConfig) -> None:
@@ -159,6 +208,7 @@ class Executor:
             step.id: step.model_dump(mode="json", by_alias=True) for step in workflow.steps
         }
         require_models(workflow, backend_config)
+        self.output_step = output_step(workflow)
 
     def validate_inputs(self, inputs: Any) -> dict[str, Any]:
         """Inputs checked against the schema, with top-level property defaults filled in."""
@@ -184,13 +234,20 @@ class Executor:
         return filled
 
     async def run(
-        self, inputs: dict[str, Any], *, on_step: StepListener | None = None
+        self,
+        inputs: dict[str, Any],
+        *,
+        on_step: StepListener | None = None,
+        on_delta: DeltaListener | None = None,
     ) -> Execution:
         """Execute the DAG over validated inputs and evaluate the output expression.
 
-        `on_step(trace, error)` is called as each step finishes (see the module docstring).
+        `on_step(trace, error)` is called as each step finishes, `on_delta(step, text)` for
+        each piece of the output step's reply (see the module docstring).
         """
-        invocation = _Invocation(inputs=inputs, started=time.perf_counter(), on_step=on_step)
+        invocation = _Invocation(
+            inputs=inputs, started=time.perf_counter(), on_step=on_step, on_delta=on_delta
+        )
         loop = asyncio.get_running_loop()
         done = {step.id: loop.create_future() for step in self.workflow.steps}
         try:
@@ -216,6 +273,8 @@ class Executor:
             cache_misses=invocation.misses,
             total_ms=total_ms,
             backend_ms=union_ms(invocation.intervals),
+            usage=invocation.total_usage(),
+            first_token_ms=invocation.first_token_ms,
         )
 
     async def _run_step(
@@ -261,6 +320,8 @@ class Executor:
             if hit:
                 invocation.hits += 1
                 self._metrics.cache_hits.inc()
+                if step.id == self.output_step and isinstance(value, str):
+                    invocation.delta(step.id, value)
             else:
                 invocation.misses += 1
                 self._metrics.cache_misses.inc()
@@ -303,6 +364,8 @@ class Executor:
     ) -> Any:
         failure: errors.StepFailed | None = None
         for attempt in range(step.retries + 1):
+            if invocation.first_token_ms is not None and step.id == self.output_step:
+                break  # part of the answer is out already: a retry cannot take it back
             trace.attempts = attempt + 1
             try:
                 async with asyncio.timeout(step.timeout_seconds):
@@ -318,7 +381,7 @@ class Executor:
             except backends.BackendError as error:
                 failure = errors.StepBackendFailed(step.id, str(error))
                 failure.__cause__ = error
-            if attempt < step.retries:
+            if attempt < step.retries and invocation.first_token_ms is None:
                 await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
         assert failure is not None
         raise failure
@@ -337,7 +400,13 @@ class Executor:
                     temperature=resolved["temperature"],
                     max_tokens=resolved["max_tokens"],
                 )
-                return await self._backend.chat(request)
+                streams = invocation.on_delta is not None and step.id == self.output_step
+                reply = await self._backend.chat(
+                    request,
+                    on_delta=(lambda piece: invocation.delta(step.id, piece)) if streams else None,
+                )
+                invocation.count(reply)
+                return reply.content
             return await self._http(step, resolved)
         finally:
             ended = time.perf_counter()

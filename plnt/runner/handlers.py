@@ -5,7 +5,8 @@ matches the API server's invoke subresource) and answers the output, the per-ste
 cache statistics and timings, with a `Server-Timing` header on every answer.
 
 With `?stream=true` or `Accept: application/x-ndjson` it answers a stream instead (see
-`plnt.runner.streaming`): one line per finished step, then the same body as a last line.
+`plnt.runner.streaming`): one line per finished step, `delta` lines carrying the output
+step's reply as the backend streams it, then the same body as a last line.
 The body and the inputs are checked before the stream starts, so those errors are still
 plain JSON answers with their status; a stream carries no `Server-Timing` or `X-Plnt-Cache`
 header (they are known only at the end; the last line holds both facts).
@@ -13,6 +14,7 @@ header (they are known only at the end; the last line holds both facts).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -32,12 +34,14 @@ async def execute(
     *,
     endpoint: str,
     on_step: executing.StepListener | None = None,
+    on_delta: executing.DeltaListener | None = None,
     on_valid: Callable[[], Awaitable[None]] | None = None,
 ) -> executing.Execution:
     """Validate inputs and run the workflow once, recording metrics for `endpoint`.
 
     `on_valid` is awaited once the inputs passed the schema, before any step runs;
-    `on_step` is handed to the executor.
+    `on_step` and `on_delta` are handed to the executor. An invocation cancelled because
+    its caller went away counts with outcome `cancelled`.
     """
     metrics = app[keys.METRICS]
     executor = app[keys.EXECUTOR]
@@ -47,15 +51,20 @@ async def execute(
         validated = executor.validate_inputs(inputs)
         if on_valid is not None:
             await on_valid()
-        execution = await executor.run(validated, on_step=on_step)
+        execution = await executor.run(validated, on_step=on_step, on_delta=on_delta)
     except errors.RunnerError as error:
         metrics.invocations.labels(endpoint, "error").inc()
         metrics.errors.labels(error.type).inc()
+        raise
+    except asyncio.CancelledError:
+        metrics.invocations.labels(endpoint, "cancelled").inc()
         raise
     finally:
         metrics.in_flight.dec()
         metrics.latency.labels(endpoint).observe(time.perf_counter() - began)
     metrics.invocations.labels(endpoint, "ok").inc()
+    if execution.first_token_ms is not None:
+        metrics.first_token.labels(endpoint).observe(execution.first_token_ms / 1000.0)
     return execution
 
 
@@ -76,17 +85,23 @@ def cache_stats(app: web.Application, execution: executing.Execution) -> dict[st
 def result_body(app: web.Application, execution: executing.Execution) -> dict[str, Any]:
     """What /invoke answers for a finished execution (and a stream's last line holds)."""
     workflow = app[keys.WORKFLOW]
-    return {
+    timings = {
+        "totalMs": round(execution.total_ms, 3),
+        "runnerMs": round(execution.runner_ms, 3),
+        "backendMs": round(execution.backend_ms, 3),
+    }
+    if execution.first_token_ms is not None:
+        timings["firstTokenMs"] = round(execution.first_token_ms, 3)
+    body: dict[str, Any] = {
         "workflow": {"name": workflow.metadata.name, "version": workflow.metadata.version},
         "output": execution.output,
         "trace": [step.to_json() for step in execution.trace],
         "cache": cache_stats(app, execution),
-        "timings": {
-            "totalMs": round(execution.total_ms, 3),
-            "runnerMs": round(execution.runner_ms, 3),
-            "backendMs": round(execution.backend_ms, 3),
-        },
+        "timings": timings,
     }
+    if execution.usage is not None:
+        body["usage"] = execution.usage.to_json()
+    return body
 
 
 async def invoke(request: web.Request) -> web.StreamResponse:
@@ -120,7 +135,7 @@ async def invoke_stream(request: web.Request, inputs: Any, *, began: float) -> w
     async def start() -> None:
         await response.prepare(request)
 
-    writer = streaming.LineWriter(response)
+    writer = streaming.Writer(response)
     try:
         async with writer:
             try:
@@ -129,6 +144,7 @@ async def invoke_stream(request: web.Request, inputs: Any, *, began: float) -> w
                     inputs,
                     endpoint="invoke",
                     on_step=lambda trace, error: writer.send(streaming.step_line(trace, error)),
+                    on_delta=lambda step, piece: writer.send(streaming.delta_line(step, piece)),
                     on_valid=start,
                 )
             except errors.RunnerError as error:

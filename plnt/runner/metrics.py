@@ -18,7 +18,7 @@ class RunnerMetrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self.invocations = Counter(
             "plnt_runner_invocations",
-            "Workflow invocations, by endpoint and outcome.",
+            "Workflow invocations, by endpoint and outcome (ok, error, cancelled).",
             ["endpoint", "outcome"],
             registry=self.registry,
         )
@@ -46,6 +46,13 @@ class RunnerMetrics:
             "plnt_runner_errors",
             "Failed invocations, by error type.",
             ["type"],
+            registry=self.registry,
+        )
+        self.first_token = Histogram(
+            "plnt_runner_time_to_first_token_seconds",
+            "Streamed invocations: from the start of the run to the output step's first piece.",
+            ["endpoint"],
+            buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
         self.in_flight = Gauge(

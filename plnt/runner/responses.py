@@ -1,8 +1,10 @@
 """JSON error bodies, the Server-Timing header, and the middleware that turns errors into both.
 
-Every error the runner answers has one shape, compatible with OpenAI clients:
-`{"error": {"type": ..., "message": ..., "step": ..., "problems": [{"path", "message"}]}}`
-(`step` and `problems` only when they apply). The message alone is enough for a human.
+Every error the runner answers has one shape, OpenAI's (so its SDK raises the matching
+exception): `{"error": {"message": ..., "type": ..., "param": ..., "code": ..., "step": ...,
+"problems": [{"path", "message"}]}}` (`step` and `problems` only when they apply; `code` is
+the HTTP status unless the error has an OpenAI code such as `model_not_found`). The message
+alone is enough for a human.
 """
 
 from __future__ import annotations
@@ -21,7 +23,12 @@ log = logging.getLogger(__name__)
 
 def error_body(error: errors.RunnerError) -> dict[str, Any]:
     """The JSON body for a runner error."""
-    detail: dict[str, Any] = {"type": error.type, "message": str(error), "code": error.status}
+    detail: dict[str, Any] = {
+        "message": str(error),
+        "type": error.type,
+        "param": error.param,
+        "code": error.code if error.code is not None else error.status,
+    }
     if isinstance(error, errors.StepFailed):
         detail["step"] = error.step
     if isinstance(error, errors.InvalidInputs):
@@ -43,8 +50,9 @@ def http_error_response(error: web.HTTPException) -> web.Response:
     message = error.text if error.text and error.text != f"{error.status}: {error.reason}" else ""
     body = {
         "error": {
-            "type": error.reason.lower().replace(" ", "_"),
             "message": message or error.reason,
+            "type": error.reason.lower().replace(" ", "_"),
+            "param": None,
             "code": error.status,
         }
     }
@@ -78,8 +86,7 @@ async def errors_as_json(request: web.Request, handler: Handler) -> web.StreamRe
         return http_error_response(error)
     except Exception:
         log.exception("unhandled error serving %s %s", request.method, request.path)
-        body = {"error": {"type": "internal_error", "message": "internal error", "code": 500}}
-        return web.json_response(body, status=500)
+        return error_response(errors.RunnerError("internal error"))
 
 
 async def read_json(request: web.Request) -> Any:

@@ -74,7 +74,8 @@ async def serve_until_stopped(runner_settings: settings.RunnerSettings) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    runner = web.AppRunner(application, access_log=None)
+    # A caller that goes away cancels its handler, and so the backend calls it was making.
+    runner = web.AppRunner(application, access_log=None, handler_cancellation=True)
     await runner.setup()
     try:
         site = web.TCPSite(runner, runner_settings.host, runner_settings.port)

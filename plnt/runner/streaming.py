@@ -1,16 +1,22 @@
-"""The wire format of streamed invocations: newline-delimited JSON, written as steps finish.
+"""The wire formats of streamed answers, and the one writer both use.
 
-A client asks for a stream with `POST /invoke?stream=true` or `Accept: application/x-ndjson`.
-Steps report from their own tasks through a synchronous listener, so `LineWriter` puts each
-line on a queue and one writer task sends them in order: a slow client delays the lines,
-never the workflow. Lines:
+`/invoke?stream=true` (or `Accept: application/x-ndjson`) answers newline-delimited JSON,
+written as things happen. Steps report from their own tasks through synchronous listeners,
+so `Writer` puts each encoded piece on a queue and one writer task sends them in order: a
+slow client delays the lines, never the workflow. Lines:
 
     {"type": "step", "step": {...trace entry..., "error": {...} only when the step failed}}
+    {"type": "delta", "step": "ID", "content": "..."}   pieces of the output step's reply
     {"type": "result", ...the body POST /invoke answers...}             exactly one last line,
     {"type": "error", "error": {...runner error body...}, "status": N}   or this one
 
-A client that goes away mid-stream stops the writing, not the invocation. Errors: none of
-its own; a lost connection is swallowed here (the invocation's metrics still count it).
+`/v1/chat/completions` with `stream: true` answers Server-Sent Events (`sse_event`) in
+OpenAI's chunk format through the same writer.
+
+A client that goes away mid-stream ends the invocation: aiohttp cancels the handler (the
+runner serves with handler cancellation), which cancels the steps and closes the backend
+connections they hold. A write that fails first only stops the writing. Errors: none of
+its own; a lost connection is swallowed here.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from aiohttp import web
 from plnt.runner import errors, executing, responses
 
 NDJSON = "application/x-ndjson"
+EVENT_STREAM = "text/event-stream"
 _TRUE = frozenset({"true", "1", "yes"})
 
 
@@ -43,6 +50,11 @@ def step_line(trace: executing.StepTrace, error: errors.RunnerError | None) -> d
     return {"type": "step", "step": entry}
 
 
+def delta_line(step: str, content: str) -> dict[str, Any]:
+    """The line for one piece of the output step's reply."""
+    return {"type": "delta", "step": step, "content": content}
+
+
 def result_line(body: dict[str, Any]) -> dict[str, Any]:
     """The last line of a successful stream: the /invoke answer, tagged."""
     return {"type": "result", **body}
@@ -53,17 +65,27 @@ def error_line(error: errors.RunnerError) -> dict[str, Any]:
     return {"type": "error", **responses.error_body(error), "status": error.status}
 
 
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
 def encode(line: dict[str, Any]) -> bytes:
     """One NDJSON line (compact, UTF-8, newline-terminated)."""
-    return json.dumps(line, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    return _compact(line).encode() + b"\n"
 
 
-class LineWriter:
-    """Sends queued lines on a prepared response from one task, in order.
+def sse_event(data: dict[str, Any] | str) -> bytes:
+    """One Server-Sent Event carrying `data` (JSON, or a literal such as `[DONE]`)."""
+    text = data if isinstance(data, str) else _compact(data)
+    return f"data: {text}\n\n".encode()
 
-    `send` is synchronous (it may be called from a step listener). Leaving
-    `async with LineWriter(response) as writer:` sends what is queued, then ends the body
-    if the response was prepared (nothing is written to an unprepared one).
+
+class Writer:
+    """Sends queued bytes on a prepared response from one task, in order.
+
+    `send` and `send_bytes` are synchronous (they may be called from a step listener).
+    Leaving `async with Writer(response) as writer:` sends what is queued, then ends the
+    body if the response was prepared (nothing is written to an unprepared one).
     """
 
     def __init__(self, response: web.StreamResponse) -> None:
@@ -72,7 +94,7 @@ class LineWriter:
         self._task: asyncio.Task[None] | None = None
         self.connected = True
 
-    async def __aenter__(self) -> LineWriter:
+    async def __aenter__(self) -> Writer:
         self._task = asyncio.create_task(self._drain())
         return self
 
@@ -87,8 +109,12 @@ class LineWriter:
                     await self._response.write_eof()
 
     def send(self, line: dict[str, Any]) -> None:
-        """Queue one line."""
+        """Queue one NDJSON line."""
         self._queue.put_nowait(encode(line))
+
+    def send_bytes(self, data: bytes) -> None:
+        """Queue bytes already encoded (an SSE event)."""
+        self._queue.put_nowait(data)
 
     async def _drain(self) -> None:
         while (data := await self._queue.get()) is not None:

@@ -150,8 +150,10 @@ async def test_streamed_invocations_count_in_the_invoke_metrics(
 ) -> None:
     url = await start_runner(EXAMPLES / "chat.workflow.yaml")
     async with session.post(f"{url}/invoke?stream=true", json={"inputs": {"question": "q"}}) as r:
-        assert [line["type"] for line in await read_lines(r)] == ["step", "result"]
+        # The answer step is the output step: its reply streams as a delta before its line.
+        assert [line["type"] for line in await read_lines(r)] == ["delta", "step", "result"]
     async with session.get(f"{url}/metrics") as response:
         text = await response.text()
     assert 'plnt_runner_invocations_total{endpoint="invoke",outcome="ok"} 1.0' in text
+    assert 'plnt_runner_time_to_first_token_seconds_count{endpoint="invoke"} 1.0' in text
     assert "plnt_runner_in_flight 0.0" in text
