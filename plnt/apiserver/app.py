@@ -22,6 +22,7 @@ from plnt.apiserver import (
     authz,
     deployhooks,
     endpoints,
+    inflight,
     invoke,
     keys,
     metrics,
@@ -160,12 +161,13 @@ def build_app(
         if settings.pki_dir is None:
             raise ValueError("pki_dir is required: plnt serves HTTPS only")
         pki.ensure_pki(Path(settings.pki_dir), extra_sans=settings.extra_sans)
+    limiter = inflight.InFlightLimiter.from_limits(settings.limits)
     app = web.Application(
-        middlewares=middleware.chain(),
+        middlewares=middleware.chain(limiter),
         client_max_size=settings.max_request_body_bytes + 1,
     )
     app[keys.SETTINGS] = settings
-    app[keys.METRICS] = metrics.Metrics()
+    app[keys.METRICS] = metrics.Metrics(in_flight=limiter)
     app[keys.READY] = {"etcd": False, "watch-cache": False}
     app[keys.WATCHES] = keys.OpenWatches()
     app[keys.CONNECTION_IDENTITIES] = weakref.WeakKeyDictionary()

@@ -10,6 +10,10 @@ Lifecycle rules:
   with a deadline, until `GET /health` answers `{"health":"true"}`. A child that
   exits early is reported with the tail of its log; when the ports were picked
   here, a lost port race is retried.
+* `arestart()` starts a child that has exited again on the same ports and data
+  directory, so clients reconnect to the same endpoint and find every write etcd
+  acknowledged (etcd fsyncs its WAL before answering); `exit_code()` says whether
+  it has exited. `plnt.processes.supervision` drives both.
 * `stop()` sends SIGTERM, waits `stop_timeout`, then SIGKILLs, and always reaps
   the child. It is idempotent, and an `atexit` hook calls it for any process the
   parent forgot, so a normal interpreter exit never leaves etcd behind.
@@ -200,8 +204,26 @@ class EtcdProcess:
     async def astart(self) -> None:
         """Like `start`, without blocking the event loop; cancellation stops the child."""
         attempts = 3 if self._want_client_port == 0 or self._want_peer_port == 0 else 1
+        await self._astart(attempts, keep_ports=False)
+
+    async def arestart(self) -> None:
+        """Start etcd again on the ports and data directory it had (after it exited).
+
+        A child still running is stopped first. One attempt: the ports were etcd's a
+        moment ago, so "address already in use" is an error, not a race to retry.
+        """
+        await self.astop()
+        await self._astart(1, keep_ports=True)
+
+    def exit_code(self) -> int | None:
+        """The child's exit code once it has exited (negative: killed by that signal);
+        None while it runs or when it was never started or has been stopped."""
+        proc = self._proc
+        return proc.poll() if proc is not None else None
+
+    async def _astart(self, attempts: int, *, keep_ports: bool) -> None:
         for attempt in range(attempts):
-            self._spawn()
+            self._spawn(keep_ports=keep_ports)
             deadline = time.monotonic() + self.start_timeout
             try:
                 while not await asyncio.to_thread(self._healthy_sync):
@@ -234,11 +256,12 @@ class EtcdProcess:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _spawn(self) -> None:
-        self.client_port = self._want_client_port or free_port()
-        self.peer_port = self._want_peer_port or free_port()
-        while self.peer_port == self.client_port:
-            self.peer_port = free_port()
+    def _spawn(self, *, keep_ports: bool = False) -> None:
+        if not keep_ports:
+            self.client_port = self._want_client_port or free_port()
+            self.peer_port = self._want_peer_port or free_port()
+            while self.peer_port == self.client_port:
+                self.peer_port = free_port()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:

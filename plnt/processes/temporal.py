@@ -9,7 +9,10 @@ Lifecycle: `astart()` picks free loopback ports unless given, spawns the server 
 waits, with a deadline, until its HTTP API answers for the namespace. `astop()` sends
 SIGTERM, waits (the server needs about a second to stop), then SIGKILLs, and always
 reaps. The child has a process group of its own, so a Ctrl-C in the terminal reaches
-only the parent, which stops its worker before it stops Temporal.
+only the parent, which stops its worker before it stops Temporal. `arestart()` starts
+a server that has exited again on the same gRPC port and database file, so clients
+and workers reconnect to the same address and workflows resume from their history
+(`plnt.processes.supervision` calls it when `exit_code()` says the child exited).
 
 Errors: `TemporalProcessError` when the binary is missing, the child exits early,
 or it is not ready by the deadline (the message carries the log's last lines).
@@ -114,6 +117,25 @@ class TemporalDevServer:
         except BaseException:
             await self.astop()
             raise
+
+    async def arestart(self) -> None:
+        """Start the server again on its gRPC (and UI) port with the same database.
+
+        A child still running is stopped first. The HTTP and metrics ports are picked
+        afresh: nothing outside this object knows them.
+        """
+        await self.astop()
+        await self.astart()
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def exit_code(self) -> int | None:
+        """The child's exit code once it has exited (negative: killed by that signal);
+        None while it runs or when it was never started or has been stopped."""
+        process = self._process
+        return process.poll() if process is not None else None
 
     def _spawn(self, command: list[str]) -> subprocess.Popen[bytes]:
         """Popen rather than an asyncio subprocess: the child must not belong to one event

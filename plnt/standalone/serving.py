@@ -13,10 +13,17 @@ finds the same objects, certificates and kubeconfig:
 Unless `temporal_address` names an external Temporal, a Temporal dev server runs as
 a child process too; unless `worker` is off, the deploy worker runs in this process.
 
-On SIGINT/SIGTERM the server stops accepting, closes watches, the worker stops, then
-Temporal and etcd are stopped and reaped. Runner processes are left running on
-purpose: they serve invocations across restarts and are adopted by the next worker
-(`plnt down --state-dir DIR` stops them).
+etcd and the embedded Temporal are supervised (`plnt.processes.supervision`): a child
+that exits on its own is started again, with backoff, on the same ports and data, and
+everything that talks to it reconnects (the etcd channel and the watch cache, which
+resumes from the last revision it applied; the Temporal client and the worker, whose
+sagas resume from their history). Each restart is one warning line and counts in
+`plnt_child_restarts_total{child="etcd"|"temporal"}`.
+
+On SIGINT/SIGTERM the server stops accepting, closes watches, the worker stops, the
+supervisors stop, then Temporal and etcd are stopped and reaped. Runner processes are
+left running on purpose: they serve invocations across restarts and are adopted by the
+next worker (`plnt down --state-dir DIR` stops them).
 """
 
 from __future__ import annotations
@@ -27,19 +34,22 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 from aiohttp import web
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
 from temporalio import client as temporal_client
 
 from plnt.apiserver import app as app_module
-from plnt.apiserver import authn, authz, pki
+from plnt.apiserver import authn, authz, keys, pki
 from plnt.apiserver.settings import ServerSettings
 from plnt.client.clients import PlntClient
 from plnt.processes.etcd import EtcdProcess, EtcdProcessError
+from plnt.processes.supervision import Supervisor, supervising
 from plnt.processes.temporal import TemporalDevServer, TemporalProcessError
 from plnt.sagas import starter, worker
 from plnt.sagas.control import DeployUnavailable
@@ -141,44 +151,51 @@ async def serve(
         raise StandaloneError(f"etcd did not start: {error}") from error
     temporal: TemporalDevServer | None = None
     try:
-        if not settings.sagas:  # the API machinery alone: no Temporal, no worker, no deploys
+        async with contextlib.AsyncExitStack() as children:
+            supervisors = [await children.enter_async_context(supervising(etcd, what="etcd"))]
+            if not settings.sagas:  # the API machinery alone: no Temporal, no worker, no deploys
+                await _serve_api(
+                    settings,
+                    etcd_endpoint=etcd.endpoint,
+                    paths=paths,
+                    stop=stop,
+                    temporal=None,
+                    supervisors=supervisors,
+                    ready=lambda server, kubeconfig: Ready(server, kubeconfig, None, None),
+                    on_ready=on_ready,
+                )
+                return
+            if settings.temporal_address is None:
+                temporal = TemporalDevServer(
+                    state / "temporal.db",
+                    namespace=settings.temporal_namespace,
+                    ui_port=0 if settings.temporal_ui else None,
+                )
+                try:
+                    await temporal.astart()
+                except TemporalProcessError as error:
+                    raise StandaloneError(f"Temporal did not start: {error}") from error
+                supervisors.append(
+                    await children.enter_async_context(supervising(temporal, what="temporal"))
+                )
+            address = temporal.address if temporal is not None else settings.temporal_address
+            assert address is not None
+            try:
+                client = await starter.connect(address, namespace=settings.temporal_namespace)
+            except DeployUnavailable as error:
+                raise StandaloneError(str(error)) from error
             await _serve_api(
                 settings,
                 etcd_endpoint=etcd.endpoint,
                 paths=paths,
                 stop=stop,
-                temporal=None,
-                ready=lambda server, kubeconfig: Ready(server, kubeconfig, None, None),
+                temporal=client,
+                supervisors=supervisors,
+                ready=lambda server, kubeconfig: Ready(
+                    server, kubeconfig, address, temporal.ui_address if temporal else None
+                ),
                 on_ready=on_ready,
             )
-            return
-        if settings.temporal_address is None:
-            temporal = TemporalDevServer(
-                state / "temporal.db",
-                namespace=settings.temporal_namespace,
-                ui_port=0 if settings.temporal_ui else None,
-            )
-            try:
-                await temporal.astart()
-            except TemporalProcessError as error:
-                raise StandaloneError(f"Temporal did not start: {error}") from error
-        address = temporal.address if temporal is not None else settings.temporal_address
-        assert address is not None
-        try:
-            client = await starter.connect(address, namespace=settings.temporal_namespace)
-        except DeployUnavailable as error:
-            raise StandaloneError(str(error)) from error
-        await _serve_api(
-            settings,
-            etcd_endpoint=etcd.endpoint,
-            paths=paths,
-            stop=stop,
-            temporal=client,
-            ready=lambda server, kubeconfig: Ready(
-                server, kubeconfig, address, temporal.ui_address if temporal else None
-            ),
-            on_ready=on_ready,
-        )
     finally:
         if temporal is not None:
             await temporal.astop()
@@ -192,6 +209,7 @@ async def _serve_api(
     paths: pki.Pki,
     stop: asyncio.Event,
     temporal: temporal_client.Client | None,
+    supervisors: list[Supervisor],
     ready: Callable[[str, Path], Ready],
     on_ready: Callable[[Ready], None] | None,
 ) -> None:
@@ -206,6 +224,7 @@ async def _serve_api(
     )
     control = starter.TemporalDeployControl(temporal) if temporal is not None else None
     application = app_module.build_app(server_settings, deploy=control)
+    application[keys.METRICS].registry.register(ChildRestarts(supervisors))
     ssl_context = app_module.ssl_context_for(server_settings)
     runner = web.AppRunner(
         application, shutdown_timeout=2.0, access_log=None, handler_cancellation=True
@@ -236,6 +255,24 @@ async def _serve_api(
             await stop.wait()
     finally:
         await runner.cleanup()
+
+
+class ChildRestarts(Collector):
+    """`plnt_child_restarts_total{child}`: the supervisors' restart counts, read when
+    the server's metrics are scraped (registered into the API server's registry)."""
+
+    def __init__(self, supervisors: list[Supervisor]) -> None:
+        self._supervisors = supervisors
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "plnt_child_restarts",
+            "Restarts of a child process plnt up supervises (etcd, temporal).",
+            labels=["child"],
+        )
+        for supervisor in self._supervisors:
+            family.add_metric([supervisor.what], supervisor.restarts)
+        yield family
 
 
 def run(settings: StandaloneSettings, *, on_ready: Callable[[Ready], None]) -> None:

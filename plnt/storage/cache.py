@@ -64,6 +64,9 @@ from plnt.storage.interface import KeyValue, ListResult, Mutate, WatchEvent
 log = logging.getLogger(__name__)
 
 _LOAD_PAGE = 5000
+_RETRY_INITIAL, _RETRY_MAXIMUM = 0.1, 1.0
+"""Backoff of the cache's own watch after losing etcd: at most a second, so the cache
+follows within a second of etcd's return (a supervised etcd is back in about one)."""
 _PROGRESS_REQUEST_PERIOD = 0.1
 """While a read waits for the cache, ask etcd for progress at most this often (kube's)."""
 
@@ -339,8 +342,16 @@ class CachedStore:
                 return
 
     async def _run(self) -> None:
-        """Keep every cache in sync: list them all at one revision, then watch, forever."""
-        backoff = 0.1
+        """Keep every cache in sync: list them all at one revision, then watch, forever.
+
+        A lost etcd (a restart, a network cut) does not touch the caches or their
+        watchers: the watch is opened again from the revision already applied, so
+        watchers see the events after it, once each, when etcd is back. Only a
+        compaction past that revision relists (and ends the watchers, as kube's cacher
+        does; they re-watch and get Expired if their revision left the new window).
+        """
+        backoff = _RETRY_INITIAL
+        lost = False
         while True:
             try:
                 if not self.ready:
@@ -349,7 +360,10 @@ class CachedStore:
                 async with self._store.watch(
                     "", after_revision=self._revision, progress_interval=0.0
                 ) as events:
-                    backoff = 0.1
+                    backoff = _RETRY_INITIAL
+                    if lost:
+                        log.warning("the watch cache follows etcd again from %d", self._revision)
+                        lost = False
                     self._stream = events
                     async for event in events:
                         self._dispatch(event)
@@ -358,9 +372,15 @@ class CachedStore:
                 for cache in self._caches:
                     cache.reset()
             except Exception as exc:  # keep serving: a dead loop would freeze the cache
-                log.warning("the watch cache lost etcd (%r); retrying", exc)
+                # One line per outage, not per retry.
+                log.log(
+                    logging.DEBUG if lost else logging.WARNING,
+                    "the watch cache lost etcd (%r); retrying",
+                    exc,
+                )
+                lost = True
                 await asyncio.sleep(backoff)  # retry backoff, not synchronisation
-                backoff = min(backoff * 2, 5.0)
+                backoff = min(backoff * 2, _RETRY_MAXIMUM)
             finally:
                 self._stream = None
 
