@@ -115,7 +115,24 @@ def _supported_values(expected: str) -> str:
     return ", ".join(shown)
 
 
-def _describe(error: Mapping[str, Any]) -> tuple[str, str]:
+def json_type(value: Any) -> str:
+    """The OpenAPI type name of a JSON value, as kube's schema validator names it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    return "object"
+
+
+def _describe(error: Mapping[str, Any], path: str) -> tuple[str, str]:
     kind: str = error["type"]
     context: Mapping[str, Any] = error.get("ctx") or {}
     bad = error.get("input")
@@ -157,8 +174,10 @@ def _describe(error: Mapping[str, Any]) -> tuple[str, str]:
         return "FieldValueForbidden", "Forbidden: unknown field"
     stem = kind.removesuffix("_type").removesuffix("_parsing").removesuffix("_from_float")
     if kind != stem and stem in _JSON_TYPES:
-        detail = f"must be of type {_JSON_TYPES[stem]}"
-        return "FieldValueTypeInvalid", f"Invalid value: {go_value(bad)}: {detail}"
+        # A structural schema's wording (kube-openapi's InvalidType via field.TypeInvalid).
+        actual = go_quote(json_type(bad))
+        detail = f"{path} in body must be of type {_JSON_TYPES[stem]}: {actual}"
+        return "FieldValueTypeInvalid", f"Invalid value: {actual}: {detail}"
     detail = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
     return "FieldValueInvalid", f"Invalid value: {go_value(bad)}: {detail}"
 
@@ -214,10 +233,21 @@ def validation_causes(
     ("spec" when validating a spec alone). With `model` (the validated class) map keys
     read `[key]` like kube's field paths, and union member tags are left out.
     """
+    return error_causes(error.errors(include_url=False), root=root, model=model)
+
+
+def error_causes(
+    items: Sequence[Mapping[str, Any]],
+    *,
+    root: str = "",
+    model: type[pydantic.BaseModel] | None = None,
+) -> list[FieldCause]:
+    """`validation_causes` of pydantic's error items (some may have been set aside)."""
     causes: list[FieldCause] = []
-    for item in error.errors(include_url=False):
-        reason, message = _describe(item)
-        cause = FieldCause(_cause_path(item["loc"], root, model), reason, message)
+    for item in items:
+        path = _cause_path(item["loc"], root, model)
+        reason, message = _describe(item, path)
+        cause = FieldCause(path, reason, message)
         if cause not in causes:
             causes.append(cause)
     return causes

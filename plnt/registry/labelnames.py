@@ -134,6 +134,27 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
     return errors
 
 
+_DNS_LABEL_RE = re.compile(_DNS_LABEL)
+_DNS_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character"
+)
+_MAX_LABEL = 63
+
+
+def dns1123_label_errors(value: str) -> list[str]:
+    """Why `value` is not a lowercase RFC 1123 label (kube's IsDNS1123Label texts)."""
+    errors: list[str] = []
+    if _byte_length(value) > _MAX_LABEL:
+        errors.append(f"must be no more than {_MAX_LABEL} characters")
+    if not _DNS_LABEL_RE.fullmatch(value):
+        if _DNS_SUBDOMAIN_RE.fullmatch(value):
+            errors.append("must not contain dots")
+        else:
+            errors.append(_regex_error(_DNS_LABEL_MSG, _DNS_LABEL, "my-name", "123-abc"))
+    return errors
+
+
 _CONFIG_KEY_FMT = "[-._a-zA-Z0-9]+"
 _CONFIG_KEY_RE = re.compile(_CONFIG_KEY_FMT)
 _CONFIG_KEY_MSG = "a valid config key must consist of alphanumeric characters, '-', '_' or '.'"

@@ -208,7 +208,9 @@ class ResourceStore:
     ) -> WriteResult:
         """Create; `applied` are the managedFields of a create by server-side apply."""
         obj = copy.deepcopy(body)
-        admitting.check_identity(self.definition, obj, namespace=namespace, name=None)
+        admitting.check_identity(
+            self.definition, obj, namespace=namespace, name=None, is_patch=options.is_patch
+        )
         obj, warnings = admitting.field_validation(self.definition, obj, options)
         meta = obj["metadata"]
         generate = not meta.get("name") and meta.get("generateName")
@@ -273,11 +275,16 @@ class ResourceStore:
             new = transform(copy.deepcopy(old))
             if not isinstance(new, dict):
                 raise errors.BadRequest("the request body must be a JSON object")
-            admitting.check_identity(self.definition, new, namespace=namespace, name=name)
+            admitting.check_identity(
+                self.definition, new, namespace=namespace, name=name, is_patch=options.is_patch
+            )
             wanted_rv = new["metadata"].get("resourceVersion")
             if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
                 parse_resource_version(str(wanted_rv), field_name="metadata.resourceVersion")
                 raise self._conflict(name)
+            # No resourceVersion: an unconditional update of the stored revision, as kube
+            # sets it before validating (so "must be specified for an update" never applies).
+            new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             new, warnings = admitting.field_validation(self.definition, new, options)
             sent_managed = new["metadata"].get("managedFields")
             if subresource == "status":

@@ -3,28 +3,62 @@
 Order (see `plnt.registry.store`): prepare → validate → warn → canonicalise.
 Strategies only supply the hooks. The main strategy keeps the old status and
 bumps `generation` only when something outside metadata and status changes; the
-status strategy keeps everything but status.
+status strategy keeps everything but status. Metadata is `objectmeta`'s
+(admitting runs its rules before the strategy's); a strategy only names the rule
+for its names (`name_rule`).
+
+Schema validation is a structural schema's, as kube-apiserver validates a custom
+resource (plnt serves its kinds the way it serves CRDs: an OpenAPI v3 schema with
+defaults, unknown fields per `fieldValidation`): the body without metadata is
+validated strictly, so `spec.replicas: true` or `"3"` is refused with a 422
+`spec.replicas: Invalid value: "boolean": spec.replicas in body must be of type
+integer: "boolean"` instead of being coerced. An integral number (`3.0`) is an
+integer, as it is to kube. A Go-typed aggregated server would instead answer a
+400 "cannot unmarshal" naming the field only in its text; the CRD behaviour is
+the closer one for plnt and names the field as a cause.
 """
 
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pydantic
 
 from plnt.api.errors import Cause
-from plnt.registry import fieldcauses, labelnames
+from plnt.registry import fieldcauses, objectmeta
 from plnt.registry.definitions import Object
 
-_SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp")
+_CLEARED_ON_CREATE = (
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "generation",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+)
 
 
 def _spec_part(obj: Object) -> Object:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
 
 
+def _without_metadata(obj: Object) -> Object:
+    return {k: v for k, v in obj.items() if k != "metadata"}
+
+
+def _integral_float(error: Any) -> bool:
+    """A strict-mode integer error kube would not raise: 3.0 is an integer to it."""
+    value = error.get("input")
+    return error.get("type") == "int_type" and isinstance(value, float) and value.is_integer()
+
+
 class Strategy:
     """Default Kubernetes behaviour for a resource with a status subresource."""
+
+    name_rule: objectmeta.NameRule = staticmethod(objectmeta.dns_subdomain_name)
+    """How names (and generateName prefixes) are validated on create: a custom resource's."""
 
     def __init__(self, *, model: type[pydantic.BaseModel], has_status: bool = True) -> None:
         self.model = model
@@ -36,14 +70,18 @@ class Strategy:
     def prepare_for_create(self, obj: Object) -> None:
         """Drop client-set server fields and, with a status subresource, the status."""
         meta = obj.setdefault("metadata", {})
-        for name in (*_SERVER_SET, "managedFields"):
+        for name in _CLEARED_ON_CREATE:
             meta.pop(name, None)
         meta["generation"] = 1
         if self.has_status:
             obj.pop("status", None)
 
     def prepare_for_update(self, obj: Object, old: Object) -> None:
-        """Keep the old status; bump generation when the spec part changed."""
+        """Keep the old status; bump generation when the spec part changed.
+
+        The rest of metadata follows kube's BeforeUpdate (`objectmeta.prepare_update`):
+        a uid that differs from the stored one is left for validation to refuse.
+        """
         if self.has_status:
             if "status" in old:
                 obj["status"] = copy.deepcopy(old["status"])
@@ -51,11 +89,7 @@ class Strategy:
                 obj.pop("status", None)
         meta = obj.setdefault("metadata", {})
         old_meta = old.get("metadata", {})
-        for name in _SERVER_SET:
-            if name in old_meta and name != "resourceVersion":
-                meta[name] = old_meta[name]
-            elif name != "resourceVersion":
-                meta.pop(name, None)
+        objectmeta.prepare_update(meta, old_meta)
         generation = int(old_meta.get("generation", 1))
         meta["generation"] = generation + 1 if _spec_part(obj) != _spec_part(old) else generation
 
@@ -72,19 +106,27 @@ class Strategy:
     # --- validate ----------------------------------------------------------------
 
     def validate(self, obj: Object) -> list[Cause]:
-        """Schema validation through the model plus the kind's own rules; every error."""
-        causes = validate_metadata(obj)
-        self._validated = None
-        try:
-            self._validated = (obj, self.model.model_validate(obj))
-        except pydantic.ValidationError as error:
-            causes.extend(
-                Cause(reason=c.reason, message=c.message, field=c.field)
-                for c in fieldcauses.validation_causes(error)
-                if not c.field.startswith("metadata.")
-            )
+        """The structural schema (strictly typed, metadata aside) and the kind's own rules."""
+        causes = self.schema_causes(obj)
         causes.extend(self.validate_semantics(obj))
         return causes
+
+    def schema_causes(self, obj: Object) -> list[Cause]:
+        """Every schema error of the body without metadata, as a custom resource's are told."""
+        self._validated = None
+        body = _without_metadata(obj)
+        try:
+            model = self.model.model_validate(body, strict=True)
+        except pydantic.ValidationError as error:
+            kept = [e for e in error.errors(include_url=False) if not _integral_float(e)]
+            if kept:
+                return [
+                    Cause(reason=c.reason, message=c.message, field=c.field)
+                    for c in fieldcauses.error_causes(kept, model=self.model)
+                ]
+            model = self.model.model_validate(body)  # only integral floats: read as integers
+        self._validated = (obj, model)
+        return []
 
     def validate_update(self, obj: Object, old: Object) -> list[Cause]:
         """Validation of an update: the object's rules plus immutability rules."""
@@ -109,12 +151,16 @@ class Strategy:
         """Apply schema defaults and drop explicit nulls, as defaulting does for CRDs.
 
         Runs after validation passed, so the model accepts the object; metadata is
-        left exactly as sent.
+        left exactly as sent. Should it not (a strategy changed the object after
+        validating it), pydantic's error is raised for `admitting` to answer 422.
         """
         # The model `validate` just built for this very object, if any (writes run
         # validate then canonicalize with nothing in between): one pydantic pass, not two.
         memo, self._validated = self._validated, None
-        model = memo[1] if memo is not None and memo[0] is obj else self.model.model_validate(obj)
+        if memo is not None and memo[0] is obj:
+            model = memo[1]
+        else:
+            model = self.model.model_validate(_without_metadata(obj))
         wire = model.model_dump(mode="json", by_alias=True, exclude_none=True)
         for key in list(obj):
             if key not in ("metadata", "apiVersion", "kind") and key not in wire:
@@ -122,54 +168,3 @@ class Strategy:
         for key, value in wire.items():
             if key not in ("metadata", "apiVersion", "kind"):
                 obj[key] = value
-
-
-def validate_metadata(obj: Object) -> list[Cause]:
-    """Name, labels and annotations rules shared by every kind."""
-    causes: list[Cause] = []
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict):
-        return [Cause("FieldValueRequired", "Required value", "metadata")]
-    name = meta.get("name")
-    if not name:
-        causes.append(
-            Cause(
-                "FieldValueRequired",
-                "Required value: name or generateName is required",
-                "metadata.name",
-            )
-        )
-    elif not isinstance(name, str) or not labelnames.is_dns1123_subdomain(name):
-        causes.append(
-            Cause(
-                "FieldValueInvalid",
-                f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower '
-                "case alphanumeric characters, '-' or '.', and must start and end with an "
-                "alphanumeric character",
-                "metadata.name",
-            )
-        )
-    for section in ("labels", "annotations"):
-        value = meta.get(section)
-        if value is not None and (
-            not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values())
-        ):
-            causes.append(
-                Cause(
-                    "FieldValueTypeInvalid",
-                    "Invalid value: must be a map of strings",
-                    f"metadata.{section}",
-                )
-            )
-    finalizers = meta.get("finalizers")
-    if finalizers is not None and not (
-        isinstance(finalizers, list) and all(isinstance(f, str) for f in finalizers)
-    ):
-        causes.append(
-            Cause(
-                "FieldValueTypeInvalid",
-                "Invalid value: must be a list of strings",
-                "metadata.finalizers",
-            )
-        )
-    return causes
