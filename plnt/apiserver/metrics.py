@@ -1,22 +1,66 @@
 """Prometheus metrics of the API server, in a registry of its own (no process globals).
 
 The etcd latency histogram is fed by the etcd store's `observe` callback, so it
-measures etcd round trips, never the watch cache's memory reads.
+measures etcd round trips, never the watch cache's memory reads. The max-in-flight
+figures are read from the limiter when scraped, so serving a request costs no metric
+update for them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from plnt.apiserver.inflight import InFlightLimiter, RequestKind
 
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class InFlightCollector(Collector):
+    """kube's `apiserver_current_inflight_requests` and `apiserver_dropped_requests_total`
+    (by `request_kind`), plus the long-running requests being served, from the limiter."""
+
+    def __init__(self, limiter: InFlightLimiter) -> None:
+        self._limiter = limiter
+
+    def collect(self) -> Iterator[Metric]:
+        current = GaugeMetricFamily(
+            "plnt_apiserver_current_inflight_requests",
+            "Requests holding a max-in-flight slot now, by kind (readOnly, mutating).",
+            labels=["request_kind"],
+        )
+        limits = GaugeMetricFamily(
+            "plnt_apiserver_inflight_limit",
+            "The max-in-flight limit of each kind (0: no limit).",
+            labels=["request_kind"],
+        )
+        dropped = CounterMetricFamily(
+            "plnt_apiserver_dropped_requests",
+            "Requests refused with 429 because their kind's in-flight limit was reached.",
+            labels=["request_kind"],
+        )
+        for kind in RequestKind:
+            current.add_metric([kind.value], self._limiter.in_flight(kind))
+            limits.add_metric([kind.value], self._limiter.limit(kind))
+            dropped.add_metric([kind.value], self._limiter.rejected(kind))
+        yield current
+        yield limits
+        yield dropped
+        yield GaugeMetricFamily(
+            "plnt_apiserver_longrunning_requests",
+            "Long-running requests (watches, invokes, proxies) being served now.",
+            value=self._limiter.long_running,
+        )
 
 
 class Metrics:
     """The server's metric families."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, in_flight: InFlightLimiter | None = None) -> None:
         self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
         self.registry = CollectorRegistry()
         self.requests = Counter(
@@ -45,6 +89,8 @@ class Metrics:
             buckets=_BUCKETS,
             registry=self.registry,
         )
+        if in_flight is not None:
+            self.registry.register(InFlightCollector(in_flight))
 
     def observe_request(self, verb: str, resource: str, code: int, seconds: float | None) -> None:
         """Count one request; `seconds` is None for watches (they last as long as they last).

@@ -1,10 +1,13 @@
 """The middleware chain, in one visible order (outermost first):
 
-    metrics → errors-as-Status → request info → authentication → authorization → handler
+    metrics → errors-as-Status → request info → authentication → max-in-flight
+    → authorization → handler
 
 Metrics sit outside the error mapper so they record the final status code;
 authentication runs before authorization, and health paths pass without
-credentials (probes carry none), as kube's AlwaysAllowPaths does.
+credentials (probes carry none), as kube's AlwaysAllowPaths does. Max-in-flight
+(`inflight`) sits where kube puts it: after authentication, because system:masters
+is never refused, and before authorization, so a refused request costs no review.
 """
 
 from __future__ import annotations
@@ -18,7 +21,16 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from plnt.api import errors
-from plnt.apiserver import authn, authz, keys, requestinfo, responses, tlsconfig
+from plnt.apiserver import (
+    authn,
+    authz,
+    inflight,
+    keys,
+    longrunning,
+    requestinfo,
+    responses,
+    tlsconfig,
+)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -178,12 +190,31 @@ async def authorization_middleware(request: web.Request, handler: Handler) -> we
     return await handler(request)
 
 
-def chain() -> list[Middleware]:
+def max_in_flight_middleware(limiter: inflight.InFlightLimiter) -> Middleware:
+    """Serve a request only while its kind has a free slot (see `inflight`)."""
+
+    @web.middleware
+    async def max_in_flight(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path in ANONYMOUS_PATHS:
+            return await handler(request)
+        info: requestinfo.RequestInfo = request[keys.REQUEST_INFO]
+        if longrunning.is_long_running(info, request.query):
+            with limiter.running_long():
+                return await handler(request)
+        privileged = authn.SYSTEM_MASTERS in request[keys.USER].groups
+        with limiter.admit(inflight.kind_of(info.verb), privileged=privileged):
+            return await handler(request)
+
+    return max_in_flight
+
+
+def chain(limiter: inflight.InFlightLimiter) -> list[Middleware]:
     """The middlewares in order, outermost first."""
     return [
         metrics_middleware,
         error_middleware,
         request_info_middleware,
         authentication_middleware,
+        max_in_flight_middleware(limiter),
         authorization_middleware,
     ]

@@ -10,6 +10,30 @@ MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
+class ServingLimits:
+    """How much one API server process takes on at once (see `inflight`), and how long an
+    idle connection may stay open.
+
+    kube-apiserver defaults to 400 read-only and 200 mutating requests in flight, sized
+    for a multi-core Go process. plnt serves every request on one event loop, measured at
+    about 3 000 consistent GETs/s and 550 creates/s (docs/benchmarks.md): 200 reads in
+    flight already mean a wait of ~70 ms for the last one, 100 writes ~180 ms, and each
+    admitted write may hold a body of up to 3 MiB. More in flight adds only latency and
+    memory, never throughput, so past these a client is better told to come back.
+    0 turns a limit off, as in kube.
+    """
+
+    max_requests_inflight: int = 200
+    """Read-only requests (get, list, watch verbs) served at once (`--max-requests-inflight`)."""
+    max_mutating_requests_inflight: int = 100
+    """Every other verb (`--max-mutating-requests-inflight`)."""
+    idle_connection_timeout_seconds: float = 90.0
+    """An idle keep-alive connection is closed after this long; kube's HTTP server's
+    IdleTimeout is 90 s (it matches Go clients' own keep-alive). A connection serving a
+    request, a watch or a stream is never idle."""
+
+
+@dataclass(frozen=True, slots=True)
 class ServerSettings:
     """Where to listen, where etcd is, and how to authenticate and authorize."""
 
@@ -32,4 +56,5 @@ class ServerSettings:
     min_request_timeout_seconds: int = 1800
     bookmark_interval_seconds: float = 60.0
     version: str = "v1.37.0-plnt.1"
+    limits: ServingLimits = field(default_factory=ServingLimits)
     extra_sans: tuple[str, ...] = field(default=())

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from plnt.cli import exits
+from plnt.cli.limit_options import LimitOptions, with_limit_options
 from plnt.cli.temporal_options import TemporalOptions, with_temporal_options
 from plnt.cli.up import exit_now
 
@@ -45,6 +46,7 @@ def duration(text: str) -> float:
     return float(match.group(1)) * scale
 
 
+@with_limit_options
 @with_temporal_options
 def serve(
     tls_cert_file: Annotated[Path, _option("--tls-cert-file", "Serving certificate (PEM).")],
@@ -88,6 +90,7 @@ def serve(
     ] = "10s",
     *,
     temporal: TemporalOptions,
+    limits: LimitOptions,
     sagas: Annotated[
         bool,
         typer.Option(
@@ -121,6 +124,7 @@ def serve(
         authorized_cache_ttl=duration(authorized_ttl),
         unauthorized_cache_ttl=duration(unauthorized_ttl),
         sagas=sagas,
+        limits=limits.settings(),
     )
     code = exits.Code.OK
     try:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from plnt.cli.limit_options import LimitOptions, with_limit_options
+
 # The server stack (aiohttp app, Temporal SDK) is imported inside the commands, so
 # every other `plnt` command starts without paying for it.
 if TYPE_CHECKING:
@@ -23,6 +25,7 @@ def register(app: typer.Typer) -> None:
     app.command("down", epilog="Example: plnt down --state-dir ~/.plnt")(down)
 
 
+@with_limit_options
 def up(
     state_dir: Annotated[
         Path, typer.Option("--state-dir", help="Where etcd data, certificates and kubeconfig live.")
@@ -55,6 +58,8 @@ def up(
             help="Deploy WorkflowRuns; --no-sagas serves the API only (no Temporal, no worker).",
         ),
     ] = True,
+    *,
+    limits: LimitOptions,
 ) -> None:
     """Run etcd, Temporal, the plnt API server and the deploy worker until interrupted.
 
@@ -83,6 +88,7 @@ def up(
                 temporal_namespace=temporal_namespace,
                 worker=worker,
                 sagas=sagas,
+                limits=limits.settings(),
             ),
             on_ready=ready,
         )

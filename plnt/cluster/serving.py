@@ -23,7 +23,7 @@ from kubernetes_asyncio import client as kube_client
 from temporalio import client as temporal_client
 
 from plnt.apiserver import app as app_module
-from plnt.apiserver import delegation, servingcerts
+from plnt.apiserver import connections, delegation, servingcerts
 from plnt.apiserver.settings import ServerSettings
 from plnt.cluster.settings import ClusterSettings
 from plnt.kube import authconfig, connecting, events, reviews
@@ -165,10 +165,11 @@ async def _listen(
         etcd_key_file=settings.etcd_keyfile,
         host=settings.bind_address,
         port=settings.secure_port,
+        limits=settings.limits,
     )
     control = starter.TemporalDeployControl(temporal) if temporal is not None else None
     application = app_module.build_app(server_settings, deploy=control, delegated=delegated)
-    runner = web.AppRunner(application, shutdown_timeout=5.0, access_log=None)
+    runner = connections.app_runner(application, shutdown_timeout=5.0)
     try:
         await runner.setup()
     except Exception as error:  # the storage context: etcd did not answer

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from plnt.apiserver.settings import ServingLimits
 from plnt.sagas.starter import TemporalConnection
 
 
@@ -33,6 +34,9 @@ class ClusterSettings:
     authorized_cache_ttl: float = 10.0
     unauthorized_cache_ttl: float = 10.0
     sagas: bool = True
+    limits: ServingLimits = field(default_factory=ServingLimits)
+    """`--max-requests-inflight`, `--max-mutating-requests-inflight`,
+    `--idle-connection-timeout`."""
 
     def files(self) -> dict[str, Path]:
         """Every file named by a flag, by the flag's name (checked before anything starts)."""

@@ -35,7 +35,7 @@ import logging
 import os
 import signal
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -45,8 +45,8 @@ from prometheus_client.registry import Collector
 from temporalio import client as temporal_client
 
 from plnt.apiserver import app as app_module
-from plnt.apiserver import authn, authz, keys, pki
-from plnt.apiserver.settings import ServerSettings
+from plnt.apiserver import authn, authz, connections, keys, pki
+from plnt.apiserver.settings import ServerSettings, ServingLimits
 from plnt.client.clients import PlntClient
 from plnt.processes.etcd import EtcdProcess, EtcdProcessError
 from plnt.processes.supervision import Supervisor, supervising
@@ -76,6 +76,7 @@ class StandaloneSettings:
     temporal_ui: bool = True
     worker: bool = True
     sagas: bool = True
+    limits: ServingLimits = field(default_factory=ServingLimits)
 
 
 def _b64(path: Path) -> str:
@@ -221,14 +222,13 @@ async def _serve_api(
         pki_dir=state / "pki",
         token_file=settings.token_file,
         policy_file=settings.policy_file,
+        limits=settings.limits,
     )
     control = starter.TemporalDeployControl(temporal) if temporal is not None else None
     application = app_module.build_app(server_settings, deploy=control)
     application[keys.METRICS].registry.register(ChildRestarts(supervisors))
     ssl_context = app_module.ssl_context_for(server_settings)
-    runner = web.AppRunner(
-        application, shutdown_timeout=2.0, access_log=None, handler_cancellation=True
-    )
+    runner = connections.app_runner(application, shutdown_timeout=2.0, handler_cancellation=True)
     await runner.setup()
     try:
         site = web.TCPSite(runner, settings.host, settings.port, ssl_context=ssl_context)

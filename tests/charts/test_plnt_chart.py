@@ -52,6 +52,9 @@ SERVE_FLAGS = {
     "authentication-token-webhook-cache-ttl",
     "authorization-webhook-cache-authorized-ttl",
     "authorization-webhook-cache-unauthorized-ttl",
+    "max-requests-inflight",
+    "max-mutating-requests-inflight",
+    "idle-connection-timeout",
     "no-sagas",
 }
 API = "plnt-apiserver"
@@ -436,6 +439,8 @@ def test_temporal_dev_server_runs_start_dev_and_is_marked_not_for_production(
         ({"etcd": {"mode": "external"}}, "/etcd/external/servers"),
         ({"temporal": {"address": ""}}, "/temporal/address"),
         ({"apiserver": {"authCache": {"tokenTTL": "ten seconds"}}}, "/apiserver/authCache"),
+        ({"apiserver": {"maxRequestsInflight": -1}}, "/apiserver/maxRequestsInflight"),
+        ({"apiserver": {"idleConnectionTimeout": 0}}, "/apiserver/idleConnectionTimeout"),
         ({"image": {"pullPolicy": "Sometimes"}}, "/image/pullPolicy"),
         ({"apiService": {"versionPriority": 0}}, "/apiService/versionPriority"),
     ],
