@@ -194,7 +194,8 @@ def test_validation_errors_become_kube_field_causes() -> None:
         FieldCause(
             "spec.canary.weight",
             "FieldValueTypeInvalid",
-            'Invalid value: "heavy": must be of type integer',
+            'Invalid value: "string": spec.canary.weight in body must be of type integer: '
+            '"string"',
         ),
         FieldCause("status.history[0].revision", "FieldValueRequired", "Required value"),
     ]
