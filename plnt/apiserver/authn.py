@@ -25,6 +25,8 @@ import hashlib
 import hmac
 import io
 import json
+import logging
+import os
 import re
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
@@ -38,6 +40,8 @@ from cryptography.x509.oid import NameOID
 from multidict import CIMultiDict
 
 from plnt.apiserver import tlsconfig
+
+log = logging.getLogger(__name__)
 
 SYSTEM_AUTHENTICATED = "system:authenticated"
 SYSTEM_MASTERS = "system:masters"
@@ -246,26 +250,44 @@ class TokenFileAuthenticator:
 
     A presented token that is not in the file is a failure. Tokens are kept only as
     SHA-256 digests and compared in constant time against every entry.
+
+    Unlike kube-apiserver, which reads the file once, a file-backed authenticator notices
+    when the file changes (its size, mtime or inode, checked with one `stat` per bearer
+    request) and reads it again, so `plnt token create` takes effect without a restart. A
+    file that has become unreadable or malformed keeps the tokens last read (and is logged);
+    one that was removed authenticates nobody.
     """
 
-    def __init__(self, entries: Mapping[str, UserInfo]) -> None:
-        self._entries = tuple(
-            (hashlib.sha256(token.encode()).digest(), user) for token, user in entries.items()
-        )
+    def __init__(self, entries: Mapping[str, UserInfo], *, path: Path | None = None) -> None:
+        self._entries = _digests(entries)
+        self._path = path
+        self._seen = _file_state(path) if path is not None else None
 
     @classmethod
     def from_file(cls, path: Path) -> TokenFileAuthenticator:
-        """Load the CSV token file at `path`."""
+        """Load the CSV token file at `path` (and follow its changes)."""
+        return cls(_read_token_file(path), path=path)
+
+    def _reload_if_changed(self) -> None:
+        assert self._path is not None
+        state = _file_state(self._path)
+        if state == self._seen:
+            return
+        self._seen = state
+        if state is None:
+            self._entries = ()
+            return
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as error:
-            raise TokenFileError(f"cannot read token file {path}: {error}") from error
-        return cls(parse_token_file(text, source=str(path)))
+            self._entries = _digests(_read_token_file(self._path))
+        except TokenFileError as error:
+            log.warning("keeping the tokens last read: %s", error)
 
     async def authenticate(self, request: web.Request) -> UserInfo | None:
         token = bearer_token(request)
         if token is None:
             return None
+        if self._path is not None:
+            self._reload_if_changed()
         digest = hashlib.sha256(token.encode()).digest()
         found: UserInfo | None = None
         for candidate, user in self._entries:  # no early exit: timing says nothing
@@ -274,6 +296,49 @@ class TokenFileAuthenticator:
         if found is None:
             raise AuthenticationFailed("invalid bearer token")
         return found
+
+
+def _digests(entries: Mapping[str, UserInfo]) -> tuple[tuple[bytes, UserInfo], ...]:
+    return tuple((hashlib.sha256(token.encode()).digest(), user) for token, user in entries.items())
+
+
+def _file_state(path: Path) -> tuple[int, int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+def _read_token_file(path: Path) -> dict[str, UserInfo]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise TokenFileError(f"cannot read token file {path}: {error}") from error
+    return parse_token_file(text, source=str(path))
+
+
+def add_token(path: Path, *, token: str, user: str, groups: Sequence[str] = ()) -> None:
+    """Add one token line to the token file (created 0600 if missing), atomically.
+
+    The file is checked first (a malformed one is left alone: TokenFileError), then
+    written whole to a temporary file renamed over it, so a server reading it never sees
+    half a line. The uid column is the user name.
+    """
+    text = ""
+    if path.exists():
+        text = path.read_text(encoding="utf-8")
+        if user in {u.name for u in parse_token_file(text, source=str(path)).values()}:
+            log.info("token file %s already has tokens for %s; adding another", path, user)
+    row = io.StringIO()
+    csv.writer(row, lineterminator="\n").writerow([token, user, user, ",".join(groups)])
+    if text and not text.endswith("\n"):
+        text += "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text + row.getvalue(), encoding="utf-8")
+    temporary.chmod(0o600)
+    os.replace(temporary, path)
 
 
 def bearer_token(request: web.Request) -> str | None:

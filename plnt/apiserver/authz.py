@@ -322,8 +322,8 @@ def parse_policy(document: Any, *, source: str = "policy") -> Policy:
 
 
 def default_policy() -> Policy:
-    """Standalone defaults: admins everything, viewers read, invokers invoke, every
-    authenticated user discovery and health."""
+    """Standalone defaults: admins everything, viewers read, invokers invoke (and use the
+    OpenAI endpoint, `workflowruns/proxy`), every authenticated user discovery and health."""
     read_only = ("get", "list", "watch")
     return parse_policy(
         {
@@ -346,6 +346,11 @@ def default_policy() -> Policy:
                     "groups": ["plnt:invokers"],
                     "verbs": ["create"],
                     "resources": ["workflowruns/invoke"],
+                },
+                {  # the OpenAI endpoint: GET /v1/models, POST /v1/chat/completions
+                    "groups": ["plnt:invokers"],
+                    "verbs": ["get", "create"],
+                    "resources": ["workflowruns/proxy"],
                 },
                 {
                     "groups": [authn.SYSTEM_AUTHENTICATED],

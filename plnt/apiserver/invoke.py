@@ -1,4 +1,4 @@
-"""The `invoke` and `invocations` subresources: call a run's runners through the API server.
+"""The `invoke` and `invocations` subresources, and the forwarding `proxy` shares with them.
 
 `POST …/workflowruns/{name}/invoke` with `{"inputs": {...}}` (the runner's own envelope)
 picks a revision and endpoint from `status.traffic` (see `traffic.Balancer`), forwards
@@ -10,39 +10,46 @@ Authorization sees verb `create` on `workflowruns/invoke`, so a policy can grant
 invoking without granting edits.
 
 With `?stream=true` (or `Accept: application/x-ndjson`) the runner is asked for its NDJSON
-stream and the bytes are passed on as they arrive (never buffered whole), with
-`X-Plnt-Revision` and the runner's `Content-Type`; a stream has no `Server-Timing` or
-`X-Plnt-Cache` (its last line holds timings and cache). An answer that is not a stream (the
-runner refused the inputs) is passed on whole, as without streaming. A failure once the
-stream began becomes its last line, `{"type":"error","error":{...},"status":502|504}`.
+stream and the bytes are passed on as they arrive (never buffered whole, see `relay`), with
+`X-Plnt-Revision`, the runner's `Content-Type` and `Server-Timing: apiserver;dur=` (the time
+spent here before forwarding; the stream's last line holds the runner's timings and cache).
+An answer that is not a stream (the runner refused the inputs) is passed on whole, as
+without streaming. A failure once the stream began becomes its last line,
+`{"type":"error","error":{...},"status":502|504}`.
 
-Errors (metav1.Status): 400 BadRequest for a body that is not the envelope; 503
-ServiceUnavailable when the run has no ready revision, or when the runner chosen (and
-one other, if there is one) cannot be reached; 504 Timeout when the runner does not
-answer within the invoke timeout. A connection failure is retried once on another
-endpoint; a timeout is not (the runner may be working on it).
+`forward(request, info, call)` is that machinery for any runner path: the `proxy`
+subresource (`proxy.py`) uses it for `/v1/chat/completions`, `/v1/models` and `/invoke`.
+Whatever the path, an answer whose Content-Type is a stream (NDJSON, SSE) is relayed chunk
+by chunk, any other is answered whole.
+
+Errors (raised as API errors; the caller's error middleware renders them): 400 BadRequest
+for a body that is not the envelope; 503 ServiceUnavailable when the run has no ready
+revision, or when the runner chosen (and one other, if there is one) cannot be reached; 504
+Timeout when the runner does not answer within the invoke timeout. A connection failure is
+retried once on another endpoint; a timeout is not (the runner may be working on it).
 
 `GET …/workflowruns/{name}/invocations` lists the last 100 invocations this API server
-made for the run, oldest first (time, revision, endpoint, status, durationMs, cache). A
-stream is logged when it ends, with the status its last line reports (499 when the caller
-went away first).
+made for the run, oldest first (time, revision, endpoint, status, durationMs, cache; `path`
+for proxied calls; `timeToFirstTokenMs` for streams that carried tokens). A stream is logged
+when it ends, with the status its last line reports (499 when the caller went away first).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import aiohttp
+import yarl
 from aiohttp import web
 
 from plnt.api import codec, errors
 from plnt.api.meta import now_rfc3339
-from plnt.apiserver import keys, negotiation, params, responses, traffic
-from plnt.apiserver.ndjson import CLIENT_CLOSED, NDJSON, pass_through, wants_stream
+from plnt.apiserver import keys, negotiation, params, relay, responses, traffic
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.registry.store import ResourceStore
 
@@ -99,6 +106,27 @@ def _limit(request: web.Request) -> int:
     return request.app[keys.SETTINGS].max_request_body_bytes
 
 
+@dataclass(frozen=True)
+class Call:
+    """What to send to a runner: method, path below its root, raw query, body, headers.
+
+    `logged` says whether the call is an invocation for the log (a POST); `path` is
+    recorded with it when `log_path` is set (proxied calls).
+    """
+
+    method: str
+    path: str
+    query: str = ""
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    logged: bool = True
+    log_path: bool = False
+
+    def url(self, endpoint: str) -> yarl.URL:
+        query = f"?{self.query}" if self.query else ""
+        return yarl.URL(f"{endpoint}{self.path}{query}", encoded=True)
+
+
 class _Unreachable(Exception):
     """The runner at an endpoint could not be connected to (nothing was sent)."""
 
@@ -111,32 +139,20 @@ def _timeout(endpoint: str, error: BaseException) -> errors.Timeout:
     return timeout
 
 
-async def _forward(
-    session: aiohttp.ClientSession, endpoint: str, payload: bytes
-) -> tuple[int, bytes, dict[str, str], list[str]]:
-    try:
-        async with session.post(
-            f"{endpoint}/invoke",
-            data=payload,
-            headers={"Content-Type": "application/json"},
-        ) as response:
-            body = await response.read()
-            headers = {h: response.headers[h] for h in _PASSED_HEADERS if h in response.headers}
-            return response.status, body, headers, response.headers.getall("Server-Timing", [])
-    except TimeoutError as error:
-        raise _timeout(endpoint, error) from error
-    except aiohttp.ClientConnectionError as error:
-        raise _Unreachable(str(error) or type(error).__name__) from error
-
-
 @dataclass
 class _Route:
-    """Where one invocation is going: the revision, the endpoint, and time spent upstream."""
+    """Where one call is going: the revision, the endpoint, and time spent upstream."""
 
     targets: list[traffic.Target]
     target: traffic.Target
     endpoint: str
+    began: float
     upstream_seconds: float = 0.0
+    sent_at: float = 0.0
+
+    def own_ms(self, now: float) -> float:
+        """Time spent in the API server so far, the upstream time of finished tries excluded."""
+        return max(0.0, (now - self.began - self.upstream_seconds) * 1000.0)
 
 
 async def _with_failover(
@@ -146,7 +162,7 @@ async def _with_failover(
     balancer = request.app[keys.INVOKER].balancer
     failures: list[str] = []
     while True:
-        sent = time.perf_counter()
+        sent = route.sent_at = time.perf_counter()
         try:
             with balancer.track(route.endpoint):
                 result = await send(route.endpoint)
@@ -170,14 +186,9 @@ async def _with_failover(
             route.target = next((t for t in route.targets if retry in t.endpoints), route.target)
 
 
-async def handle_invoke(
-    request: web.Request, store: ResourceStore, info: RequestInfo
-) -> web.StreamResponse:
+async def _route(request: web.Request, store: ResourceStore, info: RequestInfo) -> _Route:
+    """A revision by weight and, within it, the least busy endpoint; 503 when none is ready."""
     began = time.perf_counter()
-    if info.verb != "create":
-        raise errors.MethodNotSupported.of(store.definition.group_resource, info.verb)
-    stream = wants_stream(request)
-    payload = await _payload(request)
     obj = await store.get(info.namespace, info.name)
     balancer = request.app[keys.INVOKER].balancer
     targets = traffic.targets_of(obj.get("status"))
@@ -187,97 +198,129 @@ async def handle_invoke(
         raise errors.ServiceUnavailable(
             f"workflowrun {info.name} has no ready revision", retry_after_seconds=1
         )
-    route = _Route(targets=targets, target=target, endpoint=endpoint)
+    return _Route(targets=targets, target=target, endpoint=endpoint, began=began)
+
+
+async def forward(
+    request: web.Request,
+    store: ResourceStore,
+    info: RequestInfo,
+    call: Call,
+    *,
+    began: float,
+) -> web.StreamResponse:
+    """Send `call` to a runner of the run, by traffic weight, and answer what it answers.
+
+    Streams are relayed as they come; other answers are read whole and answered with the
+    revision, cache and timing headers. Raises API errors (503, 504) for the caller to render.
+    """
+    route = await _route(request, store, info)
+    route.began = began
     session = request.app[keys.UPSTREAM]
+
+    async def send(endpoint: str) -> web.StreamResponse | _Answer:
+        try:
+            async with session.request(
+                call.method, call.url(endpoint), data=call.body or None, headers=call.headers
+            ) as upstream:
+                media = upstream.headers.get("Content-Type", "")
+                if upstream.status == 200 and relay.is_stream(media):
+                    return await _relay(request, info, route, call, upstream)
+                body = await upstream.read()
+        except TimeoutError as error:
+            raise _timeout(endpoint, error) from error
+        except aiohttp.ClientConnectionError as error:
+            raise _Unreachable(str(error) or type(error).__name__) from error
+        passed = {h: upstream.headers[h] for h in _PASSED_HEADERS if h in upstream.headers}
+        return _Answer(upstream.status, body, passed, upstream.headers.getall("Server-Timing", []))
+
     try:
-        if stream:
-            return await _with_failover(
-                request,
-                info,
-                route,
-                lambda at: _relay(request, info, session, at, payload, route=route, began=began),
-            )
-        answer = await _with_failover(
-            request, info, route, lambda at: _forward(session, at, payload)
-        )
+        answer = await _with_failover(request, info, route, send)
     except errors.APIError as error:
-        _log_route(request, info, route, error.code, began, "off")
+        _log_route(request, info, route, call, error.code, "off")
         raise
-    return _buffered(request, info, route, answer, began=began)
+    if isinstance(answer, _Answer):
+        return _buffered(request, info, route, call, answer)
+    return answer
+
+
+async def handle_invoke(
+    request: web.Request, store: ResourceStore, info: RequestInfo
+) -> web.StreamResponse:
+    began = time.perf_counter()
+    if info.verb != "create":
+        raise errors.MethodNotSupported.of(store.definition.group_resource, info.verb)
+    stream = relay.wants_stream(request)
+    payload = await _payload(request)
+    headers = {"Content-Type": "application/json"}
+    if stream:
+        headers["Accept"] = relay.NDJSON
+    call = Call("POST", "/invoke", "stream=true" if stream else "", payload, headers)
+    return await forward(request, store, info, call, began=began)
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """A runner's whole answer: status, body, the headers passed on, its Server-Timing."""
+
+    status: int
+    body: bytes
+    passed: dict[str, str]
+    timings: list[str]
 
 
 def _buffered(
-    request: web.Request,
-    info: RequestInfo,
-    route: _Route,
-    answer: tuple[int, bytes, dict[str, str], list[str]],
-    *,
-    began: float,
+    request: web.Request, info: RequestInfo, route: _Route, call: Call, answer: _Answer
 ) -> web.Response:
     """The runner's whole answer, with the revision, cache and timing headers added."""
-    status, body, passed, timings = answer
-    cache = passed.pop("X-Plnt-Cache", None) or _cache_from_body(body)
-    total_ms = _log_route(request, info, route, status, began, cache)
-    own_ms = max(0.0, total_ms - route.upstream_seconds * 1000.0)
+    cache = answer.passed.get("X-Plnt-Cache") or _cache_from_body(answer.body)
+    _log_route(request, info, route, call, answer.status, cache)
+    own_ms = route.own_ms(time.perf_counter())
     headers = {
         "X-Plnt-Revision": str(route.target.revision),
         "X-Plnt-Cache": cache,
-        "Server-Timing": ", ".join([*timings, f"apiserver;dur={own_ms:.3f}"]),
-        "Content-Type": passed.get("Content-Type", responses.JSON_CONTENT_TYPE),
+        "Server-Timing": ", ".join([*answer.timings, f"apiserver;dur={own_ms:.3f}"]),
+        "Content-Type": answer.passed.get("Content-Type", responses.JSON_CONTENT_TYPE),
     }
-    return web.Response(status=status, body=body, headers=headers)
+    return web.Response(status=answer.status, body=answer.body, headers=headers)
 
 
 async def _relay(
     request: web.Request,
     info: RequestInfo,
-    session: aiohttp.ClientSession,
-    endpoint: str,
-    payload: bytes,
-    *,
     route: _Route,
-    began: float,
+    call: Call,
+    upstream: aiohttp.ClientResponse,
 ) -> web.StreamResponse:
-    """Pass the runner's NDJSON stream on chunk by chunk, then log how it ended.
+    """Pass the runner's stream on chunk by chunk, then log how it ended.
 
-    An answer that is not a stream (an error before the first line) is answered whole, as
-    without streaming. A failure after the stream began cannot change the status any more:
-    it becomes the stream's last line, `{"type": "error", ...}`.
+    A failure after the stream began cannot change the status any more: it becomes the
+    stream's last line (see `relay`). A caller that goes away (its handler is cancelled, or
+    a write fails) is logged as 499, and leaving the unread upstream answer closes the
+    runner connection, so the runner stops the invocation and its backend call.
     """
+    own_ms = max(0.0, (route.sent_at - route.began - route.upstream_seconds) * 1000.0)
+    out = web.StreamResponse(
+        status=200,
+        headers={
+            "Content-Type": upstream.headers.get("Content-Type", ""),
+            "X-Plnt-Revision": str(route.target.revision),
+            "Cache-Control": "no-cache, private",
+            "Server-Timing": f"apiserver;dur={own_ms:.3f}",
+        },
+    )
+    outcome = relay.Outcome(relay.CLIENT_CLOSED)
     try:
-        async with session.post(
-            f"{endpoint}/invoke",
-            params={"stream": "true"},
-            data=payload,
-            headers={"Content-Type": "application/json", "Accept": NDJSON},
-        ) as upstream:
-            media = upstream.headers.get("Content-Type", "")
-            if upstream.status != 200 or not media.startswith(NDJSON):
-                body = await upstream.read()
-                passed = {h: upstream.headers[h] for h in _PASSED_HEADERS if h in upstream.headers}
-                timings = upstream.headers.getall("Server-Timing", [])
-                return _buffered(
-                    request, info, route, (upstream.status, body, passed, timings), began=began
-                )
-            out = web.StreamResponse(
-                status=200,
-                headers={
-                    "Content-Type": media,
-                    "X-Plnt-Revision": str(route.target.revision),
-                    "Cache-Control": "no-cache, private",
-                },
-            )
-            try:
-                await out.prepare(request)
-            except ConnectionError:
-                status, cache = CLIENT_CLOSED, "off"
-            else:
-                status, cache = await pass_through(upstream, out, endpoint)
-    except TimeoutError as error:
-        raise _timeout(endpoint, error) from error
-    except aiohttp.ClientConnectionError as error:
-        raise _Unreachable(str(error) or type(error).__name__) from error
-    _log_route(request, info, route, status, began, cache)
+        with contextlib.suppress(ConnectionError):
+            await out.prepare(request)
+            outcome = await relay.pass_through(upstream, out, route.endpoint)
+    except asyncio.CancelledError:
+        upstream.close()
+        _log_route(request, info, route, call, relay.CLIENT_CLOSED, "off")
+        raise
+    if outcome.status == relay.CLIENT_CLOSED:
+        upstream.close()
+    _log_route(request, info, route, call, outcome.status, outcome.cache, outcome.first_token_at)
     with contextlib.suppress(ConnectionError):
         await out.write_eof()
     return out
@@ -293,24 +336,30 @@ def _cache_from_body(answer: bytes) -> str:
 
 
 def _log_route(
-    request: web.Request, info: RequestInfo, route: _Route, status: int, began: float, cache: str
-) -> float:
-    """Record one invocation; returns its duration in milliseconds."""
-    revision, endpoint = route.target.revision, route.endpoint
-    duration = (time.perf_counter() - began) * 1000.0
-    request.app[keys.INVOKER].log.record(
-        info.namespace,
-        info.name,
-        {
-            "time": now_rfc3339(),
-            "revision": revision,
-            "endpoint": endpoint,
-            "status": status,
-            "durationMs": round(duration, 3),
-            "cache": cache,
-        },
-    )
-    return duration
+    request: web.Request,
+    info: RequestInfo,
+    route: _Route,
+    call: Call,
+    status: int,
+    cache: str,
+    first_token_at: float | None = None,
+) -> None:
+    """Record one invocation (calls that are not invocations are not logged)."""
+    if not call.logged:
+        return
+    entry: dict[str, Any] = {
+        "time": now_rfc3339(),
+        "revision": route.target.revision,
+        "endpoint": route.endpoint,
+        "status": status,
+        "durationMs": round((time.perf_counter() - route.began) * 1000.0, 3),
+        "cache": cache,
+    }
+    if call.log_path:
+        entry["path"] = call.path
+    if first_token_at is not None:
+        entry["timeToFirstTokenMs"] = round((first_token_at - route.began) * 1000.0, 3)
+    request.app[keys.INVOKER].log.record(info.namespace, info.name, entry)
 
 
 async def handle_invocations(

@@ -27,6 +27,7 @@ from plnt.apiserver import (
     inflight,
     keys,
     longrunning,
+    openai_errors,
     requestinfo,
     responses,
     tlsconfig,
@@ -73,7 +74,11 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     try:
         response = await handler(request)
     except errors.APIError as error:
-        response = responses.status_response(error)
+        # The proxy subresource serves OpenAI clients: its errors are in their shape.
+        if openai_errors.speaks_openai(request):
+            response = openai_errors.error_response(error)
+        else:
+            response = responses.status_response(error)
     except web.HTTPNotFound:
         response = web.Response(
             status=404, text="404 page not found\n", content_type="text/plain", charset="utf-8"

@@ -5,8 +5,8 @@ resource's `ResourceStore`, and maps the verb (and subresource) to a registry
 call. Representation (object, Table, PartialObjectMetadata) is decided by
 `negotiation` and applied here, after the registry has answered.
 
-The runtime subresources of WorkflowRun (`invoke`, `invocations`, `rollback`, `abort`,
-`promote`) have their own modules; deploy warnings that writes collect on the way (see
+The runtime subresources of WorkflowRun (`invoke`, `invocations`, `proxy`, `rollback`,
+`abort`, `promote`) have their own modules; deploy warnings that writes collect on the way (see
 `deployhooks`) become `Warning` headers here, whatever handler answered. Nothing here
 decides what a write means: Events and deploy submissions come from the registry's
 after-write hook, which every write path reaches.
@@ -28,6 +28,7 @@ from plnt.apiserver import (
     negotiation,
     params,
     patching,
+    proxy,
     responses,
     rollback,
     scale,
@@ -233,6 +234,7 @@ _SUBRESOURCES: dict[str, _Handler] = {
     "scale": scale.handle,
     "invoke": invoke.handle_invoke,
     "invocations": invoke.handle_invocations,
+    "proxy": proxy.handle_proxy,
     "rollback": rollback.handle_rollback,
     "abort": rollback.handle_abort,
     "promote": rollback.handle_promote,

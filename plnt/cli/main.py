@@ -17,6 +17,7 @@ from plnt.cli import (
     run_runner,
     runs,
     serve,
+    tokens,
     up,
     worker,
 )
@@ -35,6 +36,7 @@ for module in (
     inspecting,
     invoke,
     operations,
+    tokens,
 ):
     module.register(app)
 

@@ -168,7 +168,11 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     }
     if execution.usage is not None:
         answer["usage"] = execution.usage.to_json()
-    return web.json_response(answer, headers={"Server-Timing": responses.timing_of(execution)})
+    headers = {
+        "Server-Timing": responses.timing_of(execution),
+        "X-Plnt-Cache": handlers.cache_outcome(execution.cache_hits, execution.cache_misses),
+    }
+    return web.json_response(answer, headers=headers)
 
 
 async def _stream(

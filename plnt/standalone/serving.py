@@ -79,6 +79,14 @@ class StandaloneSettings:
     limits: ServingLimits = field(default_factory=ServingLimits)
 
 
+TOKEN_FILE = "tokens.csv"
+
+
+def token_file_of(settings: StandaloneSettings) -> Path:
+    """The bearer token file: `--token-file`, else `STATE/tokens.csv` (re-read on change)."""
+    return settings.token_file or settings.state_dir / TOKEN_FILE
+
+
 def _b64(path: Path) -> str:
     return base64.b64encode(path.read_bytes()).decode()
 
@@ -140,8 +148,11 @@ async def serve(
     try:  # refuse bad input before anything starts
         if settings.policy_file is not None:
             authz.load_policy(settings.policy_file)
-        if settings.token_file is not None:
-            authn.TokenFileAuthenticator.from_file(settings.token_file)
+        if settings.token_file is None:  # `plnt token create --state-dir` writes this one
+            default_tokens = token_file_of(settings)
+            if not default_tokens.exists():
+                default_tokens.touch(mode=0o600)
+        authn.TokenFileAuthenticator.from_file(token_file_of(settings))
         paths = pki.ensure_pki(state / "pki")
     except (authz.PolicyError, authn.TokenFileError, pki.PkiError) as error:
         raise StandaloneError(str(error)) from error
@@ -220,7 +231,7 @@ async def _serve_api(
         host=settings.host,
         port=settings.port,
         pki_dir=state / "pki",
-        token_file=settings.token_file,
+        token_file=token_file_of(settings),
         policy_file=settings.policy_file,
         limits=settings.limits,
     )

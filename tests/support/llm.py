@@ -1,8 +1,9 @@
 """A stand-in for an OpenAI-compatible inference server (vLLM, OpenAI).
 
 A fake, because a real model server (vLLM on a GPU, or OpenAI itself) cannot run on these
-machines. It speaks the calls plnt makes of a backend: `GET /v1/models` (the placement
-probe), `POST /v1/chat/completions` (a model step) and, given a `load`, vLLM's
+machines: it stands in for the GPU inference server behind a PlntBackend. It speaks the
+calls plnt makes of a backend: `GET /v1/models` (the placement probe),
+`POST /v1/chat/completions` (a model step, streamed or not) and, given a `load`, vLLM's
 `GET /metrics` with its scheduler gauges `vllm:num_requests_running` and
 `vllm:num_requests_waiting` (set `llm.load` to change them) and, given `kv_cache`, the
 KV-cache gauge `vllm:gpu_cache_usage_perc`. It also answers as the neighbours a backend
@@ -11,7 +12,18 @@ per GPU, as `dcgm-exporter` names them); given `ollama_models`, ollama's `GET /a
 (the models in memory, in ollama's shape, which has no request counts). With a `token`, the `/v1`
 calls answer 401 without `Authorization: Bearer <token>`, as OpenAI does. A completion's
 content is `"<prefix>: <last user message>"`, so a test can tell the answer came from
-here. The Authorization headers it receives are kept in `seen`.
+here. The Authorization headers it receives are kept in `seen`, the completion bodies in
+`requests`.
+
+Like vLLM it reports `usage` in tokens; its tokens are the reply's words with their leading
+space (`"stand-in:"`, `" hello"`), and the prompt's tokens the words of every message. With
+`stream: true` it answers Server-Sent Events as a streaming server does: one chunk per token,
+`pace` seconds apart, then a `finish_reason` chunk, a usage chunk when
+`stream_options.include_usage` asks for it, and `data: [DONE]`. A test controls the pace
+further with `hold_last`: while that event is unset the last token is not produced, so a
+test can prove it received the first token before the last one existed. A stream whose
+client goes away before `[DONE]` is counted in `cancelled` (and sets `cancelled_event`):
+that is what an inference server sees when plnt stops a generation.
 
 `serving_llm(token)` runs it in this event loop; `threaded_llm(token)` runs it on its own
 loop in a thread, for synchronous tests that drive plnt through subprocesses.
@@ -21,9 +33,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import re
 import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiohttp import web
 from aiohttp.test_utils import TestServer
@@ -39,6 +54,12 @@ class LLM:
     kv_cache: float | None = None  # vllm:gpu_cache_usage_perc, 0..1
     gpus: list[Gpu] | None = None  # what /dcgm/metrics reports
     ollama_models: list[str] | None = None  # what /api/ps reports
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    pace: float = 0.0  # seconds between streamed tokens
+    hold_last: asyncio.Event | None = None  # the last token waits for it
+    streams: int = 0
+    cancelled: int = 0
+    cancelled_event: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def root(self) -> str:
@@ -71,6 +92,39 @@ def _metrics(load: tuple[int, int] | None, kv_cache: float | None) -> str:
             f'vllm:gpu_cache_usage_perc{{model_name="stand-in"}} {kv_cache}',
         ]
     return "\n".join(lines) + "\n"
+
+
+_TOKENS = re.compile(r"\s*\S+|\s+")
+
+
+def tokens_of(text: str) -> list[str]:
+    """The stand-in's tokenisation: words with their leading whitespace."""
+    return _TOKENS.findall(text)
+
+
+def _usage(body: dict[str, Any], content: str) -> dict[str, int]:
+    prompt = sum(len(tokens_of(str(m.get("content") or ""))) for m in body.get("messages", []))
+    completion = len(tokens_of(content))
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _chunk(body: dict[str, Any], delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-stand-in",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": body.get("model", "stand-in"),
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def _event(data: Any) -> bytes:
+    text = data if isinstance(data, str) else json.dumps(data)
+    return f"data: {text}\n\n".encode()
 
 
 def _dcgm(gpus: list[Gpu]) -> str:
@@ -139,12 +193,41 @@ def _app(token: str | None, prefix: str, llm: LLM) -> web.Application:
             return refused()
         return web.json_response({"object": "list", "data": [{"id": "stand-in"}]})
 
-    async def completions(request: web.Request) -> web.Response:
+    async def stream(
+        request: web.Request, body: dict[str, Any], content: str
+    ) -> web.StreamResponse:
+        llm.streams += 1
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        tokens = tokens_of(content)
+        try:
+            for index, token in enumerate(tokens):
+                if index == len(tokens) - 1 and llm.hold_last is not None:
+                    await llm.hold_last.wait()
+                elif index and llm.pace:
+                    await asyncio.sleep(llm.pace)
+                delta = {"content": token} if index else {"role": "assistant", "content": token}
+                await response.write(_event(_chunk(body, delta, None)))
+            await response.write(_event(_chunk(body, {}, "stop")))
+            if (body.get("stream_options") or {}).get("include_usage"):
+                last = {**_chunk(body, {}, None), "choices": [], "usage": _usage(body, content)}
+                await response.write(_event(last))
+            await response.write(_event("[DONE]"))
+        except (asyncio.CancelledError, ConnectionError):
+            llm.cancelled += 1
+            llm.cancelled_event.set()
+            raise
+        return response
+
+    async def completions(request: web.Request) -> web.StreamResponse:
         if not authorized(request):
             return refused()
         body = await request.json()
+        llm.requests.append(body)
         users = [m for m in body.get("messages", []) if m.get("role") == "user"]
         content = f"{prefix}: {users[-1]['content'] if users else ''}"
+        if body.get("stream"):
+            return await stream(request, body, content)
         return web.json_response(
             {
                 "id": "chatcmpl-stand-in",
@@ -157,6 +240,7 @@ def _app(token: str | None, prefix: str, llm: LLM) -> web.Application:
                         "finish_reason": "stop",
                     }
                 ],
+                "usage": _usage(body, content),
             }
         )
 

@@ -1,7 +1,8 @@
 """WorkflowRun's definition: names, subresources, printer columns and transition rules.
 
 The served subresources are `status`, `scale`, and the runtime operations `invoke`,
-`invocations`, `rollback`, `abort`, `promote` and `retry` (served by `plnt.apiserver`). A server
+`invocations`, `proxy` (the runners' own HTTP API, OpenAI's included), `rollback`, `abort`,
+`promote` and `retry` (served by `plnt.apiserver`). A server
 that deploys runs (one with a DeployControl) uses `with_teardown()`, whose strategy adds the
 `plnt.work/teardown` finalizer on create so deleting a run waits until its runners are gone.
 """
@@ -69,6 +70,7 @@ DEFINITION = ResourceDefinition(
         ),
         Subresource("invoke", "WorkflowRunInvocation", ("create",)),
         Subresource("invocations", "WorkflowRunInvocationList", ("get",)),
+        Subresource("proxy", "WorkflowRunProxyOptions", ("create", "get")),
         Subresource("rollback", KIND, ("create",)),
         Subresource("abort", "Status", ("create",), group="", version="v1"),
         Subresource("promote", "Status", ("create",), group="", version="v1"),

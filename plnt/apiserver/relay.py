@@ -1,0 +1,171 @@
+"""Streams passing through the API server: NDJSON invocations and Server-Sent Events.
+
+The runner answers a streamed `/invoke` with NDJSON (one line per step, `delta` lines with the
+output step's tokens, a last `result` or `error` line) and a streamed chat completion with
+SSE (`data:` events, `data: [DONE]` last). The API server copies either stream chunk by
+chunk as it arrives, never buffering it whole, and parses nothing but:
+
+* the last complete line, which says how the stream ended (for the invocation log): an
+  NDJSON `result` is 200, an NDJSON `error` line its `status`; an SSE `[DONE]` is 200, an SSE
+  error event its `code` when that is an HTTP status (502 otherwise);
+* the moment the first token passes, for the log's time to first token: the first chunk of an
+  SSE stream (the runner sends its first event with the first token), the first chunk
+  holding a `"type":"delta"` line of an NDJSON stream.
+
+A failure after the stream began cannot change the HTTP status any more, so it becomes the
+stream's last line, in the stream's own error shape (an NDJSON `error` line, or an SSE
+`{"error": {...}}` event that the OpenAI SDK raises). Errors: none of its own.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import aiohttp
+from aiohttp import web
+
+from plnt.api import codec
+from plnt.apiserver import traffic
+
+NDJSON = "application/x-ndjson"
+EVENT_STREAM = "text/event-stream"
+CLIENT_CLOSED = 499  # nginx's convention for "the caller went away first"
+_DELTA = b'"type":"delta"'
+
+
+def wants_stream(request: web.Request) -> bool:
+    """`?stream=true` (or 1/yes) or an Accept header naming NDJSON."""
+    if request.query.get("stream", "").lower() in ("true", "1", "yes"):
+        return True
+    return NDJSON in request.headers.get("Accept", "")
+
+
+def is_stream(media: str) -> bool:
+    """Whether a Content-Type is one of the streams relayed chunk by chunk."""
+    return media.startswith((NDJSON, EVENT_STREAM))
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a relayed stream ended: its status, cache outcome and first-token moment."""
+
+    status: int
+    cache: str = "off"
+    first_token_at: float | None = None
+
+
+class _LastLine:
+    """Remembers the last complete line of a byte stream passing through (not the stream)."""
+
+    def __init__(self) -> None:
+        self._partial = bytearray()
+        self.last = b""
+
+    def feed(self, chunk: bytes) -> None:
+        self._partial += chunk
+        end = self._partial.rfind(b"\n")
+        if end < 0:
+            return
+        start = self._partial.rfind(b"\n", 0, end) + 1
+        line = bytes(self._partial[start:end])
+        if line.strip():
+            self.last = line
+        else:  # SSE events end with a blank line: the event is the line before it
+            before = self._partial[:start].rstrip(b"\n")
+            candidate = bytes(before[before.rfind(b"\n") + 1 :])
+            if candidate.strip():
+                self.last = candidate
+        del self._partial[: end + 1]
+
+    def finish(self) -> None:
+        if self._partial.strip():
+            self.last = bytes(self._partial)
+        self._partial.clear()
+
+
+def _loads(data: bytes) -> object:
+    try:
+        return codec.loads(data) if data else None
+    except ValueError:
+        return None
+
+
+def _ndjson_outcome(last: bytes) -> tuple[int, str] | None:
+    line = _loads(last)
+    if not isinstance(line, dict):
+        return None
+    if line.get("type") == "result":
+        return 200, traffic.cache_outcome(line)
+    status = line.get("status")
+    if line.get("type") == "error" and isinstance(status, int):
+        return status, "off"
+    return None
+
+
+def _sse_outcome(last: bytes) -> tuple[int, str] | None:
+    if not last.startswith(b"data:"):
+        return None
+    data = last[5:].strip()
+    if data == b"[DONE]":
+        return 200, "off"
+    event = _loads(data)
+    error = event.get("error") if isinstance(event, dict) else None
+    if isinstance(error, dict):
+        code = error.get("code")
+        return (code if isinstance(code, int) and 400 <= code < 600 else 502), "off"
+    return None
+
+
+def _error_tail(media: str, status: int, kind: str, message: str) -> bytes:
+    if media.startswith(EVENT_STREAM):
+        detail = {"message": message, "type": kind, "param": None, "code": status}
+        return b"data: " + codec.dumps({"error": detail}) + b"\n\n"
+    detail = {"type": kind, "message": message, "code": status}
+    return codec.dumps({"type": "error", "error": detail, "status": status}) + b"\n"
+
+
+class _CallerGone(Exception):
+    """The client of the API server went away while its stream was being written."""
+
+
+async def _send(out: web.StreamResponse, data: bytes) -> None:
+    try:
+        await out.write(data)
+    except ConnectionError as error:
+        raise _CallerGone from error
+
+
+async def pass_through(
+    upstream: aiohttp.ClientResponse, out: web.StreamResponse, endpoint: str
+) -> Outcome:
+    """Copy the stream; answer the outcome its last line reports.
+
+    A caller that goes away is CLIENT_CLOSED; leaving the upstream response unread then
+    closes the runner connection, which cancels the runner's work.
+    """
+    media = upstream.headers.get("Content-Type", "")
+    sse = media.startswith(EVENT_STREAM)
+    last = _LastLine()
+    first: float | None = None
+    try:
+        try:
+            async for chunk in upstream.content.iter_any():
+                if first is None and (sse or _DELTA in chunk):
+                    first = time.perf_counter()
+                last.feed(chunk)
+                await _send(out, chunk)
+        except TimeoutError:
+            status, kind, why = 504, "gateway_timeout", "did not finish in time"
+        except aiohttp.ClientError as error:
+            status, kind, why = 502, "bad_gateway", f"broke off the stream ({type(error).__name__})"
+        else:
+            last.finish()
+            outcome = (_sse_outcome if sse else _ndjson_outcome)(last.last)
+            if outcome is not None:
+                return Outcome(outcome[0], outcome[1], first)
+            status, kind, why = 502, "bad_gateway", "ended the stream without a result"
+        await _send(out, _error_tail(media, status, kind, f"the runner at {endpoint} {why}"))
+        return Outcome(status, "off", first)
+    except _CallerGone:
+        return Outcome(CLIENT_CLOSED, "off", first)
