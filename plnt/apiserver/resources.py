@@ -35,7 +35,7 @@ from plnt.apiserver import (
     watch,
 )
 from plnt.apiserver.requestinfo import RequestInfo
-from plnt.registry import patches, tables
+from plnt.registry import patches, tables, typemeta
 from plnt.registry.definitions import Object
 from plnt.registry.options import ListPage, WriteOptions
 from plnt.registry.store import ResourceStore
@@ -107,8 +107,13 @@ async def _server_side_apply(
     request: web.Request, store: ResourceStore, info: RequestInfo, *, limit: int
 ) -> web.StreamResponse:
     """`kubectl apply --server-side`: options first (422), then the configuration."""
-    options = params.apply_options(request.query)
-    config, duplicates = await params.decode_object(request, limit=limit)
+    data = await params.read_body(request, limit=limit)
+    options = params.patch_options(
+        request.query,
+        media=negotiation.APPLY_PATCH,
+        user_agent=request.headers.get("User-Agent", ""),
+    )
+    config, duplicates = await params.decode_data(data, media=negotiation.APPLY_PATCH)
     options = dataclasses.replace(options, duplicates=tuple(duplicates))
     result = await store.apply(
         info.namespace, info.name, config, options, subresource=info.subresource
@@ -119,13 +124,16 @@ async def _server_side_apply(
 
 async def _get(request: web.Request, store: ResourceStore, info: RequestInfo) -> web.Response:
     # "0": any cached state will do (kube's cheap read); anything else: the latest.
-    obj = await store.get(
-        info.namespace, info.name, resource_version=request.query.get("resourceVersion", "")
-    )
+    resource_version = params.get_options(request.query)
+    obj = await store.get(info.namespace, info.name, resource_version=resource_version)
     return responses.json_response(encode_one(request, store, obj))
 
 
-async def _list(request: web.Request, store: ResourceStore, info: RequestInfo) -> web.Response:
+async def _list(
+    request: web.Request, store: ResourceStore, info: RequestInfo
+) -> web.StreamResponse:
+    if params.wants_watch(request.query):  # `?watch` with no value is a watch, as in kube
+        return await _watch(request, store, info)
     options = params.list_options(request.query, store.definition, watch=False)
     page = await store.list(info.namespace, options)
     return responses.json_response(encode_list(request, store, page))
@@ -138,52 +146,60 @@ async def _watch(
     return await watch.serve(request, store, info.namespace, options)
 
 
-async def _object_and_options(request: web.Request) -> tuple[Object, WriteOptions]:
-    """A create or update body (a JSON object) and its write options."""
-    limit = request.app[keys.SETTINGS].max_request_body_bytes
-    body, duplicates = await params.decode_object(request, limit=limit)
-    if not isinstance(body, dict):
-        raise errors.BadRequest("the request body must be a JSON object")
-    options = params.write_options(
-        request.query, duplicates=duplicates, user_agent=request.headers.get("User-Agent", "")
+async def _object(
+    request: web.Request, store: ResourceStore, data: bytes, media: str, options: WriteOptions
+) -> tuple[Object, WriteOptions]:
+    """Decode a create or update body; it must say its kind (kube's 400 otherwise)."""
+    body, duplicates = await params.decode_data(data, media=media)
+    typemeta.check_type_meta(
+        store.definition,
+        body,
+        data=data,
+        media=media,
+        field_validation=options.field_validation,
     )
-    return body, options
+    return body, dataclasses.replace(options, duplicates=tuple(duplicates))
 
 
 async def _create(request: web.Request, store: ResourceStore, info: RequestInfo) -> web.Response:
+    """kube's order: Content-Type (415), body size (413), options (400/422), the body (400)."""
     if info.subresource:
         raise errors.MethodNotSupported.of(store.definition.group_resource, "create")
-    body, options = await _object_and_options(request)
+    media = params.object_media(request)
+    data = await params.read_body(request, limit=request.app[keys.SETTINGS].max_request_body_bytes)
+    options = params.create_options(request.query, user_agent=request.headers.get("User-Agent", ""))
+    body, options = await _object(request, store, data, media, options)
     result = await store.create(info.namespace, body, options)
     return responses.json_response(result.object, status=201, warnings=result.warnings)
 
 
 async def _update(request: web.Request, store: ResourceStore, info: RequestInfo) -> web.Response:
-    body, options = await _object_and_options(request)
+    """kube's order: body size (413), options (400/422), Content-Type (415), the body (400)."""
+    data = await params.read_body(request, limit=request.app[keys.SETTINGS].max_request_body_bytes)
+    options = params.update_options(request.query, user_agent=request.headers.get("User-Agent", ""))
+    media = params.object_media(request)
+    body, options = await _object(request, store, data, media, options)
     result = await store.update(
         info.namespace, info.name, lambda old: body, options, subresource=info.subresource
     )
     return responses.json_response(result.object, warnings=result.warnings)
 
 
-_FORCE_FORBIDDEN = "Forbidden: may not be specified for non-apply patch"
-
-
 async def _patch(
     request: web.Request, store: ResourceStore, info: RequestInfo
 ) -> web.StreamResponse:
+    """kube's order: patch type (415), body size (413), options (400/422), the patch (400)."""
     limit = request.app[keys.SETTINGS].max_request_body_bytes
     media = negotiation.content_type(request.headers.get("Content-Type"))
     if media == negotiation.APPLY_PATCH:
         return await _server_side_apply(request, store, info, limit=limit)
     if media not in negotiation.PATCH_TYPES:
         raise patching.unsupported()
-    if "force" in request.query:
-        raise errors.Invalid(
-            f"force: {_FORCE_FORBIDDEN}",
-            causes=[errors.Cause("FieldValueForbidden", _FORCE_FORBIDDEN, "force")],
-        )
-    patch_body, _ = await params.decode_object(request, limit=limit)
+    data = await params.read_body(request, limit=limit)
+    options = params.patch_options(
+        request.query, media=media, user_agent=request.headers.get("User-Agent", "")
+    )
+    patch_body, _ = await params.decode_data(data, media=media)
     transform = patching.applier(media, patch_body)
     kind, name = store.definition.qualified_kind, info.name
 
@@ -193,9 +209,6 @@ async def _patch(
         except patches.PatchError as error:
             raise patching.api_error(error, qualified_kind=kind, name=name) from error
 
-    options = params.write_options(
-        request.query, is_patch=True, user_agent=request.headers.get("User-Agent", "")
-    )
     result = await store.update(info.namespace, name, apply, options, subresource=info.subresource)
     return responses.json_response(result.object, warnings=result.warnings)
 

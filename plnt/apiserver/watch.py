@@ -3,8 +3,8 @@
 An event is written as soon as no further event is already buffered for this
 watcher; events that are (a burst, or a watcher that fell behind) go out in one
 write. A plain-JSON event line is serialised once for all watchers
-(`keys.OpenWatches.line`). The stream ends at `timeoutSeconds` (or a random
-30-60 minutes, as kube-apiserver's minRequestTimeout does), when the client
+(`keys.OpenWatches.line`). The stream ends at `timeoutSeconds` (absent or 0: a random
+30-60 minutes, as kube-apiserver's minRequestTimeout does; negative: at once), when the client
 goes away, or at shutdown. Closing early would make `kubectl get -w` exit
 silently, so we never do.
 """
@@ -14,31 +14,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import math
 import random
 from typing import Any
 
 from aiohttp import web
 
-from plnt.api import errors
-from plnt.apiserver import keys, negotiation, params, responses
+from plnt.apiserver import keys, negotiation, responses
 from plnt.registry import tables
 from plnt.registry.options import ListOptions
 from plnt.registry.store import ResourceStore
 
 
-def _timeout(request: web.Request) -> float:
-    text = request.query.get("timeoutSeconds", "")
-    if text:
-        try:
-            value = int(text)
-        except ValueError as error:
-            raise errors.BadRequest(
-                f'timeoutSeconds: Invalid value: "{text}": must be an integer'
-            ) from error
-        if value >= 0:
-            return float(value) if value else 0.0
+def _timeout(request: web.Request, options: ListOptions) -> float:
+    """Seconds the stream lasts: `timeoutSeconds`, or kube's random default when absent or 0.
+
+    A negative value ends the stream at once, as kube's already-expired context does.
+    """
+    seconds = options.timeout_seconds
+    if seconds:
+        return float(max(seconds, 0))
     minimum = request.app[keys.SETTINGS].min_request_timeout_seconds
-    return float(minimum) * (1.0 + random.random())
+    return float(minimum) * (1.0 + random.random()) if minimum > 0 else math.inf
 
 
 def _line(event_type: str, body: Any) -> bytes:
@@ -52,16 +49,13 @@ async def serve(
     include = "Metadata"
     if rep.kind == "Table":
         include = tables.check_include_object(request.query.get("includeObject"))
-    timeout = _timeout(request)
-    send_initial = request.query.get("sendInitialEvents")
+    timeout = _timeout(request, options)
     settings = request.app[keys.SETTINGS]
     stream = store.watch(
         namespace,
         options,
-        send_initial_events=None
-        if send_initial is None
-        else params.flag(request.query, "sendInitialEvents"),
-        allow_bookmarks=params.flag(request.query, "allowWatchBookmarks"),
+        send_initial_events=options.send_initial_events,
+        allow_bookmarks=options.allow_watch_bookmarks,
         bookmark_interval=settings.bookmark_interval_seconds,
     )
     response = web.StreamResponse(status=200)
@@ -81,7 +75,7 @@ async def serve(
         async with stream:
             await response.prepare(request)
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout if timeout > 0 else None):
+                async with asyncio.timeout(None if math.isinf(timeout) else timeout):
                     async for event_type, obj in stream:
                         body: Any = obj
                         if event_type != "ERROR":

@@ -9,8 +9,18 @@ this module finds duplicates itself; unknown fields are `fieldvalidation`'s,
 and kube's field causes `fieldcauses`'.
 
 YAML is read as sigs.k8s.io/yaml reads it (YAML 1.1 scalars, but timestamps and
-sexagesimal numbers stay strings, keys become strings); anchors are expanded
-with a bound so an alias bomb cannot exhaust memory.
+sexagesimal numbers stay strings, keys become strings).
+
+Hostile bodies are refused cheaply, before they cost more than their size. kube's
+decoders stop at 10 000 levels of nesting (Go's encoding/json, go-yaml's flow and
+indentation limits) and refuse "excessive aliasing" (a document whose values come
+mostly from alias expansion, go-yaml's defence against billion-laughs bombs). Python
+cannot follow 10 000 levels (its parsers and every walk of the value recurse), and
+PyYAML's scanner costs the square of the depth, so both formats stop at
+`MAX_DEPTH` = 100 levels, counted before parsing (JSON: brackets outside strings) or
+while scanning (YAML: flow levels plus block indentation). Alias expansion follows
+go-yaml's ratio: up to 400 000 values nearly all may come from aliases, beyond 4
+million at most 10 %, in between a sliding share.
 
 Exceptions: `DecodeError(ValueError)` for a body that is not well-formed JSON or
 YAML (400; the message carries the parser's position), and
@@ -20,6 +30,7 @@ YAML (400; the message carries the parser's position), and
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
 import math
 import re
@@ -29,6 +40,7 @@ import yaml
 
 __all__ = [
     "JSON_CONTENT_TYPES",
+    "MAX_DEPTH",
     "YAML_CONTENT_TYPES",
     "DecodeError",
     "UnsupportedContentType",
@@ -49,6 +61,8 @@ JSON_CONTENT_TYPES = frozenset(
     }
 )
 YAML_CONTENT_TYPES = frozenset({"application/yaml", "application/apply-patch+yaml"})
+MAX_DEPTH = 100
+"""Levels of nesting a body may have (objects and arrays; YAML block indentation too)."""
 
 
 class DecodeError(ValueError):
@@ -92,7 +106,30 @@ def _no_constants(text: str) -> Any:
     raise DecodeError(f"malformed JSON: {text} is not a JSON value")
 
 
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_BRACKET_STEP = [0] * 256
+_BRACKET_STEP[ord("[")] = _BRACKET_STEP[ord("{")] = 1
+_BRACKET_STEP[ord("]")] = _BRACKET_STEP[ord("}")] = -1
+
+
+def _json_depth(data: bytes) -> int:
+    """The deepest bracket nesting outside strings, found at C speed (exact for valid JSON).
+
+    Strings go first (a regular expression), then everything but brackets (a
+    translate); only when there are more opening brackets than `MAX_DEPTH` are the
+    running depths summed.
+    """
+    brackets = _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
+    opening = brackets.count(b"[") + brackets.count(b"{")
+    if opening <= MAX_DEPTH:
+        return opening
+    return max(itertools.accumulate(map(_BRACKET_STEP.__getitem__, brackets)))
+
+
 def _decode_json(data: bytes) -> tuple[Any, list[str]]:
+    if _json_depth(data) > MAX_DEPTH:
+        raise DecodeError(f"malformed JSON: exceeded max depth of {MAX_DEPTH}")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -162,9 +199,32 @@ _DROPPED_TAGS = {
 
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader resolving scalars like go-yaml v2 and recording duplicate keys."""
+    """SafeLoader resolving scalars like go-yaml v2, recording duplicate keys, bounding depth.
+
+    The depth is checked where the scanner opens a level (a flow collection or a
+    deeper block indentation), so a deeply nested document stops after `MAX_DEPTH`
+    levels, before PyYAML's scanner (quadratic in the flow depth) or its recursive
+    composer get far.
+    """
 
     duplicates: dict[int, tuple[dict[Any, Any], list[str]]]
+
+    def _check_depth(self) -> None:
+        if self.flow_level + len(self.indents) >= MAX_DEPTH:
+            mark = self.get_mark()
+            raise DecodeError(
+                f"malformed YAML at line {mark.line + 1}, column {mark.column + 1}: "
+                f"exceeded max depth of {MAX_DEPTH}"
+            )
+
+    def fetch_flow_collection_start(self, TokenClass: Any) -> None:
+        self._check_depth()
+        super().fetch_flow_collection_start(TokenClass)
+
+    def add_indent(self, column: int) -> bool:
+        if self.indent is not None and self.indent < column:
+            self._check_depth()
+        return bool(super().add_indent(column))
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -224,27 +284,64 @@ def _join_surrogates(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
 
 
-class _Converter:
-    """Turn PyYAML's values into JSON values, expanding aliases under a size bound."""
+_ALIAS_RATIO_LOW = 400_000
+_ALIAS_RATIO_HIGH = 4_000_000
 
-    def __init__(self, *, budget: int, repeated: dict[int, list[str]]) -> None:
-        self.budget = budget
+
+def allowed_alias_ratio(decoded: int) -> float:
+    """The share of `decoded` values that may come from aliases (go-yaml's sliding ratio)."""
+    if decoded <= _ALIAS_RATIO_LOW:
+        return 0.99
+    if decoded >= _ALIAS_RATIO_HIGH:
+        return 0.10
+    return 0.99 - 0.89 * (decoded - _ALIAS_RATIO_LOW) / (_ALIAS_RATIO_HIGH - _ALIAS_RATIO_LOW)
+
+
+class _Converter:
+    """Turn PyYAML's values into JSON values, expanding aliases under go-yaml's ratio.
+
+    PyYAML shares one Python object among an anchor and its aliases, so a container
+    met a second time is an alias being expanded: every value under it counts as
+    aliased. The check runs as values are produced, so a bomb stops within a few
+    hundred thousand values whatever it would expand to.
+    """
+
+    def __init__(self, *, repeated: dict[int, list[str]]) -> None:
         self.repeated = repeated
         self.duplicates: list[str] = []
+        self.decoded = 0
+        self.aliased = 0
         self._open: set[int] = set()
+        self._seen: set[int] = set()
+        self._in_alias = 0
+
+    def _count(self) -> None:
+        self.decoded += 1
+        if not self._in_alias:
+            return
+        self.aliased += 1
+        if (
+            self.aliased > 100
+            and self.decoded > 1000
+            and self.aliased > allowed_alias_ratio(self.decoded) * self.decoded
+        ):
+            raise DecodeError("malformed YAML: document contains excessive aliasing")
 
     def convert(self, value: Any, path: str) -> Any:
-        self.budget -= 1
-        if self.budget < 0:
-            raise DecodeError("malformed YAML: the document expands to too many values (aliases)")
+        self._count()
         if isinstance(value, dict | list | tuple):
-            if id(value) in self._open:
+            key = id(value)
+            if key in self._open:
                 raise DecodeError(f"malformed YAML: recursive alias at {path or 'the top level'}")
-            self._open.add(id(value))
+            alias = key in self._seen
+            self._seen.add(key)
+            self._open.add(key)
+            self._in_alias += alias
             try:
                 return self._container(value, path)
             finally:
-                self._open.discard(id(value))
+                self._in_alias -= alias
+                self._open.discard(key)
         if isinstance(value, float) and not math.isfinite(value):
             raise DecodeError(f"malformed YAML: {value} at {path or 'the top level'} is not JSON")
         if isinstance(value, datetime.date | datetime.datetime):
@@ -284,7 +381,6 @@ def _decode_yaml(data: bytes) -> tuple[Any, list[str]]:
         if loader is not None:
             loader.dispose()
     converter = _Converter(
-        budget=100_000 + 10 * len(data),
         repeated={key: keys for key, (_, keys) in loader.duplicates.items()},
     )
     try:

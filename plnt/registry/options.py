@@ -46,6 +46,11 @@ class ListOptions:
     continue_token: str | None = None
     resource_version: str = ""
     resource_version_match: str = ""
+    timeout_seconds: int | None = None
+    """Watch only: end the stream after this long (None or 0: the server's default)."""
+    allow_watch_bookmarks: bool = False
+    send_initial_events: bool | None = None
+    """Watch only: None when the client did not say (the resourceVersion rules decide)."""
 
 
 @dataclass(frozen=True, slots=True)
