@@ -27,6 +27,7 @@ from plnt.apiserver import (
     keys,
     metrics,
     middleware,
+    namespaces,
     pki,
     resources,
     tlsconfig,
@@ -35,7 +36,7 @@ from plnt.apiserver import (
     settings as settings_module,
 )
 from plnt.registry import events, workflowruns
-from plnt.registry.catalog import ALL_RESOURCES
+from plnt.registry.catalog import all_resources, core_resources
 from plnt.registry.definitions import ResourceDefinition
 from plnt.registry.events import EventWriter
 from plnt.registry.store import ResourceStore
@@ -66,8 +67,10 @@ def build_authorizer(settings: settings_module.ServerSettings) -> authz.Authoriz
 
 
 def _storage_context(
-    settings: settings_module.ServerSettings,
+    settings: settings_module.ServerSettings, *, standalone: bool
 ) -> Callable[[web.Application], AsyncIterator[None]]:
+    resources = all_resources(standalone=standalone)
+
     async def context(app: web.Application) -> AsyncIterator[None]:
         ready = app[keys.READY]
         etcd = EtcdStore(
@@ -84,12 +87,17 @@ def _storage_context(
         try:
             ready["etcd"] = True
             if settings.watch_cache:
-                cache = CachedStore(etcd, prefixes=[d.key_prefix() for d in ALL_RESOURCES])
+                cache = CachedStore(etcd, prefixes=[d.key_prefix() for d in resources])
                 await cache.start()
                 store = cache
             ready["watch-cache"] = True
             app[keys.STORAGE] = store
-            stores = {(d.group, d.plural): _resource_store(app, d, store) for d in ALL_RESOURCES}
+            if standalone:  # plnt's own Namespaces, and NamespaceLifecycle on the rest
+                stores = namespaces.standalone_stores(
+                    resources, store, lambda d, s: _resource_store(app, d, s)
+                )
+            else:
+                stores = {(d.group, d.plural): _resource_store(app, d, store) for d in resources}
             app[keys.STORES] = stores
             recorder = events.EventRecorder.for_stores(stores, writer=app[keys.EVENT_WRITER])
             worker = asyncio.create_task(recorder.run(), name="event recorder")
@@ -180,17 +188,21 @@ def build_app(
         app[keys.AUTHENTICATOR] = delegated.authenticator
         app[keys.AUTHORIZER] = delegated.authorizer
         app[keys.EVENT_WRITER] = delegated.event_writer
+    standalone = delegated is None
     app[endpoints.DOCUMENTS] = endpoints.Documents(
-        server_address=f"{settings.host}:{settings.port}"
+        server_address=f"{settings.host}:{settings.port}",
+        core=core_resources(standalone=standalone),
     )
     app[keys.DEPLOY] = deploy
     if deploy is not None:
         app[keys.DEPLOY_HOOKS] = deployhooks.DeployHooks(deploy)
-    app.cleanup_ctx.append(_storage_context(settings))
+    app.cleanup_ctx.append(_storage_context(settings, standalone=standalone))
+    if standalone:
+        app.cleanup_ctx.append(namespaces.controller_context)
     if deploy is not None:
         app.cleanup_ctx.append(_deploy_context)
     app.cleanup_ctx.append(invoke.upstream_context)
-    endpoints.add_routes(app)
+    endpoints.add_routes(app, standalone=standalone)
     app.router.add_route("*", "/apis/{tail:.+}", resources.dispatch)
     app.router.add_route("*", "/api/{tail:.+}", resources.dispatch)
     return app

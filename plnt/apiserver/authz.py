@@ -8,6 +8,11 @@ the always-allowed group `system:masters`, the always-allowed health paths, then
 explicit YAML policy (format in docs/security.md). Under `plnt serve` a
 SubjectAccessReview authorizer takes the policy's place (`delegation`).
 
+Authorizers that can also say *everything* a user may do implement `RuleResolver`
+(`rules_for`), which answers SelfSubjectRulesReview (`kubectl auth can-i --list`); a
+union that holds an authorizer unable to list its rules says its list is incomplete, as
+kube's does.
+
 `forbidden_message` reproduces k8s.io/apiserver's 403 text character for character,
 because users and scripts match on it.
 
@@ -21,7 +26,7 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import pydantic
 import yaml
@@ -68,6 +73,67 @@ class Decision(enum.Enum):
     ALLOW = "allow"
     DENY = "deny"
     NO_OPINION = "no-opinion"
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceRule:
+    """Verbs allowed on resources (authorization.k8s.io/v1 ResourceRule)."""
+
+    verbs: tuple[str, ...]
+    api_groups: tuple[str, ...] = ()
+    resources: tuple[str, ...] = ()
+    resource_names: tuple[str, ...] = ()
+
+    def to_wire(self) -> dict[str, list[str]]:
+        wire = {"verbs": list(self.verbs)}
+        for key, values in (
+            ("apiGroups", self.api_groups),
+            ("resources", self.resources),
+            ("resourceNames", self.resource_names),
+        ):
+            if values:
+                wire[key] = list(values)
+        return wire
+
+
+@dataclass(frozen=True, slots=True)
+class NonResourceRule:
+    """Verbs allowed on non-resource paths (authorization.k8s.io/v1 NonResourceRule)."""
+
+    verbs: tuple[str, ...]
+    non_resource_urls: tuple[str, ...] = ()
+
+    def to_wire(self) -> dict[str, list[str]]:
+        wire = {"verbs": list(self.verbs)}
+        if self.non_resource_urls:
+            wire["nonResourceURLs"] = list(self.non_resource_urls)
+        return wire
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """Everything a user may do in one namespace, as far as the authorizers can tell.
+
+    `incomplete`: some authorizer could not list its rules, so more may be allowed.
+    """
+
+    resource_rules: tuple[ResourceRule, ...] = ()
+    non_resource_rules: tuple[NonResourceRule, ...] = ()
+    incomplete: bool = False
+
+    def __add__(self, other: Rules) -> Rules:
+        return Rules(
+            self.resource_rules + other.resource_rules,
+            self.non_resource_rules + other.non_resource_rules,
+            self.incomplete or other.incomplete,
+        )
+
+
+@runtime_checkable
+class RuleResolver(Protocol):
+    """An authorizer that can list what it allows a user in a namespace."""
+
+    def rules_for(self, user: authn.UserInfo, namespace: str) -> Rules: ...
 
 
 class Authorizer(Protocol):
@@ -179,6 +245,10 @@ class AlwaysAllowPathsAuthorizer:
             return Decision.ALLOW, ""
         return Decision.NO_OPINION, ""
 
+    def rules_for(self, user: authn.UserInfo, namespace: str) -> Rules:
+        del user, namespace
+        return Rules(non_resource_rules=(NonResourceRule(("*",), self._paths),))
+
 
 class AlwaysAllowGroupsAuthorizer:
     """Allows everything to members of the given groups (`system:masters` by default)."""
@@ -190,6 +260,12 @@ class AlwaysAllowGroupsAuthorizer:
         if self._groups.intersection(attributes.user.groups):
             return Decision.ALLOW, ""
         return Decision.NO_OPINION, ""
+
+    def rules_for(self, user: authn.UserInfo, namespace: str) -> Rules:
+        del namespace
+        if not self._groups.intersection(user.groups):
+            return Rules()
+        return Rules((ResourceRule(("*",), ("*",), ("*",)),), (NonResourceRule(("*",), ("*",)),))
 
 
 class UnionAuthorizer:
@@ -217,6 +293,16 @@ class UnionAuthorizer:
         if failures:
             raise AuthorizerError("; ".join(failures))
         return Decision.DENY, "; ".join(reasons)
+
+    def rules_for(self, user: authn.UserInfo, namespace: str) -> Rules:
+        """Every authorizer's rules; incomplete when one of them cannot list its own."""
+        rules = Rules()
+        for authorizer in self._authorizers:
+            if isinstance(authorizer, RuleResolver):
+                rules = rules + authorizer.rules_for(user, namespace)
+            else:
+                rules = rules + Rules(incomplete=True)
+        return rules
 
 
 # --- the policy file --------------------------------------------------------------------------
@@ -378,6 +464,21 @@ class PolicyAuthorizer:
             if rule.allows(attributes):
                 return Decision.ALLOW, ""
         return Decision.NO_OPINION, ""
+
+    def rules_for(self, user: authn.UserInfo, namespace: str) -> Rules:
+        """The policy's grants to `user` that hold in `namespace` (and every path grant)."""
+        resource: list[ResourceRule] = []
+        non_resource: list[NonResourceRule] = []
+        for rule in self._policy.rules:
+            if not rule.applies_to(user):
+                continue
+            if rule.non_resource_paths:
+                non_resource.append(NonResourceRule(rule.verbs, rule.non_resource_paths))
+            elif _any_or(rule.namespaces, namespace):
+                resource.append(
+                    ResourceRule(rule.verbs, rule.api_groups, rule.resources, rule.resource_names)
+                )
+        return Rules(tuple(resource), tuple(non_resource))
 
 
 def standalone_authorizer(policy: Policy | None = None) -> UnionAuthorizer:

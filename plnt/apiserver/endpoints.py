@@ -39,24 +39,25 @@ class Document:
 
 
 class Documents:
-    """Every static document the server publishes."""
+    """Every static document the server publishes; `core`: the core/v1 resources served."""
 
-    def __init__(self, *, server_address: str) -> None:
+    def __init__(
+        self, *, server_address: str, core: tuple[ResourceDefinition, ...] = CORE_RESOURCES
+    ) -> None:
         plnt: tuple[ResourceDefinition, ...] = PLNT_RESOURCES
         self.apis_v2 = Document.of(discovery.aggregated(GROUP, VERSION, plnt))
-        self.api_v2 = Document.of(discovery.aggregated("", "v1", CORE_RESOURCES))
+        self.api_v2 = Document.of(discovery.aggregated("", "v1", core))
         self.apis = Document.of(discovery.api_group_list(GROUP, VERSION))
         self.api = Document.of(discovery.api_versions(server_address))
         self.group = Document.of(discovery.api_group(GROUP, VERSION))
         self.group_version = Document.of(discovery.resource_list(f"{GROUP}/{VERSION}", plnt))
-        self.core_v1 = Document.of(discovery.resource_list("v1", CORE_RESOURCES))
+        self.core_v1 = Document.of(discovery.resource_list("v1", core))
         v3 = openapi.v3_document(GROUP, VERSION, plnt)
         self.openapi_v3_hash = openapi.content_hash(v3)
         self.openapi_v3 = Document.of(v3)
-        self.openapi_v3_core = Document.of(openapi.v3_document("", "v1", CORE_RESOURCES))
-        self.openapi_v3_core_hash = openapi.content_hash(
-            openapi.v3_document("", "v1", CORE_RESOURCES)
-        )
+        v3_core = openapi.v3_document("", "v1", core)
+        self.openapi_v3_core = Document.of(v3_core)
+        self.openapi_v3_core_hash = openapi.content_hash(v3_core)
         self.openapi_v2 = Document.of(openapi.v2_document(GROUP, VERSION, plnt))
 
 
@@ -232,10 +233,12 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def namespace(request: web.Request) -> web.Response:
-    """Standalone plnt has no Namespace objects: every namespace exists and is Active.
+    """Without Namespace objects of its own (under `plnt serve`, where the cluster has
+    them), every namespace exists and is Active.
 
     kubectl looks a namespace up after a NotFound to tell "no such namespace" from
-    "no such object"; answering here keeps its message about the object.
+    "no such object"; answering here keeps its message about the object. Standalone
+    plnt serves real Namespaces instead (`plnt.registry.namespaces`).
     """
     name = request.match_info["name"]
     return responses.json_response(
@@ -256,7 +259,8 @@ async def metrics(request: web.Request) -> web.Response:
     return response
 
 
-def add_routes(app: web.Application) -> None:
+def add_routes(app: web.Application, *, standalone: bool = False) -> None:
+    """Non-resource routes; `standalone`: no cluster answers for core/v1, plnt does."""
     r = app.router
     r.add_get("/apis", apis)
     r.add_get("/apis/", apis)
@@ -277,5 +281,6 @@ def add_routes(app: web.Application) -> None:
     r.add_get("/livez", livez)
     r.add_get("/readyz", readyz)
     r.add_get("/metrics", metrics)
-    r.add_get("/api/v1/namespaces/{name}", namespace)
-    selfreview.add_routes(app)
+    if not standalone:
+        r.add_get("/api/v1/namespaces/{name}", namespace)
+    selfreview.add_routes(app, rules=standalone)

@@ -163,6 +163,7 @@ def attributes_of(request: web.Request) -> authz.Attributes:
 SELF_REVIEWS = frozenset(
     {
         ("authorization.k8s.io", "selfsubjectaccessreviews"),
+        ("authorization.k8s.io", "selfsubjectrulesreviews"),
         ("authentication.k8s.io", "selfsubjectreviews"),
     }
 )

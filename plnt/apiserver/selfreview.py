@@ -1,7 +1,9 @@
 """Self reviews: what `kubectl auth can-i` and `kubectl auth whoami` ask the server.
 
 SelfSubjectAccessReview and SelfSubjectReview are answered by plnt's own
-authorizer and authenticator. kubectl sends these as protobuf and does not fall
+authorizer and authenticator; SelfSubjectRulesReview (`kubectl auth can-i --list`) by
+the rules the authorizer can list (`authz.RuleResolver`), standalone only: under
+`plnt serve` kube-apiserver answers it. kubectl sends these as protobuf and does not fall
 back to JSON on a 415, so the few string fields they carry are read from the
 protobuf wire format here: no Python package ships the Kubernetes API's
 generated protobuf messages, and the reader below needs only varints and
@@ -24,8 +26,18 @@ SELF_REVIEW_PATHS = frozenset(
     {
         f"/apis/{AUTHORIZATION_V1}/selfsubjectaccessreviews",
         f"/apis/{AUTHENTICATION_V1}/selfsubjectreviews",
+        f"/apis/{AUTHORIZATION_V1}/selfsubjectrulesreviews",
     }
 )
+SELF_REVIEW_RULES = (
+    authz.ResourceRule(
+        ("create",),
+        ("authorization.k8s.io",),
+        ("selfsubjectaccessreviews", "selfsubjectrulesreviews"),
+    ),
+    authz.ResourceRule(("create",), ("authentication.k8s.io",), ("selfsubjectreviews",)),
+)
+"""What every authenticated user may ask about itself (kube's system:basic-user role)."""
 
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -100,6 +112,15 @@ def _decode_protobuf_review(data: bytes) -> dict[str, Any]:
     return {"spec": spec}
 
 
+def _decode_protobuf_rules_review(data: bytes) -> dict[str, Any]:
+    """A SelfSubjectRulesReview sent as kube protobuf: its spec holds only `namespace`."""
+    if not data.startswith(_PROTOBUF_MAGIC):
+        raise errors.BadRequest("the protobuf body of the request lacks the k8s envelope")
+    raw = _proto_fields(data[len(_PROTOBUF_MAGIC) :]).get(2, b"")
+    spec = _proto_strings(_proto_fields(raw).get(2, b""), ("namespace",))
+    return {"spec": spec}
+
+
 async def _review_body(request: web.Request, kind: str) -> dict[str, Any]:
     """The review as JSON, or as the protobuf typed clients (`kubectl auth`) send first."""
     media = negotiation.content_type(request.headers.get("Content-Type"))
@@ -111,6 +132,8 @@ async def _review_body(request: web.Request, kind: str) -> dict[str, Any]:
     limit = request.app[keys.SETTINGS].max_request_body_bytes
     data = await params.read_body(request, limit=limit)
     if media == PROTOBUF:
+        if kind == "SelfSubjectRulesReview":
+            return _decode_protobuf_rules_review(data)
         return _decode_protobuf_review(data)
     try:
         body = json.loads(data) if data.strip() else {}
@@ -203,9 +226,44 @@ async def self_subject_review(request: web.Request) -> web.Response:
     return responses.json_response(reply, status=201)
 
 
-def add_routes(app: web.Application) -> None:
-    """Register the self-review endpoints."""
+async def self_subject_rules_review(request: web.Request) -> web.Response:
+    """What the caller may do in `spec.namespace`, from the authorizer's rules (201)."""
+    body = await _review_body(request, "SelfSubjectRulesReview")
+    raw_spec = body.get("spec")
+    spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
+    namespace = _text(spec.get("namespace"))
+    if not namespace:
+        raise errors.BadRequest("no namespace on request")
+    user: authn.UserInfo = request[keys.USER]
+    authorizer = request.app[keys.AUTHORIZER]
+    if isinstance(authorizer, authz.RuleResolver):
+        rules = authorizer.rules_for(user, namespace)
+    else:
+        rules = authz.Rules(incomplete=True)
+    if authn.SYSTEM_AUTHENTICATED in user.groups:
+        rules = authz.Rules(SELF_REVIEW_RULES) + rules
+    metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+    reply = {
+        "kind": "SelfSubjectRulesReview",
+        "apiVersion": AUTHORIZATION_V1,
+        "metadata": metadata,
+        "spec": {"namespace": namespace},
+        "status": {
+            "resourceRules": [rule.to_wire() for rule in rules.resource_rules],
+            "nonResourceRules": [rule.to_wire() for rule in rules.non_resource_rules],
+            "incomplete": rules.incomplete,
+        },
+    }
+    return responses.json_response(reply, status=201)
+
+
+def add_routes(app: web.Application, *, rules: bool = False) -> None:
+    """Register the self-review endpoints; `rules`: SelfSubjectRulesReview too."""
     app.router.add_post(
         f"/apis/{AUTHORIZATION_V1}/selfsubjectaccessreviews", self_subject_access_review
     )
     app.router.add_post(f"/apis/{AUTHENTICATION_V1}/selfsubjectreviews", self_subject_review)
+    if rules:
+        app.router.add_post(
+            f"/apis/{AUTHORIZATION_V1}/selfsubjectrulesreviews", self_subject_rules_review
+        )

@@ -1,0 +1,77 @@
+"""Namespace's definition (cluster-scoped, `ns`, finalize and status subresources), and the
+read-only, always empty `services` that `kubectl cluster-info` lists.
+
+kube prints namespaces as NAME STATUS AGE. `kubectl cluster-info` lists the Services
+of kube-system labelled `kubernetes.io/cluster-service=true` and prints the control
+plane line only once that list succeeds; standalone plnt runs no such service, so the
+honest answer is an empty list, and every write is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plnt.api import errors
+from plnt.registry.definitions import PrinterColumn, ResourceDefinition, Subresource
+from plnt.registry.namespaces.models import Namespace, Service
+from plnt.registry.namespaces.strategy import NamespaceStrategy, phase
+from plnt.registry.options import WriteResult
+from plnt.registry.store import ResourceStore
+from plnt.registry.strategy import Strategy
+
+DEFINITION = ResourceDefinition(
+    group="",
+    version="v1",
+    kind="Namespace",
+    plural="namespaces",
+    singular="namespace",
+    model=Namespace,
+    strategy=NamespaceStrategy(model=Namespace),
+    namespaced=False,
+    short_names=("ns",),
+    verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
+    subresources=(
+        Subresource("finalize", "Namespace", ("update",)),
+        Subresource("status", "Namespace", ("get", "patch", "update")),
+    ),
+    columns=(
+        PrinterColumn("Status", "string", "The status of the namespace.", lambda o: phase(o)),
+    ),
+    field_labels=lambda obj: {"status.phase": phase(obj)},
+    description="A scope for names; deleting it deletes everything in it.",
+)
+
+SERVICES = ResourceDefinition(
+    group="",
+    version="v1",
+    kind="Service",
+    plural="services",
+    singular="service",
+    model=Service,
+    strategy=Strategy(model=Service),
+    short_names=("svc",),
+    verbs=("get", "list", "watch"),
+    description="Standalone plnt runs no Services: the list is always empty.",
+)
+
+
+class ServiceListStore(ResourceStore):
+    """Reads of an empty collection; every write is 405 (the verbs discovery lists)."""
+
+    def _refuse(self, verb: str) -> errors.MethodNotSupported:
+        return errors.MethodNotSupported.of(self.definition.group_resource, verb)
+
+    async def create(self, *args: Any, **kwargs: Any) -> WriteResult:
+        raise self._refuse("create")
+
+    async def update(self, *args: Any, **kwargs: Any) -> WriteResult:
+        raise self._refuse("update")
+
+    async def apply(self, *args: Any, **kwargs: Any) -> WriteResult:
+        raise self._refuse("patch")
+
+    async def delete(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._refuse("delete")
+
+    async def delete_collection(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._refuse("deletecollection")
