@@ -14,6 +14,9 @@ from multidict import MultiMapping
 
 from plnt.registry import fieldselectors, selectors
 
+PATH_SUBRESOURCES = frozenset({"proxy"})
+"""Subresources whose URL may continue with a path of its own (kube's `Parts[3:]`)."""
+
 _METHOD_VERBS = {
     "POST": "create",
     "PUT": "update",
@@ -78,7 +81,9 @@ def parse(method: str, path: str, query: MultiMapping[str]) -> RequestInfo:
     resource = rest[0]
     name = rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""
-    if len(rest) > 3:
+    # kube leaves what follows a subresource uninterpreted; plnt serves such a tail only
+    # under `proxy` (…/NAME/proxy/v1/chat/completions), any other is no resource (404).
+    if len(rest) > 3 and subresource not in PATH_SUBRESOURCES:
         return non_resource
     if method in ("GET", "HEAD"):
         if name:

@@ -142,6 +142,7 @@ class WorkflowRunController:
             state.retries = 0
             await self._unsupported_target(state, intent)
         elif stable is not None and stable.fingerprint == intent.fingerprint:
+            self.reporter.reconciled()  # the revision serves; a failed scale says Stalled
             await scaling.scale(self.reporter, intent, stable)
         else:
             await self._deploy_interruptibly(state, intent)
@@ -191,6 +192,7 @@ class WorkflowRunController:
         serving = state.stable is not None
         reporter.set("Ready", serving, "TargetUnavailable", message, intent=intent)
         reporter.set("Progressing", False, "TargetUnavailable", message, intent=intent)
+        reporter.stalled(intent, "TargetUnavailable", message)
         state.phase = "Degraded" if serving else "Failed"
         await reporter.publish(intent, Event("Warning", "TargetUnavailable", message))
 

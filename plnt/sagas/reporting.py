@@ -6,6 +6,13 @@ a step began, ended, was skipped or failed, and the reporter renders the fields 
 `report`, a local activity that writes through the API server. Every call that
 publishes is one `report` in the workflow's history, so their number and order are part
 of the history format. Workflow code: no I/O, no clock but `workflow.now()`.
+
+The reporter also keeps kstatus's conventions (what Helm's `--wait`, Flux and kpt read;
+see `docs/gitops.md`): `Reconciling=True` while a generation is being deployed (or a
+newer one follows a superseded deploy), `Stalled=True` with the failure's reason when
+the saga stopped short of the generation (a failure waiting for its retry, one no retry
+fixes, an abort), and neither once the generation serves. Every publish carries
+`observedGeneration`, so a status written for an older generation reads as in progress.
 """
 
 from __future__ import annotations
@@ -89,7 +96,7 @@ class Reporter:
             kind, status, reason, message, now=workflow.now(), generation=intent.generation
         )
 
-    # -- step transitions -----------------------------------------------------------
+    # -- the deploy's transitions ------------------------------------------------------
 
     def deploying(self, intent: Intent, names: list[str], revision: int, digest: str) -> None:
         """A deploy begins: a fresh timeline of `names`, and Progressing says which revision."""
@@ -98,6 +105,26 @@ class Reporter:
             f"deploying revision {revision} ({digest[:19]}) for generation {intent.generation}"
         )
         self.set("Progressing", True, "Deploying", message, intent=intent)
+        self.reconciling(intent, "Deploying", message)
+
+    # -- kstatus: Reconciling and Stalled ---------------------------------------------
+
+    def reconciling(self, intent: Intent, reason: str, message: str) -> None:
+        """The saga works on `intent`'s generation: Reconciling=True, no Stalled."""
+        self.conditions.clear(tl.STALLED)
+        self.set(tl.RECONCILING, True, reason, message, intent=intent)
+
+    def stalled(self, intent: Intent, reason: str, message: str) -> None:
+        """The saga stopped short of `intent`'s generation: Stalled=True, no Reconciling."""
+        self.conditions.clear(tl.RECONCILING)
+        self.set(tl.STALLED, True, reason, message, intent=intent)
+
+    def reconciled(self) -> None:
+        """The generation is what serves (or needs only a scale): neither condition."""
+        self.conditions.clear(tl.RECONCILING)
+        self.conditions.clear(tl.STALLED)
+
+    # -- step transitions -----------------------------------------------------------
 
     async def begin(self, intent: Intent, name: str, phase: str, message: str) -> None:
         self.timeline.start(name, workflow.now(), message)
@@ -120,6 +147,7 @@ class Reporter:
         self.set("Ready", True, "Promoted", message, intent=intent)
         self.set("Progressing", False, "DeployComplete", message, intent=intent)
         self.set("Degraded", False, "Healthy", "the last deploy succeeded", intent=intent)
+        self.reconciled()
         self.state.phase = "Ready"
         await self.publish(intent, Event("Normal", "Promoted", message))
 
@@ -151,6 +179,7 @@ class Reporter:
         self.timeline.finish(name, now, "Failed", message)
         self.timeline.skip_pending(now, f"not run: {name} did not succeed")
         self.state.phase = "RollingBack"
+        self.reconciling(intent, "RollingBack", announce)
         await self.publish(intent, Event("Warning", reason, announce))
 
     def compensating(self) -> None:
@@ -175,6 +204,10 @@ class Reporter:
             self.set("Ready", False, reason, message, intent=intent)
             self.state.phase = "Pending" if interrupted else "Failed"
         self.set("Progressing", False, reason, message, intent=intent)
+        if interrupted and reason == "Superseded":
+            self.reconciling(intent, reason, message)  # the newer generation is next
+        else:
+            self.stalled(intent, reason, message)  # a retry, a new generation, or a person
         event = "Normal" if interrupted else "Warning"
         await self.publish(intent, Event(event, "RolledBack", f"{message}; canary removed"))
 

@@ -2,7 +2,7 @@
 
 Used by the controller for a replicas-only generation and by promotion when the run
 asks for zero replicas (the canary always starts one). A failed scale leaves the stable
-revision with what it has, says so in Degraded, and the controller tries again after
+revision with what it has, says so in Degraded and Stalled, and the controller tries again after
 `failures.retry_delay`. Workflow code: no I/O; the `scale` activity does it.
 """
 
@@ -71,4 +71,5 @@ async def _failed(reporter: Reporter, intent: Intent, error: ActivityError) -> N
     delay = f.retry_delay(reporter.state.retries)
     message = f"scaling failed: {why}; retrying in {delay} s"
     reporter.set("Degraded", True, "ScaleFailed", message, intent=intent)
+    reporter.stalled(intent, "ScaleFailed", message)
     await reporter.publish(intent, Event("Warning", "ScaleFailed", message))

@@ -4,6 +4,10 @@ Pure code with no I/O and no clock of its own (the workflow passes `workflow.now
 so it runs inside Temporal's deterministic sandbox and in plain unit tests alike.
 `status()` renders the fields of `WorkflowRun.status` the saga owns, which the report
 activity writes as one merge patch.
+
+Besides Ready, Progressing and Degraded, the conditions carry kstatus's two
+"abnormal-true" conditions, `Reconciling` and `Stalled` (see `docs/gitops.md`): they
+are present only while true, so a run that reached its generation shows neither.
 """
 
 from __future__ import annotations
@@ -82,9 +86,21 @@ class Timeline:
         return [step.to_json() for step in self.steps]
 
 
+RECONCILING = "Reconciling"
+"""kstatus: the saga is working on the generation the condition names (InProgress)."""
+
+STALLED = "Stalled"
+"""kstatus: the saga cannot reach the generation without help or a later retry (Failed)."""
+
+ORDER = ("Ready", "Progressing", "Degraded", RECONCILING, STALLED)
+
+
 @dataclass
 class Conditions:
-    """Ready, Progressing and Degraded; a transition time changes only with the status."""
+    """Ready, Progressing, Degraded, and Reconciling and Stalled while they are true.
+
+    A transition time changes only with the status.
+    """
 
     items: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -117,11 +133,14 @@ class Conditions:
     def get(self, kind: str) -> dict[str, Any] | None:
         return self.items.get(kind)
 
+    def clear(self, kind: str) -> None:
+        """Drop `kind`: for Reconciling and Stalled, absence is how "False" is said."""
+        self.items.pop(kind, None)
+
     def observe(self, generation: int) -> None:
         """Mark every condition as current for `generation` (nothing else about it changed)."""
         for item in self.items.values():
             item["observedGeneration"] = generation
 
     def to_json(self) -> list[dict[str, Any]]:
-        order = ("Ready", "Progressing", "Degraded")
-        return [self.items[kind] for kind in order if kind in self.items]
+        return [self.items[kind] for kind in ORDER if kind in self.items]

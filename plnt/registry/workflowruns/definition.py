@@ -4,7 +4,8 @@ The served subresources are `status`, `scale`, and the runtime operations `invok
 `invocations`, `proxy` (the runners' own HTTP API, OpenAI's included), `rollback`, `abort`,
 `promote` and `retry` (served by `plnt.apiserver`). A server
 that deploys runs (one with a DeployControl) uses `with_teardown()`, whose strategy adds the
-`plnt.work/teardown` finalizer on create so deleting a run waits until its runners are gone.
+`plnt.work/teardown` finalizer on create so deleting a run waits until its runners are gone,
+and marks each new generation `Reconciling=True` until the saga reports on it.
 """
 
 from __future__ import annotations
@@ -113,7 +114,8 @@ DEFINITION = ResourceDefinition(
 
 
 def with_teardown() -> ResourceDefinition:
-    """The WorkflowRun definition of a server with sagas: new runs get the teardown finalizer."""
+    """The WorkflowRun definition of a server with sagas: new runs get the teardown
+    finalizer, new generations the Reconciling condition."""
     return dataclasses.replace(
         DEFINITION, strategy=WorkflowRunStrategy(model=WorkflowRun, teardown_finalizer=True)
     )

@@ -1,13 +1,25 @@
-"""WorkflowRun's rules beyond its schema: the teardown finalizer, backend and reference checks.
+"""WorkflowRun's rules beyond its schema: the teardown finalizer, kstatus's Reconciling on
+each new generation, backend and reference checks.
 
 Admission refuses here what the deploy saga could never carry out (a reference the pull
 cannot resolve, a backend named twice), so such mistakes are a 422 on the write instead
 of a failed deploy later.
+
+A server with sagas marks every new generation `Reconciling=True` in the very write that
+makes it (and drops a `Stalled` about an older one), so a GitOps tool that reads the run
+right after its create or spec change sees it in progress, not done: kstatus (Helm's
+`--wait`, Flux, kpt) finds no `status.observedGeneration` on a new run and, on a changed
+one, an observedGeneration that still names the previous generation. The saga's
+reporter replaces these conditions once it reports on the generation
+(`plnt.sagas.reporting`).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from plnt.api import errors
+from plnt.api.meta import now_rfc3339
 from plnt.api.workflowruns import TEARDOWN_FINALIZER, WorkflowRun
 from plnt.registry.definitions import Object, lookup
 from plnt.registry.labelnames import go_quote
@@ -15,12 +27,16 @@ from plnt.registry.strategy import Strategy
 from plnt.workflowspec import errors as spec_errors
 from plnt.workflowspec import references
 
+RECONCILING = "Reconciling"
+STALLED = "Stalled"
+
 
 class WorkflowRunStrategy(Strategy):
     """Defaulting and rules of WorkflowRun beyond its schema.
 
-    `teardown_finalizer`: add `TEARDOWN_FINALIZER` to every new run (only a server with
-    sagas may, since only the saga removes it).
+    `teardown_finalizer`: a server with sagas. Every new run gets `TEARDOWN_FINALIZER`
+    (only a server with sagas may add it, since only the saga removes it), and every new
+    generation is marked `Reconciling=True` until the saga reports on it.
     """
 
     def __init__(self, *, model: type[WorkflowRun], teardown_finalizer: bool = False) -> None:
@@ -37,6 +53,18 @@ class WorkflowRunStrategy(Strategy):
             meta["finalizers"] = [TEARDOWN_FINALIZER]
         elif isinstance(finalizers, list) and TEARDOWN_FINALIZER not in finalizers:
             finalizers.append(TEARDOWN_FINALIZER)
+        obj["status"] = {}
+        mark_reconciling(obj, "Accepted", "generation 1 accepted; the deploy saga starts it")
+
+    def prepare_for_update(self, obj: Object, old: Object) -> None:
+        super().prepare_for_update(obj, old)
+        new_generation = lookup(obj, "metadata", "generation")
+        if self.teardown_finalizer and new_generation != lookup(old, "metadata", "generation"):
+            mark_reconciling(
+                obj,
+                "SpecChanged",
+                f"generation {new_generation} accepted; the deploy saga takes it up next",
+            )
 
     def validate_semantics(self, obj: Object) -> list[errors.Cause]:
         causes: list[errors.Cause] = []
@@ -85,3 +113,33 @@ def _reference_causes(obj: Object) -> list[errors.Cause]:
             )
         ]
     return []
+
+
+def mark_reconciling(obj: Object, reason: str, message: str) -> None:
+    """Say in `obj`'s status that its generation awaits the saga (see the module docstring).
+
+    A Reconciling condition that was already true keeps its transition time; Stalled,
+    which spoke of an older generation, goes.
+    """
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        status = obj["status"] = {}
+    kept: list[Any] = []
+    since = now_rfc3339()
+    for condition in status.get("conditions") or []:
+        kind = condition.get("type") if isinstance(condition, dict) else None
+        if kind == RECONCILING and condition.get("status") == "True":
+            since = condition.get("lastTransitionTime") or since
+        if kind not in (RECONCILING, STALLED):
+            kept.append(condition)
+    kept.append(
+        {
+            "type": RECONCILING,
+            "status": "True",
+            "observedGeneration": lookup(obj, "metadata", "generation"),
+            "lastTransitionTime": since,
+            "reason": reason,
+            "message": message,
+        }
+    )
+    status["conditions"] = kept
