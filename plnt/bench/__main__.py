@@ -1,8 +1,9 @@
-"""`python -m plnt.bench apiserver|saga [flags]`: run one benchmark and print its ratios.
+"""`python -m plnt.bench apiserver|saga|deploys|proxy [flags]`: run one benchmark, print ratios.
 
     python -m plnt.bench apiserver --quick
     python -m plnt.bench saga --deploys 5 --duration 2
     python -m plnt.bench deploys --kubeconfig K --ref R --digest D --target kubernetes
+    python -m plnt.bench proxy --concurrency 16 --duration 5
 
 Each subcommand's flags are its own (`python -m plnt.bench saga --help`); this module
 only picks the command, so neither pays for the other's imports.
@@ -14,7 +15,8 @@ import sys
 from collections.abc import Callable, Sequence
 
 USAGE = (
-    "usage: python -m plnt.bench {apiserver,saga,deploys} [flags]  (--help after one for its flags)"
+    "usage: python -m plnt.bench {apiserver,saga,deploys,proxy} [flags]"
+    "  (--help after one for its flags)"
 )
 
 
@@ -30,6 +32,12 @@ def _deploys(argv: Sequence[str]) -> int:
     return deploys_command.main(argv)
 
 
+def _proxy(argv: Sequence[str]) -> int:
+    from plnt.bench import proxy
+
+    return proxy.main(argv)
+
+
 def _saga(argv: Sequence[str]) -> int:
     from plnt.bench import saga_command
 
@@ -40,6 +48,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "apiserver": _apiserver,
     "saga": _saga,
     "deploys": _deploys,
+    "proxy": _proxy,
 }
 
 

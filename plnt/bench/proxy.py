@@ -1,0 +1,327 @@
+"""`python -m plnt.bench proxy`: the OpenAI endpoint through the API server vs the runner itself.
+
+    python -m plnt.bench proxy [--concurrency 16] [--duration 5] [--sequential-duration 3]
+                               [--warmup 0.5] [--latency-ms 0] [--json FILE]
+
+One run starts etcd, the API server child (`apiserver_serving`, as the API benchmark does:
+watch cache, HTTPS with plnt's PKI) and one runner process of `examples/chat.workflow.yaml`
+on the echo backend, creates a WorkflowRun and publishes the runner as its only traffic
+target (playing the saga's part through the status subresource). Then, with the same
+closed loop, the same bodies and keep-alive connections on both sides, it measures:
+
+* chat completions (`POST …/proxy/v1/chat/completions` over HTTPS with the admin client
+  certificate, and `POST {runner}/v1/chat/completions` over plain HTTP): throughput at
+  `--concurrency` (the ratio proxy/direct; target ≥ 0.7) and the p50 at concurrency 1 (the
+  overhead, proxy minus direct; target ≤ 1 ms);
+* time to first token of a streamed completion (`stream: true`), at concurrency 1: from
+  sending the request to the first SSE event carrying content (the p50 overhead; target
+  ≤ 1 ms).
+
+Every request asks a different question (its sequence number), so the runner's step cache
+never answers and the echo backend is called each time. The numbers are ratios and
+differences taken in one run on one machine, never asserted. Misses are printed, never
+turned into a non-zero exit status. Errors: `BenchError` (a child did not start).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import json
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from plnt.apiserver import pki
+from plnt.bench import apiserver as harness
+from plnt.bench import apiserver_running, children
+from plnt.bench.saga import OVERHEAD_TARGET_MS, THROUGHPUT_TARGET, http_session, measure
+from plnt.processes.etcd import EtcdProcess
+
+REPO = Path(__file__).resolve().parents[2]
+SPEC = REPO / "examples" / "chat.workflow.yaml"
+NAMESPACE = "bench-proxy"
+NAME = "chat"
+PhaseStats = harness.PhaseStats
+
+
+@dataclass(frozen=True, slots=True)
+class ProxySettings:
+    concurrency: int = 16
+    duration: float = 5.0
+    sequential_duration: float = 3.0
+    warmup: float = 0.5
+    latency_ms: float = 0.0
+
+
+@dataclass
+class ProxyResults:
+    proxy: PhaseStats = field(default_factory=PhaseStats)
+    direct: PhaseStats = field(default_factory=PhaseStats)
+    proxy_sequential: PhaseStats = field(default_factory=PhaseStats)
+    direct_sequential: PhaseStats = field(default_factory=PhaseStats)
+    proxy_ttft: list[float] = field(default_factory=list)
+    direct_ttft: list[float] = field(default_factory=list)
+
+    @property
+    def throughput_ratio(self) -> float:
+        return self.proxy.rate / self.direct.rate if self.direct.rate else 0.0
+
+    @property
+    def overhead_ms(self) -> float:
+        return self.proxy_sequential.percentile_ms(0.5) - self.direct_sequential.percentile_ms(0.5)
+
+    @property
+    def ttft_overhead_ms(self) -> float:
+        return _p50_ms(self.proxy_ttft) - _p50_ms(self.direct_ttft)
+
+
+def _p50_ms(seconds: Sequence[float]) -> float:
+    return harness.percentile(sorted(seconds), 0.5) * 1000.0
+
+
+def _body(seq: int, *, stream: bool) -> bytes:
+    request: dict[str, Any] = {
+        "model": "chat",
+        "messages": [{"role": "user", "content": f"question {seq}"}],
+    }
+    if stream:
+        request["stream"] = True
+    return json.dumps(request).encode()
+
+
+def chat_operation(
+    session: aiohttp.ClientSession, url: str, questions: Iterator[int]
+) -> Callable[[int], Awaitable[bool]]:
+    """One chat completion; True for a 200 whose body was read completely."""
+
+    async def operation(seq: int) -> bool:
+        del seq  # `questions` numbers every request of the run, so none repeats
+        body = _body(next(questions), stream=False)
+        try:
+            async with session.post(
+                url, data=body, headers={"Content-Type": "application/json"}
+            ) as response:
+                await response.read()
+                return response.status == 200
+        except (aiohttp.ClientError, TimeoutError):
+            return False
+
+    return operation
+
+
+def first_token_operation(
+    session: aiohttp.ClientSession, url: str, questions: Iterator[int], into: list[float]
+) -> Callable[[int], Awaitable[bool]]:
+    """One streamed completion; appends the time to its first content event to `into`."""
+
+    async def operation(seq: int) -> bool:
+        del seq
+        body = _body(next(questions), stream=True)
+        began = time.perf_counter()
+        first: float | None = None
+        try:
+            async with session.post(
+                url, data=body, headers={"Content-Type": "application/json"}
+            ) as response:
+                async for line in response.content:
+                    if first is None and line.startswith(b"data:") and b'"content"' in line:
+                        first = time.perf_counter() - began
+                ok = response.status == 200 and first is not None
+        except (aiohttp.ClientError, TimeoutError):
+            return False
+        if ok and first is not None:
+            into.append(first)
+        return ok
+
+    return operation
+
+
+@contextlib.asynccontextmanager
+async def running_runner(latency_ms: float) -> AsyncIterator[str]:
+    """A runner process of the chat example on the echo backend; yields its base URL."""
+    argv = [
+        sys.executable, "-m", "plnt.runner", "--spec", str(SPEC), "--backend-type", "echo",
+        "--latency-ms", str(latency_ms), "--port", "0",
+    ]  # fmt: skip
+    async with children.running_child(argv, ready="listening on", what="the runner") as child:
+        yield child.ready_line.rsplit(" ", 1)[1].strip()
+
+
+async def publish(session: aiohttp.ClientSession, base: str, runner: str) -> None:
+    """Create the run and make `runner` its only traffic target, as the saga would."""
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+    async with session.post(f"{base}/api/v1/namespaces", json=namespace) as response:
+        if response.status not in (201, 409):
+            raise harness.BenchError(f"namespace: {response.status} {await response.text()}")
+    collection = f"{base}/apis/plnt.work/v1/namespaces/{NAMESPACE}/workflowruns"
+    run = harness.workflowrun(NAME)
+    async with session.post(collection, json=run) as response:
+        if response.status != 201:
+            raise harness.BenchError(f"create {NAME}: {response.status} {await response.text()}")
+    status = {
+        "status": {
+            "revision": 1,
+            "traffic": [
+                {
+                    "revision": 1,
+                    "digest": "sha256:" + "ab" * 32,
+                    "weight": 100,
+                    "endpoints": [runner],
+                }
+            ],
+        }
+    }
+    async with session.patch(
+        f"{collection}/{NAME}/status",
+        json=status,
+        headers={"Content-Type": "application/merge-patch+json"},
+    ) as response:
+        if response.status != 200:
+            raise harness.BenchError(f"status {NAME}: {response.status} {await response.text()}")
+
+
+async def bench(settings: ProxySettings, workdir: Path) -> ProxyResults:
+    """Start etcd, the server and a runner; measure proxy and direct, wide then one by one."""
+    paths = pki.ensure_pki(workdir / "pki")
+    context = harness.client_ssl_context(
+        ca_cert=paths.ca_cert, client_cert=paths.admin_cert, client_key=paths.admin_key
+    )
+    pool = settings.concurrency
+    async with (
+        EtcdProcess(workdir / "etcd", unsafe_no_fsync=True) as etcd,
+        apiserver_running.running_server(etcd, workdir / "pki", cprofile=None) as server,
+        running_runner(settings.latency_ms) as runner,
+        harness.https_session(context, pool=pool) as api,
+        http_session(pool=pool) as direct,
+    ):
+        await publish(api, server.base, runner)
+        proxy_base = (
+            f"{server.base}/apis/plnt.work/v1/namespaces/{NAMESPACE}/workflowruns/{NAME}/proxy"
+        )
+        questions = itertools.count()  # one counter: no question is asked twice
+        proxy_url, direct_url = f"{proxy_base}/v1/chat/completions", f"{runner}/v1/chat/completions"
+        through = chat_operation(api, proxy_url, questions)
+        straight = chat_operation(direct, direct_url, questions)
+        results = ProxyResults()
+
+        async def run(operation: Callable[[int], Awaitable[bool]], *, wide: bool) -> PhaseStats:
+            return await measure(
+                operation,
+                concurrency=settings.concurrency if wide else 1,
+                duration=settings.duration if wide else settings.sequential_duration,
+                warmup=settings.warmup,
+            )
+
+        results.proxy = await run(through, wide=True)
+        results.direct = await run(straight, wide=True)
+        results.proxy_sequential = await run(through, wide=False)
+        results.direct_sequential = await run(straight, wide=False)
+
+        async def first_tokens(session: aiohttp.ClientSession, url: str) -> list[float]:
+            warm = first_token_operation(session, url, questions, [])
+            await harness.run_closed_loop(warm, concurrency=1, duration=settings.warmup)
+            samples: list[float] = []
+            measured = first_token_operation(session, url, questions, samples)
+            await harness.run_closed_loop(
+                measured, concurrency=1, duration=settings.sequential_duration, min_ops=1
+            )
+            return samples
+
+        results.proxy_ttft = await first_tokens(api, proxy_url)
+        results.direct_ttft = await first_tokens(direct, direct_url)
+        return results
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def report(results: ProxyResults, settings: ProxySettings) -> list[str]:
+    """The printed lines: one per target, each a ratio or a difference."""
+    p50 = PhaseStats.percentile_ms
+    lines = [
+        f"chat proxy  c={settings.concurrency}: {results.proxy.rate:8.1f}/s "
+        f"(p50 {p50(results.proxy, 0.5):.2f} ms, errors {results.proxy.errors})",
+        f"chat direct c={settings.concurrency}: {results.direct.rate:8.1f}/s "
+        f"(p50 {p50(results.direct, 0.5):.2f} ms, errors {results.direct.errors})",
+        f"chat c=1 p50: proxy {p50(results.proxy_sequential, 0.5):.3f} ms, "
+        f"direct {p50(results.direct_sequential, 0.5):.3f} ms",
+        f"ttft c=1 p50: proxy {_p50_ms(results.proxy_ttft):.3f} ms "
+        f"({len(results.proxy_ttft)} streams), direct {_p50_ms(results.direct_ttft):.3f} ms "
+        f"({len(results.direct_ttft)} streams)",
+        f"ratio chat throughput proxy/direct {results.throughput_ratio:.2f} "
+        f"(target >= {THROUGHPUT_TARGET}) "
+        f"{_verdict(results.throughput_ratio >= THROUGHPUT_TARGET)}",
+        f"overhead chat p50 c=1 {results.overhead_ms:.3f} ms "
+        f"(target <= {OVERHEAD_TARGET_MS} ms) "
+        f"{_verdict(results.overhead_ms <= OVERHEAD_TARGET_MS)}",
+        f"overhead ttft p50 c=1 {results.ttft_overhead_ms:.3f} ms "
+        f"(target <= {OVERHEAD_TARGET_MS} ms) "
+        f"{_verdict(results.ttft_overhead_ms <= OVERHEAD_TARGET_MS)}",
+    ]
+    return lines
+
+
+def as_json(results: ProxyResults, settings: ProxySettings) -> dict[str, Any]:
+    def phase(stats: PhaseStats) -> dict[str, float]:
+        return {
+            "rate": stats.rate,
+            "p50Ms": stats.percentile_ms(0.5),
+            "p99Ms": stats.percentile_ms(0.99),
+            "ops": stats.ops,
+            "errors": stats.errors,
+        }
+
+    return {
+        "settings": dataclasses.asdict(settings),
+        "proxy": phase(results.proxy),
+        "direct": phase(results.direct),
+        "proxySequential": phase(results.proxy_sequential),
+        "directSequential": phase(results.direct_sequential),
+        "ttftP50Ms": {"proxy": _p50_ms(results.proxy_ttft), "direct": _p50_ms(results.direct_ttft)},
+        "throughputRatio": results.throughput_ratio,
+        "overheadMs": results.overhead_ms,
+        "ttftOverheadMs": results.ttft_overhead_ms,
+    }
+
+
+def parse_args(argv: Sequence[str] | None = None) -> tuple[ProxySettings, Path | None]:
+    p = argparse.ArgumentParser(
+        prog="python -m plnt.bench proxy", description=(__doc__ or "").split("\n")[0]
+    )
+    p.add_argument("--concurrency", type=int, default=16)
+    p.add_argument("--duration", type=float, default=5.0, help="seconds of the wide phases")
+    p.add_argument("--sequential-duration", type=float, default=3.0, help="seconds at c=1")
+    p.add_argument("--warmup", type=float, default=0.5, help="seconds before each phase")
+    p.add_argument("--latency-ms", type=float, default=0.0, help="the echo backend's delay")
+    p.add_argument("--json", type=Path, help="also write the results to this file")
+    args = p.parse_args(argv)
+    settings = ProxySettings(
+        concurrency=args.concurrency,
+        duration=args.duration,
+        sequential_duration=args.sequential_duration,
+        warmup=args.warmup,
+        latency_ms=args.latency_ms,
+    )
+    return settings, args.json
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    settings, json_path = parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="plnt-bench-proxy-") as workdir:
+        results = asyncio.run(bench(settings, Path(workdir)))
+    for line in report(results, settings):
+        print(line)
+    if json_path is not None:
+        json_path.write_text(json.dumps(as_json(results, settings), indent=2))
+    return 0

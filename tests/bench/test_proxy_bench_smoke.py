@@ -1,0 +1,40 @@
+"""The proxy benchmark runs end to end with tiny numbers and prints its target lines.
+
+Nothing here asserts a speed (DESIGN.md §5): the test proves that `python -m plnt.bench
+proxy`, its etcd, server and runner children start, that every phase measured some calls
+through the proxy and directly, and that everything is cleaned up.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = ["--concurrency", "2", "--duration", "0.3", "--sequential-duration", "0.3",
+        "--warmup", "0.05"]  # fmt: skip
+
+
+def test_proxy_benchmark_completes_and_prints_each_target_line(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "plnt.bench", "proxy", *TINY, "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=REPO,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    targets = [" ".join(line.split()[:4]) for line in result.stdout.splitlines()
+               if line.startswith(("ratio ", "overhead "))]  # fmt: skip
+    assert targets == [
+        "ratio chat throughput proxy/direct",
+        "overhead chat p50 c=1",
+        "overhead ttft p50 c=1",
+    ]
+    results = json.loads(out.read_text())
+    for phase in ("proxy", "direct", "proxySequential", "directSequential"):
+        assert results[phase]["ops"] > 0 and results[phase]["errors"] == 0, phase
+    assert results["ttftP50Ms"]["proxy"] > 0 and results["ttftP50Ms"]["direct"] > 0
