@@ -145,6 +145,7 @@ def test_install_with_the_watcher_fails_on_a_run_whose_deploy_cannot_succeed(
 
     message = str(failure.value)
     assert "WorkflowRun" in message and "agent" in message, message
+    assert "Failed" in message and "digest mismatch" in message, message  # Stalled's message
     run = api.get(namespace, "agent")
     stalled = condition_of(run, "Stalled")
     assert stalled is not None and stalled["status"] == "True", run.get("status")
