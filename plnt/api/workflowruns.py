@@ -205,10 +205,15 @@ class WorkflowRunStatus(WireModel):
 
     phase: Phase | None = Field(default=None, description="Coarse lifecycle phase.")
     observed_generation: int | None = Field(
-        default=None, description="The generation the status describes."
+        default=None,
+        description="The generation the saga last reported on (absent on a new run).",
     )
     conditions: list[Condition] | None = Field(
-        default=None, description="Ready, Progressing and Degraded, with actionable reasons."
+        default=None,
+        description=(
+            "Ready, Progressing and Degraded, with actionable reasons; Reconciling and"
+            " Stalled (kstatus) only while true."
+        ),
     )
     revision: int | None = Field(default=None, description="The promoted revision.")
     digest: str | None = Field(default=None, description="Digest of the promoted spec.")
