@@ -4,6 +4,22 @@ It runs inside `plnt up` (standalone) or alone as `plnt worker`, anywhere that c
 reach Temporal and the API server. Activities are async and run on the worker's event
 loop; the workflow runs in Temporal's sandbox, which re-imports only the modules the
 workflow module does not pass through.
+
+Liveness (`Liveness`, installed on every worker built here): Temporal learns that a
+worker died mid-activity only from a missed heartbeat; without a heartbeat timeout it
+waits out the activity's whole start-to-close timeout (a minute for pull, two for
+smoke) before trying again elsewhere. So every activity the saga schedules without a
+heartbeat timeout of its own gets `LIVENESS_TIMEOUT` (5 s) and a header saying so, and
+the worker heartbeats for such an activity every `BEAT_PERIOD` while it runs: that
+timeout measures the worker's life, never the activity's progress, and the activity's
+start-to-close timeout still bounds a stuck call. Activities with a heartbeat timeout
+of their own (install, analyze) keep heartbeating their progress themselves. Timeouts
+and headers are not part of what replay compares, so recorded histories replay. The
+workflow's own next task, meant for the dead worker's sticky queue, goes to any worker
+after `STICKY_TIMEOUT` (3 s).
+
+A lost Temporal server (a restart) needs nothing here: the SDK's client and the
+worker's pollers retry until the server is back, then carry on.
 """
 
 from __future__ import annotations
@@ -11,11 +27,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from temporalio import activity
 from temporalio import client as temporal_client
 from temporalio import worker as temporal_worker
+from temporalio.api.common.v1 import Payload
 
 from plnt.client.clients import PlntClient
 from plnt.kube import connecting
@@ -68,6 +87,69 @@ async def kubernetes_target(
         releases.close()
 
 
+LIVENESS_TIMEOUT = timedelta(seconds=5)
+"""The heartbeat timeout of activities the saga schedules without one of their own."""
+BEAT_PERIOD = 1.0
+"""Seconds between the heartbeats the worker sends for such an activity."""
+STICKY_TIMEOUT = timedelta(seconds=3)
+"""How long a workflow task waits for the worker that ran the workflow last before any
+worker may take it (the SDK's default is 10 s): after that worker died, the saga's
+next step waits this long, and a local worker picks its tasks up in milliseconds."""
+_LIVENESS_HEADER = "plnt-liveness"
+_MARK = Payload(data=b"1")
+
+
+class Liveness(temporal_worker.Interceptor):
+    """Lets Temporal notice a dead worker within seconds (see the module doc)."""
+
+    def intercept_activity(
+        self, next: temporal_worker.ActivityInboundInterceptor
+    ) -> temporal_worker.ActivityInboundInterceptor:
+        return _BeatingActivity(next)
+
+    def workflow_interceptor_class(
+        self, input: temporal_worker.WorkflowInterceptorClassInput
+    ) -> type[temporal_worker.WorkflowInboundInterceptor]:
+        return _DefaultHeartbeatTimeout
+
+
+class _BeatingActivity(temporal_worker.ActivityInboundInterceptor):
+    """Heartbeats every `BEAT_PERIOD` while an activity scheduled with the liveness
+    timeout runs (see the module doc)."""
+
+    async def execute_activity(self, input: temporal_worker.ExecuteActivityInput) -> Any:
+        if _LIVENESS_HEADER not in input.headers:
+            return await super().execute_activity(input)
+        beating = asyncio.create_task(_beat(), name="activity liveness")
+        try:
+            return await super().execute_activity(input)
+        finally:
+            beating.cancel()
+
+
+async def _beat() -> None:
+    """Runs in the activity's context (a task inherits it), so `heartbeat` reaches it."""
+    while True:
+        await asyncio.sleep(BEAT_PERIOD)  # the heartbeat period
+        activity.heartbeat()
+
+
+class _DefaultHeartbeatTimeout(temporal_worker.WorkflowInboundInterceptor):
+    """Gives activities scheduled without a heartbeat timeout `LIVENESS_TIMEOUT`.
+    Workflow code: deterministic, no I/O."""
+
+    def init(self, outbound: temporal_worker.WorkflowOutboundInterceptor) -> None:
+        super().init(_HeartbeatTimeoutOutbound(outbound))
+
+
+class _HeartbeatTimeoutOutbound(temporal_worker.WorkflowOutboundInterceptor):
+    def start_activity(self, input: temporal_worker.StartActivityInput) -> Any:
+        if input.heartbeat_timeout is None:
+            input.heartbeat_timeout = LIVENESS_TIMEOUT
+            input.headers = {**input.headers, _LIVENESS_HEADER: _MARK}
+        return super().start_activity(input)
+
+
 def build(
     client: temporal_client.Client,
     activities: DeployActivities,
@@ -81,6 +163,8 @@ def build(
         workflows=[deploy.WorkflowRunController],
         activities=activities.all(),
         max_concurrent_activities=64,
+        interceptors=[Liveness()],
+        sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
     )
 
 

@@ -170,10 +170,8 @@ async def test_a_sigkilled_etcd_is_restarted_and_no_acknowledged_write_or_watch_
         versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in watched]
         assert versions == sorted(versions)
         for event in watched:
-            obj = event["object"]
-            assert obj["metadata"]["resourceVersion"] == (
-                stored[obj["metadata"]["name"]]["metadata"]["resourceVersion"]
-            )
+            meta = event["object"]["metadata"]
+            assert meta["resourceVersion"] == stored[meta["name"]]["metadata"]["resourceVersion"]
 
         # /readyz failed while etcd was down and passes again.
         assert any(not ok for at, ok in readiness if at > killed_at)
