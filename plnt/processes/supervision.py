@@ -60,6 +60,15 @@ class Backoff:
     reset_after: float = 30.0
     """A child up at least this long counts as healthy: its next restart waits `initial`."""
 
+    def after_exit(self, delay: float, *, uptime: float) -> float:
+        """The delay before restarting a child that was up `uptime` seconds, when the
+        last restart's next delay was `delay`."""
+        return self.initial if uptime >= self.reset_after else delay
+
+    def next(self, delay: float) -> float:
+        """The delay after one of `delay`: doubled, at most `maximum`."""
+        return min(delay * 2, self.maximum)
+
 
 def describe_exit(code: int) -> str:
     """`code 1`, or `code -9 (SIGKILL)` for a child ended by a signal."""
@@ -94,8 +103,7 @@ class Supervisor:
         started = loop.time()
         while True:
             pid, code = self.child.pid, await self._exited()
-            if loop.time() - started >= self.backoff.reset_after:
-                delay = self.backoff.initial
+            delay = self.backoff.after_exit(delay, uptime=loop.time() - started)
             log.warning(
                 "%s (pid %s) exited with %s; restarting it in %.1f s",
                 self.what,
@@ -118,7 +126,7 @@ class Supervisor:
         """Wait `delay`, start the child (retrying with backoff); the next delay."""
         while True:
             await asyncio.sleep(delay)  # the restart backoff
-            delay = min(delay * 2, self.backoff.maximum)
+            delay = self.backoff.next(delay)
             try:
                 await self.child.arestart()
             except Exception as error:  # keep trying: a dead child helps nobody
