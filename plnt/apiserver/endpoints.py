@@ -19,7 +19,15 @@ from typing import Any
 from aiohttp import web
 
 from plnt.api import errors
-from plnt.apiserver import discovery, keys, negotiation, openapi, responses, selfreview
+from plnt.apiserver import (
+    discovery,
+    keys,
+    namespaces,
+    negotiation,
+    openapi,
+    responses,
+    selfreview,
+)
 from plnt.registry.catalog import CORE_RESOURCES, PLNT_RESOURCES
 from plnt.registry.definitions import ResourceDefinition
 from plnt.storage import errors as storage_errors
@@ -281,6 +289,8 @@ def add_routes(app: web.Application, *, standalone: bool = False) -> None:
     r.add_get("/livez", livez)
     r.add_get("/readyz", readyz)
     r.add_get("/metrics", metrics)
-    if not standalone:
+    if standalone:  # before the generic resource routes: kubectl may send protobuf
+        r.add_post("/api/v1/namespaces", namespaces.create)
+    else:
         r.add_get("/api/v1/namespaces/{name}", namespace)
     selfreview.add_routes(app, rules=standalone)

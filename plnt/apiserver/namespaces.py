@@ -28,7 +28,7 @@ from aiohttp import web
 
 from plnt.api import errors
 from plnt.api.meta import now_rfc3339
-from plnt.apiserver import keys
+from plnt.apiserver import keys, negotiation, params, protowire, resources, responses
 from plnt.registry import events, namespaces
 from plnt.registry.definitions import Object, ResourceDefinition
 from plnt.registry.namespaces.lifecycle import LifecycleStorage
@@ -232,6 +232,46 @@ class NamespaceController:
             for obj in left:
                 found.finalizers.update(obj["metadata"].get("finalizers") or [])
         return found
+
+
+def decode_protobuf_namespace(data: bytes) -> Object:
+    """A Namespace as `kubectl create namespace` sends it (protobuf): its name, labels,
+    annotations and finalizers; the server sets or ignores everything else."""
+    namespace = protowire.fields(protowire.unwrap(data))
+    meta_bytes = namespace.get(1, b"")
+    meta_fields = protowire.fields(meta_bytes)
+    meta: Object = {}
+    for number, key in ((1, "name"), (2, "generateName")):
+        if number in meta_fields:
+            meta[key] = protowire.text(meta_fields[number])
+    for number, key in ((11, "labels"), (12, "annotations")):
+        values = protowire.string_map(meta_bytes, number)
+        if values:
+            meta[key] = values
+    finalizers = [protowire.text(v) for n, v in protowire.entries(meta_bytes) if n == 14]
+    if finalizers:
+        meta["finalizers"] = finalizers
+    obj: Object = {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+    spec = [protowire.text(v) for n, v in protowire.entries(namespace.get(2, b"")) if n == 1]
+    if spec:
+        obj["spec"] = {"finalizers": spec}
+    return obj
+
+
+async def create(request: web.Request) -> web.StreamResponse:
+    """POST /api/v1/namespaces: kubectl's typed client sends protobuf, everyone else JSON
+    or YAML (the generic handler)."""
+    media = negotiation.content_type(request.headers.get("Content-Type"))
+    if media != protowire.PROTOBUF:
+        return await resources.dispatch(request)
+    limit = request.app[keys.SETTINGS].max_request_body_bytes
+    body = decode_protobuf_namespace(await params.read_body(request, limit=limit))
+    options = params.write_options(
+        request.query, duplicates=[], user_agent=request.headers.get("User-Agent", "")
+    )
+    store = request.app[keys.STORES][(namespaces.DEFINITION.group, namespaces.DEFINITION.plural)]
+    result = await store.create("", body, options)
+    return responses.json_response(result.object, status=201, warnings=result.warnings)
 
 
 def standalone_stores(

@@ -17,6 +17,9 @@ from plnt.registry import fieldselectors, selectors
 PATH_SUBRESOURCES = frozenset({"proxy"})
 """Subresources whose URL may continue with a path of its own (kube's `Parts[3:]`)."""
 
+_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+"""`/api/v1/namespaces/NAME/status` is the Namespace's subresource, not a resource `status`."""
+
 _METHOD_VERBS = {
     "POST": "create",
     "PUT": "update",
@@ -73,11 +76,10 @@ def parse(method: str, path: str, query: MultiMapping[str]) -> RequestInfo:
     if not rest:
         return non_resource
     namespace = ""
-    if rest[0] == "namespaces" and len(rest) >= 3:
+    if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in _NAMESPACE_SUBRESOURCES:
         namespace, rest = rest[1], rest[2:]
-    elif rest[0] == "namespaces" and len(rest) == 2:
-        namespace = rest[1]
-        rest = ["namespaces", rest[1]]
+    elif rest[0] == "namespaces" and len(rest) >= 2:
+        namespace = rest[1]  # the Namespace itself, or its status/finalize subresource
     resource = rest[0]
     name = rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""

@@ -5,9 +5,7 @@ authorizer and authenticator; SelfSubjectRulesReview (`kubectl auth can-i --list
 the rules the authorizer can list (`authz.RuleResolver`), standalone only: under
 `plnt serve` kube-apiserver answers it. kubectl sends these as protobuf and does not fall
 back to JSON on a 415, so the few string fields they carry are read from the
-protobuf wire format here: no Python package ships the Kubernetes API's
-generated protobuf messages, and the reader below needs only varints and
-length-delimited fields.
+protobuf wire format (`protowire`).
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from plnt.api import errors
-from plnt.apiserver import authn, authz, keys, negotiation, params, responses
+from plnt.apiserver import authn, authz, keys, negotiation, params, protowire, responses
 
 AUTHORIZATION_V1 = "authorization.k8s.io/v1"
 AUTHENTICATION_V1 = "authentication.k8s.io/v1"
@@ -40,84 +38,27 @@ SELF_REVIEW_RULES = (
 """What every authenticated user may ask about itself (kube's system:basic-user role)."""
 
 
-PROTOBUF = "application/vnd.kubernetes.protobuf"
-_PROTOBUF_MAGIC = b"k8s\x00"
+PROTOBUF = protowire.PROTOBUF
 # Field numbers of the generated k8s.io/api protobuf messages a self review carries.
 _RESOURCE_ATTRIBUTES = ("namespace", "verb", "group", "version", "resource", "subresource", "name")
 _NON_RESOURCE_ATTRIBUTES = ("path", "verb")
 
 
-def _proto_fields(data: bytes) -> dict[int, bytes]:
-    """The length-delimited fields of one protobuf message (the last of each number wins).
-
-    Self reviews hold only strings and nested messages, so varints and fixed-width
-    fields are skipped rather than decoded.
-    """
-    fields: dict[int, bytes] = {}
-    pos = 0
-
-    def varint() -> int:
-        nonlocal pos
-        value = shift = 0
-        while True:
-            if pos >= len(data) or shift > 63:
-                raise errors.BadRequest("the protobuf body of the request is truncated")
-            byte = data[pos]
-            pos += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                return value
-
-    while pos < len(data):
-        key = varint()
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            varint()
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        elif wire == 2:
-            size = varint()
-            if pos + size > len(data):
-                raise errors.BadRequest("the protobuf body of the request is truncated")
-            fields[number] = data[pos : pos + size]
-            pos += size
-        else:
-            raise errors.BadRequest(f"unsupported protobuf wire type {wire}")
-    return fields
-
-
-def _proto_strings(data: bytes, names: tuple[str, ...]) -> dict[str, str]:
-    fields = _proto_fields(data)
-    return {
-        name: fields[number].decode("utf-8", "replace")
-        for number, name in enumerate(names, start=1)
-        if number in fields
-    }
-
-
 def _decode_protobuf_review(data: bytes) -> dict[str, Any]:
     """A self review sent as kube protobuf: the `k8s\\0` envelope around runtime.Unknown."""
-    if not data.startswith(_PROTOBUF_MAGIC):
-        raise errors.BadRequest("the protobuf body of the request lacks the k8s envelope")
-    raw = _proto_fields(data[len(_PROTOBUF_MAGIC) :]).get(2, b"")
-    spec_fields = _proto_fields(_proto_fields(raw).get(2, b""))
+    spec_fields = protowire.fields(protowire.fields(protowire.unwrap(data)).get(2, b""))
     spec: dict[str, Any] = {}
     if 1 in spec_fields:
-        spec["resourceAttributes"] = _proto_strings(spec_fields[1], _RESOURCE_ATTRIBUTES)
+        spec["resourceAttributes"] = protowire.strings(spec_fields[1], _RESOURCE_ATTRIBUTES)
     if 2 in spec_fields:
-        spec["nonResourceAttributes"] = _proto_strings(spec_fields[2], _NON_RESOURCE_ATTRIBUTES)
+        spec["nonResourceAttributes"] = protowire.strings(spec_fields[2], _NON_RESOURCE_ATTRIBUTES)
     return {"spec": spec}
 
 
 def _decode_protobuf_rules_review(data: bytes) -> dict[str, Any]:
     """A SelfSubjectRulesReview sent as kube protobuf: its spec holds only `namespace`."""
-    if not data.startswith(_PROTOBUF_MAGIC):
-        raise errors.BadRequest("the protobuf body of the request lacks the k8s envelope")
-    raw = _proto_fields(data[len(_PROTOBUF_MAGIC) :]).get(2, b"")
-    spec = _proto_strings(_proto_fields(raw).get(2, b""), ("namespace",))
+    raw = protowire.unwrap(data)
+    spec = protowire.strings(protowire.fields(raw).get(2, b""), ("namespace",))
     return {"spec": spec}
 
 

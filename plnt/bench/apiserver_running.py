@@ -102,6 +102,17 @@ def py_spy(pid: int, output: Path | None) -> Iterator[None]:
             proc.wait()
 
 
+async def create_namespaces(session: aiohttp.ClientSession, base: str) -> None:
+    """The benchmark's namespaces: a standalone server refuses objects in missing ones."""
+    for name in (LIST_NS, CREATE_NS, WATCH_NS):
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        async with session.post(f"{base}/api/v1/namespaces", json=body) as response:
+            if response.status not in (201, 409):
+                raise harness.BenchError(
+                    f"namespace {name} answered {response.status}: {await response.text()}"
+                )
+
+
 async def preload(
     raw: EtcdStore, session: aiohttp.ClientSession, base: str, settings: ApiBenchSettings
 ) -> bytes:
@@ -159,6 +170,7 @@ async def bench(settings: ApiBenchSettings, workdir: Path) -> Results:
     ):
         pid = server.child.process.pid
         print(f"etcd {etcd.endpoint} (pid {etcd.pid}); server {server.base} (pid {pid})")
+        await create_namespaces(session, server.base)
         template = await preload(raw, session, server.base, settings)
         phases = Phases(settings, results, raw, session, server)
         with py_spy(pid, settings.py_spy):

@@ -31,6 +31,7 @@ from plnt.bench import apiserver as harness
 from plnt.bench import children, saga
 from plnt.bench import deploys as deploying
 from plnt.bench.settings import SagaBenchSettings
+from plnt.client import errors as client_errors
 from plnt.client import kubeconfig, transport
 from plnt.client.clients import WORKFLOWRUNS, PlntClient
 from plnt.processes.ports import free_port
@@ -151,6 +152,13 @@ def invoke_settings(settings: SagaBenchSettings) -> saga.InvokeSettings:
     )
 
 
+async def create_namespace(client: PlntClient) -> None:
+    """The benchmark's namespace: a standalone server refuses runs in a missing one."""
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+    with contextlib.suppress(client_errors.AlreadyExists):
+        await client.request("POST", "/api/v1/namespaces", json=body)
+
+
 async def bench(settings: SagaBenchSettings, workdir: Path) -> saga.SagaResults:
     """Start Temporal and `plnt up` under `workdir`, deploy, then run the invoke phases."""
     results = saga.SagaResults()
@@ -163,6 +171,7 @@ async def bench(settings: SagaBenchSettings, workdir: Path) -> saga.SagaResults:
             kubeconfig_path = plnt.state_dir / "kubeconfig"
             client = PlntClient.from_kubeconfig(kubeconfig_path, namespace=NAMESPACE)
             try:
+                await create_namespace(client)
                 name, obj = await deploys(
                     client, settings, ref=layout, digest=str(pinned.digest), results=results
                 )

@@ -157,7 +157,12 @@ class DeployActivities:
     async def _event(self, obj: dict[str, Any], *, type: str, reason: str, message: str) -> None:
         event = event_about(obj, type=type, reason=reason, message=message, component=COMPONENT)
         path = f"/api/v1/namespaces/{obj['metadata']['namespace']}/events"
-        await self.api.request("POST", path, json=event)
+        try:
+            await self.api.request("POST", path, json=event)
+        except (client_errors.Forbidden, client_errors.NotFound) as error:
+            # A namespace being deleted refuses new content (kube's NamespaceLifecycle);
+            # an Event is diagnostics, so the status written before it stands.
+            activity.logger.info("event %s not recorded: %s", reason, error)
 
     # -- pull and resolve -----------------------------------------------------------
 

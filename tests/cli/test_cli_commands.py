@@ -265,6 +265,8 @@ async def test_kubeconfig_list_context_and_namespace_flags_choose_the_target(
     cli: Cli, client: PlntClient, server: Server, home: Path, tmp_path: Path, namespace: str
 ) -> None:
     await client.create_workflowrun(workflowrun("here"))
+    other = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"{namespace}-b"}}
+    await client.request("POST", "/api/v1/namespaces", json=other)
     await client.create_workflowrun(workflowrun("there", namespace=f"{namespace}-b"))
     # The first file has no current-context; the second supplies it and a token user.
     first = write_kubeconfig(

@@ -141,8 +141,16 @@ async def server(etcd_endpoint: str, tmp_path: Path) -> AsyncIterator[Server]:
 
 
 @pytest.fixture
-def namespace() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
+async def namespace(server: Server) -> str:
+    """A fresh namespace, created (standalone plnt refuses objects in a missing one)."""
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    async with (
+        tls.client_session(server.pki, cert=tls.admin(server.pki)) as session,
+        session.post(f"{server.url}/api/v1/namespaces", json=body) as reply,
+    ):
+        assert reply.status == 201, await reply.text()
+    return name
 
 
 @pytest.fixture

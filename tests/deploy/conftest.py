@@ -22,6 +22,7 @@ import yaml
 from plnt.client.clients import InvokeResult, PlntClient
 from plnt.processes.temporal import TemporalDevServer
 from plnt.sagas.targets import local
+from tests.support.namespaces import create_namespace
 from tests.support.plnt_server import Kubectl, PlntServer, wait_for
 from tests.support.processes import kill_all
 from tests.support.stack import WorkerProcess, publish, runner_pids
@@ -104,8 +105,9 @@ def kubectl(stack: Stack, tmp_path: Path) -> Kubectl:
 
 
 @pytest.fixture
-def namespace() -> str:
-    return f"d-{uuid.uuid4().hex[:10]}"
+def namespace(stack: Stack) -> str:
+    """A fresh namespace, created (standalone plnt refuses objects in a missing one)."""
+    return create_namespace(stack.server.url, stack.server.pki_dir, f"d-{uuid.uuid4().hex[:10]}")
 
 
 # --- helpers shared by the rollout, lifecycle and resilience tests -------------------------

@@ -75,3 +75,26 @@ def test_delete_waits_for_the_teardown_and_leaves_no_runner_process(
         api.get(namespace, "gone")
     # The teardown stopped every replica before it released the finalizer.
     assert runner_pids(stack.state_dir, contains=uid) == set()
+
+
+def test_deleting_the_namespace_tears_its_runs_down_before_the_namespace_goes(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str
+) -> None:
+    ref, digest = stack.spec("namespace", version="8.0.0")
+    apply(kubectl, namespace, workflowrun("inside", ref, digest))
+    kubectl.run("wait", "-n", namespace, "--for=condition=Ready", "wfr/inside", "--timeout=60s")
+    uid = api.get(namespace, "inside")["metadata"]["uid"]
+    assert len(runner_pids(stack.state_dir, contains=uid)) == 1
+
+    # kubectl waits until the namespace is gone: the controller deleted the run through
+    # its delete path, and the run's teardown finalizer held the namespace meanwhile.
+    deleted = kubectl.run("delete", "namespace", namespace, "--timeout=90s", timeout=120)
+    assert deleted.stdout.strip() == f'namespace "{namespace}" deleted'
+
+    missing = kubectl.run("get", "namespace", namespace, check=False)
+    assert missing.returncode != 0 and "NotFound" in missing.stderr, missing.stderr
+    with pytest.raises(client_errors.NotFound):
+        api.get(namespace, "inside")
+    assert runner_pids(stack.state_dir, contains=uid) == set()
+    events = kubectl.json("get", "events", "-n", namespace)
+    assert events["items"] == []

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.namespaces import create_namespace
 from tests.support.plnt_server import Kubectl, PlntServer
 
 
@@ -31,8 +32,9 @@ def kubectl(server: PlntServer, tmp_path: Path) -> Kubectl:
 
 
 @pytest.fixture
-def namespace() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
+def namespace(server: PlntServer) -> str:
+    """A fresh namespace, created (standalone plnt refuses objects in a missing one)."""
+    return create_namespace(server.url, server.pki_dir, f"t-{uuid.uuid4().hex[:10]}")
 
 
 @pytest.fixture

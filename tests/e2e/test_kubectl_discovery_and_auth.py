@@ -44,12 +44,6 @@ def test_raw_discovery_openapi_version_and_api_versions(kubectl: Kubectl) -> Non
     assert "Error from server (NotFound)" in missing.stderr
 
 
-def test_cluster_info_fails_because_standalone_plnt_serves_no_services(kubectl: Kubectl) -> None:
-    result = kubectl.run("cluster-info", check=False)
-    assert result.returncode == 1
-    assert 'the server doesn\'t have a resource type "services"' in result.stderr
-
-
 def test_auth_can_i_and_whoami_answer_from_the_servers_own_policy(
     server: PlntServer, kubectl: Kubectl, ns: str, tmp_path: Path
 ) -> None:
