@@ -24,6 +24,7 @@ import pytest
 
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
+from tests.support.namespaces import create_namespace
 from tests.support.plnt_server import PlntServer
 from tests.support.processes import live_processes
 from tests.support.waiting import eventually
@@ -47,6 +48,7 @@ class Write:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlntServer]:
     with PlntServer(tmp_path_factory.mktemp("plnt-etcd-kill")) as srv:
+        create_namespace(srv.url, srv.pki_dir, NAMESPACE)
         yield srv
 
 
