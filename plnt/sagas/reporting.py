@@ -8,10 +8,11 @@ publishes is one `report` in the workflow's history, so their number and order a
 of the history format. Workflow code: no I/O, no clock but `workflow.now()`.
 
 The reporter also keeps kstatus's conventions (what Helm's `--wait`, Flux and kpt read;
-see `docs/gitops.md`): `Reconciling=True` while a generation is being deployed (or a
-newer one follows a superseded deploy), `Stalled=True` with the failure's reason when
-the saga stopped short of the generation (a failure waiting for its retry, one no retry
-fixes, an abort), and neither once the generation serves. Every publish carries
+see `docs/gitops.md`): `Reconciling=True` while a generation is being deployed (also
+while a failure waits for its retry, and when a newer generation follows a superseded
+deploy), `Stalled=True` with the failure's reason when the saga stopped short of the
+generation and will not move on by itself (a failure no retry fixes, an abort), and
+neither once the generation serves. Every publish carries
 `observedGeneration`, so a status written for an older generation reads as in progress.
 """
 
@@ -191,9 +192,14 @@ class Reporter:
         )
 
     async def rolled_back(
-        self, intent: Intent, reason: str, message: str, *, interrupted: bool
+        self, intent: Intent, reason: str, message: str, *, interrupted: bool, retrying: bool
     ) -> None:
-        """After compensation: what still serves, and the conditions a human acts on."""
+        """After compensation: what still serves, and the conditions a human acts on.
+
+        A failure the saga will retry by itself keeps `Reconciling=True` (Flux's convention:
+        Stalled means only a change of spec or a person can move it on), so a GitOps tool
+        waits out the retries up to its own timeout instead of giving up on the first
+        unreachable registry or backend."""
         stable = self.state.stable
         if stable is not None:
             serving = f"revision {stable.revision} still serves"
@@ -204,10 +210,10 @@ class Reporter:
             self.set("Ready", False, reason, message, intent=intent)
             self.state.phase = "Pending" if interrupted else "Failed"
         self.set("Progressing", False, reason, message, intent=intent)
-        if interrupted and reason == "Superseded":
-            self.reconciling(intent, reason, message)  # the newer generation is next
+        if retrying or (interrupted and reason == "Superseded"):
+            self.reconciling(intent, reason, message)  # the retry or the newer generation is next
         else:
-            self.stalled(intent, reason, message)  # a retry, a new generation, or a person
+            self.stalled(intent, reason, message)  # a new generation, or a person
         event = "Normal" if interrupted else "Warning"
         await self.publish(intent, Event(event, "RolledBack", f"{message}; canary removed"))
 

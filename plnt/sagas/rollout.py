@@ -87,7 +87,9 @@ async def _compensate(
         reporter.compensating()
         await deploy.compensations.unwind()
         reporter.compensated(deploy.revision)
-    await reporter.rolled_back(intent, reason, announce, interrupted=interrupted)
+    await reporter.rolled_back(
+        intent, reason, announce, interrupted=interrupted, retrying=transient
+    )
 
 
 def _interruption(deploy: Deploy) -> tuple[str, str, None]:

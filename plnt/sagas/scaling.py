@@ -2,8 +2,9 @@
 
 Used by the controller for a replicas-only generation and by promotion when the run
 asks for zero replicas (the canary always starts one). A failed scale leaves the stable
-revision with what it has, says so in Degraded and Stalled, and the controller tries again after
-`failures.retry_delay`. Workflow code: no I/O; the `scale` activity does it.
+revision with what it has, says so in Degraded (Reconciling stays true: the controller
+tries again by itself after `failures.retry_delay`). Workflow code: no I/O; the `scale`
+activity does it.
 """
 
 from __future__ import annotations
@@ -71,5 +72,5 @@ async def _failed(reporter: Reporter, intent: Intent, error: ActivityError) -> N
     delay = f.retry_delay(reporter.state.retries)
     message = f"scaling failed: {why}; retrying in {delay} s"
     reporter.set("Degraded", True, "ScaleFailed", message, intent=intent)
-    reporter.stalled(intent, "ScaleFailed", message)
+    reporter.reconciling(intent, "ScaleFailed", message)  # the saga retries it by itself
     await reporter.publish(intent, Event("Warning", "ScaleFailed", message))

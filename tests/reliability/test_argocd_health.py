@@ -106,7 +106,7 @@ PHASES: dict[str, dict[str, Any]] = {
         1,
         condition("Ready", "False", "InstallFailed", 1),
         condition("Progressing", "False", "InstallFailed", 1),
-        condition("Stalled", "True", "InstallFailed", 1),
+        condition("Reconciling", "True", "InstallFailed", 1),
     ),
     "degraded, stable serves": phase(
         2,

@@ -312,7 +312,7 @@ async def test_a_deploy_no_retry_can_fix_is_failed_with_the_reason(saga: Saga) -
 
 
 @ON_THE_TEST_SERVER
-async def test_a_failure_waiting_for_its_retry_is_failed_until_the_retry_deploys(
+async def test_a_failure_waiting_for_its_retry_stays_in_progress_until_the_retry_deploys(
     env: WorkflowEnvironment, saga: Saga
 ) -> None:
     saga.activities.install_failures = 1
@@ -320,8 +320,9 @@ async def test_a_failure_waiting_for_its_retry_is_failed_until_the_retry_deploys
     failed = await saga.settled()
 
     reading = compute(stored(1, saga.activities.reports[-1]))
-    assert (reading.status, reading.reason) == ("Failed", "InstallFailed")
+    assert (reading.status, reading.reason) == ("InProgress", "InstallFailed")
     assert "retrying in 10 s" in reading.message
+    assert condition(saga.activities.last_status(), "Stalled") is None
     mark = len(saga.activities.reports)
     assert failed["phase"] == "Failed"
 
@@ -368,7 +369,7 @@ async def test_an_aborted_deploy_is_failed_until_a_new_generation(saga: Saga) ->
 
 
 @ON_THE_TEST_SERVER
-async def test_a_replicas_change_is_current_once_scaled_and_failed_while_a_scale_waits(
+async def test_a_replicas_change_is_current_once_scaled_and_in_progress_while_a_scale_waits(
     env: WorkflowEnvironment, saga: Saga
 ) -> None:
     assert isinstance(saga.activities, Activities)
@@ -380,7 +381,7 @@ async def test_a_replicas_change_is_current_once_scaled_and_failed_while_a_scale
     await saga.activities.until(lambda: saga.activities.scales == [3], "the scale tried")
     await saga.settled()
     reading = compute(stored(2, saga.activities.reports[-1]))
-    assert (reading.status, reading.reason) == ("Failed", "ScaleFailed")
+    assert (reading.status, reading.reason) == ("InProgress", "ScaleFailed")
 
     await env.sleep(10)
     await saga.activities.until(
