@@ -24,6 +24,8 @@ def test_get_across_namespaces_adds_a_namespace_column_label_columns_and_kind_pr
     kubectl: Kubectl, tmp_path: Path
 ) -> None:
     first, second = f"x-{uuid.uuid4().hex[:8]}", f"y-{uuid.uuid4().hex[:8]}"
+    kubectl.run("create", "namespace", first)
+    kubectl.run("create", "namespace", second)
     apply(
         kubectl,
         tmp_path,

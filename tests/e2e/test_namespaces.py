@@ -49,6 +49,8 @@ def test_get_and_create_namespaces_print_as_kube_prints_them(kubectl: Kubectl) -
     assert got["status"]["phase"] == "Active"
     assert got["spec"]["finalizers"] == ["kubernetes"]
     assert got["metadata"]["labels"] == {"kubernetes.io/metadata.name": name}
+    explained = kubectl.run("explain", "namespace.spec").stdout
+    assert "finalizers" in explained and "KIND:       Namespace" in explained
     refused = kubectl.run("delete", "namespace", "default", check=False)
     assert refused.returncode == 1
     assert (
