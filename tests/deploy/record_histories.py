@@ -233,6 +233,8 @@ async def run_scenario(
     """Run one scenario in a fresh namespace; the finished saga's history."""
     namespace = f"replay-{scenario.replace('_', '-')}-{uuid.uuid4().hex[:6]}"
     async with PlntClient.from_kubeconfig(kubeconfig) as client:
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        await client.request("POST", "/api/v1/namespaces", json=body)
         name, uid = await SCENARIOS[scenario](client, specs, namespace)
     temporal = await temporal_client.Client.connect(temporal_address)
     handle = temporal.get_workflow_handle(v.workflow_id(namespace, name, uid))
