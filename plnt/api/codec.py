@@ -38,9 +38,13 @@ def dumps_sorted(value: Any) -> bytes:
 def loads(data: bytes | str) -> Any:
     """Parse JSON written by `dumps` (or anything valid)."""
     raw = data.encode() if isinstance(data, str) else data
-    if _WIDE_INTEGER.search(raw):
-        return json.loads(raw)
+    if not _WIDE_INTEGER.search(raw):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass  # NaN and friends, or nesting beyond orjson's 1024 levels: json decides
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(data)
+        return json.loads(raw)
+    except RecursionError:
+        # The standard library recurses per level; a refusal, not a crash of the caller.
+        raise ValueError("JSON nested too deeply to decode") from None

@@ -30,7 +30,7 @@ from aiohttp import web
 
 from plnt.api import errors
 from plnt.api.workflowruns import WorkflowRunRollback
-from plnt.apiserver import keys, negotiation, params, responses
+from plnt.apiserver import bodies, keys, negotiation, params, responses
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.registry import decoding, fieldcauses
 from plnt.registry.definitions import lookup
@@ -51,7 +51,7 @@ async def _rollback_body(request: web.Request, name: str) -> WorkflowRunRollback
             "application/json, application/yaml"
         )
     try:
-        body, _ = decoding.decode_body(raw, content_type=media or "application/json")
+        body, _ = await bodies.decode(raw, content_type=media or "application/json")
     except decoding.DecodeError as error:
         raise errors.BadRequest(f"the body of the request could not be decoded: {error}") from error
     if not isinstance(body, dict):
@@ -131,12 +131,12 @@ async def _steer(
 ) -> web.Response:
     if info.verb != "create":
         raise errors.MethodNotSupported.of(store.definition.group_resource, info.verb)
+    obj = await store.get(info.namespace, info.name)  # a missing run is 404 first, as in kube
     deploy = request.app[keys.DEPLOY]
     if deploy is None:
         raise errors.ServiceUnavailable(
             f"this API server runs without sagas: there is no deploy to {steering.verb}"
         )
-    obj = await store.get(info.namespace, info.name)
     generation = int(lookup(obj, "metadata", "generation") or 0)
     try:
         agreed = await steering.ask(deploy)(obj)

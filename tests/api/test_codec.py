@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -57,3 +58,9 @@ def test_loads_accepts_what_the_standard_library_accepts() -> None:
     # orjson refuses NaN; the fallback parses it as Python's json does.
     loaded = codec.loads('{"x": NaN}')
     assert loaded["x"] != loaded["x"]
+
+
+def test_json_nested_beyond_any_parser_limit_is_a_value_error_not_a_crash() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(ValueError, match="nested too deeply"):
+        codec.loads(deep)

@@ -222,6 +222,8 @@ async def test_rollback_abort_and_bench_report_the_servers_answer(
     aborted = await cli("abort", "rb")
     assert aborted.code == 1
     assert aborted.stderr.startswith("error: this API server runs without sagas")
+    missing = await cli("abort", "no-such-run")  # not found comes first, as in kube
+    assert missing.code == 3 and "not found" in missing.stderr
     bench = await cli("bench", "rb")
     assert (bench.code, bench.stderr) == (2, "error: bench is not yet available\n")
 
