@@ -31,7 +31,8 @@ from tests.support.waiting import eventually
 
 WRITE_PERIOD = 0.01
 """One create every 10 ms: about 100 writes a second (the load, not synchronisation)."""
-NAMESPACE = "etcd-kill"
+NAMESPACE = "default"
+"""The one namespace that exists from the start (the server is this module's own)."""
 SEQUENCE = "reliability.plnt.work/sequence"
 
 
@@ -154,9 +155,10 @@ async def test_a_sigkilled_etcd_is_restarted_and_no_acknowledged_write_or_watch_
         for name, w in acked.items():
             assert stored[name]["metadata"]["annotations"][SEQUENCE] == str(w.index)
             assert stored[name]["metadata"]["resourceVersion"] == w.resource_version
-        # Refusals while etcd was down were 503s (a Status), never another error.
-        assert failed, "no write was refused: the kill did not land under load"
-        assert {w.status for w in failed} == {503}, sorted({w.status for w in failed})
+        # Refusals while etcd was down were 503s (a Status; 429 if too many piled up).
+        refusals = {w.status for w in failed}
+        assert 503 in refusals, "no write was refused: the kill did not land under load"
+        assert refusals <= {503, 429}, sorted(refusals)
 
         # The watch opened before the kill saw every stored object once, in order.
         await eventually(
