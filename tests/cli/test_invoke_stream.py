@@ -97,5 +97,7 @@ async def test_kubectl_create_raw_with_stream_prints_the_lines(
     )
     assert result.code == 0, result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]
-    assert [line["type"] for line in lines] == ["step", "result"]
-    assert lines[0]["step"]["id"] == "answer" and lines[1]["output"] == "raw?"
+    types = [line["type"] for line in lines]
+    assert types[-2:] == ["step", "result"] and set(types[:-2]) == {"delta"}
+    assert "".join(line["content"] for line in lines[:-2]) == "raw?"  # the reply as it came
+    assert lines[-2]["step"]["id"] == "answer" and lines[-1]["output"] == "raw?"
