@@ -20,6 +20,7 @@ from aiohttp import web
 from plnt.apiserver import (
     authn,
     authz,
+    benchmetrics,
     deployhooks,
     endpoints,
     inflight,
@@ -197,6 +198,7 @@ def build_app(
     if deploy is not None:
         app[keys.DEPLOY_HOOKS] = deployhooks.DeployHooks(deploy)
     app.cleanup_ctx.append(_storage_context(settings, standalone=standalone))
+    app.cleanup_ctx.append(benchmetrics.context)
     if standalone:
         app.cleanup_ctx.append(namespaces.controller_context)
     if deploy is not None:

@@ -49,6 +49,8 @@ DISCOVERY_PATHS: tuple[str, ...] = (
     "/livez",
     "/readyz",
 )
+MONITORING_GROUP = "system:monitoring"
+"""kube's group for scrapers: the default policy lets it get /metrics and the health paths."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,8 +410,9 @@ def parse_policy(document: Any, *, source: str = "policy") -> Policy:
 
 
 def default_policy() -> Policy:
-    """Standalone defaults: admins everything, viewers read, invokers invoke (and use the
-    OpenAI endpoint, `workflowruns/proxy`), every authenticated user discovery and health."""
+    """Standalone defaults: admins everything, viewers read (a bench's progress too),
+    invokers invoke, bench (`workflowruns/bench`) and use the OpenAI endpoint
+    (`workflowruns/proxy`), every authenticated user discovery and health."""
     read_only = ("get", "list", "watch")
     return parse_policy(
         {
@@ -423,6 +426,7 @@ def default_policy() -> Policy:
                         "workflowruns",
                         "workflowruns/status",
                         "workflowruns/scale",
+                        "workflowruns/bench",
                         "plntbackends",
                         "plntbackends/status",
                         "events",
@@ -433,6 +437,11 @@ def default_policy() -> Policy:
                     "verbs": ["create"],
                     "resources": ["workflowruns/invoke"],
                 },
+                {  # start a bench and follow it (viewers may follow it too)
+                    "groups": ["plnt:invokers"],
+                    "verbs": ["get", "create"],
+                    "resources": ["workflowruns/bench"],
+                },
                 {  # the OpenAI endpoint: GET /v1/models, POST /v1/chat/completions
                     "groups": ["plnt:invokers"],
                     "verbs": ["get", "create"],
@@ -442,6 +451,11 @@ def default_policy() -> Policy:
                     "groups": [authn.SYSTEM_AUTHENTICATED],
                     "verbs": ["get"],
                     "nonResourcePaths": list(DISCOVERY_PATHS),
+                },
+                {  # kube's system:monitoring role: scrapers such as Prometheus
+                    "groups": [MONITORING_GROUP],
+                    "verbs": ["get"],
+                    "nonResourcePaths": ["/metrics", "/healthz", "/livez", "/readyz"],
                 },
             ]
         },

@@ -58,33 +58,43 @@ class InFlightCollector(Collector):
 
 
 class Metrics:
-    """The server's metric families."""
+    """The server's metric families.
+
+    Request metrics follow kube-apiserver's `apiserver_request_total` and
+    `apiserver_request_duration_seconds`: labelled by verb (kube's request verbs: get,
+    list, watch, create, update, patch, delete, deletecollection), API group, resource,
+    subresource and, for the counter, HTTP code. A non-resource request (discovery,
+    /metrics, /healthz) has an empty resource.
+    """
 
     def __init__(self, *, in_flight: InFlightLimiter | None = None) -> None:
-        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+        self._children: dict[tuple[str, str, str, str, int], tuple[Any, Any]] = {}
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "plnt_apiserver_requests",
-            "Requests by verb, resource and HTTP code.",
-            ["verb", "resource", "code"],
+            "Requests by verb, API group, resource, subresource and HTTP code.",
+            ["verb", "group", "resource", "subresource", "code"],
             registry=self.registry,
         )
         self.latency = Histogram(
             "plnt_apiserver_request_duration_seconds",
-            "Request latency by verb and resource (watches excluded).",
-            ["verb", "resource"],
+            "Request latency in seconds by verb, API group, resource and subresource, from "
+            "the request's arrival to its answer (watches excluded: they last as long as "
+            "the client stays).",
+            ["verb", "group", "resource", "subresource"],
             buckets=_BUCKETS,
             registry=self.registry,
         )
         self.open_watches = Gauge(
             "plnt_apiserver_open_watches",
-            "Watches currently streaming.",
+            "Watches streaming now, by resource.",
             ["resource"],
             registry=self.registry,
         )
         self.etcd_latency = Histogram(
             "plnt_etcd_request_duration_seconds",
-            "etcd request latency by operation.",
+            "etcd round-trip latency in seconds by operation (range, put, txn, delete ...); "
+            "reads served by the watch cache never reach etcd and are not counted.",
             ["operation"],
             buckets=_BUCKETS,
             registry=self.registry,
@@ -92,17 +102,26 @@ class Metrics:
         if in_flight is not None:
             self.registry.register(InFlightCollector(in_flight))
 
-    def observe_request(self, verb: str, resource: str, code: int, seconds: float | None) -> None:
+    def observe_request(
+        self,
+        verb: str,
+        code: int,
+        seconds: float | None,
+        *,
+        group: str = "",
+        resource: str = "",
+        subresource: str = "",
+    ) -> None:
         """Count one request; `seconds` is None for watches (they last as long as they last).
 
         Label children are looked up once per label set: `labels()` showed in profiles.
         """
-        key = (verb, resource, code)
+        key = (verb, group, resource, subresource, code)
         children = self._children.get(key)
         if children is None:
             children = (
-                self.requests.labels(verb, resource, str(code)),
-                self.latency.labels(verb, resource),
+                self.requests.labels(verb, group, resource, subresource, str(code)),
+                self.latency.labels(verb, group, resource, subresource),
             )
             self._children[key] = children
         children[0].inc()

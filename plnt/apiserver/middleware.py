@@ -61,11 +61,18 @@ async def metrics_middleware(request: web.Request, handler: Handler) -> web.Stre
     finally:
         info = request.get(keys.REQUEST_INFO)
         verb = info.verb if info is not None else request.method.lower()
-        resource = (
-            info.resource_with_subresource if info is not None and info.is_resource_request else ""
-        )
         seconds = None if verb == "watch" else time.perf_counter() - start
-        request.app[keys.METRICS].observe_request(verb, resource, code, seconds)
+        if info is not None and info.is_resource_request:
+            request.app[keys.METRICS].observe_request(
+                verb,
+                code,
+                seconds,
+                group=info.api_group,
+                resource=info.resource,
+                subresource=info.subresource,
+            )
+        else:
+            request.app[keys.METRICS].observe_request(verb, code, seconds)
 
 
 @web.middleware

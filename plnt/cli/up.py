@@ -73,6 +73,8 @@ def up(
         if parts.temporal_address is not None:
             ui = f", UI {parts.temporal_ui}" if parts.temporal_ui else ""
             print(f"Temporal at {parts.temporal_address}{ui}", flush=True)
+        if parts.scrape_config is not None:
+            print(f"Prometheus scrape_configs: - {parts.scrape_config}", flush=True)
         print(f"plnt is ready at {parts.server}; export KUBECONFIG={parts.kubeconfig}", flush=True)
 
     code = 0
@@ -117,7 +119,8 @@ def down(
     ],
 ) -> None:
     """Stop every runner process recorded under the state directory."""
-    from plnt.sagas.targets import local
+    from plnt.sagas.targets import local, local_scrape
 
-    stopped = local.stop_all(state_dir.expanduser().resolve() / "runners")
+    state = state_dir.expanduser().resolve()
+    stopped = local.stop_all(state / "runners", scrape_dir=local_scrape.targets_dir(state))
     typer.echo(f"stopped {stopped} runner process(es)")

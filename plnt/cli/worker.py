@@ -88,6 +88,19 @@ def worker(
             "(0: probe only when a deploy resolves its backend).",
         ),
     ] = PROBE_INTERVAL,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            "--metrics-port",
+            min=0,
+            max=65535,
+            help="Serve the worker's Prometheus metrics at GET /metrics on this port "
+            "(0: a free one, printed); default: not served.",
+        ),
+    ] = None,
+    metrics_host: Annotated[
+        str, typer.Option("--metrics-host", help="Address the metrics port listens on.")
+    ] = "0.0.0.0",
     *,
     temporal: TemporalOptions,
 ) -> None:
@@ -125,6 +138,7 @@ def worker(
             task_queue,
             cluster,
             probe_interval=probe_interval,
+            metrics_at=None if metrics_port is None else (metrics_host, metrics_port),
         )
     )
     exit_now(code)
@@ -148,10 +162,13 @@ async def _run(
     cluster: Cluster | None,
     *,
     probe_interval: float,
+    metrics_at: tuple[str, int] | None = None,
 ) -> int:
     from plnt.kube.errors import ClusterError
+    from plnt.sagas import metrics as saga_metrics
     from plnt.sagas import worker as saga_worker
     from plnt.sagas.control import DeployUnavailable
+    from plnt.sagas.targets import local_scrape
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -180,8 +197,29 @@ async def _run(
                 await api.close()
                 return int(exits.Code.UNAVAILABLE)
         activities = saga_worker.local_activities(api, state_dir, kubernetes=kubernetes)
+        metrics = None
+        if metrics_at is not None:
+            metrics = saga_metrics.SagaMetrics()
+            host, wanted = metrics_at
+            try:
+                port = await stack.enter_async_context(
+                    saga_metrics.serving(metrics, host=host, port=wanted)
+                )
+            except OSError as error:
+                typer.echo(f"error: --metrics-port {wanted}: {error.strerror or error}", err=True)
+                await api.close()
+                return int(exits.Code.UNAVAILABLE)
+            stack.enter_context(
+                local_scrape.worker_target(local_scrape.targets_dir(state_dir), host, port)
+            )
+            print(f"plnt worker metrics at http://{host}:{port}/metrics", flush=True)
         print(f"plnt worker polling {task_queue} on {connection.address}", flush=True)
         await saga_worker.run_until(
-            client, activities, stop, task_queue=task_queue, probe_interval=probe_interval
+            client,
+            activities,
+            stop,
+            task_queue=task_queue,
+            probe_interval=probe_interval,
+            metrics=metrics,
         )
     return 0

@@ -392,6 +392,7 @@ class Executor:
         if isinstance(step, model.TransformStep):
             return resolved["value"]
         began = time.perf_counter()
+        outcome = "error"
         try:
             if isinstance(step, model.ModelStep):
                 request = backends.ChatRequest(
@@ -406,12 +407,17 @@ class Executor:
                     on_delta=(lambda piece: invocation.delta(step.id, piece)) if streams else None,
                 )
                 invocation.count(reply)
+                self._metrics.count_tokens(reply.usage)
+                outcome = "ok"
                 return reply.content
-            return await self._http(step, resolved)
+            answer = await self._http(step, resolved)
+            outcome = "ok"
+            return answer
         finally:
             ended = time.perf_counter()
             invocation.intervals.append((began, ended))
             trace.backend_ms += (ended - began) * 1000.0
+            self._metrics.backend_latency.labels(step.kind, outcome).observe(ended - began)
 
     async def _http(self, step: model.HttpStep, resolved: dict[str, Any]) -> Any:
         url = resolved["url"]

@@ -8,6 +8,12 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from plnt.runner.backends import Usage
+
+ENDPOINTS = ("invoke", "chat")
+"""How a runner is called: POST /invoke, or the OpenAI-compatible /v1/chat/completions."""
+OUTCOMES = ("ok", "error", "cancelled")
+"""Outcomes of `plnt_runner_invocations_total`."""
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
 
@@ -58,3 +64,32 @@ class RunnerMetrics:
         self.in_flight = Gauge(
             "plnt_runner_in_flight", "Invocations being executed.", registry=self.registry
         )
+        self.backend_latency = Histogram(
+            "plnt_runner_backend_request_duration_seconds",
+            "One call of a step to what it calls (a model backend's chat completion, an http "
+            "step's URL) in seconds, each attempt on its own, by step kind and outcome (ok, "
+            "error: a refusal, a failed connection, a timeout).",
+            ["kind", "outcome"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.tokens = Counter(
+            "plnt_runner_tokens",
+            "Tokens model backends reported using (their `usage`), by type (prompt, completion).",
+            ["type"],
+            registry=self.registry,
+        )
+        for endpoint in ENDPOINTS:  # known label values exist from the start, at 0
+            for outcome in OUTCOMES:
+                self.invocations.labels(endpoint, outcome)
+        for kind in ("model", "http"):
+            for outcome in ("ok", "error"):
+                self.backend_latency.labels(kind, outcome)
+        for kind in ("prompt", "completion"):
+            self.tokens.labels(kind)
+
+    def count_tokens(self, usage: Usage | None) -> None:
+        """Add what one backend reply used (nothing when the backend did not say)."""
+        if usage is not None:
+            self.tokens.labels("prompt").inc(usage.prompt_tokens)
+            self.tokens.labels("completion").inc(usage.completion_tokens)

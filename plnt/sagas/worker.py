@@ -1,5 +1,8 @@
 """The deploy worker: runs the saga's workflow and activities against a Temporal server.
 
+It also runs the `/bench` subresource's workflow (`bench.BenchWorkflow`) and its
+activities, which measure with `plnt.harness` and heartbeat their own progress.
+
 It runs inside `plnt up` (standalone) or alone as `plnt worker`, anywhere that can
 reach Temporal and the API server. Activities are async and run on the worker's event
 loop; the workflow runs in Temporal's sandbox, which re-imports only the modules the
@@ -40,10 +43,13 @@ from plnt.client.clients import PlntClient
 from plnt.kube import connecting
 from plnt.kube.releases import HelmReleases
 from plnt.kube.workloads import Workloads
-from plnt.sagas import backend_probes, deploy, placement
+from plnt.sagas import backend_probes, bench, deploy, placement
 from plnt.sagas import values as v
 from plnt.sagas.activities import DeployActivities
+from plnt.sagas.benching import BenchActivities
+from plnt.sagas.metrics import Observing, SagaMetrics
 from plnt.sagas.speccache import SpecCache
+from plnt.sagas.targets import local_scrape
 from plnt.sagas.targets.interface import Target
 from plnt.sagas.targets.kubernetes import KubernetesTarget
 from plnt.sagas.targets.local import LocalTarget
@@ -58,10 +64,15 @@ def local_activities(
     kubernetes: Target | None = None,
 ) -> DeployActivities:
     """Activities with the local target, the spec cache and the layout root under `state_dir`
-    (and the Kubernetes target, when the worker runs with a cluster)."""
+    (and the Kubernetes target, when the worker runs with a cluster). The local target
+    keeps its runners' Prometheus SD files in `state_dir/prometheus`."""
     return DeployActivities(
         api=api,
-        target=LocalTarget(state_dir / "runners", secrets_dir=state_dir / "secrets"),
+        target=LocalTarget(
+            state_dir / "runners",
+            secrets_dir=state_dir / "secrets",
+            scrape_dir=local_scrape.targets_dir(state_dir),
+        ),
         specs=SpecCache(state_dir / "specs", config=config, layout_root=state_dir / "layouts"),
         kubernetes=kubernetes,
     )
@@ -155,15 +166,19 @@ def build(
     activities: DeployActivities,
     *,
     task_queue: str = v.TASK_QUEUE,
+    metrics: SagaMetrics | None = None,
 ) -> temporal_worker.Worker:
-    """A worker for the deploy saga on `task_queue`."""
+    """A worker for the deploy saga on `task_queue` (feeding `metrics`, when given)."""
+    interceptors: list[temporal_worker.Interceptor] = [Liveness()]
+    if metrics is not None:
+        interceptors.append(Observing(metrics))
     return temporal_worker.Worker(
         client,
         task_queue=task_queue,
-        workflows=[deploy.WorkflowRunController],
-        activities=activities.all(),
+        workflows=[deploy.WorkflowRunController, bench.BenchWorkflow],
+        activities=[*activities.all(), *BenchActivities.sharing(activities).all()],
         max_concurrent_activities=64,
-        interceptors=[Liveness()],
+        interceptors=interceptors,
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
     )
 
@@ -175,9 +190,16 @@ async def run_until(
     *,
     task_queue: str = v.TASK_QUEUE,
     probe_interval: float = placement.DEFAULT_PROBE_INTERVAL,
+    metrics: SagaMetrics | None = None,
 ) -> None:
     """Run a worker until `stop` is set, then shut it down (in-flight activities end)."""
-    async with running(client, activities, task_queue=task_queue, probe_interval=probe_interval):
+    async with running(
+        client,
+        activities,
+        task_queue=task_queue,
+        probe_interval=probe_interval,
+        metrics=metrics,
+    ):
         await stop.wait()
 
 
@@ -188,6 +210,7 @@ async def running(
     *,
     task_queue: str = v.TASK_QUEUE,
     probe_interval: float = placement.DEFAULT_PROBE_INTERVAL,
+    metrics: SagaMetrics | None = None,
 ) -> AsyncIterator[None]:
     """A worker polling `task_queue` while the block runs; then it stops (in-flight
     activities end) and the activities' clients close.
@@ -195,7 +218,7 @@ async def running(
     While it runs, every PlntBackend is probed every `probe_interval` seconds (0: never)
     through the activities' API client; the prober stops before that client closes.
     """
-    worker = build(client, activities, task_queue=task_queue)
+    worker = build(client, activities, task_queue=task_queue, metrics=metrics)
     try:
         async with worker, backend_probes.periodic(activities.api, interval=probe_interval):
             yield

@@ -9,6 +9,7 @@ finds the same objects, certificates and kubeconfig:
     DIR/temporal.db   the embedded Temporal dev server's state (and temporal.log)
     DIR/specs/        the deploy worker's cache of verified workflow specs
     DIR/runners/      the local target: runner processes' records, specs and logs
+    DIR/prometheus/   Prometheus file SD files: the API server, each run's runners
 
 Unless `temporal_address` names an external Temporal, a Temporal dev server runs as
 a child process too; unless `worker` is off, the deploy worker runs in this process.
@@ -31,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -53,6 +55,8 @@ from plnt.processes.supervision import Supervisor, supervising
 from plnt.processes.temporal import TemporalDevServer, TemporalProcessError
 from plnt.sagas import starter, worker
 from plnt.sagas.control import DeployUnavailable
+from plnt.sagas.metrics import SagaMetrics
+from plnt.standalone import scrape
 
 log = logging.getLogger("plnt.standalone")
 
@@ -134,6 +138,8 @@ class Ready:
     kubeconfig: Path
     temporal_address: str | None
     temporal_ui: str | None
+    scrape_config: str | None = None
+    """The one-line Prometheus `scrape_configs` entry that reads `DIR/prometheus`."""
 
 
 async def serve(
@@ -253,16 +259,22 @@ async def _serve_api(
         server = f"https://{settings.host}:{settings.port}"
         kubeconfig = state / "kubeconfig"
         write_kubeconfig(kubeconfig, server=server, paths=paths)
+        scrape.write_server_targets(state, host=settings.host, port=settings.port)
+        parts = dataclasses.replace(
+            ready(server, kubeconfig), scrape_config=scrape.scrape_config(state, paths)
+        )
         if settings.worker and temporal is not None:
             api = PlntClient.from_kubeconfig(kubeconfig)
             activities = worker.local_activities(api, state)
-            async with worker.running(temporal, activities):  # also probes backends
+            # The worker's metrics join the server's: one /metrics for both.
+            metrics = SagaMetrics(application[keys.METRICS].registry)
+            async with worker.running(temporal, activities, metrics=metrics):  # probes too
                 if on_ready is not None:
-                    on_ready(ready(server, kubeconfig))
+                    on_ready(parts)
                 await stop.wait()
         else:
             if on_ready is not None:
-                on_ready(ready(server, kubeconfig))
+                on_ready(parts)
             await stop.wait()
     finally:
         await runner.cleanup()

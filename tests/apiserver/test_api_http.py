@@ -459,12 +459,19 @@ async def test_events_are_recorded_and_selectable_by_involved_object(api: Api) -
 async def test_metrics_count_requests_by_verb_resource_and_code(api: Api) -> None:
     await create(api, "m")
     await api.call("GET", f"{BASE}/missing")
+    await api.call("GET", f"{BASE}/m/status")
+    await api.call("GET", "/version")
     text = (await api.call("GET", "/metrics")).text
+    status = 'group="plnt.work",resource="workflowruns",subresource="status",verb="get"'
+    assert f'plnt_apiserver_requests_total{{code="200",{status}}} 1.0' in text
+    assert f"plnt_apiserver_request_duration_seconds_count{{{status}}} 1.0" in text
     assert (
-        'plnt_apiserver_requests_total{code="201",resource="workflowruns",verb="create"} 1.0'
-        in text
+        'plnt_apiserver_requests_total{code="201",group="plnt.work",resource="workflowruns",'
+        'subresource="",verb="create"} 1.0' in text
     )
-    assert 'code="404",resource="workflowruns",verb="get"' in text
+    assert 'code="404",group="plnt.work",resource="workflowruns",subresource="",verb="get"' in text
+    nonresource = 'code="200",group="",resource="",subresource="",verb="get"'
+    assert f"plnt_apiserver_requests_total{{{nonresource}}}" in text
 
 
 async def test_a_burst_of_changes_reaches_a_watcher_complete_and_in_order(api: Api) -> None:

@@ -43,7 +43,7 @@ async def test_open_watches_gauge_moves_with_a_watch_and_a_closed_watch_counts_a
     api: Api,
 ) -> None:
     gauge = 'resource="workflowruns"'
-    ended = 'code="200",resource="workflowruns",verb="watch"'
+    ended = 'code="200",group="plnt.work",resource="workflowruns",subresource="",verb="watch"'
 
     async def metrics() -> str:
         return (await api.call("GET", "/metrics")).text

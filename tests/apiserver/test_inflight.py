@@ -325,6 +325,6 @@ async def test_over_https_a_held_write_makes_the_next_write_a_429_before_authori
     dropped = 'plnt_apiserver_dropped_requests_total{request_kind="mutating"} 1.0'
     assert dropped in metrics
     assert (
-        'plnt_apiserver_requests_total{code="429",resource="workflowruns",verb="delete"} 1.0'
-        in metrics
+        'plnt_apiserver_requests_total{code="429",group="plnt.work",resource="workflowruns",'
+        'subresource="",verb="delete"} 1.0' in metrics
     )

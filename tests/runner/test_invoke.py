@@ -125,6 +125,11 @@ async def test_metrics_count_invocations_errors_and_cache_results(
     assert _metric(text, 'plnt_runner_invocation_seconds_count{endpoint="invoke"}') == 3
     assert 'plnt_runner_step_seconds_count{cache="hit",kind="model",step="answer"}' in text
     assert _metric(text, "plnt_runner_in_flight") == 0
+    # One backend call (the cache answered the second invocation), nothing failed yet.
+    backend = "plnt_runner_backend_request_duration_seconds_count"
+    assert _metric(text, f'{backend}{{kind="model",outcome="ok"}}') == 1
+    assert _metric(text, f'{backend}{{kind="model",outcome="error"}}') == 0
+    assert _metric(text, 'plnt_runner_invocations_total{endpoint="chat",outcome="ok"}') == 0
 
 
 async def test_health_readiness_and_unknown_paths_answer_json(

@@ -51,7 +51,7 @@ from typing import Any, TypeVar
 import aiohttp
 
 from plnt.processes import ports
-from plnt.sagas.targets import interface
+from plnt.sagas.targets import interface, local_scrape
 from plnt.sagas.targets import local_processes as processes
 from plnt.sagas.targets import local_records as records
 
@@ -104,9 +104,12 @@ class LocalTarget:
         poll_interval: float = 0.05,
         probe_timeout: float = 1.0,
         secrets_dir: Path | None = None,
+        scrape_dir: Path | None = None,
     ) -> None:
         self.state_dir = Path(state_dir)
         self.secrets_dir = None if secrets_dir is None else Path(secrets_dir)
+        self.scrape_dir = None if scrape_dir is None else Path(scrape_dir)
+        """Where each run's Prometheus file SD file is kept (`local_scrape`); None: none."""
         self.ready_timeout = ready_timeout
         self.stop_timeout = stop_timeout
         self.python = python
@@ -126,7 +129,7 @@ class LocalTarget:
         `scale` removes them.
         """
         layout = records.RunLayout(self.state_dir, revision.run)
-        async with self._locked(layout, heartbeat, create=True):
+        async with self._locked(layout, heartbeat, create=True), self._published(layout):
             launch, started = await _in_thread_to_the_end(self._ensure, layout, revision)
             ready = await self._await_ready(layout, revision, launch, started, heartbeat)
         return [self._replica(record, ready=True) for record in ready]
@@ -136,7 +139,7 @@ class LocalTarget:
     ) -> list[interface.Replica]:
         """Stop replicas beyond `revision.replicas` (highest index first), then install."""
         layout = records.RunLayout(self.state_dir, revision.run)
-        async with self._locked(layout, heartbeat, create=True):
+        async with self._locked(layout, heartbeat, create=True), self._published(layout):
             extras = [
                 record
                 for record in layout.records(revision.revision)
@@ -174,7 +177,8 @@ class LocalTarget:
             return
         async with self._locked(layout, None, create=False) as locked:
             if locked:
-                await self._stop_records(layout, layout.records(revision))
+                async with self._published(layout):
+                    await self._stop_records(layout, layout.records(revision))
 
     async def teardown(self, run: interface.RunKey) -> None:
         """Stop every replica of every revision of `run` and remove the run's directory."""
@@ -184,6 +188,8 @@ class LocalTarget:
         async with self._locked(layout, None, create=False) as locked:
             if locked:
                 await self._stop_records(layout, layout.records())
+                if self.scrape_dir is not None:
+                    local_scrape.forget(self.scrape_dir, run)
                 await _in_thread_to_the_end(shutil.rmtree, layout.root, True)
 
     # --- locking -------------------------------------------------------------------------
@@ -222,6 +228,15 @@ class LocalTarget:
                     return
             finally:
                 os.close(fd)  # also releases the lock
+
+    @contextlib.asynccontextmanager
+    async def _published(self, layout: records.RunLayout) -> AsyncIterator[None]:
+        """After the block (even a failed one), the run's SD file matches its records."""
+        try:
+            yield
+        finally:
+            if self.scrape_dir is not None:
+                await _in_thread_to_the_end(local_scrape.publish, self.scrape_dir, layout)
 
     # --- starting and adopting (blocking; run in a thread, under the lock) --------------------
 
@@ -409,12 +424,12 @@ class LocalTarget:
         )
 
 
-def stop_all(state_dir: Path, *, timeout: float = 10.0) -> int:
+def stop_all(state_dir: Path, *, timeout: float = 10.0, scrape_dir: Path | None = None) -> int:
     """Stop every runner recorded under `state_dir`; return how many were running.
 
     Blocking, and it takes no run locks: it is for `plnt down`-style clean-up and test
-    fixtures, when nothing else should be changing the runs. Records are removed; run
-    directories stay (with their logs).
+    fixtures, when nothing else should be changing the runs. Records are removed (and
+    every run's SD file in `scrape_dir`); run directories stay (with their logs).
     """
     files = records.all_record_files(Path(state_dir))
     found = [(path, record) for path in files if (record := records.read_record_file(path))]
@@ -423,6 +438,8 @@ def stop_all(state_dir: Path, *, timeout: float = 10.0) -> int:
     for path, _ in found:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
+    if scrape_dir is not None:
+        local_scrape.forget_all(scrape_dir)
     return count
 
 

@@ -1,0 +1,194 @@
+"""Gauges of the last bench of every WorkflowRun (`plnt_bench_*`), from `status.lastBench`.
+
+A bench runs as a saga and writes its result into the run's status, wherever it ran; the
+API server is the one place every such write passes, and it already holds every run in
+its watch cache. So the server follows WorkflowRuns with a watch on its own store (a
+memory subscription when the watch cache is on) and keeps each run's last results, and
+the `BenchGauges` collector turns them into gauges when /metrics is scraped. Every
+replica of the server exports the same values: dashboards aggregate them with `max`.
+
+`status.lastBench` holds one result in the harness's JSON form (`BenchResult.to_json`,
+camelCase), or a compare run's results as `{"results": [...]}`; each result's `label`
+(stable, canary or a revision number) becomes the `revision` label. Values the bench
+could not measure (null cache hit rate, GPU utilisation, time to first token) are left
+out, never exported as 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
+
+from aiohttp import web
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from plnt.apiserver import keys
+from plnt.registry import workflowruns
+from plnt.storage import errors as storage_errors
+from plnt.storage.interface import KeyValue, Store
+
+log = logging.getLogger("plnt.apiserver")
+
+_QUANTILES = (("0.5", "p50Ms"), ("0.9", "p90Ms"), ("0.95", "p95Ms"), ("0.99", "p99Ms"))
+_MAX = ("1", "maxMs")
+_LABELS = ["namespace", "workflowrun", "revision"]
+_RETRY_SECONDS = 1.0
+
+
+def results_of(last_bench: Any) -> list[Mapping[str, Any]]:
+    """The harness results in a `status.lastBench` value (none when it holds none)."""
+    if not isinstance(last_bench, Mapping):
+        return []
+    if isinstance(last_bench.get("results"), list):
+        return [r for r in last_bench["results"] if isinstance(r, Mapping) and "latency" in r]
+    return [last_bench] if isinstance(last_bench.get("latency"), Mapping) else []
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+class BenchGauges(Collector):
+    """The last bench results per run, exported as gauges when scraped."""
+
+    def __init__(self) -> None:
+        self._runs: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+
+    def update(self, obj: Mapping[str, Any]) -> None:
+        """Take a WorkflowRun's current `status.lastBench` (or forget a run without one)."""
+        metadata = obj.get("metadata") or {}
+        key = (str(metadata.get("namespace", "")), str(metadata.get("name", "")))
+        status = obj.get("status") or {}
+        results = results_of(status.get("lastBench") if isinstance(status, Mapping) else None)
+        if results:
+            self._runs[key] = results
+        else:
+            self._runs.pop(key, None)
+
+    def forget(self, obj: Mapping[str, Any]) -> None:
+        metadata = obj.get("metadata") or {}
+        self._runs.pop((str(metadata.get("namespace", "")), str(metadata.get("name", ""))), None)
+
+    def clear(self) -> None:
+        self._runs.clear()
+
+    def collect(self) -> Iterator[Metric]:
+        latency = GaugeMetricFamily(
+            "plnt_bench_latency_seconds",
+            "Client-side invocation latency of the last bench, in seconds, by quantile "
+            "(1 is the maximum); coordinated-omission corrected for open-loop benches.",
+            labels=[*_LABELS, "quantile"],
+        )
+        rate = GaugeMetricFamily(
+            "plnt_bench_rate_requests_per_second",
+            "Request rate of the last bench: achieved, and requested (open-loop benches).",
+            labels=[*_LABELS, "kind"],
+        )
+        requests = GaugeMetricFamily(
+            "plnt_bench_requests", "Requests measured in the last bench.", labels=_LABELS
+        )
+        duration = GaugeMetricFamily(
+            "plnt_bench_duration_seconds",
+            "Length of the last bench's measured phase, in seconds.",
+            labels=_LABELS,
+        )
+        errors = GaugeMetricFamily(
+            "plnt_bench_error_ratio",
+            "Fraction of the last bench's requests that failed (0..1).",
+            labels=_LABELS,
+        )
+        cache = GaugeMetricFamily(
+            "plnt_bench_cache_hit_ratio",
+            "Step-cache hit rate over the last bench (0..1); absent when not measurable.",
+            labels=_LABELS,
+        )
+        first_token = GaugeMetricFamily(
+            "plnt_bench_time_to_first_token_seconds",
+            "Time to first token of the last bench's streamed invocations, by quantile.",
+            labels=[*_LABELS, "quantile"],
+        )
+        gpu = GaugeMetricFamily(
+            "plnt_bench_gpu_utilization_ratio",
+            "Mean GPU utilisation over the last bench (0..1); absent when not measurable.",
+            labels=_LABELS,
+        )
+        for (namespace, name), results in sorted(self._runs.items()):
+            for result in results:
+                labels = [namespace, name, str(result.get("label", ""))]
+                _percentiles(latency, labels, result.get("latency"))
+                _percentiles(first_token, labels, result.get("timeToFirstToken"))
+                for kind, field in (("achieved", "achievedRate"), ("requested", "requestedRate")):
+                    if (value := _number(result.get(field))) is not None:
+                        rate.add_metric([*labels, kind], value)
+                for family, field in (
+                    (requests, "requests"),
+                    (duration, "durationSeconds"),
+                    (errors, "errorRate"),
+                    (cache, "cacheHitRate"),
+                    (gpu, "gpuUtilization"),
+                ):
+                    if (value := _number(result.get(field))) is not None:
+                        family.add_metric(labels, value)
+        yield from (latency, rate, requests, duration, errors, cache, first_token, gpu)
+
+
+def _percentiles(family: GaugeMetricFamily, labels: list[str], value: Any) -> None:
+    if not isinstance(value, Mapping) or not value.get("count"):
+        return
+    for quantile, field in (*_QUANTILES, _MAX):
+        if (milliseconds := _number(value.get(field))) is not None:
+            family.add_metric([*labels, quantile], milliseconds / 1000.0)
+
+
+def _decode(kv: KeyValue | None) -> Mapping[str, Any] | None:
+    if kv is None:
+        return None
+    try:
+        obj = json.loads(kv.value)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, Mapping) else None
+
+
+async def follow(store: Store, gauges: BenchGauges) -> None:
+    """Keep `gauges` equal to every WorkflowRun's last bench: list, then watch; on a lost
+    or expired watch, list again (the cache resumes etcd, so this is rare)."""
+    prefix = workflowruns.DEFINITION.key_prefix()
+    while True:
+        try:
+            listed = await store.list(prefix, consistent=False)
+            gauges.clear()
+            for kv in listed.items:
+                if (obj := _decode(kv)) is not None:
+                    gauges.update(obj)
+            async with store.watch(prefix, after_revision=listed.revision) as events:
+                async for event in events:
+                    if event.type == "DELETED":
+                        if (obj := _decode(event.kv)) is not None:
+                            gauges.forget(obj)
+                    elif (obj := _decode(event.kv)) is not None:
+                        gauges.update(obj)
+        except storage_errors.StorageError as error:
+            log.info("bench gauges: watch ended (%s); listing again", error)
+        except Exception:  # the gauges must outlive any surprise; say it and start over
+            log.exception("bench gauges: following WorkflowRuns failed; listing again")
+        await asyncio.sleep(_RETRY_SECONDS)  # after an end or a loss, not in a tight loop
+
+
+async def context(app: web.Application) -> AsyncIterator[None]:
+    """An aiohttp cleanup context (after storage): follow WorkflowRuns while serving."""
+    gauges = BenchGauges()
+    app[keys.METRICS].registry.register(gauges)
+    task = asyncio.create_task(follow(app[keys.STORAGE], gauges), name="bench gauges")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        app[keys.METRICS].registry.unregister(gauges)
