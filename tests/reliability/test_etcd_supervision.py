@@ -31,8 +31,7 @@ from tests.support.waiting import eventually
 
 WRITE_PERIOD = 0.01
 """One create every 10 ms: about 100 writes a second (the load, not synchronisation)."""
-NAMESPACE = "default"
-"""The one namespace that exists from the start (the server is this module's own)."""
+NAMESPACE = "etcd-kill"
 SEQUENCE = "reliability.plnt.work/sequence"
 
 
