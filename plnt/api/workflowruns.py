@@ -84,7 +84,15 @@ class SmokeTest(WireModel):
 
 
 class CanaryAnalysis(WireModel):
-    """Thresholds the canary must stay under while it takes traffic."""
+    """Thresholds the canary must stay under while it takes traffic.
+
+    The analysis benches the canary and the stable side by side in the same window.
+    Without `rate` and `duration` it sends `requests` requests to each, four at a time (the
+    original form); with `rate` it is an open-loop bench at that many requests/s for
+    `duration` seconds (10 when unset), and with only `duration` a closed loop (four at a
+    time) for that long: `requests` is then not used. `maxP95Ms` and `maxP95Milliseconds`
+    are one limit under two names: when both are set the smaller applies.
+    """
 
     requests: int = Field(
         default=20, ge=1, le=10000, description="Requests sent to the canary (and the stable)."
@@ -94,6 +102,29 @@ class CanaryAnalysis(WireModel):
     )
     max_p95_milliseconds: int | None = Field(
         default=None, ge=1, description="Largest tolerated 95th percentile latency in ms."
+    )
+    rate: float | None = Field(
+        default=None,
+        gt=0.0,
+        le=5000.0,
+        description="Open-loop bench: requests per second sent to the canary and the stable.",
+    )
+    duration: float | None = Field(
+        default=None,
+        gt=0.0,
+        le=300.0,
+        description="Seconds the bench runs (default 10 with `rate`).",
+    )
+    max_p95_ms: float | None = Field(
+        default=None,
+        gt=0.0,
+        description="Largest tolerated 95th percentile latency in ms (maxP95Milliseconds too).",
+    )
+    min_cache_hit_rate: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Smallest tolerated step-cache hit ratio (0..1) over the bench.",
     )
 
 

@@ -24,7 +24,9 @@ class LoadPlan:
 
     Exactly one of `rate` (open loop: requests are scheduled at fixed intervals
     whatever the server does) and `concurrency` (closed loop: that many
-    requests in flight, each starting when the previous one ends) is set.
+    requests in flight, each starting when the previous one ends) is set. `requests`, when
+    set, ends the measured phase after that many requests even if `duration_seconds` has
+    not passed (a count-bound run, as the canary analysis's `requests` asks for).
     """
 
     duration_seconds: float
@@ -33,6 +35,7 @@ class LoadPlan:
     concurrency: int | None = None
     inputs: Sequence[Any] = ({},)
     timeout_seconds: float = 30.0
+    requests: int | None = None
 
     def __post_init__(self) -> None:
         if (self.rate is None) == (self.concurrency is None):
@@ -47,6 +50,8 @@ class LoadPlan:
             raise PlanError(f"warm-up must be >= 0 s, got {self.warmup_seconds}")
         if not self.timeout_seconds > 0:
             raise PlanError(f"timeout must be > 0 s, got {self.timeout_seconds}")
+        if self.requests is not None and self.requests < 1:
+            raise PlanError(f"requests must be >= 1, got {self.requests}")
         if len(self.inputs) == 0:
             raise PlanError("inputs must name at least one input object")
 

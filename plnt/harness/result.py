@@ -72,7 +72,10 @@ class BenchResult:
     for the requests that queued behind the stall. `achieved_rate` beside
     `requested_rate` shows a generator that could not keep up. A metric that
     could not be measured is `None` with its reason (`cache_reason`,
-    `gpu_reason`), never a made-up 0.
+    `gpu_reason`), never a made-up 0. `gpu_utilization` (DCGM) and `kv_cache_usage` (vLLM)
+    are percentages; `error_rate` and `cache_hit_rate` fractions (0..1);
+    `generator_cpu_ratio` is the harness process's CPU seconds per second of the run (1.0 =
+    one core busy).
     """
 
     label: str
@@ -93,6 +96,7 @@ class BenchResult:
     gpu_reason: str | None
     generator_cpu_seconds: float
     generator_cpu_ratio: float
+    kv_cache_usage: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         """camelCase keys, as stored in `status.lastBench`."""
@@ -117,6 +121,7 @@ class BenchResult:
             "gpuReason": self.gpu_reason,
             "generatorCpuSeconds": self.generator_cpu_seconds,
             "generatorCpuRatio": self.generator_cpu_ratio,
+            "kvCacheUsage": self.kv_cache_usage,
         }
 
     @classmethod
@@ -141,4 +146,5 @@ class BenchResult:
             gpu_reason=data.get("gpuReason"),
             generator_cpu_seconds=float(data.get("generatorCpuSeconds", 0.0)),
             generator_cpu_ratio=float(data.get("generatorCpuRatio", 0.0)),
+            kv_cache_usage=_optional_float(data.get("kvCacheUsage")),
         )

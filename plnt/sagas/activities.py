@@ -24,6 +24,7 @@ from plnt.api.events import event_about
 from plnt.api.workflowruns import TEARDOWN_FINALIZER, StepCacheSpec
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
+from plnt.harness import Progress
 from plnt.sagas import backend_probes, placement, probing
 from plnt.sagas import values as v
 from plnt.sagas.failures import Failure
@@ -415,34 +416,31 @@ class DeployActivities:
 
     @activity.defn(name="analyze")
     async def analyze(self, request: v.AnalysisRequest) -> v.AnalysisResult:
-        """Send load to the canary (and the stable) and hold the canary to the limits."""
+        """Bench the canary and the stable side by side and hold the canary to the limits."""
         case = await self._smoke_case(request.ref, request.digest, request.inputs, None)
         inputs = case[0] if case else {}
-        session = self._http()
-        canary = await probing.load(
-            session,
-            request.canary,
-            inputs,
+        plan = probing.analysis_plan(
             requests=request.requests,
-            progress=lambda done: activity.heartbeat(f"canary {done}/{request.requests}"),
+            rate=request.rate,
+            duration=request.duration_seconds,
+            inputs=inputs,
+            timeout=self.probe_timeout,
         )
-        stable = (
-            await probing.load(
-                session,
-                request.stable,
-                inputs,
-                requests=request.requests,
-                progress=lambda done: activity.heartbeat(f"stable {done}/{request.requests}"),
+        limits = probing.Limits(
+            max_error_rate=request.max_error_rate,
+            max_p95_ms=request.max_p95_milliseconds,
+            min_cache_hit_rate=request.min_cache_hit_rate,
+        )
+
+        def beat(progress: Progress) -> None:
+            activity.heartbeat(
+                f"{progress.label} {progress.requests} requests, {progress.errors} errors,"
+                f" p99 {progress.p99_ms:.0f} ms"
             )
-            if request.stable
-            else None
-        )
+
         try:
-            verdict = probing.judge(
-                canary,
-                stable,
-                max_error_rate=request.max_error_rate,
-                max_p95=request.max_p95_milliseconds,
+            verdict = await probing.analyze(
+                request.canary, request.stable, plan, limits, progress=beat
             )
         except probing.AnalysisFailed as error:
             raise _fail(Failure.ANALYSIS_FAILED, str(error)) from error
@@ -452,4 +450,6 @@ class DeployActivities:
             verdict.p95,
             verdict.stable_p95,
             activity.info().attempt,
+            canary=verdict.canary.to_json(),
+            stable=verdict.stable.to_json() if verdict.stable is not None else None,
         )

@@ -1,8 +1,10 @@
 """Judging a canary over HTTP: the smoke case, and the analysis under load.
 
 Both call the runners' own `POST /invoke` directly (not through the API server), so
-what they measure is the revision, not the proxy. Messages state measured values
-against limits ("p95 412 ms > limit 250 ms") because they end up in conditions.
+what they measure is the revision, not the proxy. The analysis is a bench
+(`plnt.harness`) of the canary and the stable side by side in the same window, so a
+busy machine slows both alike. Messages state measured values against limits
+("p95 412 ms > limit 250 ms; stable 120 ms") because they end up in conditions.
 
 Errors: `SmokeFailed` and `AnalysisFailed` (the canary is bad: not worth retrying),
 `Unreachable` (a transport failure: worth retrying).
@@ -10,8 +12,6 @@ Errors: `SmokeFailed` and `AnalysisFailed` (the canary is bad: not worth retryin
 
 from __future__ import annotations
 
-import asyncio
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,6 +21,8 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 from yarl import URL
 
+from plnt import harness
+from plnt.harness import BenchResult, Endpoint, LoadPlan, Progress
 from plnt.workflowspec import model, smoke
 
 
@@ -38,14 +40,6 @@ class AnalysisFailed(ProbeError):
 
 class Unreachable(ProbeError):
     """A runner could not be reached at all."""
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One invocation: whether it succeeded and how long it took."""
-
-    ok: bool
-    milliseconds: float
 
 
 async def invoke(
@@ -182,76 +176,176 @@ async def backend_load(
     return load, detail if load is not None else detail[: -len("ok")] + "no vLLM scheduler gauges"
 
 
-def percentile(values: Sequence[float], fraction: float) -> float:
-    """Nearest-rank percentile (0 for no values)."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    rank = max(1, math.ceil(fraction * len(ordered)))
-    return ordered[rank - 1]
+COUNT_BOUND_SECONDS = 240.0
+"""The longest a count-bound analysis (`requests`, no `rate` or `duration`) may run: well
+inside the analyze activity's 10-minute start-to-close timeout."""
+CLOSED_LOOP_CONCURRENCY = 4
+"""Requests in flight per revision in a closed-loop analysis (the original form's four)."""
+DEFAULT_DURATION = 10.0
+"""Seconds an open-loop analysis runs when it names a `rate` but no `duration`."""
 
 
-async def load(
-    session: aiohttp.ClientSession,
-    endpoints: Sequence[str],
-    inputs: dict[str, Any],
+@dataclass(frozen=True)
+class Limits:
+    """What the canary must stay within; None is no limit."""
+
+    max_error_rate: float | None = None
+    max_p95_ms: float | None = None
+    min_cache_hit_rate: float | None = None
+
+
+def analysis_plan(
     *,
     requests: int,
-    concurrency: int = 4,
-    progress: Callable[[int], None] | None = None,
-) -> list[Sample]:
-    """`requests` invocations spread round-robin over `endpoints`, `concurrency` at a time."""
-    samples: list[Sample] = []
-    counter = iter(range(requests))
+    rate: float | None,
+    duration: float | None,
+    inputs: dict[str, Any],
+    timeout: float = 30.0,
+) -> LoadPlan:
+    """The bench an analysis runs against each revision (see `CanaryAnalysis`).
 
-    async def worker() -> None:
-        for index in counter:
-            endpoint = endpoints[index % len(endpoints)]
-            began = time.perf_counter()
-            try:
-                status, _ = await invoke(session, endpoint, inputs)
-                ok = status == 200
-            except Unreachable:
-                ok = False
-            samples.append(Sample(ok, (time.perf_counter() - began) * 1000.0))
-            if progress is not None:
-                progress(len(samples))
+    `rate`: open loop for `duration` (default 10 s). Only `duration`: closed loop, four
+    in flight, for that long. Neither: the original form, `requests` requests four at a
+    time (bounded by `COUNT_BOUND_SECONDS`).
+    """
+    if rate is not None:
+        return LoadPlan(
+            duration_seconds=duration or DEFAULT_DURATION,
+            rate=rate,
+            inputs=(inputs,),
+            timeout_seconds=timeout,
+        )
+    if duration is not None:
+        return LoadPlan(
+            duration_seconds=duration,
+            concurrency=CLOSED_LOOP_CONCURRENCY,
+            inputs=(inputs,),
+            timeout_seconds=timeout,
+        )
+    return LoadPlan(
+        duration_seconds=COUNT_BOUND_SECONDS,
+        concurrency=CLOSED_LOOP_CONCURRENCY,
+        requests=requests,
+        inputs=(inputs,),
+        timeout_seconds=timeout,
+    )
 
-    async with asyncio.TaskGroup() as group:
-        for _ in range(max(1, min(concurrency, requests))):
-            group.create_task(worker())
-    return samples
+
+def analysis_endpoints(canary: Sequence[str], stable: Sequence[str]) -> list[Endpoint]:
+    """The runners' `/invoke` (replicas of one revision share a label) and `/metrics`."""
+    return [
+        Endpoint(label, f"{base}/invoke", runner_metrics_urls=(f"{base}/metrics",))
+        for label, bases in (("canary", canary), ("stable", stable))
+        for base in bases
+    ]
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """An analysis outcome."""
+    """An analysis outcome: the headline numbers, the message, and both bench results."""
 
     error_rate: float
     p95: float
     stable_p95: float | None
     message: str
+    canary: BenchResult
+    stable: BenchResult | None = None
 
 
-def judge(
-    canary: Sequence[Sample],
-    stable: Sequence[Sample] | None,
+def _ms(value: float) -> str:
+    return f"{value:.0f} ms"
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def _checks(
+    canary: BenchResult, stable: BenchResult | None, limits: Limits
+) -> list[tuple[bool, str]]:
+    """(passed, "measured <op> limit X; stable Y") for every limit that is set."""
+    checks: list[tuple[bool, str]] = []
+
+    def context(value: str | None) -> str:
+        return f"; stable {value}" if stable is not None and value is not None else ""
+
+    if limits.max_p95_ms is not None:
+        stable_p95 = _ms(stable.latency.p95_ms) if stable and stable.latency.count else None
+        if canary.latency.count == 0:
+            checks.append((False, "p95 unmeasured: no request succeeded" + context(stable_p95)))
+        else:
+            p95, limit = canary.latency.p95_ms, limits.max_p95_ms
+            ok = p95 <= limit
+            checks.append(
+                (
+                    ok,
+                    f"p95 {_ms(p95)} {'<=' if ok else '>'} limit {_ms(limit)}"
+                    + context(stable_p95),
+                )
+            )
+    if limits.max_error_rate is not None:
+        rate, limit = canary.error_rate, limits.max_error_rate
+        ok = rate <= limit
+        measured = f"error rate {_ratio(rate)} {'<=' if ok else '>'} limit {_ratio(limit)}"
+        checks.append((ok, measured + context(_ratio(stable.error_rate) if stable else None)))
+    if limits.min_cache_hit_rate is not None:
+        limit = limits.min_cache_hit_rate
+        stable_hits = (
+            _ratio(stable.cache_hit_rate) if stable and stable.cache_hit_rate is not None else None
+        )
+        if canary.cache_hit_rate is None:
+            reason = canary.cache_reason or "no cache counters"
+            checks.append((False, f"cache hit rate unmeasured ({reason}), limit {_ratio(limit)}"))
+        else:
+            hit_rate = canary.cache_hit_rate
+            ok = hit_rate >= limit
+            measured = (
+                f"cache hit rate {_ratio(hit_rate)} {'>=' if ok else '<'} limit {_ratio(limit)}"
+            )
+            checks.append((ok, measured + context(stable_hits)))
+    return checks
+
+
+def judge(canary: BenchResult, stable: BenchResult | None, limits: Limits) -> Verdict:
+    """Hold the canary's bench to the limits, naming each measured value against its limit.
+
+    Raises `AnalysisFailed` ("analysis failed: p95 412 ms > limit 250 ms; stable 120 ms")
+    when any limit is exceeded, or when no request to the canary was made at all.
+    """
+    if canary.requests == 0:
+        raise AnalysisFailed("analysis failed: no request to the canary was made")
+    stable_p95 = stable.latency.p95_ms if stable is not None and stable.latency.count else None
+    checks = _checks(canary, stable, limits)
+    failed = [text for ok, text in checks if not ok]
+    if failed:
+        raise AnalysisFailed("analysis failed: " + "; ".join(failed))
+    load = f"{canary.requests} requests"
+    if canary.requested_rate is not None:
+        load += f" at {canary.achieved_rate:.1f}/s (requested {canary.requested_rate:g}/s)"
+    measured = [text for _, text in checks] or [
+        f"error rate {_ratio(canary.error_rate)}",
+        f"p95 {_ms(canary.latency.p95_ms)}"
+        + (f" (stable p95 {_ms(stable_p95)})" if stable_p95 is not None else ""),
+    ]
+    return Verdict(
+        canary.error_rate,
+        canary.latency.p95_ms,
+        stable_p95,
+        f"analysis passed: {load}, " + ", ".join(measured),
+        canary,
+        stable,
+    )
+
+
+async def analyze(
+    canary: Sequence[str],
+    stable: Sequence[str],
+    plan: LoadPlan,
+    limits: Limits,
     *,
-    max_error_rate: float | None,
-    max_p95: float | None,
+    progress: Callable[[Progress], None] | None = None,
 ) -> Verdict:
-    """Compare the canary's samples with the limits (and with the stable's, for context)."""
-    errors = sum(1 for sample in canary if not sample.ok)
-    error_rate = errors / len(canary) if canary else 0.0
-    p95 = percentile([sample.milliseconds for sample in canary], 0.95)
-    stable_p95 = percentile([s.milliseconds for s in stable], 0.95) if stable else None
-    context = f" (stable p95 {stable_p95:.0f} ms)" if stable_p95 is not None else ""
-    problems = []
-    if max_error_rate is not None and error_rate > max_error_rate:
-        problems.append(f"error rate {error_rate:.2f} > limit {max_error_rate:.2f}")
-    if max_p95 is not None and p95 > max_p95:
-        problems.append(f"p95 {p95:.0f} ms > limit {max_p95:.0f} ms")
-    measured = f"{len(canary)} requests, error rate {error_rate:.2f}, p95 {p95:.0f} ms{context}"
-    if problems:
-        raise AnalysisFailed("analysis failed: " + "; ".join(problems) + f"{context}")
-    return Verdict(error_rate, p95, stable_p95, f"analysis passed: {measured}")
+    """Bench the canary and the stable replicas side by side in one window, then judge."""
+    results = await harness.run(plan, analysis_endpoints(canary, stable), progress=progress)
+    by_label = {result.label: result for result in results}
+    return judge(by_label["canary"], by_label.get("stable"), limits)

@@ -20,6 +20,7 @@ from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from plnt.api.meta import format_time
+    from plnt.api.workflowruns import CanaryAnalysis
     from plnt.sagas import failures as f
     from plnt.sagas import scaling
     from plnt.sagas import values as v
@@ -227,7 +228,10 @@ class Analyze(Step):
                     requests=analysis.requests,
                     inputs=deploy.intent.smoke_input,
                     max_error_rate=analysis.max_error_rate,
-                    max_p95_milliseconds=analysis.max_p95_milliseconds,
+                    max_p95_milliseconds=_p95_limit(analysis),
+                    rate=analysis.rate,
+                    duration_seconds=analysis.duration,
+                    min_cache_hit_rate=analysis.min_cache_hit_rate,
                 ),
                 result_type=v.AnalysisResult,
                 start_to_close_timeout=timedelta(minutes=10),
@@ -254,6 +258,12 @@ class Analyze(Step):
             controls.pausing = False
         held = int((workflow.now() - began).total_seconds())
         return f"canary held {weight}% of invocations for {held} s, then promoted on request"
+
+
+def _p95_limit(analysis: CanaryAnalysis) -> float | None:
+    """`maxP95Ms` and `maxP95Milliseconds` are one limit: the smaller when both are set."""
+    limits = [x for x in (analysis.max_p95_ms, analysis.max_p95_milliseconds) if x is not None]
+    return float(min(limits)) if limits else None
 
 
 class Promote(Step):

@@ -160,7 +160,13 @@ class SmokeResult:
 
 @dataclass
 class AnalysisRequest:
-    """Send `requests` invocations to the canary (and the stable, to compare)."""
+    """Bench the canary and the stable side by side, then hold the canary to the limits.
+
+    `requests` alone: that many invocations each, four at a time. `rate` (open loop)
+    and `duration_seconds` make it a time-bound bench instead (`probing.analysis_plan`).
+    The last three fields came with the bench form: histories recorded before them decode
+    with their defaults, which select the original form.
+    """
 
     ref: str
     digest: str
@@ -170,17 +176,26 @@ class AnalysisRequest:
     inputs: dict[str, Any] | None = None
     max_error_rate: float | None = None
     max_p95_milliseconds: float | None = None
+    rate: float | None = None
+    duration_seconds: float | None = None
+    min_cache_hit_rate: float | None = None
 
 
 @dataclass
 class AnalysisResult:
-    """The canary's (and the stable's) error rate and p95 latency."""
+    """The canary's (and the stable's) error rate and p95 latency, and both bench results.
+
+    `canary` and `stable` are `plnt.harness.BenchResult.to_json()` (absent in histories
+    recorded before the bench form).
+    """
 
     message: str
     error_rate: float
     p95_milliseconds: float
     stable_p95_milliseconds: float | None = None
     attempt: int = 1
+    canary: dict[str, Any] | None = None
+    stable: dict[str, Any] | None = None
 
 
 @dataclass

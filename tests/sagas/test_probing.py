@@ -1,45 +1,114 @@
-"""Judging a canary: percentiles and the analysis verdict's messages."""
+"""Judging a canary: the analysis plan, and the verdict's messages (measured against limits)."""
 
 from __future__ import annotations
 
 import aiohttp
 import pytest
 
+from plnt.harness import BenchResult, Percentiles
 from plnt.sagas import probing
 from tests.support.llm import serving_llm
 
 
-def samples(*milliseconds: float, failures: int = 0) -> list[probing.Sample]:
-    return [probing.Sample(True, ms) for ms in milliseconds] + [
-        probing.Sample(False, 1.0) for _ in range(failures)
-    ]
-
-
-def test_percentile_is_nearest_rank() -> None:
-    values = [float(v) for v in range(1, 101)]
-    assert probing.percentile(values, 0.95) == 95.0
-    assert probing.percentile(values, 0.5) == 50.0
-    assert probing.percentile([7.0], 0.95) == 7.0
-    assert probing.percentile([], 0.95) == 0.0
+def bench(
+    label: str,
+    p95: float,
+    *,
+    requests: int = 20,
+    errors: int = 0,
+    cache: float | None = None,
+    rate: float | None = None,
+) -> BenchResult:
+    latency = Percentiles(requests - errors, p95 / 2, p95, p95, p95, p95, p95 / 2)
+    return BenchResult(
+        label=label,
+        requested_rate=rate,
+        achieved_rate=rate or 10.0,
+        requests=requests,
+        duration_seconds=2.0,
+        latency=latency,
+        errors={"4xx": 0, "5xx": errors, "timeout": 0, "connection": 0},
+        error_rate=errors / requests,
+        steps={},
+        hops={},
+        cache_hit_rate=cache,
+        cache_reason=None if cache is not None else "no step consulted the cache",
+        time_to_first_token=None,
+        tokens_per_second=None,
+        gpu_utilization=None,
+        gpu_reason="no backend metrics URL",
+        generator_cpu_seconds=0.1,
+        generator_cpu_ratio=0.05,
+    )
 
 
 def test_a_slow_canary_fails_with_measured_p95_against_the_limit_and_the_stable() -> None:
-    canary = samples(*([100.0] * 18 + [412.0, 500.0]))
-    stable = samples(*([120.0] * 20))
     with pytest.raises(probing.AnalysisFailed) as raised:
-        probing.judge(canary, stable, max_error_rate=None, max_p95=250)
-    assert str(raised.value) == "analysis failed: p95 412 ms > limit 250 ms (stable p95 120 ms)"
+        probing.judge(
+            bench("canary", 412.0), bench("stable", 120.0), probing.Limits(max_p95_ms=250)
+        )
+    assert str(raised.value) == "analysis failed: p95 412 ms > limit 250 ms; stable 120 ms"
 
 
-def test_an_erroring_canary_fails_naming_the_error_rate() -> None:
-    with pytest.raises(probing.AnalysisFailed, match=r"error rate 0\.25 > limit 0\.10"):
-        probing.judge(samples(10.0, 10.0, 10.0, failures=1), None, max_error_rate=0.1, max_p95=None)
+def test_every_failed_limit_is_named_with_the_stable_beside_it() -> None:
+    canary = bench("canary", 90.0, errors=5, cache=0.1)
+    stable = bench("stable", 80.0, cache=0.8)
+    limits = probing.Limits(max_error_rate=0.1, max_p95_ms=100, min_cache_hit_rate=0.5)
+    with pytest.raises(probing.AnalysisFailed) as raised:
+        probing.judge(canary, stable, limits)
+    assert str(raised.value) == (
+        "analysis failed: error rate 0.25 > limit 0.10; stable 0.00;"
+        " cache hit rate 0.10 < limit 0.50; stable 0.80"
+    )
 
 
-def test_a_healthy_canary_passes_with_its_measurements() -> None:
-    verdict = probing.judge(samples(5.0, 6.0, 7.0), None, max_error_rate=0.0, max_p95=50)
-    assert verdict.error_rate == 0.0 and verdict.p95 == 7.0
-    assert verdict.message == "analysis passed: 3 requests, error rate 0.00, p95 7 ms"
+def test_a_cache_limit_fails_when_the_hit_rate_cannot_be_measured() -> None:
+    with pytest.raises(probing.AnalysisFailed, match=r"cache hit rate unmeasured \(no step"):
+        probing.judge(bench("canary", 5.0), None, probing.Limits(min_cache_hit_rate=0.5))
+
+
+def test_a_canary_without_one_successful_request_has_no_p95_to_pass() -> None:
+    canary = bench("canary", 0.0, requests=4, errors=4)
+    with pytest.raises(probing.AnalysisFailed, match="p95 unmeasured: no request succeeded"):
+        probing.judge(canary, None, probing.Limits(max_p95_ms=100))
+
+
+def test_a_healthy_canary_passes_with_each_measurement_against_its_limit() -> None:
+    canary, stable = bench("canary", 7.0, rate=50.0, cache=0.9), bench("stable", 6.0, cache=0.8)
+    limits = probing.Limits(max_error_rate=0.0, max_p95_ms=50, min_cache_hit_rate=0.5)
+    verdict = probing.judge(canary, stable, limits)
+    assert verdict.error_rate == 0.0 and verdict.p95 == 7.0 and verdict.stable_p95 == 6.0
+    assert verdict.message == (
+        "analysis passed: 20 requests at 50.0/s (requested 50/s),"
+        " p95 7 ms <= limit 50 ms; stable 6 ms, error rate 0.00 <= limit 0.00; stable 0.00,"
+        " cache hit rate 0.90 >= limit 0.50; stable 0.80"
+    )
+
+
+def test_without_limits_the_verdict_reports_what_was_measured() -> None:
+    verdict = probing.judge(bench("canary", 7.0), None, probing.Limits())
+    assert verdict.message == "analysis passed: 20 requests, error rate 0.00, p95 7 ms"
+
+
+def test_the_original_form_is_count_bound_and_rate_makes_an_open_loop() -> None:
+    original = probing.analysis_plan(requests=30, rate=None, duration=None, inputs={"a": 1})
+    assert (original.requests, original.concurrency, original.rate) == (30, 4, None)
+    assert original.inputs == ({"a": 1},)
+    timed = probing.analysis_plan(requests=30, rate=None, duration=5.0, inputs={})
+    assert (timed.requests, timed.concurrency, timed.duration_seconds) == (None, 4, 5.0)
+    open_loop = probing.analysis_plan(requests=30, rate=40.0, duration=None, inputs={})
+    assert (open_loop.rate, open_loop.concurrency, open_loop.requests) == (40.0, None, None)
+    assert open_loop.duration_seconds == probing.DEFAULT_DURATION
+
+
+def test_replicas_of_one_revision_share_a_label() -> None:
+    endpoints = probing.analysis_endpoints(["http://a:1", "http://b:2"], ["http://c:3"])
+    assert [(e.label, e.invoke_url) for e in endpoints] == [
+        ("canary", "http://a:1/invoke"),
+        ("canary", "http://b:2/invoke"),
+        ("stable", "http://c:3/invoke"),
+    ]
+    assert endpoints[2].runner_metrics_urls == ("http://c:3/metrics",)
 
 
 @pytest.mark.parametrize(
