@@ -318,7 +318,7 @@ class ResourceStore:
         stored = decode(kv)
         meta = stored["metadata"]
         gone = False
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+        if meta.get("deletionTimestamp") and not self.strategy.deletion_held(stored):
             # The last finalizer is gone: finish the deletion that was requested earlier.
             try:
                 deleted = await self.storage.delete(key, expected_revision=kv.mod_revision)

@@ -142,6 +142,12 @@ class Strategy:
         del obj, old
         return []
 
+    def deletion_held(self, obj: Object) -> bool:
+        """Whether an object marked for deletion must stay: by default while
+        `metadata.finalizers` remain. A kind with finalizers of its own (a namespace's
+        `spec.finalizers`) says so here, as kube's `ShouldDeleteDuringUpdate` does."""
+        return bool(obj["metadata"].get("finalizers"))
+
     def warnings(self, obj: Object) -> list[str]:
         """Non-fatal advice returned as `Warning:` headers; override per kind."""
         del obj

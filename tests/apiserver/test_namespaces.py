@@ -113,12 +113,21 @@ async def test_a_namespace_is_created_labelled_and_only_its_metadata_changes_by_
     assert patched.status == 200
     assert patched.json["metadata"]["labels"]["tier"] == "silver"
     assert patched.json["spec"] == {"finalizers": ["kubernetes"]}  # only finalize changes it
-    bad = await api.call("POST", NS, body=namespace("a.b"))
+    dotted = await api.call("POST", NS, body=namespace("a.b"))  # a subdomain, not a label
+    assert dotted.status == 422
+    assert dotted.json["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "a.b": must not contain dots',
+            "field": "metadata.name",
+        }
+    ]
+    bad = await api.call("POST", NS, body=namespace("A_b"))
     assert bad.status == 422
     assert bad.json["details"]["causes"] == [
         {
             "reason": "FieldValueInvalid",
-            "message": 'Invalid value: "a.b": a lowercase RFC 1123 label must consist of lower '
+            "message": 'Invalid value: "A_b": a lowercase RFC 1123 label must consist of lower '
             "case alphanumeric characters or '-', and must start and end with an alphanumeric "
             "character (e.g. 'my-name',  or '123-abc', regex used for validation is "
             "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')",

@@ -8,9 +8,8 @@ A namespace is held by `spec.finalizers` as well as `metadata.finalizers`:
 * a DELETE while `spec.finalizers` is not empty is 409 (kube's wording), one after it
   is emptied removes the namespace;
 * an update of a Terminating namespace removes it only once both finalizer lists are
-  empty (kube's ShouldDeleteNamespaceDuringUpdate). `ResourceStore.update` knows only
-  `metadata.finalizers`, so the namespace's storage is wrapped (`_HeldStorage`) to
-  decline that removal while `spec.finalizers` remain.
+  empty (kube's ShouldDeleteNamespaceDuringUpdate; `NamespaceStrategy.deletion_held`
+  tells `ResourceStore.update`).
 
 `default`, `kube-system` and `kube-public` may not be deleted (403).
 """
@@ -18,10 +17,9 @@ A namespace is held by `spec.finalizers` as well as `metadata.finalizers`:
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator, Callable, Iterable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Callable, Iterable
 
-from plnt.api import codec, errors
+from plnt.api import errors
 from plnt.api.meta import now_rfc3339
 from plnt.registry.changes import Change, EventSink
 from plnt.registry.definitions import Object
@@ -36,7 +34,7 @@ from plnt.registry.options import DeleteOptions, WriteOptions, WriteResult
 from plnt.registry.store import ResourceStore, Transform
 from plnt.registry.storedobjects import decode, encode, translate
 from plnt.storage import errors as storage_errors
-from plnt.storage.interface import KeyValue, ListResult, Store, WatchEvent
+from plnt.storage.interface import KeyValue, Store
 
 IMMORTAL = frozenset({"default", "kube-system", "kube-public"})
 INITIAL = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -45,71 +43,6 @@ _PURGING = (
     "The system is ensuring all content is removed from this namespace.  Upon completion, "
     "this namespace will automatically be purged by the system."
 )
-
-
-class _HeldStorage:
-    """The namespace store's storage: a namespace whose `spec.finalizers` are not empty
-    is never removed by `delete`; it answers as if the key were already gone, which
-    `ResourceStore.update` takes as "nothing to finish". Everything else passes through.
-    """
-
-    def __init__(self, inner: Store) -> None:
-        self.inner = inner
-
-    async def create(self, key: str, value: bytes) -> KeyValue:
-        return await self.inner.create(key, value)
-
-    async def get(self, key: str, *, consistent: bool = True) -> KeyValue:
-        return await self.inner.get(key, consistent=consistent)
-
-    async def list(
-        self,
-        prefix: str,
-        *,
-        limit: int = 0,
-        continue_token: str | None = None,
-        revision: int = 0,
-        consistent: bool = True,
-    ) -> ListResult:
-        return await self.inner.list(
-            prefix,
-            limit=limit,
-            continue_token=continue_token,
-            revision=revision,
-            consistent=consistent,
-        )
-
-    async def guaranteed_update(
-        self,
-        key: str,
-        mutate: Callable[[KeyValue], bytes | None],
-        *,
-        expected_revision: int = 0,
-    ) -> KeyValue:
-        return await self.inner.guaranteed_update(key, mutate, expected_revision=expected_revision)
-
-    async def delete(self, key: str, *, expected_revision: int = 0) -> KeyValue:
-        if expected_revision:
-            current = await self.inner.get(key)
-            if current.mod_revision == expected_revision and spec_finalizers(
-                codec.loads(current.value)
-            ):
-                raise storage_errors.KeyNotFound("held by spec.finalizers", key=key)
-        return await self.inner.delete(key, expected_revision=expected_revision)
-
-    def watch(
-        self,
-        prefix: str,
-        *,
-        after_revision: int,
-        progress_interval: float | None = None,
-    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent]]:
-        return self.inner.watch(
-            prefix, after_revision=after_revision, progress_interval=progress_interval
-        )
-
-    async def current_revision(self) -> int:
-        return await self.inner.current_revision()
 
 
 def _forbidden(name: str, why: str) -> errors.Forbidden:
@@ -133,7 +66,7 @@ class NamespaceStore(ResourceStore):
     """Namespaces: the generic store plus kube's deletion rules (see the module doc)."""
 
     def __init__(self, storage: Store, *, events: EventSink | None = None) -> None:
-        super().__init__(DEFINITION, _HeldStorage(storage), events=events)
+        super().__init__(DEFINITION, storage, events=events)
 
     async def update(
         self,

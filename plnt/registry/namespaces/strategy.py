@@ -13,26 +13,15 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import copy
-import re
 from collections.abc import Iterator
 
-from plnt.api.errors import Cause
+from plnt.registry import objectmeta
 from plnt.registry.definitions import Object
-from plnt.registry.labelnames import go_quote
 from plnt.registry.strategy import Strategy
 
 KUBERNETES_FINALIZER = "kubernetes"
 NAME_LABEL = "kubernetes.io/metadata.name"
 ACTIVE, TERMINATING = "Active", "Terminating"
-
-_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_LABEL_RE = re.compile(_LABEL_FMT)
-_LABEL_MESSAGE = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
-    f"regex used for validation is '{_LABEL_FMT}')"
-)
-_MAX_LABEL = 63
 
 _finalizing: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "namespace_finalizing", default=False
@@ -65,6 +54,9 @@ def spec_finalizers(obj: Object) -> list[str]:
 class NamespaceStrategy(Strategy):
     """kube's namespaceStrategy, namespaceStatusStrategy and namespaceFinalizeStrategy."""
 
+    name_rule: objectmeta.NameRule = staticmethod(objectmeta.dns_label_name)
+    """kube's ValidateNamespaceName: a DNS-1123 label, not a subdomain."""
+
     def prepare_for_create(self, obj: Object) -> None:
         super().prepare_for_create(obj)
         meta = obj["metadata"]
@@ -92,35 +84,11 @@ class NamespaceStrategy(Strategy):
             else:
                 obj.pop("spec", None)
 
-    def validate(self, obj: Object) -> list[Cause]:
-        """Every error; a bad name is told once, by the label rule (kube's
-        ValidateNamespaceName) rather than also by the generic subdomain rule."""
-        causes = super().validate(obj)
-        label = [c for c in causes if c.field == "metadata.name" and "RFC 1123 label" in c.message]
-        if not label and not any("must be no more than 63" in c.message for c in causes):
-            return causes
-        return [
-            c
-            for c in causes
-            if c.field != "metadata.name"
-            or c.reason != "FieldValueInvalid"
-            or c in label
-            or "63" in c.message
-        ]
-
-    def validate_semantics(self, obj: Object) -> list[Cause]:
-        name = obj.get("metadata", {}).get("name")
-        if not isinstance(name, str) or not name:
-            return []
-        problems = []
-        if len(name) > _MAX_LABEL:
-            problems.append(f"must be no more than {_MAX_LABEL} characters")
-        if not _LABEL_RE.fullmatch(name):
-            problems.append(_LABEL_MESSAGE)
-        return [
-            Cause("FieldValueInvalid", f"Invalid value: {go_quote(name)}: {p}", "metadata.name")
-            for p in problems
-        ]
+    def deletion_held(self, obj: Object) -> bool:
+        """A namespace stays while either finalizer list is not empty (kube's
+        ShouldDeleteNamespaceDuringUpdate): `spec.finalizers` is what the namespace
+        controller clears once the namespace is empty."""
+        return super().deletion_held(obj) or bool(spec_finalizers(obj))
 
     def canonicalize(self, obj: Object) -> None:
         """Schema defaults, then the name label kube keeps equal to the name."""
