@@ -45,9 +45,14 @@ _TRUE = frozenset({"true", "1", "yes"})
 _NDJSON = "application/x-ndjson"
 PROGRESS_INTERVAL = 1.0
 """Seconds between progress reports and between GPU samples."""
-OPEN_LOOP_CONNECTIONS = (64, 1024)
-"""Bounds of an open-loop target's connection pool (its rate in between): requests beyond
-it wait for a connection, and that wait is part of their latency."""
+OPEN_LOOP_CONNECTIONS = (32, 256)
+"""Bounds of an open-loop target's connection pool (an eighth of its rate in between: a
+server answering within 8 ms needs no more). Requests beyond it wait for a connection,
+and that wait is part of their latency; a larger pool only makes an overloaded server
+thrash on new connections."""
+
+
+SCRAPE_CONNECTIONS = 8
 
 
 def streaming(url: str) -> bool:
@@ -61,7 +66,7 @@ def connections_for(plan: LoadPlan) -> int:
         return plan.concurrency
     assert plan.rate is not None
     low, high = OPEN_LOOP_CONNECTIONS
-    return max(low, min(high, math.ceil(plan.rate)))
+    return max(low, min(high, math.ceil(plan.rate / 8)))
 
 
 def error_class(status: int) -> str | None:
@@ -330,7 +335,11 @@ async def _closed_loop(
 
 
 async def _drive(
-    target: _Target, session: aiohttp.ClientSession, plan: LoadPlan, clock: _Clock
+    target: _Target,
+    session: aiohttp.ClientSession,
+    scraping: aiohttp.ClientSession,
+    plan: LoadPlan,
+    clock: _Clock,
 ) -> None:
     await _sleep_until(clock.start)
     if plan.rate is not None:
@@ -339,7 +348,7 @@ async def _drive(
     else:
         await _closed_loop(target, session, plan, clock)
     if target.runner_metrics_urls:
-        target.cache_after = await counters.cache_snapshot(session, target.runner_metrics_urls)
+        target.cache_after = await counters.cache_snapshot(scraping, target.runner_metrics_urls)
 
 
 async def _observe(
@@ -397,12 +406,14 @@ async def run(
     targets = [_Target(label, group, plan) for label, group in _group(endpoints).items()]
     own = session is None
     active = new_session(connections_for(plan) * len(targets)) if session is None else session
+    # Counters are read on a pool of their own, so a busy load pool never delays a sample.
+    scraping = new_session(SCRAPE_CONNECTIONS)
     try:
         if plan.warmup_seconds == 0:
             for target in targets:
                 if target.runner_metrics_urls:
                     target.cache_before = await counters.cache_snapshot(
-                        active, target.runner_metrics_urls
+                        scraping, target.runner_metrics_urls
                     )
         start = time.perf_counter() + 0.01
         clock = _Clock(
@@ -412,8 +423,8 @@ async def run(
         )
         cpu: list[float] = []
         async with asyncio.TaskGroup() as group:
-            observer = group.create_task(_observe(targets, active, clock, progress, cpu))
-            drivers = [group.create_task(_drive(t, active, plan, clock)) for t in targets]
+            observer = group.create_task(_observe(targets, scraping, clock, progress, cpu))
+            drivers = [group.create_task(_drive(t, active, scraping, plan, clock)) for t in targets]
             await asyncio.wait(drivers)
             observer.cancel()
         drained = time.perf_counter()
@@ -422,6 +433,7 @@ async def run(
                 progress(target.progress(clock))
         cpu_seconds = time.process_time() - (cpu[0] if cpu else time.process_time())
     finally:
+        await scraping.close()
         if own:
             await active.close()
     wall = max(1e-9, drained - clock.measure_start)
