@@ -205,8 +205,9 @@ def build_app(
         app.cleanup_ctx.append(_deploy_context)
     app.cleanup_ctx.append(invoke.upstream_context)
     endpoints.add_routes(app, standalone=standalone)
-    app.router.add_route("*", "/apis/{tail:.+}", resources.dispatch)
-    app.router.add_route("*", "/api/{tail:.+}", resources.dispatch)
+    # `[\s\S]`, not `.`: a name may hold a line break and is still a resource path (404 Status).
+    app.router.add_route("*", r"/apis/{tail:[\s\S]+}", resources.dispatch)
+    app.router.add_route("*", r"/api/{tail:[\s\S]+}", resources.dispatch)
     return app
 
 

@@ -39,6 +39,9 @@ async def test_unknown_paths_get_the_plain_404_and_every_answer_has_cache_contro
     assert unknown.headers["Cache-Control"] == "no-cache, private"
     not_found = await api.call("GET", f"{BASE}/absent")
     assert not_found.status == 404 and not_found.json["reason"] == "NotFound"
+    for odd in ("a%0Ab", "a%0Db"):  # a line break in a name is still a resource path
+        broken = await api.call("GET", f"{BASE}/{odd}")
+        assert broken.status == 404 and broken.json["kind"] == "Status", broken.text
     assert not_found.headers["Cache-Control"] == "no-cache, private"
     bad = await api.call("GET", BASE, params={"labelSelector": "a in ("})
     assert bad.status == 400 and bad.headers["Cache-Control"] == "no-cache, private"
