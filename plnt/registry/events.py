@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from plnt.api import errors
 from plnt.api.events import Event, event_about
 from plnt.api.meta import parse_time
 from plnt.registry.definitions import Object, PrinterColumn, ResourceDefinition, lookup
@@ -221,6 +222,9 @@ class EventRecorder:
                         event,
                         WriteOptions(field_manager=self._component),
                     )
+            except errors.APIError as error:
+                # An expected refusal (the namespace is Terminating or gone): one line.
+                log.info("event %s not recorded: %s", event["reason"], error)
             except Exception:
                 log.exception("could not record event %s", event["reason"])
             finally:
