@@ -82,6 +82,8 @@ class RunnerMetrics:
         for endpoint in ENDPOINTS:  # known label values exist from the start, at 0
             for outcome in OUTCOMES:
                 self.invocations.labels(endpoint, outcome)
+            self.latency.labels(endpoint)
+            self.first_token.labels(endpoint)
         for kind in ("model", "http"):
             for outcome in ("ok", "error"):
                 self.backend_latency.labels(kind, outcome)

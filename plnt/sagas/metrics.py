@@ -49,6 +49,21 @@ DEPLOY_RESULTS = ("promoted", "rolled_back", "interrupted")
 """`plnt_saga_deploys_total`'s results: the new revision serves; a failure's canary was
 removed (the previous revision serves, if any); an abort or a newer generation stopped it."""
 
+ACTIVITIES = (
+    "report",
+    "pull-spec",
+    "resolve-backend",
+    "install",
+    "scale",
+    "smoke",
+    "analyze",
+    "retire",
+    "teardown",
+    "release",
+)
+"""The saga's activities (`DeployActivities.all`, less the positional forms older sagas
+schedule): their retry counters exist from the start, at 0."""
+
 STEP_OUTCOMES = {"Succeeded": "succeeded", "Skipped": "skipped", "Failed": "failed"}
 STEPS = ("pull", "resolve", "install", "smoke", "analyze", "promote")
 
@@ -89,6 +104,8 @@ class SagaMetrics:
         )
         for result in DEPLOY_RESULTS:  # known label values exist from the start, at 0
             self.deploys.labels(result)
+        for name in ACTIVITIES:
+            self.activity_retries.labels(name)
         for step in STEPS:
             for outcome in STEP_OUTCOMES.values():
                 self.step_duration.labels(step, outcome)

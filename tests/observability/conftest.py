@@ -1,0 +1,85 @@
+"""Fixtures of the observability tests: a real Prometheus scraping a real `plnt up`.
+
+One Prometheus per session (`tests.support.prometheus`); per module, one `plnt up` with
+its embedded Temporal and in-process worker, and Prometheus configured with the scrape
+job `plnt up` printed (file SD over `STATE/prometheus/*.json`), at a 1 s interval.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.deploy.conftest import Api, kill_strays
+from tests.support.namespaces import create_namespace
+from tests.support.plnt_server import PlntServer, wait_for
+from tests.support.prometheus import Prometheus, prometheus
+
+__all__ = ["prometheus"]
+
+SCRAPE_LINE = "Prometheus scrape_configs: - "
+
+
+@dataclass
+class Observed:
+    """A plnt up that a Prometheus scrapes, with one namespace for the module."""
+
+    state_dir: Path
+    server: PlntServer
+    api: Api
+    prometheus: Prometheus
+    namespace: str
+    job: dict[str, Any]
+
+
+def printed_job(output: list[str]) -> dict[str, Any]:
+    """The scrape job plnt up printed on its one `Prometheus scrape_configs:` line."""
+    lines = [line for line in output if line.startswith(SCRAPE_LINE)]
+    assert len(lines) == 1, "".join(output)
+    job: dict[str, Any] = json.loads(lines[0].removeprefix(SCRAPE_LINE))
+    return job
+
+
+def up_targets(prometheus: Prometheus, job: str) -> list[dict[str, Any]]:
+    """The active targets of `job` that Prometheus scraped successfully."""
+    return [
+        target
+        for target in prometheus.targets()
+        if target["labels"].get("job") == job and target["health"] == "up"
+    ]
+
+
+@pytest.fixture(scope="module")
+def observed(
+    prometheus: Prometheus, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Observed]:
+    state = tmp_path_factory.mktemp("plnt-observed")
+    server = PlntServer(state, sagas=True)
+    api: Api | None = None
+    try:
+        server.start()
+        job = printed_job(server.output)
+        # The printed job as is, scraped every second and its files re-read as often.
+        job["scrape_interval"] = "1s"
+        job["file_sd_configs"][0]["refresh_interval"] = "1s"
+        prometheus.scrape([job])
+        wait_for(
+            lambda: up_targets(prometheus, "plnt-apiserver"),
+            timeout=30,
+            message="Prometheus scraping the API server",
+        )
+        api = Api(server.kubeconfig)
+        namespace = create_namespace(server.url, server.pki_dir, f"o-{uuid.uuid4().hex[:8]}")
+        yield Observed(state, server, api, prometheus, namespace, job)
+    finally:
+        prometheus.scrape([])
+        if api is not None:
+            api.close()
+        server.stop()
+        kill_strays(state)
