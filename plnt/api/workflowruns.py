@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from plnt.api.base import WireModel
+from plnt.api.bench import BENCH_HISTORY, BenchRecord
 from plnt.api.meta import Condition, LabelSelector, ObjectMeta
 
 GROUP = "plnt.work"
@@ -218,19 +219,6 @@ class TrafficTarget(WireModel):
     )
 
 
-class BenchResult(WireModel):
-    """The last `/bench` result."""
-
-    requests: int
-    concurrency: int
-    requests_per_second: float | None = None
-    p50_milliseconds: float | None = None
-    p95_milliseconds: float | None = None
-    p99_milliseconds: float | None = None
-    error_rate: float | None = None
-    completed_at: str | None = None
-
-
 class WorkflowRunStatus(WireModel):
     """Observed state of a WorkflowRun; written only through the status subresource."""
 
@@ -258,7 +246,13 @@ class WorkflowRunStatus(WireModel):
         default=None, description="Revisions that take invocations, with their weights."
     )
     saga: list[SagaStep] | None = Field(default=None, description="The deploy saga's timeline.")
-    last_bench: BenchResult | None = Field(default=None, description="The last bench result.")
+    last_bench: BenchRecord | None = Field(
+        default=None, description="The last finished bench (`POST …/bench`)."
+    )
+    bench_history: list[BenchRecord] | None = Field(
+        default=None,
+        description=f"The last {BENCH_HISTORY} finished benches, oldest first (lastBench too).",
+    )
 
 
 class WorkflowRun(WireModel):

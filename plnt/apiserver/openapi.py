@@ -13,6 +13,7 @@ import hashlib
 import json
 from typing import Any
 
+from plnt.api.bench import Bench
 from plnt.api.workflowruns import WorkflowRunRollback
 from plnt.registry.definitions import ResourceDefinition, Subresource
 
@@ -61,6 +62,10 @@ def _to_openapi(node: Any, rename: dict[str, str], ref_prefix: str) -> Any:
             return _to_openapi(merged, rename, ref_prefix)
     if "const" in node:
         node["enum"] = [node.pop("const")]
+    for bound, limit in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        if isinstance(node.get(bound), int | float) and not isinstance(node[bound], bool):
+            # 2020-12's number is OpenAPI 3.0's (and kube-openapi's) boolean beside the limit.
+            node[limit], node[bound] = node[bound], True
     if node.get("default") is None:
         node.pop("default", None)
     return {k: _to_openapi(v, rename, ref_prefix) for k, v in node.items()}
@@ -88,7 +93,11 @@ def schemas(definitions: tuple[ResourceDefinition, ...], *, ref_prefix: str) -> 
 STATUS_NAME = "io.k8s.apimachinery.pkg.apis.meta.v1.Status"
 SCALE_NAME = "io.k8s.api.autoscaling.v1.Scale"
 _OPEN_OBJECT: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-_SUBRESOURCE_BODIES = {"invoke": "WorkflowRunInvocationRequest", "rollback": "WorkflowRunRollback"}
+_SUBRESOURCE_BODIES = {
+    "invoke": "WorkflowRunInvocationRequest",
+    "rollback": "WorkflowRunRollback",
+    "bench": "Bench",
+}
 """Request body schemas of the POST-only subresources (by subresource name)."""
 
 
@@ -115,6 +124,13 @@ def _subresource_schemas(
                 out[name] = SCALE_SCHEMA
             elif sub.kind == "Status":
                 out[name] = STATUS_SCHEMA
+            elif sub.kind == "Bench":  # the body and the answer of /bench
+                raw = Bench.model_json_schema(by_alias=True, mode="validation")
+                defs = raw.pop("$defs", {})
+                rename = {model: _definition_name(d, model) for model in defs}
+                for model, schema in defs.items():
+                    out.setdefault(rename[model], _to_openapi(schema, rename, ref_prefix))
+                out[name] = _to_openapi(raw, rename, ref_prefix)
             elif sub.kind == "WorkflowRunInvocationList":
                 out[name] = {
                     "type": "object",
@@ -132,7 +148,7 @@ def _subresource_schemas(
             if body == "WorkflowRunRollback":
                 raw = WorkflowRunRollback.model_json_schema(by_alias=True, mode="validation")
                 out[_definition_name(d, body)] = _to_openapi(raw, {}, ref_prefix)
-            elif body is not None:
+            elif body is not None and body != "Bench":
                 out[_definition_name(d, body)] = {
                     "type": "object",
                     "description": 'The invoke envelope: {"inputs": {...}}.',
@@ -300,7 +316,7 @@ def v3_document(
                 body = _SUBRESOURCE_BODIES.get(sub.name)
                 if body is not None:
                     post["requestBody"] = {
-                        "required": sub.name != "rollback",
+                        "required": sub.name not in ("rollback", "bench"),
                         "content": {
                             "application/json": {
                                 "schema": {"$ref": prefix + _definition_name(d, body)}

@@ -6,8 +6,8 @@ call. Representation (object, Table, PartialObjectMetadata) is decided by
 `negotiation` and applied here, after the registry has answered.
 
 The runtime subresources of WorkflowRun (`invoke`, `invocations`, `proxy`, `rollback`,
-`abort`, `promote`) have their own modules; deploy warnings that writes collect on the way (see
-`deployhooks`) become `Warning` headers here, whatever handler answered. Nothing here
+`abort`, `promote`, `bench`) have their own modules; deploy warnings that writes collect on
+the way (see `deployhooks`) become `Warning` headers here, whatever handler answered. Nothing here
 decides what a write means: Events and deploy submissions come from the registry's
 after-write hook, which every write path reaches.
 """
@@ -22,6 +22,7 @@ from aiohttp import web
 
 from plnt.api import errors
 from plnt.apiserver import (
+    bench,
     deployhooks,
     invoke,
     keys,
@@ -252,6 +253,7 @@ _SUBRESOURCES: dict[str, _Handler] = {
     "abort": rollback.handle_abort,
     "promote": rollback.handle_promote,
     "retry": rollback.handle_retry,
+    "bench": bench.handle_bench,
 }
 
 

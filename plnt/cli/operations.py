@@ -1,5 +1,5 @@
-"""`plnt scale`, `plnt rollback`, `plnt abort`, `plnt promote`, `plnt retry` and
-`plnt bench`: one subresource call each."""
+"""`plnt scale`, `plnt rollback`, `plnt abort`, `plnt promote` and `plnt retry`: one
+subresource call each; `plnt bench` (which follows a bench) lives in `bench`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from plnt.cli import connecting, exits, printing
+from plnt.cli import bench, connecting, printing
 from plnt.cli.connecting import ContextOption, KubeconfigOption, NamespaceOption
 from plnt.client import PlntClient
 
@@ -22,9 +22,7 @@ def register(app: typer.Typer) -> None:
     app.command("abort", epilog="Example: plnt abort summarize")(abort)
     app.command("promote", epilog="Example: plnt promote summarize")(promote)
     app.command("retry", epilog="Example: plnt retry summarize")(retry)
-    app.command("bench", epilog="Example: plnt bench summarize --requests 500 --concurrency 16")(
-        bench
-    )
+    bench.register(app)
 
 
 def scale(
@@ -109,16 +107,3 @@ def _steer(
 
     status = connecting.call(target, action)
     typer.echo(status.get("message") or f"{printing.GROUP_RESOURCE}/{name} {verb} requested")
-
-
-def bench(
-    name: Name,
-    requests: Annotated[int, typer.Option("--requests", help="Requests to send.")] = 100,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Requests in flight.")] = 8,
-    kubeconfig: KubeconfigOption = None,
-    context: ContextOption = None,
-    namespace: NamespaceOption = None,
-) -> None:
-    """Benchmark a WorkflowRun (not yet available: the server has no bench subresource)."""
-    _ = (name, requests, concurrency, kubeconfig, context, namespace)
-    exits.fail("bench is not yet available", exits.Code.USAGE)

@@ -11,11 +11,15 @@ Temporal server (tests of the API machinery, `--no-sagas`).
 Errors: `DeployUnavailable` when the saga service cannot be reached; the write has
 already been stored, so the caller reports it and retries later (see
 `plnt.sagas.starter.Reconciler`).
+
+`BenchControl` is the same for the `/bench` subresource: start a run's bench workflow,
+read its progress or result. A control that does not implement it (a test's in-memory
+one) serves no benches. `BenchRunning` names the bench that keeps another from starting.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 
 class DeployUnavailable(Exception):
@@ -39,4 +43,31 @@ class DeployControl(Protocol):
 
     async def retry(self, obj: dict[str, Any]) -> bool:
         """Try `obj`'s failed deploy again now; False if none waits for a retry."""
+        ...
+
+
+class BenchRunning(Exception):
+    """The run already has a bench in progress: `bench_id` names it."""
+
+    def __init__(self, bench_id: str) -> None:
+        super().__init__(f"bench {bench_id} is running")
+        self.bench_id = bench_id
+
+
+@runtime_checkable
+class BenchControl(Protocol):
+    """The bench operations the request path needs (`plnt.sagas.bench`)."""
+
+    async def start_bench(self, obj: dict[str, Any], bench: dict[str, Any]) -> None:
+        """Start the bench `bench` (a Bench as the API answers it: id in metadata.name, the
+        spec with its inputs, the resolved revisions in status.targets) of the run `obj`.
+
+        Raises `BenchRunning` when the run has one in progress, `DeployUnavailable` when
+        Temporal cannot be reached.
+        """
+        ...
+
+    async def bench(self, obj: dict[str, Any]) -> dict[str, Any] | None:
+        """The run's current or last bench as a Bench (phase, progress or results); None
+        when Temporal has none (never benched, or its record has expired)."""
         ...

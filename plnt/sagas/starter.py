@@ -6,22 +6,34 @@ server never needs to know whether a saga exists. The workflow id comes from the
 object's namespace, name and uid (`values.workflow_id`), which makes repeated
 submissions idempotent and a recreated object a new saga.
 
+`start_bench` and `bench` do the same for the `/bench` subresource (`control.BenchControl`):
+one start of the run's `bench.BenchWorkflow`, whose workflow id is the run's, so Temporal
+itself refuses a second bench while one runs (`control.BenchRunning` names it); and one
+describe of that id, which reads the bench's progress from its measuring activity's last
+heartbeat (so it answers even while no worker runs) or its result once it is done.
+
 Errors: every Temporal RPC failure becomes `control.DeployUnavailable`.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from temporalio import client as temporal_client
+from temporalio import common as temporal_common
+from temporalio.api.enums.v1 import PendingActivityState
+from temporalio.api.workflow.v1 import PendingActivityInfo
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
 from plnt.api.workflowruns import ROLLBACK_GENERATION_ANNOTATION, ROLLBACK_TO_ANNOTATION
+from plnt.sagas import bench as benches
 from plnt.sagas import deploy
 from plnt.sagas import values as v
-from plnt.sagas.control import DeployUnavailable
+from plnt.sagas.control import BenchRunning, DeployUnavailable
 
 
 def desired_of(obj: dict[str, Any]) -> v.Desired:
@@ -88,6 +100,118 @@ class TemporalDeployControl:
 
     def _where(self) -> str:
         return str(self.client.service_client.config.target_host)
+
+    # -- benches ----------------------------------------------------------------------
+
+    async def start_bench(self, obj: dict[str, Any], bench: dict[str, Any]) -> None:
+        run = desired_of(obj).run
+        request = bench_request(run, bench)
+        workflow_id = benches.workflow_id(run.namespace, run.name, run.uid)
+        for _ in range(3):
+            try:
+                await self.client.start_workflow(
+                    benches.BenchWorkflow.run,
+                    request,
+                    id=workflow_id,
+                    task_queue=self.task_queue,
+                    id_conflict_policy=temporal_common.WorkflowIDConflictPolicy.FAIL,
+                    memo={benches.BENCH_MEMO: memo_of(bench)},
+                )
+                return
+            except WorkflowAlreadyStartedError:
+                running = await self._running_bench(workflow_id)
+                if running is not None:
+                    raise BenchRunning(running) from None
+                # It ended between the start and the describe: start again.
+            except RPCError as error:
+                raise DeployUnavailable(f"Temporal at {self._where()}: {error.message}") from error
+        raise DeployUnavailable(f"Temporal at {self._where()}: the bench could not be started")
+
+    async def _running_bench(self, workflow_id: str) -> str | None:
+        """The id of the bench running under `workflow_id`, or None when none runs."""
+        described = await self._describe(workflow_id)
+        if described is None or described.status != temporal_client.WorkflowExecutionStatus.RUNNING:
+            return None
+        memo = await described.memo_value(benches.BENCH_MEMO, default={})
+        return str(((memo or {}).get("metadata") or {}).get("name") or "(unknown)")
+
+    async def _describe(
+        self, workflow_id: str
+    ) -> temporal_client.WorkflowExecutionDescription | None:
+        handle = self.client.get_workflow_handle(workflow_id)
+        try:
+            return await handle.describe()
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                return None
+            raise DeployUnavailable(f"Temporal at {self._where()}: {error.message}") from error
+
+    async def bench(self, obj: dict[str, Any]) -> dict[str, Any] | None:
+        run = desired_of(obj).run
+        workflow_id = benches.workflow_id(run.namespace, run.name, run.uid)
+        described = await self._describe(workflow_id)
+        if described is None:
+            return None
+        memo = await described.memo_value(benches.BENCH_MEMO, default=None)
+        if not isinstance(memo, dict):
+            return None
+        view: dict[str, Any] = copy.deepcopy(memo)
+        status = view.setdefault("status", {})
+        state = described.status
+        if state == temporal_client.WorkflowExecutionStatus.RUNNING:
+            pending = described.raw_description.pending_activities
+            measuring = next(
+                (a for a in pending if a.activity_type.name == benches.MEASURE_ACTIVITY), None
+            )
+            if measuring is None:
+                status.update(phase="Running", message="measured; recording the result")
+            else:
+                status.update(await self._progress(measuring))
+            return view
+        if state == temporal_client.WorkflowExecutionStatus.COMPLETED:
+            handle = self.client.get_workflow_handle(
+                workflow_id, run_id=described.run_id, result_type=benches.BenchOutcome
+            )
+            try:
+                outcome = await handle.result()
+            except RPCError as error:
+                raise DeployUnavailable(f"Temporal at {self._where()}: {error.message}") from error
+            status.update(status_of_record(outcome.record))
+            return view
+        status.update(
+            phase="Failed",
+            message=f"the bench's workflow ended {state.name.lower() if state else 'unknown'}",
+        )
+        return view
+
+    async def _progress(self, measuring: PendingActivityInfo) -> dict[str, Any]:
+        """The Bench status fields a measurement in progress shows (from its heartbeat)."""
+        attempt = int(measuring.attempt or 1)
+        decoded = (
+            await self.client.data_converter.decode(measuring.heartbeat_details.payloads)
+            if measuring.HasField("heartbeat_details")
+            else []
+        )
+        beat = decoded[0] if decoded and isinstance(decoded[0], dict) else {}
+        started = measuring.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+        fields: dict[str, Any] = {
+            "phase": "Running" if started or attempt > 1 else "Pending",
+            "attempt": attempt,
+            "restarts": attempt - 1,
+        }
+        if int(beat.get("attempt") or 0) == attempt:
+            fields["progress"] = list(beat.get("progress") or [])
+            fields["message"] = (
+                f"measuring ({float(beat.get('elapsedSeconds') or 0.0):.1f} s since the start"
+                " of the warm-up)"
+            )
+        elif attempt > 1:
+            lost = measuring.last_failure.message if measuring.HasField("last_failure") else ""
+            fields["message"] = (
+                f"the worker measuring it was lost ({lost or 'no heartbeat'});"
+                f" the measurement starts again (attempt {attempt})"
+            )
+        return fields
 
 
 @dataclass(frozen=True)
@@ -165,3 +289,34 @@ def _reason(error: RuntimeError) -> str:
         if needle in text:
             return reason
     return text
+
+
+def memo_of(bench: dict[str, Any]) -> dict[str, Any]:
+    """The Bench as the workflow's memo keeps it: the inputs counted, not copied."""
+    kept = copy.deepcopy(bench)
+    spec = kept.get("spec") or {}
+    inputs = spec.pop("inputs", None)
+    if inputs is not None:
+        spec["inputCount"] = len(inputs) if isinstance(inputs, list) else 1
+    return kept
+
+
+def bench_request(run: v.RunRef, bench: dict[str, Any]) -> benches.BenchRequest:
+    """The workflow's input from the Bench the API server built."""
+    status = bench.get("status") or {}
+    return benches.BenchRequest(
+        run=run,
+        bench_id=str(bench["metadata"]["name"]),
+        spec=dict(bench.get("spec") or {}),
+        targets=[
+            benches.TargetRef(label=str(t["label"]), revision=int(t["revision"]))
+            for t in status.get("targets") or []
+        ],
+        start_time=str(status.get("startTime") or ""),
+    )
+
+
+def status_of_record(record: dict[str, Any]) -> dict[str, Any]:
+    """A Bench's status from a finished bench's record (`status.lastBench`'s shape)."""
+    keys = ("phase", "targets", "results", "restarts", "message", "startTime", "completionTime")
+    return {key: record[key] for key in keys if key in record}

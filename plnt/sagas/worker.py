@@ -106,6 +106,9 @@ STICKY_TIMEOUT = timedelta(seconds=3)
 """How long a workflow task waits for the worker that ran the workflow last before any
 worker may take it (the SDK's default is 10 s): after that worker died, the saga's
 next step waits this long, and a local worker picks its tasks up in milliseconds."""
+HEARTBEAT_THROTTLE = timedelta(seconds=1)
+"""The longest the SDK holds an activity's heartbeat back (its default: 80% of the heartbeat
+timeout), so a bench's progress reaches `GET …/bench` about once a second."""
 _LIVENESS_HEADER = "plnt-liveness"
 _MARK = Payload(data=b"1")
 
@@ -180,6 +183,7 @@ def build(
         max_concurrent_activities=64,
         interceptors=interceptors,
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
+        max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
     )
 
 

@@ -51,7 +51,14 @@ def workflowrun_wire() -> dict[str, Any]:
             "history": [{"revision": 1, "digest": DIGEST, "promotedAt": "2030-01-01T00:00:05Z"}],
             "traffic": [{"revision": 1, "digest": DIGEST, "weight": 100}],
             "saga": [{"name": "pull", "state": "Succeeded", "attempts": 1, "startTime": "x"}],
-            "lastBench": {"requests": 10, "concurrency": 2, "p95Milliseconds": 3.5},
+            "lastBench": {
+                "id": "bench-1",
+                "phase": "Succeeded",
+                "targets": [{"label": "stable", "revision": 1}],
+                "results": [{"label": "stable", "requests": 10, "errorRate": 0.0}],
+                "restarts": 0,
+                "message": "stable (revision 1): 10 requests",
+            },
         },
     }
 

@@ -224,8 +224,11 @@ async def test_rollback_abort_and_bench_report_the_servers_answer(
     assert aborted.stderr.startswith("error: this API server runs without sagas")
     missing = await cli("abort", "no-such-run")  # not found comes first, as in kube
     assert missing.code == 3 and "not found" in missing.stderr
-    bench = await cli("bench", "rb")
-    assert (bench.code, bench.stderr) == (2, "error: bench is not yet available\n")
+    bench = await cli("bench", "rb", "--duration", "1")
+    assert (bench.code, bench.stderr) == (
+        1,
+        "error: this API server runs without sagas: workflowrun rb cannot be benched\n",
+    )
 
 
 async def test_failures_exit_with_their_code_and_the_servers_message_without_traceback(

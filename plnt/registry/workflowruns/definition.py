@@ -2,7 +2,8 @@
 
 The served subresources are `status`, `scale`, and the runtime operations `invoke`,
 `invocations`, `proxy` (the runners' own HTTP API, OpenAI's included), `rollback`, `abort`,
-`promote` and `retry` (served by `plnt.apiserver`). A server
+`promote`, `retry` and `bench` (served by `plnt.apiserver`; a bench's checks are
+`bench.py` here). A server
 that deploys runs (one with a DeployControl) uses `with_teardown()`, whose strategy adds the
 `plnt.work/teardown` finalizer on create so deleting a run waits until its runners are gone,
 and marks each new generation `Reconciling=True` until the saga reports on it.
@@ -76,6 +77,7 @@ DEFINITION = ResourceDefinition(
         Subresource("abort", "Status", ("create",), group="", version="v1"),
         Subresource("promote", "Status", ("create",), group="", version="v1"),
         Subresource("retry", "Status", ("create",), group="", version="v1"),
+        Subresource("bench", "Bench", ("create", "get")),
     ),
     columns=(
         PrinterColumn(

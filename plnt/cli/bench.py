@@ -1,0 +1,332 @@
+"""`plnt bench NAME` (and `kubectl plnt bench NAME`): start a bench, follow it, print it.
+
+The bench runs on the server (`POST …/workflowruns/NAME/bench`, a durable workflow), so
+this command only starts it and follows `GET …/bench`: on a terminal a live progress bar
+per revision with the running p50/p99 and error count, then a table of the results
+(`--json`: the Bench as JSON instead). `--wait=false` prints the bench's id and returns
+at once; Ctrl-C stops following, not the bench. `--compare 1,2` measures two revisions
+side by side in the same window.
+
+Exit codes (`exits`): 0 when the bench succeeded; 1 when it failed (its message on
+stderr); the API's errors as usual (404 → 3, 409 a bench already running or no ready
+revision → 4, 422 a limit out of range → 6); 2 for bad options.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from plnt.cli import connecting, exits, printing
+from plnt.cli.connecting import ContextOption, KubeconfigOption, NamespaceOption
+from plnt.client import PlntClient
+
+POLL_SECONDS = 0.5
+DONE = ("Succeeded", "Failed")
+
+
+class BenchInputError(exits.UsageError):
+    """`--filename` cannot be read, or is not a JSON/YAML object or list of objects."""
+
+
+def register(app: typer.Typer) -> None:
+    """Add `bench` to `app`."""
+    app.command(
+        "bench",
+        epilog=(
+            "Examples: plnt bench summarize --duration 30 --rate 200;"
+            " plnt bench summarize --concurrency 16 --compare 1,2 --json;"
+            " plnt bench summarize --wait=false"
+        ),
+    )(bench)
+
+
+def _truth(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    exits.fail(f"--wait takes true or false, not {value!r}", exits.Code.USAGE)
+
+
+def read_inputs(filename: Path) -> Any:
+    """The inputs of `-f FILE` ('-': stdin): a JSON or YAML object, or a list of objects."""
+    try:
+        text = sys.stdin.read() if str(filename) == "-" else filename.read_text("utf-8")
+        loaded = yaml.safe_load(text)
+    except OSError as error:
+        raise BenchInputError(f"{filename}: {error.strerror or error}") from error
+    except yaml.YAMLError as error:
+        raise BenchInputError(f"{filename}: not valid JSON or YAML: {error}") from error
+    items = loaded if isinstance(loaded, list) else [loaded]
+    if not items or not all(isinstance(item, dict) for item in items):
+        raise BenchInputError(f"{filename}: inputs must be an object or a list of objects")
+    return loaded
+
+
+def bench(
+    name: Annotated[str, typer.Argument(help="The WorkflowRun to bench.")],
+    duration: Annotated[
+        float, typer.Option("--duration", help="Seconds of the measured phase (at most 3600).")
+    ] = 10.0,
+    warmup: Annotated[
+        float, typer.Option("--warmup", help="Seconds of load before it, not recorded.")
+    ] = 0.0,
+    rate: Annotated[
+        float | None,
+        typer.Option("--rate", help="Open loop: requests per second (not with --concurrency)."),
+    ] = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option("--concurrency", help="Closed loop: requests in flight (default 8)."),
+    ] = None,
+    filename: Annotated[
+        Path | None,
+        typer.Option(
+            "--filename",
+            "-f",
+            help="Inputs: a JSON/YAML object or a list cycled in order ('-': stdin)."
+            " Default: the run's smoke inputs.",
+        ),
+    ] = None,
+    revision: Annotated[
+        str | None,
+        typer.Option("--revision", help="stable (default), canary, or a revision number."),
+    ] = None,
+    compare: Annotated[
+        str | None,
+        typer.Option("--compare", help="Two revisions side by side, e.g. 1,2 or stable,canary."),
+    ] = None,
+    request_timeout: Annotated[
+        float, typer.Option("--request-timeout", help="Per-request timeout of the load, seconds.")
+    ] = 30.0,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the Bench as JSON instead of a table.")
+    ] = False,
+    wait: Annotated[
+        str,
+        typer.Option(
+            "--wait", help="--wait=false: print the bench's id and return without following."
+        ),
+    ] = "true",
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    namespace: NamespaceOption = None,
+) -> None:
+    """Load-test a WorkflowRun's revision(s) on the server and print the results."""
+    follow = _truth(wait)
+    spec: dict[str, Any] = {"durationSeconds": duration, "warmupSeconds": warmup}
+    spec["timeoutSeconds"] = request_timeout
+    for key, value in (("rate", rate), ("concurrency", concurrency), ("revision", revision)):
+        if value is not None:
+            spec[key] = value
+    if compare is not None:
+        spec["compare"] = [part.strip() for part in compare.split(",")]
+    if filename is not None:
+        with exits.reported():
+            spec["inputs"] = read_inputs(filename)
+    body = {"apiVersion": "plnt.work/v1", "kind": "Bench", "spec": spec}
+    console = Console(highlight=False, soft_wrap=True)
+    live = follow and not as_json and console.is_terminal
+
+    async def action(client: PlntClient) -> dict[str, Any]:
+        path = client.object_path("workflowruns", name, subresource="bench")
+        started: dict[str, Any] = (await client.request("POST", path, json=body)).json()
+        if not follow:
+            return started
+        bench_id = started["metadata"]["name"]
+        if not as_json:
+            console.print(f"bench {bench_id} of {printing.GROUP_RESOURCE}/{name} started")
+        return await _follow(client, path, name, bench_id, console if live else None)
+
+    result = connecting.call(connecting.Target(kubeconfig, context, namespace), action)
+    if not follow:
+        typer.echo(json.dumps(result, indent=2) if as_json else result["metadata"]["name"])
+        return
+    status = result.get("status") or {}
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+    else:
+        _print_results(console, result)
+    if status.get("phase") != "Succeeded":
+        exits.fail(str(status.get("message") or "the bench failed"), exits.Code.FAILED)
+
+
+async def _follow(
+    client: PlntClient, path: str, name: str, bench_id: str, console: Console | None
+) -> dict[str, Any]:
+    """Poll the bench until it is done; with `console`, draw a progress bar per revision."""
+    display = _Display(console) if console is not None else None
+    try:
+        while True:
+            current: dict[str, Any] = (await client.request("GET", path)).json()
+            if current.get("metadata", {}).get("name") != bench_id:
+                found = await _recorded(client, name, bench_id)
+                if found is not None:
+                    return found
+            else:
+                if display is not None:
+                    display.update(current)
+                if (current.get("status") or {}).get("phase") in DONE:
+                    return current
+            await asyncio.sleep(POLL_SECONDS)
+    finally:
+        if display is not None:
+            display.stop()
+
+
+async def _recorded(client: PlntClient, name: str, bench_id: str) -> dict[str, Any] | None:
+    """Our bench from the run's `status.benchHistory` (a newer bench has started since)."""
+    run = await client.get_workflowrun(name)
+    for record in (run.get("status") or {}).get("benchHistory") or []:
+        if record.get("id") == bench_id:
+            keys = ("phase", "targets", "results", "restarts", "message", "startTime")
+            return {
+                "apiVersion": "plnt.work/v1",
+                "kind": "Bench",
+                "metadata": {"name": bench_id, "namespace": run["metadata"]["namespace"]},
+                "spec": record.get("spec") or {},
+                "status": {key: record[key] for key in (*keys, "completionTime") if key in record},
+            }
+    return None
+
+
+class _Display:
+    """A rich progress bar per revision: elapsed of the measured phase, p50, p99, errors."""
+
+    def __init__(self, console: Console) -> None:
+        self.progress = Progress(
+            TextColumn("{task.description:>12}"),
+            BarColumn(),
+            TextColumn("{task.fields[detail]}"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
+        self.tasks: dict[str, TaskID] = {}
+        self.started = time.monotonic()
+        self.progress.start()
+
+    def update(self, bench: dict[str, Any]) -> None:
+        spec, status = bench.get("spec") or {}, bench.get("status") or {}
+        total = float(spec.get("durationSeconds") or 1.0)
+        by_label = {p.get("label"): p for p in status.get("progress") or []}
+        for target in status.get("targets") or []:
+            label = str(target.get("label"))
+            task = self.tasks.get(label)
+            if task is None:
+                description = _target_name(target)
+                task = self.progress.add_task(description, total=total, detail="warming up")
+                self.tasks[label] = task
+            seen = by_label.get(label)
+            if seen is None:
+                phase = status.get("phase") or "Pending"
+                detail = status.get("message") or phase.lower()
+                self.progress.update(task, detail=str(detail))
+                continue
+            detail = (
+                f"{int(seen.get('requests') or 0)} req  p50 {_ms(seen.get('p50Ms'))}"
+                f"  p99 {_ms(seen.get('p99Ms'))}  errors {int(seen.get('errors') or 0)}"
+            )
+            elapsed = min(float(seen.get("elapsedSeconds") or 0.0), total)
+            self.progress.update(task, completed=elapsed, detail=detail)
+        if status.get("phase") in DONE:
+            for task in self.tasks.values():
+                self.progress.update(task, completed=total)
+
+    def stop(self) -> None:
+        self.progress.stop()
+
+
+def _ms(value: Any) -> str:
+    if value is None:
+        return "-"
+    number = float(value)
+    return f"{number:.2f} ms" if number < 10 else f"{number:.1f} ms"
+
+
+def _target_name(target: dict[str, Any]) -> str:
+    label, revision = str(target.get("label")), target.get("revision")
+    return f"revision {revision}" if label == str(revision) else f"{label} (r{revision})"
+
+
+def _rate(result: dict[str, Any]) -> str:
+    achieved = float(result.get("achievedRate") or 0.0)
+    requested = result.get("requestedRate")
+    if requested is None:
+        return f"{achieved:.1f}"
+    return f"{achieved:.1f} / {float(requested):.1f}"
+
+
+def _percent(value: Any, reason: Any = None) -> str:
+    if value is None:
+        return "n/a" if reason else "-"
+    return f"{100 * float(value):.1f}%"
+
+
+def results_table(bench: dict[str, Any]) -> Table:
+    """One row per revision: throughput, latency percentiles, errors, cache, GPU."""
+    status = bench.get("status") or {}
+    table = Table(title=f"bench {bench.get('metadata', {}).get('name', '')}", title_justify="left")
+    for header in (
+        "REVISION",
+        "REQUESTS",
+        "REQ/S (GOT / ASKED)",
+        "P50",
+        "P90",
+        "P95",
+        "P99",
+        "MAX",
+        "ERRORS",
+        "CACHE HITS",
+        "GPU",
+    ):
+        justify = "left" if header == "REVISION" else "right"
+        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    for target, result in zip(
+        status.get("targets") or [], status.get("results") or [], strict=False
+    ):
+        latency = result.get("latency") or {}
+        errors = result.get("errors") or {}
+        error_count = sum(int(n) for n in errors.values())
+        table.add_row(
+            _target_name(target),
+            str(result.get("requests", 0)),
+            _rate(result),
+            _ms(latency.get("p50Ms")),
+            _ms(latency.get("p90Ms")),
+            _ms(latency.get("p95Ms")),
+            _ms(latency.get("p99Ms")),
+            _ms(latency.get("maxMs")),
+            f"{error_count} ({_percent(result.get('errorRate'))})",
+            _percent(result.get("cacheHitRate"), result.get("cacheReason")),
+            _percent(result.get("gpuUtilization"), result.get("gpuReason")),
+        )
+    return table
+
+
+def _print_results(console: Console, bench: dict[str, Any]) -> None:
+    status = bench.get("status") or {}
+    if status.get("results"):
+        console.print(results_table(bench))
+        measured = [
+            f"{_target_name(t)}: {t.get('url')} ({t.get('path')}, 1 of {t.get('replicas')}"
+            " ready replicas)"
+            for t in status.get("targets") or []
+            if t.get("url")
+        ]
+        for line in measured:
+            console.print(f"measured {line}")
+    if status.get("phase") == "Succeeded" and status.get("message"):
+        console.print(str(status["message"]))
