@@ -31,6 +31,7 @@ NOT_IN_KUBERNETES_SCHEMAS = {
     ("cert-manager.io/v1", "Issuer"),
     ("cert-manager.io/v1", "Certificate"),
     ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    ("monitoring.coreos.com/v1", "PodMonitor"),
 }
 # Every flag of `plnt serve` the chart may pass.
 SERVE_FLAGS = {
@@ -355,6 +356,7 @@ def test_worker_runs_plnt_worker_in_cluster_with_an_emptydir_state_dir(rendered:
         "temporal-address": "temporal-frontend.temporal.svc:7233",
         "temporal-namespace": "default",
         "state-dir": "/var/lib/plnt",
+        "metrics-port": "9090",
         "runner-chart": "oci://ghcr.io/plnt-work/charts/workflow-runner:0.1.0",
         "runner-values": "/etc/plnt/runner/values.yaml",
     }

@@ -1,0 +1,57 @@
+"""charts/plnt's observability objects, rendered offline: the Grafana dashboard ConfigMap
+(equal to the generator's output), scrape annotations, the worker's metrics port and
+the PodMonitor beside the ServiceMonitor."""
+
+from __future__ import annotations
+
+import json
+import runpy
+from collections.abc import Callable
+
+from tests.charts import rendering
+from tests.charts.rendering import Rendered
+
+Render = Callable[[str], Rendered]
+
+DASHBOARD = rendering.CHART_DIR / "dashboards" / "plnt.json"
+GENERATOR = rendering.CHART_DIR / "dashboards" / "generate.py"
+WORKER = "plnt-worker"
+API = "plnt-apiserver"
+
+
+def test_the_committed_dashboard_is_the_generators_output() -> None:
+    generated = runpy.run_path(str(GENERATOR))["render"]()
+    assert DASHBOARD.read_text() == generated
+
+
+def test_the_dashboard_ships_as_a_configmap_for_grafanas_sidecar(rendered: Render) -> None:
+    (configmap,) = [
+        c for c in rendered("default").all("ConfigMap") if "plnt.json" in c.get("data", {})
+    ]
+    assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(configmap["data"]["plnt.json"]) == json.loads(DASHBOARD.read_text())
+
+
+def test_pods_carry_scrape_annotations_and_the_worker_serves_metrics(rendered: Render) -> None:
+    r = rendered("default")
+    worker = r.one("Deployment", WORKER)
+    annotations = worker["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert annotations["prometheus.io/port"] == "9090"
+    container = rendering.container(worker, "worker")
+    assert "--metrics-port=9090" in container["args"]
+    assert {"name": "metrics", "containerPort": 9090, "protocol": "TCP"} in container["ports"]
+    api = r.one("Deployment", API)["spec"]["template"]["metadata"]["annotations"]
+    assert (api["prometheus.io/scrape"], api["prometheus.io/scheme"]) == ("true", "https")
+
+
+def test_the_podmonitor_selects_the_worker_pods_by_their_metrics_port(rendered: Render) -> None:
+    r = rendered("cert-manager")
+    (monitor,) = r.all("PodMonitor")
+    worker = r.one("Deployment", WORKER)
+    labels = worker["spec"]["template"]["metadata"]["labels"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    ports = rendering.container(worker, "worker")["ports"]
+    assert endpoint["port"] in {p["name"] for p in ports} and endpoint["path"] == "/metrics"
+    assert rendered("default").all("PodMonitor") == []
