@@ -30,8 +30,10 @@ retried once on another endpoint; a timeout is not (the runner may be working on
 
 `GET …/workflowruns/{name}/invocations` lists the last 100 invocations this API server
 made for the run, oldest first (time, revision, endpoint, status, durationMs, cache; `path`
-for proxied calls; `timeToFirstTokenMs` for streams that carried tokens). A stream is logged
-when it ends, with the status its last line reports (499 when the caller went away first).
+for proxied calls; `timingsMs`, the time of each hop — apiserver, runner, backend — for
+answers that were not streams; `timeToFirstTokenMs` for streams that carried tokens). A
+stream is logged when it ends, with the status its last line reports (499 when the caller
+went away first). With `?watch=true` the log is followed (`invocationwatch`).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from aiohttp import web
 
 from plnt.api import codec, errors
 from plnt.api.meta import now_rfc3339
-from plnt.apiserver import keys, negotiation, params, relay, responses, traffic
+from plnt.apiserver import invocationwatch, keys, negotiation, params, relay, responses, traffic
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.registry.store import ResourceStore
 
@@ -274,8 +276,9 @@ def _buffered(
 ) -> web.Response:
     """The runner's whole answer, with the revision, cache and timing headers added."""
     cache = answer.passed.get("X-Plnt-Cache") or _cache_from_body(answer.body)
-    _log_route(request, info, route, call, answer.status, cache)
     own_ms = route.own_ms(time.perf_counter())
+    hops = traffic.hop_timings(answer.timings, apiserver_ms=own_ms)
+    _log_route(request, info, route, call, answer.status, cache, timings=hops)
     headers = {
         "X-Plnt-Revision": str(route.target.revision),
         "X-Plnt-Cache": cache,
@@ -343,6 +346,8 @@ def _log_route(
     status: int,
     cache: str,
     first_token_at: float | None = None,
+    *,
+    timings: dict[str, float] | None = None,
 ) -> None:
     """Record one invocation (calls that are not invocations are not logged)."""
     if not call.logged:
@@ -357,6 +362,8 @@ def _log_route(
     }
     if call.log_path:
         entry["path"] = call.path
+    if timings:
+        entry["timingsMs"] = timings
     if first_token_at is not None:
         entry["timeToFirstTokenMs"] = round((first_token_at - route.began) * 1000.0, 3)
     request.app[keys.INVOKER].log.record(info.namespace, info.name, entry)
@@ -364,10 +371,12 @@ def _log_route(
 
 async def handle_invocations(
     request: web.Request, store: ResourceStore, info: RequestInfo
-) -> web.Response:
+) -> web.StreamResponse:
     if info.verb != "get":
         raise errors.MethodNotSupported.of(store.definition.group_resource, info.verb)
     await store.get(info.namespace, info.name)  # 404 for a run that does not exist
+    if params.wants_watch(request.query):
+        return await invocationwatch.serve(request, info)
     return responses.json_response(
         {
             "kind": "WorkflowRunInvocationList",

@@ -8,13 +8,15 @@ flight from this API server (ties broken round robin, so an idle pool is still s
 In-flight counts are per process: each API server replica balances its own calls.
 
 `InvocationLog` keeps the last `size` invocations of each run in memory, for
-`GET …/invocations`; it is per process and lost on restart, like an access log.
+`GET …/invocations`; it is per process and lost on restart, like an access log. A
+watch of the log (`?watch=true`) is a `follow` queue that `record` feeds.
 
 No I/O here; errors: none.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import random
@@ -116,6 +118,21 @@ def cache_outcome(body: Any) -> str:
     return "miss" if hits == 0 else "partial"
 
 
+def hop_timings(server_timing: Sequence[str], *, apiserver_ms: float) -> dict[str, float]:
+    """Milliseconds per hop for the log: the runner's `Server-Timing` entries (`runner`,
+    `backend`) and the API server's own time; malformed entries are left out."""
+    hops: dict[str, float] = {"apiserver": round(apiserver_ms, 3)}
+    for header in server_timing:
+        for metric in header.split(","):
+            name, *parameters = (part.strip() for part in metric.split(";"))
+            for parameter in parameters:
+                key, _, value = parameter.partition("=")
+                if name and key.strip().lower() == "dur":
+                    with contextlib.suppress(ValueError):
+                        hops[name] = round(float(value.strip().strip('"')), 3)
+    return hops
+
+
 @dataclass
 class InvocationLog:
     """The last `size` invocations per (namespace, name), for at most `runs` runs."""
@@ -124,6 +141,9 @@ class InvocationLog:
     runs: int = LOGGED_RUNS
     _entries: OrderedDict[tuple[str, str], deque[dict[str, Any]]] = field(
         default_factory=OrderedDict
+    )
+    _followers: dict[tuple[str, str], set[asyncio.Queue[dict[str, Any]]]] = field(
+        default_factory=dict
     )
 
     def record(self, namespace: str, name: str, entry: dict[str, Any]) -> None:
@@ -136,6 +156,23 @@ class InvocationLog:
         else:
             self._entries.move_to_end(key)
         entries.append(entry)
+        for queue in self._followers.get(key, ()):
+            queue.put_nowait(entry)
+
+    @contextlib.contextmanager
+    def follow(self, namespace: str, name: str) -> Iterator[asyncio.Queue[dict[str, Any]]]:
+        """A queue of the entries recorded from now on, until the block ends."""
+        key = (namespace, name)
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._followers.setdefault(key, set()).add(queue)
+        try:
+            yield queue
+        finally:
+            followers = self._followers.get(key)
+            if followers is not None:
+                followers.discard(queue)
+                if not followers:
+                    del self._followers[key]
 
     def entries(self, namespace: str, name: str) -> list[dict[str, Any]]:
         """Oldest first."""

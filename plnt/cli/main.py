@@ -18,6 +18,7 @@ from plnt.cli import (
     runs,
     serve,
     tokens,
+    ui,
     up,
     worker,
 )
@@ -37,6 +38,7 @@ for module in (
     invoke,
     operations,
     tokens,
+    ui,
 ):
     module.register(app)
 

@@ -149,7 +149,21 @@ def from_response(http_code: int, body: Any, text: str) -> ApiError:
         return from_status(body, http_code=http_code)
     runner = _runner_message(body)
     message = runner or text.strip()[:500] or f"the server answered HTTP {http_code}"
-    return from_status({"message": message}, http_code=http_code)
+    return from_status({"message": message, **_runner_causes(body)}, http_code=http_code)
+
+
+def _runner_causes(body: Any) -> dict[str, Any]:
+    """A runner's input problems as Status causes (`field` is the problem's JSON path)."""
+    error = body.get("error") if isinstance(body, Mapping) else None
+    problems = error.get("problems") if isinstance(error, Mapping) else None
+    if not isinstance(problems, list):
+        return {}
+    causes = [
+        {"reason": "FieldValueInvalid", "message": str(p.get("message") or ""), "field": p["path"]}
+        for p in problems
+        if isinstance(p, Mapping) and isinstance(p.get("path"), str)
+    ]
+    return {"details": {"causes": causes}} if causes else {}
 
 
 def _runner_message(body: Any) -> str | None:

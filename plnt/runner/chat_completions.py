@@ -250,8 +250,14 @@ def _finish(
 
 
 async def models(request: web.Request) -> web.StreamResponse:
-    """GET /v1/models: the workflow, as the one model this endpoint serves."""
+    """GET /v1/models: the workflow, as the one model this endpoint serves.
+
+    Beside OpenAI's fields, `plnt` carries what a client needs to call the workflow: its
+    version, its inputs JSON Schema and the input a chat message fills (null when the
+    workflow takes no chat); OpenAI clients ignore fields they do not know.
+    """
     workflow = request.app[keys.WORKFLOW]
+    chat = workflow.chat
     return web.json_response(
         {
             "object": "list",
@@ -261,6 +267,11 @@ async def models(request: web.Request) -> web.StreamResponse:
                     "object": "model",
                     "created": 0,
                     "owned_by": "plnt",
+                    "plnt": {
+                        "version": workflow.metadata.version,
+                        "inputs": workflow.inputs,
+                        "chatInput": None if chat is None else chat.input,
+                    },
                 }
             ],
         }

@@ -1,0 +1,250 @@
+"""The live parts of the pages: the API's watches, relayed to the browser as Server-Sent Events.
+
+Each stream opens the watches its page needs with the user's client, keeps the objects
+they describe, and after every change sends the page's affected fragments rendered by
+the same templates as the page itself. A message is one JSON object:
+
+* `{"replace": {ID: HTML}}` — set the element's content;
+* `{"prepend": {ID: HTML}}` — add rows at the top (the invocation log, newest first);
+* `{"clear": [ID]}` — empty an element (a stream that starts over resends its rows);
+* `{"error": MESSAGE}` — the API refused (its Status message, e.g. RBAC's 403).
+
+Nothing here polls: a message follows an event of a watch, except that while a saga
+step runs, the timeline is redrawn from the object already held every two seconds so the
+running bar grows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import web
+
+from plnt.api import codec
+from plnt.client import ClientError, PlntClient, WatchEvent
+from plnt.ui import following, keys, rendering, views
+
+RUNNING_REDRAW_SECONDS = 2.0
+Message = dict[str, Any]
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+async def _open(request: web.Request) -> web.StreamResponse:
+    response = web.StreamResponse(
+        headers={
+            "Content-Type": "text/event-stream",
+            "Cache-Control": "no-store",
+            "X-Accel-Buffering": "no",
+        }
+    )
+    response.headers.update({k: v for k, v in rendering.HEADERS.items() if k != "Cache-Control"})
+    await response.prepare(request)
+    await response.write(b"retry: 5000\n\n")
+    return response
+
+
+async def _send(response: web.StreamResponse, message: Message) -> None:
+    await response.write(b"data: " + codec.dumps(message) + b"\n\n")
+
+
+def _message_of(error: ClientError) -> str:
+    return getattr(error, "message", None) or str(error)
+
+
+async def _relay(request: web.Request, source: AsyncIterator[Message | None]) -> web.StreamResponse:
+    """Send what `source` yields (None: nothing to send) until the browser goes away."""
+    response = await _open(request)
+    try:
+        async for message in source:
+            if message is not None:
+                await _send(response, message)
+    except ClientError as error:
+        with contextlib.suppress(ConnectionError):
+            await _send(response, {"error": _message_of(error)})
+    except ConnectionError:
+        pass
+    return response
+
+
+async def _merged(
+    sources: Mapping[str, AsyncIterator[tuple[str, Any]]], *, idle: Callable[[], float | None]
+) -> AsyncIterator[tuple[str, str, Any]]:
+    """Events of several follows as `(source, type, object)`; `("", "TICK", None)` after
+    `idle()` seconds without one. The first failure of any source is raised."""
+    queue: asyncio.Queue[tuple[str, str, Any] | BaseException] = asyncio.Queue()
+
+    async def pump(name: str, source: AsyncIterator[tuple[str, Any]]) -> None:
+        try:
+            async for kind, obj in source:
+                await queue.put((name, kind, obj))
+        except Exception as error:  # handed to the consumer, which raises it
+            await queue.put(error)
+
+    tasks = [asyncio.create_task(pump(name, source)) for name, source in sources.items()]
+    try:
+        while True:
+            try:
+                async with asyncio.timeout(idle()):
+                    item = await queue.get()
+            except TimeoutError:
+                yield "", "TICK", None
+                continue
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _client(request: web.Request) -> PlntClient:
+    return request.app[keys.CLIENT]
+
+
+async def runs(request: web.Request) -> web.StreamResponse:
+    """The Runs page's table, following every WorkflowRun of the namespace."""
+    client = _client(request)
+    namespace = request.match_info["namespace"]
+    path = client.collection_path("workflowruns", namespace=namespace)
+    state: dict[str, dict[str, Any]] = {}
+
+    async def messages() -> AsyncIterator[Message | None]:
+        async for kind, obj in following.follow(client, path):
+            following.apply(state, kind, obj)
+            html = rendering.fragment(
+                request,
+                "runs_rows.html",
+                rows=views.run_rows(state.values(), now()),
+                namespace=namespace,
+            )
+            yield {"replace": {"runs-body": html}}
+
+    return await _relay(request, messages())
+
+
+def run_fragments(request: web.Request, run: Mapping[str, Any]) -> dict[str, str]:
+    """The parts of the Run page that follow the WorkflowRun itself."""
+    status = run.get("status") or {}
+    context = {
+        "run": run,
+        "status": status,
+        "timeline": views.timeline(status.get("saga"), now()),
+        "history": views.history(status),
+        "traffic": views.traffic_bars(status.get("traffic")),
+        "namespace": (run.get("metadata") or {}).get("namespace", ""),
+    }
+    return {
+        "run-summary": rendering.fragment(request, "run_summary.html", **context),
+        "run-timeline": rendering.fragment(request, "run_timeline.html", **context),
+        "run-conditions": rendering.fragment(request, "run_conditions.html", **context),
+        "run-history": rendering.fragment(request, "run_history.html", **context),
+    }
+
+
+def events_fragment(request: web.Request, events: Mapping[str, Mapping[str, Any]]) -> str:
+    ordered = sorted(events.values(), key=_event_time)
+    return rendering.fragment(request, "run_events.html", events=ordered, now=now(), views=views)
+
+
+def _event_time(event: Mapping[str, Any]) -> str:
+    series = event.get("series") or {}
+    return str(
+        series.get("lastObservedTime")
+        or event.get("lastTimestamp")
+        or event.get("eventTime")
+        or event.get("firstTimestamp")
+        or (event.get("metadata") or {}).get("creationTimestamp")
+        or ""
+    )
+
+
+def _running(run: Mapping[str, Any] | None) -> bool:
+    saga = ((run or {}).get("status") or {}).get("saga") or []
+    return any(step.get("state") == "Running" for step in saga)
+
+
+async def run(request: web.Request) -> web.StreamResponse:
+    """The Run page: the WorkflowRun (timeline, conditions, history, traffic) and its Events."""
+    client = _client(request)
+    namespace, name = request.match_info["namespace"], request.match_info["name"]
+    runs_path = client.collection_path("workflowruns", namespace=namespace)
+    events_path = f"/api/v1/namespaces/{namespace}/events"
+    held: dict[str, dict[str, Any]] = {}
+    events: dict[str, dict[str, Any]] = {}
+
+    def idle() -> float | None:
+        return RUNNING_REDRAW_SECONDS if _running(held.get(name)) else None
+
+    async def messages() -> AsyncIterator[Message | None]:
+        sources = {
+            "run": following.follow(
+                client, runs_path, params={"fieldSelector": f"metadata.name={name}"}
+            ),
+            "events": following.follow(
+                client,
+                events_path,
+                params={
+                    "fieldSelector": f"involvedObject.kind=WorkflowRun,involvedObject.name={name}"
+                },
+            ),
+        }
+        async for source, kind, obj in _merged(sources, idle=idle):
+            if source == "events":
+                following.apply(events, kind, obj)
+                yield {"replace": {"run-events": events_fragment(request, events)}}
+                continue
+            if source == "run":
+                following.apply(held, kind, obj)
+            current = held.get(name)
+            if current is None:
+                if source == "run":
+                    yield {"error": f"workflowrun {name} does not exist (any more)"}
+                continue
+            yield {"replace": run_fragments(request, current)}
+
+    return await _relay(request, messages())
+
+
+async def invocations(request: web.Request) -> web.StreamResponse:
+    """The invocation log, followed: the entries held, then each one as it is recorded."""
+    client = _client(request)
+    namespace, name = request.match_info["namespace"], request.match_info["name"]
+    path = client.object_path("workflowruns", name, namespace=namespace, subresource="invocations")
+
+    async def messages() -> AsyncIterator[Message | None]:
+        yield {"clear": ["invocations-body"]}
+        events: AsyncIterator[WatchEvent] = client.watch(path)
+        async for event in events:
+            row = views.invocation_row(event.object)
+            html = rendering.fragment(request, "invocation_row.html", row=row)
+            yield {"prepend": {"invocations-body": html}}
+
+    return await _relay(request, messages())
+
+
+async def backends(request: web.Request) -> web.StreamResponse:
+    """The backend selector's table, following every PlntBackend of the namespace."""
+    client = _client(request)
+    namespace = request.match_info["namespace"]
+    selected_run = request.query.get("run", "")
+    path = client.collection_path("plntbackends", namespace=namespace)
+    state: dict[str, dict[str, Any]] = {}
+
+    async def messages() -> AsyncIterator[Message | None]:
+        async for kind, obj in following.follow(client, path):
+            following.apply(state, kind, obj)
+            rows = sorted((views.backend_row(b) for b in state.values()), key=lambda r: r.name)
+            html = rendering.fragment(
+                request, "backend_rows.html", rows=rows, run_name=selected_run, current=""
+            )
+            yield {"replace": {"backends-body": html}}
+
+    return await _relay(request, messages())
