@@ -1,9 +1,10 @@
-"""`python -m plnt.bench apiserver|saga|deploys|proxy [flags]`: run one benchmark, print ratios.
+"""`python -m plnt.bench apiserver|saga|deploys|proxy|harness [flags]`: one benchmark, its ratios.
 
     python -m plnt.bench apiserver --quick
     python -m plnt.bench saga --deploys 5 --duration 2
     python -m plnt.bench deploys --kubeconfig K --ref R --digest D --target kubernetes
     python -m plnt.bench proxy --concurrency 16 --duration 5
+    python -m plnt.bench harness --rate 2000 --duration 5
 
 Each subcommand's flags are its own (`python -m plnt.bench saga --help`); this module
 only picks the command, so neither pays for the other's imports.
@@ -15,7 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 USAGE = (
-    "usage: python -m plnt.bench {apiserver,saga,deploys,proxy} [flags]"
+    "usage: python -m plnt.bench {apiserver,saga,deploys,proxy,harness} [flags]"
     "  (--help after one for its flags)"
 )
 
@@ -30,6 +31,12 @@ def _deploys(argv: Sequence[str]) -> int:
     from plnt.bench import deploys_command
 
     return deploys_command.main(argv)
+
+
+def _harness(argv: Sequence[str]) -> int:
+    from plnt.bench import harness_ceiling
+
+    return harness_ceiling.main(argv)
 
 
 def _proxy(argv: Sequence[str]) -> int:
@@ -49,6 +56,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "saga": _saga,
     "deploys": _deploys,
     "proxy": _proxy,
+    "harness": _harness,
 }
 
 

@@ -1,13 +1,12 @@
 """The load generator: open and closed loop against one or more endpoints at once.
 
-Open loop (`LoadPlan.rate`): request *i* is scheduled at `start + i / rate` whatever the
-server does, and its latency runs from that scheduled instant, not from when it was sent.
+Open loop (`LoadPlan.rate`): request *i* is due at `start + i / rate` whatever the
+server does, and its latency runs from that due instant, not from when it was sent.
 A server that stalls for a second is therefore charged for every request that should
 have gone out during the stall (the coordinated-omission correction); a closed loop, or
 an open loop timed from the send, would record one slow request and a second of silence.
-Scheduling wakes at most about once a millisecond and sends every request that is due,
-so a generator that falls behind shows as latency and as `achieved_rate` below
-`requested_rate`, never as a fast server.
+A generator that falls behind (a busy machine, too few senders) shows the same way: as
+latency, and as `achieved_rate` below `requested_rate`, never as a fast server.
 
 Closed loop (`LoadPlan.concurrency`): that many workers, each sending its next request
 when the previous answer is read; latency runs from the send.
@@ -277,34 +276,40 @@ async def _sleep_until(instant: float) -> None:
 
 
 async def _open_loop(
-    target: _Target,
-    session: aiohttp.ClientSession,
-    plan: LoadPlan,
-    clock: _Clock,
-    group: asyncio.TaskGroup,
+    target: _Target, session: aiohttp.ClientSession, plan: LoadPlan, clock: _Clock
 ) -> None:
-    """Schedule requests at fixed intervals from `clock.start`; send each when it is due."""
+    """Request *i* is due at `clock.start + i / rate`; a pool of senders takes them in order.
+
+    Each sender takes the next due instant, waits for it, sends, and records the latency
+    from that instant. When every sender is busy (a slow or stalled server) the next
+    request goes out late and is charged from its due instant: the schedule never waits
+    for the server, and no task or queue grows with the backlog (wrk2's model). The pool
+    is as large as the target's connection pool.
+    """
     assert plan.rate is not None
     interval = 1.0 / plan.rate
     budget = plan.requests
+    due = itertools.count()
     measured = 0
-    pending: set[asyncio.Task[None]] = set()
-    for sequence in itertools.count():
-        scheduled = clock.start + sequence * interval
-        if scheduled >= clock.measure_end:
-            break
-        record = scheduled >= clock.measure_start
-        if record:
-            if budget is not None and measured >= budget:
-                break
-            measured += 1
-        if scheduled > time.perf_counter():
-            await _sleep_until(scheduled)
-        task = group.create_task(target.invoke(session, scheduled, record, clock))
-        pending.add(task)
-        task.add_done_callback(pending.discard)
-    if pending:
-        await asyncio.wait(pending)
+
+    async def sender() -> None:
+        nonlocal measured
+        while True:
+            scheduled = clock.start + next(due) * interval
+            if scheduled >= clock.measure_end:
+                return
+            record = scheduled >= clock.measure_start
+            if record:
+                if budget is not None and measured >= budget:
+                    return
+                measured += 1
+            if scheduled > time.perf_counter():
+                await _sleep_until(scheduled)
+            await target.invoke(session, scheduled, record, clock)
+
+    async with asyncio.TaskGroup() as senders:
+        for _ in range(connections_for(plan)):
+            senders.create_task(sender())
     if budget is not None and measured >= budget:
         target.budget_ended = target.recorder.last_answer
 
@@ -343,8 +348,7 @@ async def _drive(
 ) -> None:
     await _sleep_until(clock.start)
     if plan.rate is not None:
-        async with asyncio.TaskGroup() as group:
-            await _open_loop(target, session, plan, clock, group)
+        await _open_loop(target, session, plan, clock)
     else:
         await _closed_loop(target, session, plan, clock)
     if target.runner_metrics_urls:

@@ -1,0 +1,62 @@
+"""The bare-aiohttp floor of the harness benchmark: `python -m plnt.bench.harness_floor`.
+
+One aiohttp handler that reads the body and answers the echo runner's answer as fixed
+bytes, with the same `Server-Timing` header: everything a runner does is left out except
+HTTP itself, so the generator parses the same answer and what remains is the cheapest
+server aiohttp can be. Prints `harness floor listening on URL` when it serves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from collections.abc import Sequence
+
+from aiohttp import web
+
+ANSWER = (
+    b'{"workflow": {"name": "echo", "version": null}, "output": {"seq": 1},'
+    b' "trace": [{"id": "echo", "kind": "transform", "startedMs": 0.05, "finishedMs": 0.2,'
+    b' "durationMs": 0.15, "backendMs": 0.0, "attempts": 1, "cache": "off"}],'
+    b' "cache": {"hits": 0, "misses": 0, "entries": 0, "maxEntries": 1024,'
+    b' "ttlSeconds": 600.0, "totalHits": 0, "totalMisses": 0},'
+    b' "timings": {"totalMs": 0.4, "runnerMs": 0.4, "backendMs": 0.0}}'
+)
+HEADERS = {"Server-Timing": "runner;dur=0.400, backend;dur=0.000", "X-Plnt-Cache": "off"}
+
+
+async def invoke(request: web.Request) -> web.Response:
+    await request.read()
+    return web.Response(body=ANSWER, content_type="application/json", headers=HEADERS)
+
+
+async def serve(port: int) -> None:
+    app = web.Application()
+    app.router.add_post("/invoke", invoke)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", port)
+        await site.start()
+        host, bound = runner.addresses[0][:2]
+        print(f"harness floor listening on http://{host}:{bound}", flush=True)
+        stop = asyncio.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m plnt.bench.harness_floor")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    asyncio.run(serve(args.port))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
