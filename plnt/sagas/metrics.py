@@ -14,7 +14,8 @@ workflow: every figure is taken where side effects happen, in the worker's activ
   a deploy (Promoted, or RolledBack: Warning after a failure, Normal after an abort or
   a newer generation). A step's duration is measured on this worker's clock between
   the two reports; if another worker reported the start (a worker was replaced
-  mid-step), the timeline's own start and end times (second precision) are used.
+  mid-step), the timeline's own start and end times (second precision) are used. Every
+  report repeats the whole timeline, so each step's end is counted once.
 
 Under `plnt up` the worker runs in the API server's process and these families are
 registered into the server's registry (one /metrics); `plnt worker --metrics-port`
@@ -27,7 +28,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
@@ -110,6 +111,7 @@ class SagaMetrics:
             for outcome in STEP_OUTCOMES.values():
                 self.step_duration.labels(step, outcome)
         self._running: dict[tuple[str, str], tuple[str | None, float]] = {}
+        self._ended: dict[tuple[str, str], tuple[Any, Any]] = {}
 
     # -- what the reports say -----------------------------------------------------------
 
@@ -138,18 +140,43 @@ class SagaMetrics:
         outcome = STEP_OUTCOMES.get(str(state))
         if outcome is None:
             return
+        # Every report repeats the whole timeline: an end is counted once.
+        end = (started, step.get("endTime"))
+        if self._ended.get(key) == end:
+            return
+        self._ended[key] = end
+        while len(self._ended) > _ENDED_KEPT:
+            del self._ended[next(iter(self._ended))]
         known = self._running.pop(key, None)
         if known is not None:
             self.step_duration.labels(name, outcome).observe(_now() - known[1])
             return
-        # The start was reported elsewhere: the timeline's own times, if it ran at all.
-        seconds = _between(started, step.get("endTime"))
-        if seconds is not None and step.get("attempts"):
+        # The start was reported elsewhere (a replaced worker): the timeline's own times,
+        # if the step ran at all and ended just now (not a step of an older deploy that
+        # this worker sees for the first time).
+        seconds = _between(started, end[1])
+        if seconds is not None and step.get("attempts") and _recent(end[1]):
             self.step_duration.labels(name, outcome).observe(seconds)
+
+
+_ENDED_KEPT = 10_000
+"""Step ends remembered (run, step) to count each once; the oldest are forgotten first."""
+_RECENT_SECONDS = 60.0
 
 
 def _now() -> float:
     return time.monotonic()
+
+
+def _recent(end: Any) -> bool:
+    """Whether a timeline time is within the last minute of this machine's clock."""
+    if not isinstance(end, str):
+        return False
+    try:
+        moment = datetime.fromisoformat(end.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return abs((datetime.now(UTC) - moment).total_seconds()) <= _RECENT_SECONDS
 
 
 def _between(start: Any, end: Any) -> float | None:
