@@ -194,8 +194,7 @@ def test_validation_errors_become_kube_field_causes() -> None:
         FieldCause(
             "spec.canary.weight",
             "FieldValueTypeInvalid",
-            'Invalid value: "string": spec.canary.weight in body must be of type integer: '
-            '"string"',
+            'Invalid value: "string": spec.canary.weight in body must be of type integer: "string"',
         ),
         FieldCause("status.history[0].revision", "FieldValueRequired", "Required value"),
     ]
