@@ -158,6 +158,7 @@ class _Target:
         self.cache_after: counters.CacheSnapshot | None = None
         self.budget_ended: float | None = None
         self._sequence = itertools.count()
+        self.timeout_seconds = plan.timeout_seconds
         self.timeout = aiohttp.ClientTimeout(total=plan.timeout_seconds)
 
     def next_request(self) -> tuple[int, bytes]:
@@ -165,16 +166,18 @@ class _Target:
         index = next(self._sequence)
         return index % len(self.urls), self.bodies[index % len(self.bodies)]
 
-    async def send(self, session: aiohttp.ClientSession, index: int, body: bytes) -> _Answer:
+    async def send(
+        self,
+        session: aiohttp.ClientSession,
+        index: int,
+        body: bytes,
+        limit: aiohttp.ClientTimeout,
+    ) -> _Answer:
         """POST one invocation; its status and parsed body, or how it failed."""
         answer = _Answer()
         try:
             async with session.post(
-                self.urls[index],
-                data=body,
-                headers=self.headers,
-                timeout=self.timeout,
-                ssl=self.ssl,
+                self.urls[index], data=body, headers=self.headers, timeout=limit, ssl=self.ssl
             ) as response:
                 answer.status = response.status
                 answer.server_timing = response.headers.get("Server-Timing")
@@ -193,12 +196,27 @@ class _Target:
     async def invoke(
         self, session: aiohttp.ClientSession, began: float, record: bool, clock: _Clock
     ) -> None:
-        """One request, timed from `began` (its scheduled instant in an open loop)."""
+        """One request, timed from `began` (its due instant in an open loop).
+
+        The timeout runs from `began` too: a request sent late gets what is left of it, and
+        one already `timeout_seconds` late is a timeout without being sent. So a backlog
+        behind a stalled server ends within `timeout_seconds` of the window's end.
+        """
         index, body = self.next_request()
-        answer = await self.send(session, index, body)
+        timeout = self.timeout
+        late = time.perf_counter() - began
+        if late > self.timeout_seconds * 0.01:
+            remaining = self.timeout_seconds - late
+            if remaining <= 0:
+                if record:
+                    self.recorder.requests += 1
+                    self.recorder.errors["timeout"] += 1
+                return
+            timeout = aiohttp.ClientTimeout(total=remaining)
+        answer = await self.send(session, index, body, timeout)
         ended = time.perf_counter()
         recorder = self.recorder
-        if clock.measure_start <= ended < clock.measure_end:
+        if answer.failure is None and clock.measure_start <= ended < clock.measure_end:
             recorder.answered_in_window += 1
         if not record:
             return

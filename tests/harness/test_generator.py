@@ -335,3 +335,16 @@ def test_a_plan_needs_exactly_one_positive_rate_or_concurrency(fields: dict[str,
 def test_stream_true_in_the_query_asks_for_the_stream() -> None:
     assert streaming("http://h/invoke?stream=true")
     assert not streaming("http://h/invoke?revision=2")
+
+
+async def test_an_open_loop_behind_a_stuck_server_times_out_from_the_due_instant() -> None:
+    async with serving() as stand_in:
+        # Every answer takes 30 s; each request may take 0.3 s from its due instant. The
+        # 32 senders are all stuck at once, so most requests go out late with what is left
+        # of their 0.3 s, or not at all once it is spent: the run ends soon after the window
+        # instead of draining a backlog for minutes.
+        plan = LoadPlan(duration_seconds=1.0, rate=100.0, timeout_seconds=0.3)
+        [result] = await run(plan, [Endpoint("stuck", f"{stand_in.url}/slow")])
+    assert result.requests == 100
+    assert result.errors["timeout"] == 100 and result.error_rate == 1.0
+    assert result.achieved_rate == 0.0  # no answer came back at all
