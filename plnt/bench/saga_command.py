@@ -1,9 +1,11 @@
-"""`python -m plnt.bench saga`: apply → Ready latency, and invoke through plnt against its runner.
+"""`python -m plnt.bench saga`: saga starts, apply → Ready latency, and invoke through plnt.
 
-    python -m plnt.bench saga [--deploys 20] [--concurrency 16] [--duration 5] [...]
+    python -m plnt.bench saga [--creates 300] [--deploys 20] [--concurrency 16] [...]
 
-Parses the flags into `SagaBenchSettings`, runs `saga_running.bench` in a temporary
-directory, prints `saga.report` and, last, the results as one JSON line. Misses of a
+Parses the flags into `SagaBenchSettings`, runs the create burst (`starts_running.bench`,
+unless `--creates 0`) and then `saga_running.bench` (unless `--deploys 0`) in a temporary
+directory, prints `starts.report` and `saga.report` and, last, the results as one JSON
+line. Misses of a
 target are printed, never turned into a non-zero exit status. See docs/benchmarks.md
 ("Deploy saga") for what each number means.
 """
@@ -19,7 +21,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from plnt.bench import saga, saga_running
+from plnt.bench import saga, saga_running, starts, starts_running
 from plnt.bench.settings import SagaBenchSettings
 
 
@@ -27,7 +29,27 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m plnt.bench saga", description=(__doc__ or "").split("\n")[0]
     )
-    p.add_argument("--deploys", type=int, default=20, help="WorkflowRuns deployed (20)")
+    p.add_argument(
+        "--creates",
+        type=int,
+        default=300,
+        help="WorkflowRuns created, and bare workflows started, in the burst (300; 0 skips it)",
+    )
+    p.add_argument(
+        "--create-concurrency", type=int, default=30, help="requests at once in the burst (30)"
+    )
+    p.add_argument(
+        "--create-rounds",
+        type=int,
+        default=2,
+        help="rounds of plnt creates, each after a round of bare starts (2)",
+    )
+    p.add_argument(
+        "--deploys",
+        type=int,
+        default=20,
+        help="WorkflowRuns deployed (20; 0 skips deploys and invoke)",
+    )
     p.add_argument("--concurrency", type=int, default=16, help="invoke workers (16)")
     p.add_argument(
         "--duration", type=float, default=5.0, help="seconds per invoke phase (5; 0 skips invoke)"
@@ -48,8 +70,12 @@ def parser() -> argparse.ArgumentParser:
 def parse_args(argv: Sequence[str] | None = None) -> SagaBenchSettings:
     p = parser()
     args = p.parse_args(argv)
-    if args.deploys < 1:
-        p.error("--deploys must be at least 1")
+    if args.deploys < 0 or args.creates < 0:
+        p.error("--deploys and --creates cannot be negative")
+    if args.deploys == 0 and args.creates == 0:
+        p.error("nothing to do: --deploys and --creates are both 0")
+    if args.create_concurrency < 1 or args.create_rounds < 1:
+        p.error("--create-concurrency and --create-rounds must be at least 1")
     return SagaBenchSettings(
         deploys=args.deploys,
         concurrency=args.concurrency,
@@ -59,6 +85,9 @@ def parse_args(argv: Sequence[str] | None = None) -> SagaBenchSettings:
         ),
         warmup=args.warmup,
         deploy_timeout=args.deploy_timeout,
+        creates=args.creates,
+        create_concurrency=args.create_concurrency,
+        create_rounds=args.create_rounds,
         json_file=args.json,
     )
 
@@ -66,13 +95,24 @@ def parse_args(argv: Sequence[str] | None = None) -> SagaBenchSettings:
 def main(argv: Sequence[str] | None = None) -> int:
     settings = parse_args(argv)
     started = time.monotonic()
+    burst: starts.BurstResults | None = None
+    results = saga.SagaResults()
     with tempfile.TemporaryDirectory(prefix="plnt-bench-saga-") as tmp:
-        results = asyncio.run(saga_running.bench(settings, Path(tmp)))
+        if settings.creates:
+            burst_settings = starts.BurstSettings(
+                settings.creates, settings.create_concurrency, settings.create_rounds
+            )
+            burst = asyncio.run(starts_running.bench(burst_settings, Path(tmp)))
+        if settings.deploys:
+            results = asyncio.run(saga_running.bench(settings, Path(tmp)))
     invoke = saga_running.invoke_settings(settings)
-    for line in saga.report(results, invoke):
+    lines = starts.report(burst) if burst is not None else []
+    for line in lines + saga.report(results, invoke):
         print(line)
     print(f"total {time.monotonic() - started:.0f}s, {os.cpu_count()} CPUs")
-    document = saga.as_json(results, invoke)
+    document = saga.as_json(results, invoke) if settings.deploys else {}
+    if burst is not None:
+        document["creates"] = starts.as_json(burst)
     if settings.json_file is not None:
         settings.json_file.write_text(json.dumps(document, indent=2) + "\n")
     print(json.dumps(document, separators=(",", ":")), flush=True)

@@ -58,13 +58,16 @@ class PlntUp:
 
 @contextlib.asynccontextmanager
 async def running_plnt(
-    state_dir: Path, temporal_address: str, *, start_timeout: float = 90.0
+    state_dir: Path, temporal_address: str, *, worker: bool = True, start_timeout: float = 90.0
 ) -> AsyncIterator[PlntUp]:
-    """`plnt up` with the given Temporal and its in-process worker; `plnt down` afterwards."""
+    """`plnt up` with the given Temporal and (unless not `worker`) its in-process worker;
+    `plnt down` afterwards."""
     argv = [
         sys.executable, "-m", "plnt", "up", "--state-dir", str(state_dir),
         "--port", str(free_port()), "--temporal-address", temporal_address,
     ]  # fmt: skip
+    if not worker:
+        argv.append("--no-worker")
     try:
         async with children.running_child(
             argv, ready=READY, what="plnt up", start_timeout=start_timeout, cwd=REPO
@@ -152,9 +155,9 @@ def invoke_settings(settings: SagaBenchSettings) -> saga.InvokeSettings:
     )
 
 
-async def create_namespace(client: PlntClient) -> None:
+async def create_namespace(client: PlntClient, name: str = NAMESPACE) -> None:
     """The benchmark's namespace: a standalone server refuses runs in a missing one."""
-    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
     with contextlib.suppress(client_errors.AlreadyExists):
         await client.request("POST", "/api/v1/namespaces", json=body)
 

@@ -50,4 +50,7 @@ class SagaBenchSettings:
     sequential_duration: float = 5.0
     warmup: float = 0.5
     deploy_timeout: float = 120.0
+    creates: int = 300
+    create_concurrency: int = 30
+    create_rounds: int = 2
     json_file: Path | None = None

@@ -18,14 +18,17 @@ from pathlib import Path
 
 import pytest
 
-from plnt.bench import deploys, saga
+from plnt.bench import deploys, saga, starts
 from tests.support.processes import live_processes
 
 REPO = Path(__file__).resolve().parents[2]
-TINY = ["--deploys", "2", "--concurrency", "2", "--duration", "0.5", "--warmup", "0.1"]
+TINY = [
+    *("--deploys", "2", "--concurrency", "2", "--duration", "0.5", "--warmup", "0.1"),
+    *("--creates", "6", "--create-concurrency", "3", "--create-rounds", "1"),
+]
 
 
-def test_benchmark_deploys_invokes_through_api_direct_and_both_floors_and_prints_all(
+def test_benchmark_bursts_deploys_invokes_through_api_direct_and_both_floors_and_prints_all(
     tmp_path: Path,
 ) -> None:
     out = tmp_path / "results.json"
@@ -59,6 +62,15 @@ def test_benchmark_deploys_invokes_through_api_direct_and_both_floors_and_prints
     for path in ("api", "direct", "bare", "bare_tls"):
         for phase in (path, f"{path}_sequential"):
             assert invoke[phase]["ops"] >= 1 and invoke[phase]["errors"] == 0, (phase, invoke)
+    creates = printed["creates"]
+    assert [r["label"] for r in creates["floors"]] == ["bare starts r1", "bare starts r2"]
+    assert [r["label"] for r in creates["plnt"]] == ["plnt creates r1"]
+    for burst in (*creates["floors"], *creates["plnt"]):
+        # Every answer acknowledged a start, and Temporal lists each started workflow.
+        assert (burst["started"], burst["deferred"], burst["errors"]) == (6, 0, 0), burst
+        assert burst["listed"] == 6, burst
+        assert {"temporal", "plnt up", "etcd", "generator"} <= set(burst["cpu_ms_per_item"])
+    assert any(line.startswith("ratio creates/bare starts") for line in lines)
     assert any(line.startswith("apply -> Ready") for line in lines)
     assert any(line.startswith("ratio invoke api/direct") for line in lines)
     assert any(line.startswith("overhead p50 c=1") for line in lines)
@@ -142,3 +154,42 @@ def test_ready_means_the_ready_condition_is_true_for_the_current_generation() ->
 def test_runner_endpoint_is_the_first_endpoint_of_the_first_traffic_target() -> None:
     obj = {"status": {"traffic": [{"endpoints": ["http://127.0.0.1:9/", "http://x"]}]}}
     assert deploys.runner_endpoint(obj) == "http://127.0.0.1:9"
+
+
+def burst(label: str, *, started: int, elapsed: float) -> starts.BurstStats:
+    return starts.BurstStats(
+        label, started=started, elapsed=elapsed, start_latencies=[0.1] * started
+    )
+
+
+def test_the_create_ratio_is_plnts_mean_started_rate_over_the_floors_and_warned_do_not_count() -> (
+    None
+):
+    results = starts.BurstResults(starts.BurstSettings(count=100, concurrency=10, rounds=1))
+    results.floors = [
+        burst("bare r1", started=100, elapsed=1.0),
+        burst("bare r2", started=100, elapsed=2.0),
+    ]
+    plnt = burst("plnt r1", started=60, elapsed=1.0)
+    plnt.deferred = 40  # answered with a Warning: stored, not started
+    results.plnt = [plnt]
+    results.rounds = [results.floors[0], plnt, results.floors[1]]
+    assert results.floor_rate == pytest.approx(75.0)
+    assert results.ratio == pytest.approx(0.8)
+    lines = starts.report(results)
+    assert lines[-1].startswith("ratio creates/bare starts  0.80  (60.0 vs 75.0 started/s")
+    assert lines[-1].endswith("MISS")
+    assert starts.as_json(results)["plnt"][0]["deferred"] == 40
+
+
+async def test_a_burst_sends_each_item_once_and_sorts_answers_started_deferred_failed() -> None:
+    seen: list[int] = []
+
+    async def operation(index: int) -> starts.Answer:
+        seen.append(index)
+        return index % 5 != 0, index % 5 == 1
+
+    stats = await starts.burst("x", operation, starts.BurstSettings(count=20, concurrency=4))
+    assert sorted(seen) == list(range(20))
+    assert (stats.started, stats.deferred, stats.errors) == (12, 4, 4)
+    assert len(stats.start_latencies) == 12

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,9 @@ async def test_temporal_answers_a_client_once_started_and_stops_listening_when_s
         client = await Client.connect(server.address, namespace="bench")
         assert client.namespace == "bench"
         assert server.ui_address is None
+        # Configured for throughput: a write-ahead log (a setting the file itself keeps).
+        with sqlite3.connect(f"file:{tmp_path / 't.db'}?mode=ro", uri=True) as db:
+            assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     finally:
         await server.astop()
     assert not _listening(server.address)
