@@ -39,7 +39,7 @@ from plnt.processes.ports import free_port
 THROUGHPUT_PRAGMAS = ("journal_mode=wal", "synchronous=normal")
 """The SQLite pragmas the server runs with unless told otherwise: a write-ahead log synced
 only at checkpoints. With SQLite's defaults (a rollback journal, `synchronous=full`) every
-transaction waits for fsyncs, and the server starts 2.5–3× fewer workflows a second (on a
+transaction waits for fsyncs, and the server starts 2.5 to 3 times fewer workflows a second (on a
 2-core machine about 40/s against 100/s). What it risks: on power loss or a kernel crash
 (not on a crash of the server or of plnt, which the log survives) the last transactions
 before it may be rolled back; the database is never corrupted. plnt's deploy hooks
