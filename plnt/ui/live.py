@@ -235,6 +235,7 @@ async def backends(request: web.Request) -> web.StreamResponse:
     client = _client(request)
     namespace = request.match_info["namespace"]
     selected_run = request.query.get("run", "")
+    current = request.query.get("current", "")
     path = client.collection_path("plntbackends", namespace=namespace)
     state: dict[str, dict[str, Any]] = {}
 
@@ -243,7 +244,12 @@ async def backends(request: web.Request) -> web.StreamResponse:
             following.apply(state, kind, obj)
             rows = sorted((views.backend_row(b) for b in state.values()), key=lambda r: r.name)
             html = rendering.fragment(
-                request, "backend_rows.html", rows=rows, run_name=selected_run, current=""
+                request,
+                "backend_rows.html",
+                rows=rows,
+                run_name=selected_run,
+                current=current,
+                namespace=namespace,
             )
             yield {"replace": {"backends-body": html}}
 

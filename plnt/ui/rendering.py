@@ -29,12 +29,16 @@ HEADERS = {
 
 def environment() -> jinja2.Environment:
     """The templates shipped in `plnt/ui/templates`, autoescaped."""
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("plnt.ui", "templates"),
         autoescape=True,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    # Pages call the Kubernetes namespace `namespace`: Jinja's helper of that name must
+    # never stand in for one a fragment was not given.
+    del env.globals["namespace"]
+    return env
 
 
 def fragment(request: web.Request, template: str, **context: Any) -> str:

@@ -23,6 +23,7 @@ function parse(html) {
 
 function follow(element) {
   const source = new EventSource(element.dataset.live);
+  source.onopen = () => { element.dataset.following = "open"; };
   source.onmessage = (event) => {
     const message = JSON.parse(event.data);
     for (const id of message.clear ?? []) document.getElementById(id)?.replaceChildren();
