@@ -165,3 +165,49 @@ async def chat(request: web.Request) -> web.StreamResponse:
         await response.write(codec.dumps(problem) + b"\n")
     await response.write_eof()
     return response
+
+
+def _number(value: Any) -> float | None:
+    if value is None or value == "":
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def bench_spec(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The Bench's spec from the page's form: a rate makes it open-loop, `compare` (`A,B`)
+    measures two revisions side by side; the API checks the rest (422 per field)."""
+    spec: dict[str, Any] = {}
+    duration, rate = _number(values.get("durationSeconds")), _number(values.get("rate"))
+    concurrency = _number(values.get("concurrency"))
+    if duration is not None:
+        spec["durationSeconds"] = duration
+    if rate is not None:
+        spec["rate"] = rate
+    elif concurrency is not None:
+        spec["concurrency"] = int(concurrency)
+    compare = [part.strip() for part in str(values.get("compare") or "").split(",")]
+    compare = [part for part in compare if part]
+    if compare:
+        spec["compare"] = [int(p) if p.isdigit() else p for p in compare]
+    elif values.get("revision"):
+        revision = str(values["revision"])
+        spec["revision"] = int(revision) if revision.isdigit() else revision
+    return spec
+
+
+async def bench(request: web.Request) -> web.StreamResponse:
+    """Start a bench (`POST …/bench`); the page follows it from there."""
+    namespace, name = _target(request)
+    values = (await _body(request)).get("values")
+    spec = bench_spec(values if isinstance(values, Mapping) else {})
+    client = _client(request)
+    path = client.object_path("workflowruns", name, namespace=namespace, subresource="bench")
+    try:
+        answer = (await client.request("POST", path, json={"spec": spec})).json() or {}
+    except ClientError as error:
+        return failure(error)
+    ident = (answer.get("metadata") or {}).get("name", "")
+    return _done(f"bench {ident} started")

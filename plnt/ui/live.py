@@ -25,7 +25,7 @@ from typing import Any
 from aiohttp import web
 
 from plnt.api import codec
-from plnt.client import ClientError, PlntClient, WatchEvent
+from plnt.client import ClientError, NotFound, PlntClient, WatchEvent
 from plnt.ui import following, keys, rendering, views
 
 RUNNING_REDRAW_SECONDS = 2.0
@@ -252,5 +252,47 @@ async def backends(request: web.Request) -> web.StreamResponse:
                 namespace=namespace,
             )
             yield {"replace": {"backends-body": html}}
+
+    return await _relay(request, messages())
+
+
+BENCH_PROGRESS_SECONDS = 1.0
+
+
+async def read_bench(client: PlntClient, namespace: str, name: str) -> dict[str, Any] | None:
+    """The run's current or last bench (GET …/bench); None when it was never benched."""
+    path = client.object_path("workflowruns", name, namespace=namespace, subresource="bench")
+    try:
+        body = (await client.request("GET", path)).json()
+    except NotFound:
+        return None
+    return body if isinstance(body, dict) else None
+
+
+async def bench(request: web.Request) -> web.StreamResponse:
+    """The Bench page's result: follows the run (a finished bench lands in its status) and,
+    while a bench runs, reads its progress each second: the API has no watch of the
+    measuring activity's heartbeat, the one place progress lives."""
+    client = _client(request)
+    namespace, name = request.match_info["namespace"], request.match_info["name"]
+    runs_path = client.collection_path("workflowruns", namespace=namespace)
+    current: dict[str, Any] = {}
+
+    def idle() -> float | None:
+        phase = ((current.get("bench") or {}).get("status") or {}).get("phase")
+        return BENCH_PROGRESS_SECONDS if phase in ("Pending", "Running") else None
+
+    async def messages() -> AsyncIterator[Message | None]:
+        sources = {
+            "run": following.follow(
+                client, runs_path, params={"fieldSelector": f"metadata.name={name}"}
+            )
+        }
+        async for _source, _kind, _obj in _merged(sources, idle=idle):
+            current["bench"] = await read_bench(client, namespace, name)
+            html = rendering.fragment(
+                request, "bench_result.html", bench=views.bench_view(current["bench"])
+            )
+            yield {"replace": {"bench-result": html}}
 
     return await _relay(request, messages())

@@ -130,3 +130,17 @@ async def invoke(request: web.Request) -> web.StreamResponse:
         problem=problem,
         title=name,
     )
+
+
+async def bench(request: web.Request) -> web.StreamResponse:
+    client = _client(request)
+    namespace, name = request.match_info["namespace"], request.match_info["name"]
+    obj = await client.get_workflowrun(name, namespace=namespace)
+    revisions = sorted(
+        {int(r.get("revision") or 0) for r in (obj.get("status") or {}).get("history") or []},
+        reverse=True,
+    )
+    current = await live.read_bench(client, namespace, name)
+    return rendering.page(
+        request, "bench.html", revisions=revisions, bench=views.bench_view(current), title=name
+    )

@@ -313,3 +313,96 @@ def backend_row(backend: Mapping[str, Any]) -> BackendRow:
         gpu_headroom=_known(status.get("gpuHeadroom")),
         models=", ".join(str(m) for m in models) or "—",
     )
+
+
+PERCENTILES = (("p50", "p50Ms"), ("p90", "p90Ms"), ("p95", "p95Ms"), ("p99", "p99Ms"))
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyBar:
+    """One bar of the latency chart: a percentile of one revision, in SVG units."""
+
+    label: str
+    percentile: str
+    ms: float
+    x: float
+    y: float
+    width: float
+    height: float
+    series: int
+
+
+@dataclass(frozen=True, slots=True)
+class BenchView:
+    """A bench (running or done) as the Bench page shows it."""
+
+    id: str
+    phase: str
+    message: str
+    progress: tuple[tuple[str, float, int, int], ...]
+    """(label, elapsed seconds, requests, errors) per revision while it runs."""
+    results: tuple[Mapping[str, Any], ...]
+    bars: tuple[LatencyBar, ...]
+    scale_ms: float
+
+
+CHART_WIDTH, CHART_HEIGHT = 600.0, 200.0
+
+
+def latency_bars(results: Sequence[Mapping[str, Any]]) -> tuple[list[LatencyBar], float]:
+    """Grouped bars: for each percentile, one bar per result (revision), on one scale."""
+    values = [
+        float((result.get("latency") or {}).get(key) or 0.0)
+        for result in results
+        for _, key in PERCENTILES
+    ]
+    top = max([*values, 0.001])
+    group = CHART_WIDTH / len(PERCENTILES)
+    width = (group * 0.8) / max(len(results), 1)
+    bars: list[LatencyBar] = []
+    for g, (name, key) in enumerate(PERCENTILES):
+        for series, result in enumerate(results):
+            ms = float((result.get("latency") or {}).get(key) or 0.0)
+            height = ms / top * (CHART_HEIGHT - 20)
+            bars.append(
+                LatencyBar(
+                    label=str(result.get("label") or series),
+                    percentile=name,
+                    ms=round(ms, 2),
+                    x=round(g * group + group * 0.1 + series * width, 2),
+                    y=round(CHART_HEIGHT - height, 2),
+                    width=round(width, 2),
+                    height=round(height, 2),
+                    series=series,
+                )
+            )
+    return bars, top
+
+
+def bench_view(bench: Mapping[str, Any] | None) -> BenchView | None:
+    """A `Bench` (from GET …/bench) or a `BenchRecord` (status.lastBench) for the page."""
+    if not bench:
+        return None
+    status = bench.get("status") if "status" in bench else bench
+    status = status or {}
+    results = tuple(r for r in status.get("results") or [] if isinstance(r, Mapping))
+    bars, top = latency_bars(results)
+    progress = tuple(
+        (
+            str(p.get("label", "")),
+            float(p.get("elapsedSeconds") or 0.0),
+            int(p.get("requests") or 0),
+            int(p.get("errors") or 0),
+        )
+        for p in status.get("progress") or []
+    )
+    ident = (bench.get("metadata") or {}).get("name") if "metadata" in bench else bench.get("id")
+    return BenchView(
+        id=str(ident or ""),
+        phase=str(status.get("phase") or bench.get("phase") or ""),
+        message=str(status.get("message") or ""),
+        progress=progress,
+        results=results,
+        bars=tuple(bars),
+        scale_ms=round(top, 2),
+    )

@@ -154,6 +154,22 @@ def test_a_schema_violation_in_the_invoke_form_shows_the_fields_message(
     page.context.close()
 
 
+def test_a_bench_started_from_the_page_shows_its_progress_and_percentiles(
+    ui: UiServer, browser: Browser, ui_namespace: str, fan: str, screenshots: Path
+) -> None:
+    page = ui.open(browser, f"/ns/{ui_namespace}/runs/{fan}/bench")
+    following(page, "#bench-result")
+    page.locator("#b-duration").fill("2")
+    page.get_by_role("button", name="Start").click()
+    expect(page.locator("#banner")).to_contain_text("started", timeout=10_000)
+    expect(page.get_by_test_id("bench-phase")).to_have_text("Succeeded", timeout=DEPLOY)
+    results = page.get_by_test_id("bench-results")
+    expect(results.locator("tbody tr")).to_have_count(1)
+    expect(page.locator("svg.chart rect")).to_have_count(4)  # p50, p90, p95, p99
+    screenshot(page, screenshots, "bench")
+    page.context.close()
+
+
 def test_rollback_rolls_back_and_the_history_shows_the_new_revision(
     ui: UiServer, browser: Browser, ui_namespace: str, fan: str, screenshots: Path
 ) -> None:

@@ -173,6 +173,11 @@ async function chat(form) {
   }
 }
 
+async function startBench(form) {
+  const { ok, answer } = await post(form.dataset.bench, { values: formValues(form) });
+  say(ok ? answer.message : `${answer.error.code}: ${answer.error.message}`, ok ? "ok" : "error");
+}
+
 document.addEventListener("click", (event) => {
   const button = event.target.closest("[data-action]");
   if (button) { event.preventDefault(); act(button); }
@@ -186,6 +191,7 @@ document.addEventListener("submit", (event) => {
   const form = event.target;
   if (form.matches("[data-invoke]")) { event.preventDefault(); invoke(form); }
   if (form.matches("[data-chat]")) { event.preventDefault(); chat(form); }
+  if (form.matches("[data-bench]")) { event.preventDefault(); startBench(form); }
   if (form.matches("[data-filters], [data-ns-picker]")) event.preventDefault();
 });
 for (const element of document.querySelectorAll("[data-live]")) follow(element);
