@@ -76,6 +76,7 @@ def up(
         if parts.scrape_config is not None:
             print(f"Prometheus scrape_configs: - {parts.scrape_config}", flush=True)
         print(f"plnt is ready at {parts.server}; export KUBECONFIG={parts.kubeconfig}", flush=True)
+        print(f"Browser UI: plnt ui --kubeconfig {parts.kubeconfig}", flush=True)
 
     code = 0
     try:

@@ -1,0 +1,113 @@
+"""The UI's pure parts: timeline geometry, form fields and inputs, problem paths, bench chart."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from plnt.ui import actions, forms, views
+
+NOW = datetime(2025, 1, 1, 12, 0, 10, tzinfo=UTC)
+
+
+def test_a_timeline_puts_steps_on_one_axis_and_a_running_bar_ends_now() -> None:
+    saga = [
+        {"name": "pull", "state": "Succeeded", "attempts": 1,
+         "startTime": "2025-01-01T12:00:00Z", "endTime": "2025-01-01T12:00:02Z"},
+        {"name": "install", "state": "Running", "attempts": 2,
+         "startTime": "2025-01-01T12:00:05Z"},
+        {"name": "promote", "state": "Pending", "attempts": 0},
+    ]  # fmt: skip
+    timeline = views.timeline(saga, NOW)
+    pull, install, promote = timeline.rows
+    assert (pull.x, pull.width, pull.duration) == (0.0, 200.0, "2 s")
+    assert (install.x, install.width, install.duration) == (500.0, 500.0, "5 s")
+    assert install.attempts == 2
+    assert not promote.started and promote.width == 0.0
+    assert timeline.span == "10 s"
+
+
+def test_the_compensation_entry_of_a_timeline_is_marked_as_such() -> None:
+    saga = [
+        {"name": "smoke", "state": "Failed", "startTime": "2025-01-01T12:00:00Z",
+         "endTime": "2025-01-01T12:00:01Z"},
+        {"name": "rollback", "state": "Compensated", "startTime": "2025-01-01T12:00:01Z",
+         "endTime": "2025-01-01T12:00:02Z"},
+    ]  # fmt: skip
+    smoke, rollback = views.timeline(saga, NOW).rows
+    assert rollback.compensation and not smoke.compensation
+
+
+def test_history_is_newest_first_with_the_traffic_each_revision_takes() -> None:
+    status = {
+        "revision": 2,
+        "history": [{"revision": 1, "digest": "a"}, {"revision": 2, "digest": "b"}],
+        "traffic": [{"revision": 2, "weight": 90}, {"revision": 3, "weight": 10}],
+    }
+    rows = views.history(status)
+    assert [(r.revision, r.current, r.weight) for r in rows] == [(2, True, 90), (1, False, None)]
+    assert [(b.x, b.width) for b in views.traffic_bars(status["traffic"])] == [
+        (0.0, 900.0),
+        (900.0, 100.0),
+    ]
+
+
+def test_form_fields_follow_the_inputs_schema() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "topic": {"type": "string", "minLength": 1},
+            "tone": {"type": "string", "enum": ["dry", "warm"], "default": "dry"},
+            "n": {"type": "integer"},
+            "loud": {"type": "boolean"},
+            "tags": {"type": "array"},
+        },
+        "required": ["topic"],
+    }
+    fields = forms.fields(schema)
+    assert [(f.name, f.widget, f.required) for f in fields] == [
+        ("topic", "text", True),
+        ("tone", "select", False),
+        ("n", "integer", False),
+        ("loud", "checkbox", False),
+        ("tags", "json", False),
+    ]
+    assert fields[1].options == ("dry", "warm") and fields[1].default == "dry"
+    values = {"topic": "", "tone": "warm", "n": "3", "loud": True, "tags": '["a"]'}
+    assert forms.inputs(fields, values) == {"tone": "warm", "n": 3, "loud": True, "tags": ["a"]}
+    with pytest.raises(forms.FormError) as raised:
+        forms.inputs(fields, {"n": "three"})
+    assert raised.value.field == "n"
+
+
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [("$.topic", "topic"), ("$.items[2].name", "items"), ("$['a b']", "a b"), ("$", "")],
+)
+def test_a_runner_problem_path_names_its_top_level_field(path: str, field: str) -> None:
+    assert forms.field_of(path) == field
+
+
+def test_the_bench_form_becomes_a_bench_spec() -> None:
+    assert actions.bench_spec({"durationSeconds": "5", "concurrency": "4", "revision": ""}) == {
+        "durationSeconds": 5.0,
+        "concurrency": 4,
+    }
+    assert actions.bench_spec({"rate": "20", "concurrency": "4", "compare": "1, canary"}) == {
+        "rate": 20.0,
+        "compare": [1, "canary"],
+    }
+
+
+def test_the_latency_chart_groups_percentiles_on_one_scale() -> None:
+    results = [
+        {"label": "1", "latency": {"p50Ms": 10, "p90Ms": 20, "p95Ms": 30, "p99Ms": 90}},
+        {"label": "2", "latency": {"p50Ms": 5, "p90Ms": 10, "p95Ms": 15, "p99Ms": 45}},
+    ]
+    bars, top = views.latency_bars(results)
+    assert top == 90 and len(bars) == 8
+    tallest = max(bars, key=lambda bar: bar.height)
+    assert (tallest.label, tallest.percentile) == ("1", "p99")
+    half = next(b for b in bars if b.label == "2" and b.percentile == "p99")
+    assert half.height == pytest.approx(tallest.height / 2)
