@@ -15,6 +15,9 @@ asyncio` to compare):
   same against the floor: requests/s, the generator's CPU (its process's CPU seconds per
   second: 1.0 is one core), and the ratio runner/floor (near 1: the generator is what
   limits; well below: the runner is);
+* the generator's capacity on one core: 1 / its CPU time per request against the floor
+  (a bound that holds on a machine too busy to give the generator its core; CPU per
+  request only grows with contention, so it errs low);
 * the target: an open loop at `--rate` against the runners and against the floor:
   achieved against requested rate, p50/p99 (from the due instant), errors, and the
   generator's CPU. The target is an achieved rate of at least 2,000 requests/s against
@@ -177,6 +180,12 @@ def report(results: CeilingResults, settings: CeilingSettings) -> list[str]:
         _open_line("echo runner", results.runner_open),
         _open_line("bare floor", results.floor_open),
     ]
+    if results.floor_closed is not None and _per_request_us(results.floor_closed):
+        capacity = 1e6 / _per_request_us(results.floor_closed)
+        lines.append(
+            f"generator capacity on one core (1 / its CPU per request against the floor):"
+            f" {capacity:,.0f} req/s"
+        )
     achieved = results.runner_open.achieved_rate if results.runner_open else 0.0
     verdict = "PASS" if achieved >= TARGET_RATE * 0.99 else "MISS"
     lines.append(
