@@ -188,10 +188,30 @@ async def _with_failover(
             route.target = next((t for t in route.targets if retry in t.endpoints), route.target)
 
 
+async def _routing_object(store: ResourceStore, info: RequestInfo) -> dict[str, Any]:
+    """The run as routing needs it: the watch cache's copy, and the latest only when that
+    copy has nothing to route to.
+
+    A consistent read costs an etcd round trip per call (to learn the current revision),
+    which is most of what an invocation spends in the API server besides HTTP. Routing
+    does not need it: the cache already holds this server's own writes, and a
+    `status.traffic` a few milliseconds old names runners that were serving a moment ago
+    (one that went away since is failed over, as any unreachable endpoint is).
+    Only when the cached copy is missing or has no ready revision, which a write through
+    another API server may have changed a moment ago, is the latest read before answering
+    404 or 503.
+    """
+    with contextlib.suppress(errors.NotFound):
+        cached = await store.get(info.namespace, info.name, resource_version="0")
+        if traffic.targets_of(cached.get("status")):
+            return cached
+    return await store.get(info.namespace, info.name)
+
+
 async def _route(request: web.Request, store: ResourceStore, info: RequestInfo) -> _Route:
     """A revision by weight and, within it, the least busy endpoint; 503 when none is ready."""
     began = time.perf_counter()
-    obj = await store.get(info.namespace, info.name)
+    obj = await _routing_object(store, info)
     balancer = request.app[keys.INVOKER].balancer
     targets = traffic.targets_of(obj.get("status"))
     target = balancer.pick_target(targets)
@@ -303,7 +323,7 @@ async def _relay(
     runner connection, so the runner stops the invocation and its backend call.
     """
     own_ms = max(0.0, (route.sent_at - route.began - route.upstream_seconds) * 1000.0)
-    out = web.StreamResponse(
+    out = relay.CoalescedStreamResponse(
         status=200,
         headers={
             "Content-Type": upstream.headers.get("Content-Type", ""),

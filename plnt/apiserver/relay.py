@@ -55,6 +55,20 @@ class Outcome:
     first_token_at: float | None = None
 
 
+class CoalescedStreamResponse(web.StreamResponse):
+    """A stream response whose headers leave with its first chunk, in one write.
+
+    aiohttp's `StreamResponse` sends the status line and headers on their own when the
+    response is prepared, so a relayed stream cost one more TLS record, `send` and
+    client wake-up before its first token could. Until the first chunk comes there is
+    nothing a caller can act on, so the headers wait for it (a stream that ends with no
+    chunk sends them with its end). aiohttp's buffered `Response` does the same through
+    this class attribute.
+    """
+
+    _send_headers_immediately = False
+
+
 class _LastLine:
     """Remembers the last complete line of a byte stream passing through (not the stream)."""
 
