@@ -6,9 +6,12 @@ then one `ADDED` event per invocation as it is recorded. Entries never change or
 away, so there are no other event types. A log entry is recorded when its invocation
 ends, so an event reaches the watcher at the moment `GET …/invocations` would show it.
 
-The stream ends at `timeoutSeconds` (absent or 0: never), when the client goes away, or
-at shutdown (it is one of the server's open watches). It is long-running
-(`longrunning.py`), so it holds no max-in-flight slot.
+The stream ends at `timeoutSeconds` (absent or 0: never), when the client goes away, at
+shutdown (it is one of the server's open watches), or when the watcher falls more than
+`traffic.FOLLOWER_BACKLOG` entries behind: it gets the entries queued until then and the
+stream ends, as kube-apiserver ends a watcher too slow to take its events, so a client
+that stops reading cannot make the server buffer without bound (`traffic.Follower`). It
+is long-running (`longrunning.py`), so it holds no max-in-flight slot.
 """
 
 from __future__ import annotations
@@ -52,17 +55,14 @@ async def serve(request: web.Request, info: RequestInfo) -> web.StreamResponse:
     if task is not None:
         watches.add(task)
     try:
-        with log.follow(info.namespace, info.name) as queue:
+        with log.follow(info.namespace, info.name) as follower:
             # Followed before the snapshot is taken, so nothing falls between the two.
             backlog = log.entries(info.namespace, info.name)
             await response.prepare(request)
             await response.write(b"".join(_event(entry) for entry in backlog))
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
-                    while True:
-                        entries = [await queue.get()]
-                        while not queue.empty():
-                            entries.append(queue.get_nowait())
+                    while entries := await follower.take():
                         await response.write(b"".join(_event(entry) for entry in entries))
     finally:
         if task is not None:

@@ -9,7 +9,11 @@ In-flight counts are per process: each API server replica balances its own calls
 
 `InvocationLog` keeps the last `size` invocations of each run in memory, for
 `GET …/invocations`; it is per process and lost on restart, like an access log. A
-watch of the log (`?watch=true`) is a `follow` queue that `record` feeds.
+watch of the log (`?watch=true`) is a `Follower` that `record` feeds: a queue bounded at
+`FOLLOWER_BACKLOG` entries. A watcher that falls further behind than that (its client
+reads too slowly to keep up) is ended instead of buffering without bound, as
+kube-apiserver's watch cache ends a watcher whose channel stays full: it still gets what
+was queued, then its stream ends, and the client lists again.
 
 No I/O here; errors: none.
 """
@@ -27,6 +31,8 @@ from typing import Any
 
 LOG_SIZE = 100
 LOGGED_RUNS = 10_000
+FOLLOWER_BACKLOG = 1_000
+"""Entries a log watcher may have queued and not yet sent; one more ends it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,18 +139,59 @@ def hop_timings(server_timing: Sequence[str], *, apiserver_ms: float) -> dict[st
     return hops
 
 
+class Follower:
+    """One watcher of a run's log: the entries recorded since it started, not yet taken.
+
+    `push` never blocks and never grows the queue past `capacity`: the entry that would
+    is dropped and the follower *ended* (`overflowed`), so a slow client costs at most
+    `capacity` entries. `take` answers the queued entries (oldest first), waiting for
+    one when none is queued; an ended follower answers what it still holds, then `[]`.
+    """
+
+    __slots__ = ("_queue", "_wakeup", "capacity", "ended", "overflowed")
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._queue: deque[dict[str, Any]] = deque()
+        self._wakeup = asyncio.Event()
+        self.ended = False
+        self.overflowed = False
+
+    def push(self, entry: dict[str, Any]) -> None:
+        if self.ended:
+            return
+        if len(self._queue) >= self.capacity:
+            self.overflowed = True
+            self.end()
+            return
+        self._queue.append(entry)
+        self._wakeup.set()
+
+    def end(self) -> None:
+        """Take nothing more; `take` drains what is queued, then answers `[]`."""
+        self.ended = True
+        self._wakeup.set()
+
+    async def take(self) -> list[dict[str, Any]]:
+        while not self._queue and not self.ended:
+            self._wakeup.clear()
+            await self._wakeup.wait()
+        taken = list(self._queue)
+        self._queue.clear()
+        return taken
+
+
 @dataclass
 class InvocationLog:
     """The last `size` invocations per (namespace, name), for at most `runs` runs."""
 
     size: int = LOG_SIZE
     runs: int = LOGGED_RUNS
+    follower_backlog: int = FOLLOWER_BACKLOG
     _entries: OrderedDict[tuple[str, str], deque[dict[str, Any]]] = field(
         default_factory=OrderedDict
     )
-    _followers: dict[tuple[str, str], set[asyncio.Queue[dict[str, Any]]]] = field(
-        default_factory=dict
-    )
+    _followers: dict[tuple[str, str], set[Follower]] = field(default_factory=dict)
 
     def record(self, namespace: str, name: str, entry: dict[str, Any]) -> None:
         key = (namespace, name)
@@ -156,23 +203,33 @@ class InvocationLog:
         else:
             self._entries.move_to_end(key)
         entries.append(entry)
-        for queue in self._followers.get(key, ()):
-            queue.put_nowait(entry)
+        for follower in tuple(self._followers.get(key, ())):
+            follower.push(entry)
+            if follower.ended:  # fell behind: fed no more, whatever its stream does now
+                self._forget(key, follower)
 
     @contextlib.contextmanager
-    def follow(self, namespace: str, name: str) -> Iterator[asyncio.Queue[dict[str, Any]]]:
-        """A queue of the entries recorded from now on, until the block ends."""
+    def follow(self, namespace: str, name: str) -> Iterator[Follower]:
+        """A follower of the entries recorded from now on, until the block ends."""
         key = (namespace, name)
-        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self._followers.setdefault(key, set()).add(queue)
+        follower = Follower(self.follower_backlog)
+        self._followers.setdefault(key, set()).add(follower)
         try:
-            yield queue
+            yield follower
         finally:
-            followers = self._followers.get(key)
-            if followers is not None:
-                followers.discard(queue)
-                if not followers:
-                    del self._followers[key]
+            follower.end()
+            self._forget(key, follower)
+
+    def _forget(self, key: tuple[str, str], follower: Follower) -> None:
+        followers = self._followers.get(key)
+        if followers is not None:
+            followers.discard(follower)
+            if not followers:
+                del self._followers[key]
+
+    def followers(self, namespace: str, name: str) -> int:
+        """How many watchers the run's log feeds now (for metrics and tests)."""
+        return len(self._followers.get((namespace, name), ()))
 
     def entries(self, namespace: str, name: str) -> list[dict[str, Any]]:
         """Oldest first."""
