@@ -11,7 +11,8 @@ replica of the server exports the same values: dashboards aggregate them with `m
 camelCase), or a compare run's results as `{"results": [...]}`; each result's `label`
 (stable, canary or a revision number) becomes the `revision` label. Values the bench
 could not measure (null cache hit rate, GPU utilisation, time to first token) are left
-out, never exported as 0.
+out, never exported as 0. Ratios are exported 0..1: the harness's `gpuUtilization` is
+DCGM's percent, so it is divided by 100.
 """
 
 from __future__ import annotations
@@ -125,15 +126,15 @@ class BenchGauges(Collector):
                 for kind, field in (("achieved", "achievedRate"), ("requested", "requestedRate")):
                     if (value := _number(result.get(field))) is not None:
                         rate.add_metric([*labels, kind], value)
-                for family, field in (
-                    (requests, "requests"),
-                    (duration, "durationSeconds"),
-                    (errors, "errorRate"),
-                    (cache, "cacheHitRate"),
-                    (gpu, "gpuUtilization"),
+                for family, field, scale in (
+                    (requests, "requests", 1.0),
+                    (duration, "durationSeconds", 1.0),
+                    (errors, "errorRate", 1.0),
+                    (cache, "cacheHitRate", 1.0),
+                    (gpu, "gpuUtilization", 0.01),  # the harness reports DCGM's percent
                 ):
                     if (value := _number(result.get(field))) is not None:
-                        family.add_metric(labels, value)
+                        family.add_metric(labels, value * scale)
         yield from (latency, rate, requests, duration, errors, cache, first_token, gpu)
 
 

@@ -68,8 +68,9 @@ def test_bench_gauges_export_each_result_and_leave_out_what_was_not_measured() -
 
 def test_a_single_result_is_read_too_and_a_deleted_run_is_forgotten() -> None:
     gauges = BenchGauges()
-    gauges.update(run(result("stable", gpuUtilization=0.25)))
-    assert "plnt_bench_gpu_utilization_ratio{" in exposition(gauges)
+    gauges.update(run(result("stable", gpuUtilization=25.0)))  # percent, as DCGM reports
+    [gpu] = [line for line in exposition(gauges).splitlines() if "gpu_utilization_ratio{" in line]
+    assert gpu.endswith(" 0.25")  # a ratio, as its name and the dashboard's unit say
     gauges.forget(run(None))
     assert exposition(gauges).count("{") == 0
 

@@ -2,40 +2,42 @@
 
 * Every PromQL expression of the committed Grafana dashboard parses and returns data
   (at least one finite sample) after a deploy, invocations (plain, failing, streamed, a
-  cache hit), a watch and a bench result in `status.lastBench`.
+  cache hit), a watch and a real bench (`POST …/workflowruns/NAME/bench`, 2 s, run by
+  `plnt up`'s in-process worker) whose result lands in `status.lastBench`.
 * The SD files follow runners: a scale-up adds a target that Prometheus scrapes, a
   delete of the run removes its file and Prometheus drops its targets.
 
-The bench result is written through the status subresource in the `/bench` subresource's
-record form (`lastBench: {id, phase, results: [...]}`), its one result built with the
-harness's `BenchResult` from invocations this test timed, the runner's cache counters
-and a DCGM exporter stand-in's GPU utilisation: what a bench of this run would record.
+The run's backend is a PlntBackend of type vllm whose endpoint is the OpenAI-compatible
+stand-in of `tests/support/llm.py` (no GPU or model server here) and whose
+`metricsEndpoint` is the DCGM exporter stand-in beside it: the bench reads GPU
+utilisation from there as it would from `dcgm-exporter`, so the GPU panel shows what a
+bench measured, not a value written by the test.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import statistics
-import time
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from plnt.client import errors as client_errors
-from plnt.harness import BenchResult, Percentiles
 from plnt.sagas.targets import local_scrape
 from tests.observability.conftest import Observed, up_targets
-from tests.support.llm import Gpu, threaded_llm
+from tests.support.llm import LLM, Gpu, threaded_llm
 from tests.support.plnt_server import REPO, wait_for
 from tests.support.stack import publish
 
 DASHBOARD = REPO / "charts" / "plnt" / "dashboards" / "plnt.json"
 CHAT = REPO / "examples" / "chat.workflow.yaml"
 RUN = "chat"
+BACKEND = "gpu"
+GPUS = [Gpu(utilisation=30.0, used_mib=1000, free_mib=3000), Gpu(50.0, 10, 10)]
+"""What the DCGM stand-in reports for the backend's two GPUs: 40 % on average."""
 RATE_WINDOW = "5m"
 """`$__rate_interval` in the queries: longer than the module, so every rate covers it all."""
 
@@ -82,32 +84,47 @@ def metrics_of(url: str) -> dict[str, float]:
     return values
 
 
-def percentiles(milliseconds: list[float]) -> Percentiles:
-    cuts = statistics.quantiles(milliseconds, n=100, method="inclusive")
-    return Percentiles(
-        count=len(milliseconds),
-        p50_ms=cuts[49],
-        p90_ms=cuts[89],
-        p95_ms=cuts[94],
-        p99_ms=cuts[98],
-        max_ms=max(milliseconds),
-        mean_ms=statistics.fmean(milliseconds),
-    )
+@pytest.fixture(scope="module")
+def llm() -> Iterator[LLM]:
+    """The backend: an OpenAI-compatible stand-in with a DCGM exporter beside it."""
+    with threaded_llm(None) as served:
+        served.gpus = list(GPUS)
+        yield served
 
 
 @pytest.fixture(scope="module")
-def chat(observed: Observed) -> dict[str, Any]:
-    """The chat example deployed in the module's namespace, Ready, its runner scraped."""
+def chat(observed: Observed, llm: LLM) -> dict[str, Any]:
+    """The chat example deployed in the module's namespace on the stand-in backend, Ready,
+    its runner scraped."""
+    namespace = observed.namespace
+    backend = {
+        "apiVersion": "plnt.work/v1",
+        "kind": "PlntBackend",
+        "metadata": {"name": BACKEND, "namespace": namespace},
+        "spec": {
+            "type": "vllm",
+            "endpoint": llm.url,
+            "metricsEndpoint": f"{llm.root}/dcgm/metrics",
+            "models": ["stand-in"],
+        },
+    }
+    backends = f"/apis/plnt.work/v1/namespaces/{namespace}/plntbackends"
+    observed.api.call(lambda c: c.request("POST", backends, json=backend))
     ref, digest = publish(observed.state_dir / "layout", "chat", CHAT.read_text())
     body = {
         "apiVersion": "plnt.work/v1",
         "kind": "WorkflowRun",
-        "metadata": {"name": RUN, "namespace": observed.namespace},
-        "spec": {"workflow": {"ref": ref, "digest": digest}, "replicas": 1},
+        "metadata": {"name": RUN, "namespace": namespace},
+        "spec": {
+            "workflow": {"ref": ref, "digest": digest},
+            "replicas": 1,
+            "backend": {"name": BACKEND},
+        },
     }
-    observed.api.call(lambda c: c.create_workflowrun(body, namespace=observed.namespace))
-    obj = observed.api.wait_settled(observed.namespace, RUN, timeout=90)
+    observed.api.call(lambda c: c.create_workflowrun(body, namespace=namespace))
+    obj = observed.api.wait_settled(namespace, RUN, timeout=90)
     assert obj["status"]["phase"] == "Ready", obj["status"]
+    assert obj["status"]["backend"] == BACKEND
 
     def runner_scraped() -> bool:
         mine = [
@@ -129,12 +146,9 @@ def test_every_dashboard_query_parses_and_returns_data(
     api, namespace = observed.api, observed.namespace
     runner_metrics = f"{chat['status']['endpoint']}/metrics"
     before = metrics_of(runner_metrics)
-    # Invocations: timed ones with a repeated question (step-cache hits), a refusal.
-    timed: list[float] = []
+    # Invocations: a repeated question (step-cache hits), a refusal.
     for index in range(12):
-        began = time.perf_counter()
         result = api.invoke(namespace, RUN, {"question": f"what is plnt {index % 3}?"})
-        timed.append((time.perf_counter() - began) * 1000.0)
         assert "plnt" in json.dumps(result.body)
     with pytest.raises(client_errors.ApiError):
         api.invoke(namespace, RUN, {})
@@ -146,6 +160,7 @@ def test_every_dashboard_query_parses_and_returns_data(
         lambda c: streamed(c.invoke_stream(RUN, {"question": "stream it"}, namespace=namespace))
     )
     assert lines[-1]["type"] == "result", lines
+    assert any(line["type"] == "delta" for line in lines), lines  # the backend streamed
     # A watch, so the open-watch gauge has its series.
     path = f"/apis/plnt.work/v1/namespaces/{namespace}/workflowruns"
     api.call(lambda c: c.request("GET", path, params={"watch": "true", "timeoutSeconds": "1"}))
@@ -156,38 +171,34 @@ def test_every_dashboard_query_parses_and_returns_data(
 
     hits, misses = delta("plnt_runner_cache_hits_total"), delta("plnt_runner_cache_misses_total")
     assert hits > 0 and misses > 0, (hits, misses)
-    with threaded_llm(None) as llm:  # the DCGM exporter beside the run's GPUs
-        llm.gpus = [Gpu(utilisation=30.0, used_mib=1000, free_mib=3000), Gpu(50.0, 10, 10)]
-        dcgm = metrics_of(f"{llm.root}/dcgm/metrics")
-    utilisation = [v for k, v in dcgm.items() if k.startswith("DCGM_FI_DEV_GPU_UTIL{")]
-    assert utilisation, dcgm
-    latency = percentiles(timed)
-    bench = BenchResult(
-        label=str(chat["status"]["revision"]),
-        requested_rate=None,
-        achieved_rate=len(timed) / (sum(timed) / 1000.0),
-        requests=len(timed),
-        duration_seconds=sum(timed) / 1000.0,
-        latency=latency,
-        errors={"4xx": 0, "5xx": 0, "timeout": 0, "connection": 0},
-        error_rate=0.0,
-        steps={"answer": latency},
-        hops={},
-        cache_hit_rate=hits / (hits + misses),
-        cache_reason=None,
-        time_to_first_token=None,
-        tokens_per_second=None,
-        gpu_utilization=statistics.fmean(utilisation) / 100.0,
-        gpu_reason=None,
-        generator_cpu_seconds=0.0,
-        generator_cpu_ratio=0.0,
-    )
-    record = {"id": "b-observed", "phase": "Succeeded", "results": [bench.to_json()]}
-    api.call(
-        lambda c: c.patch_workflowrun_status(
-            RUN, {"status": {"lastBench": record}}, namespace=namespace
-        )
-    )
+
+    # A real bench, run by plnt up's worker; its result lands in status.lastBench.
+    bench = {
+        "apiVersion": "plnt.work/v1",
+        "kind": "Bench",
+        "spec": {
+            "durationSeconds": 2,
+            "rate": 10,
+            "inputs": [{"question": "bench one"}, {"question": "bench two"}],
+        },
+    }
+    started = api.call(lambda c: c.request("POST", f"{path}/{RUN}/bench", json=bench))
+    assert started.status == 202
+    bench_id = started.json()["metadata"]["name"]
+
+    def recorded(obj: dict[str, Any]) -> bool:
+        last = (obj.get("status") or {}).get("lastBench") or {}
+        return bool(last.get("id") == bench_id)
+
+    run = api.wait(namespace, RUN, recorded, timeout=60, message="the bench in lastBench")
+    last = run["status"]["lastBench"]
+    assert last["phase"] == "Succeeded", last
+    [result] = last["results"]
+    assert result["requests"] > 0 and result["errorRate"] == 0, result
+    assert result["cacheHitRate"] is not None and result["cacheHitRate"] > 0, result
+    # GPU from the backend's metrics endpoint (percent, as DCGM reports it).
+    assert result["gpuReason"] is None, result
+    assert result["gpuUtilization"] == pytest.approx(40.0)
     wait_for(
         lambda: observed.prometheus.query(
             f'plnt_bench_gpu_utilization_ratio{{namespace="{namespace}"}}'
@@ -210,7 +221,7 @@ def test_every_dashboard_query_parses_and_returns_data(
         except AssertionError as error:
             failures[text] = str(error)
     assert not failures, "queries without data:\n" + "\n".join(failures)
-    # The gauge carries what was written: the GPU figure is the exporter's mean.
+    # The gauge carries what the bench measured: the exporter's mean, as a ratio.
     [gpu] = observed.prometheus.query(
         f'plnt_bench_gpu_utilization_ratio{{namespace="{namespace}",workflowrun="{RUN}"}}'
     )
