@@ -6,17 +6,21 @@ it checked (tests/support/browser.py says where).
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Literal
 
 import yaml
 from playwright.sync_api import Browser, Page, expect
 
 from tests.deploy.conftest import Stack, apply, backend_manifest, workflowrun
 from tests.support.browser import screenshot
-from tests.support.plnt_server import Kubectl
+from tests.support.llm import threaded_llm, tokens_of
+from tests.support.plnt_server import REPO, Kubectl
 from tests.ui.conftest import (
     Hold,
     ThreadedApi,
@@ -28,6 +32,7 @@ from tests.ui.conftest import (
 )
 
 DEPLOY = 90_000  # ms: a deploy on a busy 2-core machine
+CHAT = REPO / "examples" / "chat.workflow.yaml"
 
 
 def following(page: Page, selector: str) -> None:
@@ -253,3 +258,61 @@ def test_a_user_without_rights_sees_the_403_message(
         context.close()
     finally:
         server.child.stop()
+
+
+class ThreadGate(asyncio.Event):
+    """The LLM stand-in's `hold_last`, released from this (Playwright's) thread: the
+    stand-in awaits it on its own loop in another thread, where a plain asyncio.Event set
+    from here would not wake it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._released = threading.Event()
+
+    async def wait(self) -> Literal[True]:
+        await asyncio.to_thread(self._released.wait, 120)
+        return True
+
+    def set(self) -> None:
+        self._released.set()
+
+    def is_set(self) -> bool:
+        return self._released.is_set()
+
+
+def test_the_chat_panel_shows_tokens_as_they_stream_before_the_reply_completes(
+    ui: UiServer,
+    browser: Browser,
+    stack: Stack,
+    kubectl: Kubectl,
+    namespace: str,
+    ui_api: ThreadedApi,
+    screenshots: Path,
+) -> None:
+    gate = ThreadGate()
+    with threaded_llm(None) as llm:
+        apply(
+            kubectl,
+            namespace,
+            backend_manifest("llm", "vllm", endpoint=llm.url, models=["stand-in"]),
+        )
+        ref, digest = publish(stack, "ui-chat", text=CHAT.read_text())
+        apply(kubectl, namespace, workflowrun("chat", ref, digest, backend={"name": "llm"}))
+        wait_ready(ui_api, namespace, "chat")
+        llm.hold_last = gate  # the reply's last token waits for the gate
+        try:
+            page = ui.open(browser, f"/ns/{namespace}/runs/chat/invoke")
+            page.locator("[data-chat] input[name=message]").fill("tell me a story")
+            page.get_by_role("button", name="Send").click()
+            reply = page.locator("[data-chat-log] .bot")
+            tokens = tokens_of("stand-in: tell me a story")
+            # Every token but the last is shown while the last does not exist yet.
+            expect(reply).to_have_text("".join(tokens[:-1]), timeout=10_000)
+            assert not gate.is_set()
+            gate.set()
+            expect(reply).to_have_text("".join(tokens), timeout=10_000)
+            expect(reply).not_to_have_class("failed")
+            screenshot(page, screenshots, "chat")
+            page.context.close()
+        finally:
+            gate.set()
