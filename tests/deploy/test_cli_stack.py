@@ -322,14 +322,14 @@ def test_abort_ends_a_slow_deploy_as_aborted_and_abort_with_nothing_in_flight_is
     assert again.stderr.endswith('"halt": no deploy is in flight\n'), again
 
 
-def test_get_of_a_missing_run_exits_3_and_bench_exits_2_as_not_yet_available(
+def test_get_and_bench_of_a_missing_run_exit_3_naming_it(
     plnt: Plnt,
 ) -> None:
     missing = plnt("get", "missing")
     assert (missing.code, missing.stdout) == (3, "")
     assert missing.stderr == 'error: workflowruns.plnt.work "missing" not found\n'
     bench = plnt("bench", "missing")
-    assert (bench.code, bench.stderr) == (2, "error: bench is not yet available\n")
+    assert (bench.code, bench.stderr) == (3, missing.stderr)
 
 
 # --- kubectl plnt ----------------------------------------------------------------------------

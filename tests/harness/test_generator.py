@@ -14,7 +14,7 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 from aiohttp import web
@@ -44,6 +44,12 @@ class StandIn:
     stall_at: int | None = None  # the invocation that starts the stall
     stall_seconds: float = 0.0
     stalled_until: float = 0.0
+    closing: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def hold(self) -> None:
+        """Answer no sooner than the stand-in closes: no handler outlives its server."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.closing.wait(), 30)
 
 
 def _app(stand_in: StandIn) -> web.Application:
@@ -78,13 +84,13 @@ def _app(stand_in: StandIn) -> web.Application:
         return web.json_response({"error": {"message": "boom"}}, status=500)
 
     async def slow(request: web.Request) -> web.Response:
-        await asyncio.sleep(30)
+        await stand_in.hold()
         return web.json_response(BODY)
 
     async def hang_up(request: web.Request) -> web.Response:
         assert request.transport is not None
         request.transport.close()
-        await asyncio.sleep(30)
+        await stand_in.hold()
         return web.json_response(BODY)
 
     async def stream(request: web.Request) -> web.StreamResponse:
@@ -133,6 +139,7 @@ async def serving() -> AsyncIterator[StandIn]:
     try:
         yield stand_in
     finally:
+        stand_in.closing.set()
         await server.close()
 
 
