@@ -139,7 +139,7 @@ async def test_a_body_over_3_mib_is_kubes_413(
 
 def slow_hostile_body(index: int) -> bytes:
     """Valid YAML that costs real decoding work before its last line is refused as too deep."""
-    annotations = "".join(f"    k{i}: value-{i}\n" for i in range(600))
+    annotations = "".join(f"    k{i}: value-{i}\n" for i in range(1200))
     prefix = workflowrun_yaml(f"slow-{index}", extra=f"  annotations:\n{annotations}")
     return prefix + b"status: " + b"[" * 150 + b"\n"
 
@@ -170,7 +170,10 @@ async def test_readyz_is_answered_while_hostile_bodies_are_being_refused(
         statuses = await asyncio.gather(*tasks)
     assert statuses == [400] * 20
     assert seen_after < 20, "every hostile body was answered before /readyz could be"
-    assert seen_after - seen_before <= 3, (
-        f"{seen_after - seen_before} hostile bodies were answered during ten /readyz calls: "
-        "the server decodes them in the way of other requests"
+    # Decoded in the way of other requests, the bodies still pending would (nearly) all be
+    # answered before ten /readyz calls were; beside them, fewer than half are.
+    pending = 20 - seen_before
+    assert seen_after - seen_before < pending / 2, (
+        f"{seen_after - seen_before} of {pending} pending hostile bodies were answered during"
+        " ten /readyz calls: the server decodes them in the way of other requests"
     )
