@@ -18,6 +18,7 @@ from plnt.bench.settings import ApiBenchSettings
 GET_RAW_TARGET = 1.0
 CREATE_RAW_TARGET = 0.5
 WATCH_P99_TARGET_MS = 100.0
+RSS_TARGET_MB = 200.0
 
 
 @dataclass
@@ -30,6 +31,10 @@ class Results:
     watch: harness.WatchStats | None = None
     reads: dict[str, harness.PhaseStats] = field(default_factory=dict)
     """The `reads` phase by mode (`consistent_reads.READ_MODES`)."""
+    rss_started_bytes: int = 0
+    """The API server's resident set before the preload (its watch cache empty)."""
+    rss_loaded_bytes: int = 0
+    """... and once its watch cache holds every preloaded WorkflowRun."""
 
     def sides(self) -> tuple[dict[str, harness.PhaseStats], ...]:
         return self.raw, self.bare, self.api
@@ -78,6 +83,13 @@ def report(results: Results, settings: ApiBenchSettings) -> list[str]:
             f"api {results.api['list'].percentile_ms(0.5):.1f} ms (median)"
         )
     lines += _ratio_lines(results)
+    if results.rss_loaded_bytes:
+        started, loaded = results.rss_started_bytes / 2**20, results.rss_loaded_bytes / 2**20
+        lines.append(
+            f"RSS api server        {loaded:6.1f} MB with {settings.objects} WorkflowRuns "
+            f"cached ({started:.1f} MB before)  target <= {RSS_TARGET_MB:.0f} MB  "
+            f"{_verdict(loaded <= RSS_TARGET_MB)}"
+        )
     if results.reads:
         lines += consistent_reads.report_lines(results.reads)
     if results.watch is not None:
@@ -147,6 +159,8 @@ def as_json(results: Results) -> dict[str, object]:
         name: {phase_name: phase(stats) for phase_name, stats in side.items()}
         for name, side in zip(("raw", "bare", "api"), results.sides(), strict=True)
     }
+    if results.rss_loaded_bytes:
+        out["rss"] = {"started": results.rss_started_bytes, "loaded": results.rss_loaded_bytes}
     if results.reads:
         out["reads"] = {name: phase(stats) for name, stats in results.reads.items()}
     if results.watch is not None:

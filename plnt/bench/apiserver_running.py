@@ -113,6 +113,18 @@ async def create_namespaces(session: aiohttp.ClientSession, base: str) -> None:
                 )
 
 
+def resident_bytes(pid: int) -> int:
+    """A process's resident set (`VmRSS` in /proc), in bytes; 0 where /proc has none."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024  # kB
+    return 0
+
+
 async def preload(
     raw: EtcdStore, session: aiohttp.ClientSession, base: str, settings: ApiBenchSettings
 ) -> bytes:
@@ -171,7 +183,9 @@ async def bench(settings: ApiBenchSettings, workdir: Path) -> Results:
         pid = server.child.process.pid
         print(f"etcd {etcd.endpoint} (pid {etcd.pid}); server {server.base} (pid {pid})")
         await create_namespaces(session, server.base)
+        results.rss_started_bytes = resident_bytes(pid)
         template = await preload(raw, session, server.base, settings)
+        results.rss_loaded_bytes = resident_bytes(pid)
         phases = Phases(settings, results, raw, session, server)
         with py_spy(pid, settings.py_spy):
             if "get" in settings.phases:

@@ -43,7 +43,10 @@ def test_benchmark_completes_and_prints_every_ratio_line(tmp_path: Path) -> None
         "LIST api/raw",
         "WATCH p99",
     ]
+    rss = [line for line in result.stdout.splitlines() if line.startswith("RSS api server")]
+    assert len(rss) == 1 and "with 30 WorkflowRuns cached" in rss[0], result.stdout
     results = json.loads(out.read_text())
+    assert results["rss"]["loaded"] > 0 and results["rss"]["started"] > 0
     assert results["watch"]["expected"] == 3 * 5
     assert {"get", "create", "list"} <= set(results["api"])
 
