@@ -38,6 +38,8 @@ async def test_a_killed_etcd_is_started_again_on_its_port_with_its_data(
                     return False
 
             assert await eventually(read, within=30, what="the key through the same channel")
+            # etcd may serve before the supervisor's restart has returned and been counted.
+            await eventually(lambda: supervisor.restarts == 1, within=30, what="one restart")
             assert supervisor.restarts == 1
         assert etcd.endpoint == endpoint and etcd.pid not in (None, old_pid)
     assert (
