@@ -26,7 +26,7 @@ from plnt.api import errors
 from plnt.apiserver import bodies, negotiation, queryvalues
 from plnt.registry import decoding, fieldselectors, selectors
 from plnt.registry.definitions import ResourceDefinition
-from plnt.registry.labelnames import go_quote
+from plnt.registry.labelnames import go_json_type, go_quote
 from plnt.registry.options import DeleteOptions, ListOptions, WriteOptions
 
 FIELD_VALIDATION_VALUES = ("Ignore", "Warn", "Strict")
@@ -502,36 +502,23 @@ def _delete_body(data: bytes) -> dict[str, Any]:
     if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
         raise errors.BadRequest(
             "json: cannot unmarshal "
-            f"{_go_json_type(grace)} into Go struct field DeleteOptions.gracePeriodSeconds "
+            f"{go_json_type(grace)} into Go struct field DeleteOptions.gracePeriodSeconds "
             "of type int64"
         )
     for name in ("orphanDependents",):
         value = parsed.get(name)
         if value is not None and not isinstance(value, bool):
             raise errors.BadRequest(
-                f"json: cannot unmarshal {_go_json_type(value)} into Go struct field "
+                f"json: cannot unmarshal {go_json_type(value)} into Go struct field "
                 f"DeleteOptions.{name} of type bool"
             )
     policy = parsed.get("propagationPolicy")
     if policy is not None and not isinstance(policy, str):
         raise errors.BadRequest(
-            f"json: cannot unmarshal {_go_json_type(policy)} into Go struct field "
+            f"json: cannot unmarshal {go_json_type(policy)} into Go struct field "
             "DeleteOptions.propagationPolicy of type v1.DeletionPropagation"
         )
     return parsed
-
-
-def _go_json_type(value: Any) -> str:
-    """How Go's encoding/json names a JSON value's type in its unmarshal errors."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 def _delete_query(query: MultiMapping[str]) -> dict[str, Any]:

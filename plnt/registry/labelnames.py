@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 _NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _NAME_RE = re.compile(_NAME_FMT)
@@ -181,3 +182,17 @@ def config_key_errors(key: str) -> list[str]:
 def quoted_list(values: Iterable[str]) -> str:
     """`["a","b"]`: Go's quoting of a string slice in messages."""
     return "[" + ",".join(go_quote(value) for value in values) + "]"
+
+
+def go_json_type(value: Any) -> str:
+    """How Go's encoding/json names a JSON value's type in its unmarshal errors, which kube
+    passes on verbatim (metadata, TypeMeta and DeleteOptions decoding all quote it)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"

@@ -46,7 +46,7 @@ from typing import Any
 
 from plnt.api.errors import Cause
 from plnt.registry import labelnames
-from plnt.registry.labelnames import go_quote
+from plnt.registry.labelnames import go_json_type, go_quote
 
 TOTAL_ANNOTATION_SIZE_LIMIT_B = 256 * (1 << 10)
 """kube's TotalAnnotationSizeLimitB: keys plus values, in bytes."""
@@ -163,22 +163,9 @@ class _Mismatch(Exception):
         self.text = text
 
 
-def _json_kind(value: Any) -> str:
-    """encoding/json's name of a JSON value in UnmarshalTypeError."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _type_error(value: Any, struct: str, path: str, go_type: str) -> _Mismatch:
     return _Mismatch(
-        f"json: cannot unmarshal {_json_kind(value)} into Go struct field "
+        f"json: cannot unmarshal {go_json_type(value)} into Go struct field "
         f"{struct}.{path} of type {go_type}"
     )
 

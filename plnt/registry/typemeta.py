@@ -19,24 +19,12 @@ from typing import Any
 from plnt.api import errors
 from plnt.registry import decoding
 from plnt.registry.definitions import ResourceDefinition
+from plnt.registry.labelnames import go_json_type
 
 _TYPE_META_STRUCT = (
     'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
     'Kind string "json:\\"kind,omitempty\\"" }'
 )
-
-
-def _go_json_type(value: Any) -> str:
-    """How Go's encoding/json names a JSON value's type in its unmarshal errors."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 def summarize(data: bytes, max_length: int = 30) -> str:
@@ -74,7 +62,7 @@ def check_type_meta(
     if body is not None and not isinstance(body, dict):
         problem = (
             "couldn't get version/kind; json parse error: json: cannot unmarshal "
-            f"{_go_json_type(body)} into Go value of type {_TYPE_META_STRUCT}"
+            f"{go_json_type(body)} into Go value of type {_TYPE_META_STRUCT}"
         )
         raise _unrecognized(definition, problem, data)
     fields = body or {}
@@ -83,7 +71,7 @@ def check_type_meta(
         if value is not None and not isinstance(value, str):
             problem = (
                 "couldn't get version/kind; json parse error: json: cannot unmarshal "
-                f"{_go_json_type(value)} into Go struct field .{name} of type string"
+                f"{go_json_type(value)} into Go struct field .{name} of type string"
             )
             raise _unrecognized(definition, problem, data)
     api_version = fields.get("apiVersion") or ""
