@@ -470,6 +470,14 @@ async def test_kubernetes_asyncio_creates_and_server_side_applies_with_kubes_con
     async with k8s.ApiClient(configuration) as api_client:
         apps, core = k8s.AppsV1Api(api_client), k8s.CoreV1Api(api_client)
         created = await apps.create_namespaced_deployment(namespace, manifest, field_manager="plnt")
+
+        async def controller_wrote_status() -> bool:
+            read = await apps.read_namespaced_deployment("applied", namespace)
+            return any(m.subresource == "status" for m in read.metadata.managed_fields or [])
+
+        # The simulated controller writes status on its own schedule; the managed-fields
+        # assertion below includes its entry, so the apply must come after that write.
+        await eventually(controller_wrote_status, within=30, interval=0.05, what="status")
         service = await core.patch_namespaced_service(
             "applied",
             namespace,
