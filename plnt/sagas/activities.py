@@ -109,7 +109,12 @@ class DeployActivities:
             )
         return self._session
 
+    async def start(self) -> None:
+        """Let the targets get ready (the local one pre-warms its runner server)."""
+        await self.target.start()
+
     async def close(self) -> None:
+        await self.target.close()
         if self._session is not None:
             await self._session.close()
         await self.api.close()

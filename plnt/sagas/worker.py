@@ -49,7 +49,7 @@ from plnt.sagas.activities import DeployActivities
 from plnt.sagas.benching import BenchActivities
 from plnt.sagas.metrics import Observing, SagaMetrics
 from plnt.sagas.speccache import SpecCache
-from plnt.sagas.targets import local_scrape
+from plnt.sagas.targets import local_forkserver, local_scrape
 from plnt.sagas.targets.interface import Target
 from plnt.sagas.targets.kubernetes import KubernetesTarget
 from plnt.sagas.targets.local import LocalTarget
@@ -72,6 +72,7 @@ def local_activities(
             state_dir / "runners",
             secrets_dir=state_dir / "secrets",
             scrape_dir=local_scrape.targets_dir(state_dir),
+            prewarm=local_forkserver.enabled_by_default(),
         ),
         specs=SpecCache(state_dir / "specs", config=config, layout_root=state_dir / "layouts"),
         kubernetes=kubernetes,
@@ -224,6 +225,7 @@ async def running(
     """
     worker = build(client, activities, task_queue=task_queue, metrics=metrics)
     try:
+        await activities.start()
         async with worker, backend_probes.periodic(activities.api, interval=probe_interval):
             yield
     finally:

@@ -78,3 +78,11 @@ class Target(Protocol):
     async def teardown(self, run: RunKey) -> None:
         """Stop every replica of every revision of `run` and remove its state."""
         ...
+
+    async def start(self) -> None:
+        """Get ready before the first request (e.g. pre-warm what starts replicas)."""
+        ...
+
+    async def close(self) -> None:
+        """Release what the target holds itself; replicas keep running."""
+        ...

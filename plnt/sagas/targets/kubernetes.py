@@ -234,3 +234,9 @@ class KubernetesTarget:
             raise interface.TargetError(str(error)) from error
         for deployment in found:
             await self.retire(run, int(deployment["metadata"]["labels"]["plnt.work/revision"]))
+
+    async def start(self) -> None:
+        """Nothing to prepare: the clients are opened by `worker.kubernetes_target`."""
+
+    async def close(self) -> None:
+        """Nothing held here: `worker.kubernetes_target` releases the clients."""

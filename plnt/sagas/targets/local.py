@@ -51,7 +51,7 @@ from typing import Any, TypeVar
 import aiohttp
 
 from plnt.processes import ports
-from plnt.sagas.targets import interface, local_scrape
+from plnt.sagas.targets import interface, local_forkserver, local_scrape
 from plnt.sagas.targets import local_processes as processes
 from plnt.sagas.targets import local_records as records
 
@@ -105,8 +105,17 @@ class LocalTarget:
         probe_timeout: float = 1.0,
         secrets_dir: Path | None = None,
         scrape_dir: Path | None = None,
+        prewarm: bool = False,
     ) -> None:
         self.state_dir = Path(state_dir)
+        self.forkserver = (
+            local_forkserver.ForkServer(python, log_path=self.state_dir / "forkserver.log")
+            if prewarm
+            else None
+        )
+        """Forks replicas from a process that has imported the runner (`prewarm`); None:
+        every replica executes `python -m plnt.runner`."""
+        self._warming: asyncio.Future[None] | None = None
         self.secrets_dir = None if secrets_dir is None else Path(secrets_dir)
         self.scrape_dir = None if scrape_dir is None else Path(scrape_dir)
         """Where each run's Prometheus file SD file is kept (`local_scrape`); None: none."""
@@ -191,6 +200,28 @@ class LocalTarget:
                 if self.scrape_dir is not None:
                     local_scrape.forget(self.scrape_dir, run)
                 await _in_thread_to_the_end(shutil.rmtree, layout.root, True)
+
+    async def start(self) -> None:
+        """Start the pre-warmed runner server in the background, so the first deploy does
+        not wait for its imports and the worker does not wait for them either.
+
+        A server that cannot start is not an error: replicas are then executed.
+        """
+        if self.forkserver is not None and self._warming is None:
+            self._warming = asyncio.ensure_future(asyncio.to_thread(self._warm))
+
+    def _warm(self) -> None:
+        assert self.forkserver is not None
+        with contextlib.suppress(local_forkserver.Unavailable):
+            self.forkserver.start()
+
+    async def close(self) -> None:
+        """Stop the pre-warmed runner server; the replicas it forked keep running."""
+        if self.forkserver is None:
+            return
+        if self._warming is not None:
+            await asyncio.wait([self._warming])
+        await asyncio.to_thread(self.forkserver.close)
 
     # --- locking -------------------------------------------------------------------------
 
@@ -319,7 +350,7 @@ class LocalTarget:
             cache=launch.cache,
         )
         try:
-            pid = processes.spawn(argv, log_path=log)
+            pid = self._spawn(argv, log)
         except OSError as error:
             layout.remove_record(record)
             raise interface.InstallFailed(
@@ -328,6 +359,13 @@ class LocalTarget:
         record = replace(record, pid=pid)
         layout.write_record(record)
         return record
+
+    def _spawn(self, argv: list[str], log: Path) -> int:
+        """Fork the replica from the pre-warmed server; execute it when that cannot."""
+        if self.forkserver is not None:
+            with contextlib.suppress(local_forkserver.Unavailable):
+                return self.forkserver.spawn(argv, log_path=log)
+        return processes.spawn(argv, log_path=log)
 
     def _live_records(
         self, layout: records.RunLayout, revision: int | None

@@ -14,7 +14,8 @@ Identity: a process is "ours" only if it is alive, not a zombie, and its command
 holds the replica's unique ``-X plnt-replica=TOKEN`` argument. A pid that the kernel has
 reused for another process fails that check and is never adopted or signalled.
 CPython stores unknown ``-X`` options in `sys._xoptions` and otherwise ignores them, so
-the token costs the runner nothing.
+the token costs the runner nothing. A runner forked by the pre-warmed server
+(`local_forkserver`) shows the same words as its title (`carries_token`).
 """
 
 from __future__ import annotations
@@ -122,6 +123,17 @@ def _command_line(pid: int) -> list[str]:
     return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
 
 
+def carries_token(arguments: list[str], token: str) -> bool:
+    """True when a command line holds the replica's token argument.
+
+    An executed runner has it as an argument of its own; a runner forked by the pre-warmed
+    server (`local_forkserver`) shows its command line as one title string of
+    space-separated words, the token among them.
+    """
+    marker = token_argument(token)
+    return marker in arguments or any(marker in argument.split(" ") for argument in arguments)
+
+
 def is_ours(pid: int | None, token: str) -> bool:
     """True when `pid` is a live (non-zombie) process carrying the replica's token.
 
@@ -138,18 +150,17 @@ def is_ours(pid: int | None, token: str) -> bool:
             return False
         arguments = _command_line(pid)
         if arguments or time.monotonic() >= deadline:
-            return token_argument(token) in arguments
+            return carries_token(arguments, token)
         time.sleep(_POLL_SECONDS / 4)
 
 
 def find_by_token(token: str) -> int | None:
     """The pid of the live process carrying `token`, if any (scans /proc)."""
-    marker = token_argument(token)
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         pid = int(entry.name)
-        if marker in _command_line(pid) and is_ours(pid, token):
+        if carries_token(_command_line(pid), token) and is_ours(pid, token):
             return pid
     return None
 
