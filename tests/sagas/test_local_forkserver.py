@@ -102,6 +102,21 @@ def _token(target: local.LocalTarget, run: interface.RunKey, replica: interface.
     return token
 
 
+async def test_start_warms_the_server_before_any_install_even_in_a_fresh_state_dir(
+    local_target_state_dir: Path,
+) -> None:
+    target = local.LocalTarget(local_target_state_dir / "not-yet", prewarm=True)
+    await target.start()
+    try:
+        assert target.forkserver is not None
+        server = await eventually(lambda: target.forkserver and target.forkserver.pid, within=60)
+        assert is_running(server)
+        assert not (local_target_state_dir / "not-yet" / "runs").exists()
+    finally:
+        await target.close()
+    assert not is_running(server)
+
+
 def test_the_server_forks_only_runner_command_lines() -> None:
     assert forkserver.runner_arguments(
         ["/usr/bin/python3", "-X", "plnt-replica=abc", "-m", "plnt.runner", "--port", "1"]

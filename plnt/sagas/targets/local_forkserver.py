@@ -95,6 +95,8 @@ class ForkServer:
         self._discard()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
+            if self.log_path is not None:
+                self.log_path.parent.mkdir(parents=True, exist_ok=True)
             output = (
                 open(self.log_path, "ab")  # noqa: SIM115 - handed to the child, closed below
                 if self.log_path is not None
