@@ -50,6 +50,12 @@ def parser() -> argparse.ArgumentParser:
         default=20,
         help="WorkflowRuns deployed (20; 0 skips deploys and invoke)",
     )
+    p.add_argument(
+        "--runner-starts",
+        type=int,
+        default=10,
+        help="runner starts timed each way, executed and forked, beside the deploys (10; 0 skips)",
+    )
     p.add_argument("--concurrency", type=int, default=16, help="invoke workers (16)")
     p.add_argument(
         "--duration", type=float, default=5.0, help="seconds per invoke phase (5; 0 skips invoke)"
@@ -70,8 +76,8 @@ def parser() -> argparse.ArgumentParser:
 def parse_args(argv: Sequence[str] | None = None) -> SagaBenchSettings:
     p = parser()
     args = p.parse_args(argv)
-    if args.deploys < 0 or args.creates < 0:
-        p.error("--deploys and --creates cannot be negative")
+    if args.deploys < 0 or args.creates < 0 or args.runner_starts < 0:
+        p.error("--deploys, --creates and --runner-starts cannot be negative")
     if args.deploys == 0 and args.creates == 0:
         p.error("nothing to do: --deploys and --creates are both 0")
     if args.create_concurrency < 1 or args.create_rounds < 1:
@@ -85,6 +91,7 @@ def parse_args(argv: Sequence[str] | None = None) -> SagaBenchSettings:
         ),
         warmup=args.warmup,
         deploy_timeout=args.deploy_timeout,
+        runner_starts=args.runner_starts,
         creates=args.creates,
         create_concurrency=args.create_concurrency,
         create_rounds=args.create_rounds,

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from plnt.apiserver import pki
 from plnt.bench import apiserver as harness
-from plnt.bench import children, saga
+from plnt.bench import children, runner_starts, saga
 from plnt.bench import deploys as deploying
 from plnt.bench.settings import SagaBenchSettings
 from plnt.client import errors as client_errors
@@ -175,6 +175,10 @@ async def bench(settings: SagaBenchSettings, workdir: Path) -> saga.SagaResults:
             client = PlntClient.from_kubeconfig(kubeconfig_path, namespace=NAMESPACE)
             try:
                 await create_namespace(client)
+                if settings.runner_starts:
+                    results.runner_starts = await runner_starts.measure(
+                        EXAMPLE, workdir, count=settings.runner_starts
+                    )
                 name, obj = await deploys(
                     client, settings, ref=layout, digest=str(pinned.digest), results=results
                 )

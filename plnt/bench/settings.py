@@ -50,6 +50,7 @@ class SagaBenchSettings:
     sequential_duration: float = 5.0
     warmup: float = 0.5
     deploy_timeout: float = 120.0
+    runner_starts: int = 10
     creates: int = 300
     create_concurrency: int = 30
     create_rounds: int = 2

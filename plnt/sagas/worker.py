@@ -43,13 +43,14 @@ from plnt.client.clients import PlntClient
 from plnt.kube import connecting
 from plnt.kube.releases import HelmReleases
 from plnt.kube.workloads import Workloads
+from plnt.processes import forkserver
 from plnt.sagas import backend_probes, bench, deploy, placement
 from plnt.sagas import values as v
 from plnt.sagas.activities import DeployActivities
 from plnt.sagas.benching import BenchActivities
 from plnt.sagas.metrics import Observing, SagaMetrics
 from plnt.sagas.speccache import SpecCache
-from plnt.sagas.targets import local_forkserver, local_scrape
+from plnt.sagas.targets import local_scrape
 from plnt.sagas.targets.interface import Target
 from plnt.sagas.targets.kubernetes import KubernetesTarget
 from plnt.sagas.targets.local import LocalTarget
@@ -72,7 +73,7 @@ def local_activities(
             state_dir / "runners",
             secrets_dir=state_dir / "secrets",
             scrape_dir=local_scrape.targets_dir(state_dir),
-            prewarm=local_forkserver.enabled_by_default(),
+            prewarm=forkserver.enabled_by_default(),
         ),
         specs=SpecCache(state_dir / "specs", config=config, layout_root=state_dir / "layouts"),
         kubernetes=kubernetes,

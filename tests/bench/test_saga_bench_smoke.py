@@ -19,11 +19,13 @@ from pathlib import Path
 import pytest
 
 from plnt.bench import deploys, saga, starts
+from plnt.bench.runner_starts import RunnerStarts
 from tests.support.processes import live_processes
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = [
     *("--deploys", "2", "--concurrency", "2", "--duration", "0.5", "--warmup", "0.1"),
+    *("--runner-starts", "2"),
     *("--creates", "6", "--create-concurrency", "3", "--create-rounds", "1"),
 ]
 
@@ -46,7 +48,10 @@ def test_benchmark_bursts_deploys_invokes_through_api_direct_and_both_floors_and
     printed = json.loads(lines[-1])
     assert printed == json.loads(out.read_text())
     assert printed["deploy"]["count"] == 2
-    assert {"p50_s", "p95_s", "max_s", "first_s"} <= set(printed["deploy"])
+    assert {"p50_s", "p95_s", "max_s", "first_s", "saga_share_p50_s"} <= set(printed["deploy"])
+    for way in ("executed", "forked"):
+        assert printed["runner_start"][way]["count"] == 2
+        assert 0 < printed["runner_start"][way]["p50_s"] <= printed["runner_start"][way]["max_s"]
     invoke = printed["invoke"]
     assert {
         "throughput_ratio",
@@ -72,6 +77,10 @@ def test_benchmark_bursts_deploys_invokes_through_api_direct_and_both_floors_and
         assert {"temporal", "plnt up", "etcd", "generator"} <= set(burst["cpu_ms_per_item"])
     assert any(line.startswith("ratio creates/bare starts") for line in lines)
     assert any(line.startswith("apply -> Ready") for line in lines)
+    assert {"runner start executed", "runner start forked"} <= {line[:22].strip() for line in lines}
+    assert any(
+        re.fullmatch(rf"floor: forked/executed runner start p50 +{NUMBER}", line) for line in lines
+    )
     assert any(line.startswith("ratio invoke api/direct") for line in lines)
     assert any(line.startswith("overhead p50 c=1") for line in lines)
     labels = {line[:22].strip() for line in lines}
@@ -98,6 +107,17 @@ def assert_floor_lines(lines: list[str]) -> None:
         for pattern in FLOOR_LINES
     ]
     assert found == sorted(found), lines
+
+
+def test_the_saga_share_is_apply_to_ready_above_a_forked_runner_start() -> None:
+    starts = RunnerStarts(executed=[0.8, 0.7, 0.9], forked=[0.05, 0.04, 0.06])
+    results = saga.SagaResults(deploy_seconds=[0.6, 0.5, 0.7], runner_starts=starts)
+    lines = saga.report(results, saga.InvokeSettings())
+    assert "floor: forked/executed runner start p50  0.06" in lines
+    assert lines[-1] == "saga's own share p50: apply -> Ready - forked runner start = 0.550 s"
+    document = saga.as_json(results, saga.InvokeSettings())
+    assert document["runner_start"]["executed"]["p50_s"] == pytest.approx(0.8)
+    assert document["deploy"]["saga_share_p50_s"] == pytest.approx(0.55)
 
 
 def stats(*, ops: int, p50_ms: float) -> saga.PhaseStats:

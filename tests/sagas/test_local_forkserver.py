@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from plnt.processes import forkserver as local_forkserver
 from plnt.runner import forkserver
-from plnt.sagas.targets import interface, local, local_forkserver, local_processes, local_records
+from plnt.sagas.targets import interface, local, local_processes, local_records
 from tests.sagas.conftest import MakeRevision, local_target_runner_pids
 from tests.sagas.test_local_target import invoke, is_running
 from tests.support.processes import kill_all
@@ -146,7 +147,7 @@ def test_a_refused_request_is_unavailable_and_the_server_keeps_serving(tmp_path:
 async def test_the_server_ends_when_its_owner_dies_without_closing_it(tmp_path: Path) -> None:
     owner_script = (
         "import sys, time\n"
-        "from plnt.sagas.targets.local_forkserver import ForkServer\n"
+        "from plnt.processes.forkserver import ForkServer\n"
         "server = ForkServer(sys.executable)\n"
         "server.start()\n"
         "print(server.pid, flush=True)\n"

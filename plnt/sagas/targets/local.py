@@ -50,8 +50,8 @@ from typing import Any, TypeVar
 
 import aiohttp
 
-from plnt.processes import ports
-from plnt.sagas.targets import interface, local_forkserver, local_scrape
+from plnt.processes import forkserver, ports
+from plnt.sagas.targets import interface, local_scrape
 from plnt.sagas.targets import local_processes as processes
 from plnt.sagas.targets import local_records as records
 
@@ -109,7 +109,7 @@ class LocalTarget:
     ) -> None:
         self.state_dir = Path(state_dir)
         self.forkserver = (
-            local_forkserver.ForkServer(python, log_path=self.state_dir / "forkserver.log")
+            forkserver.ForkServer(python, log_path=self.state_dir / "forkserver.log")
             if prewarm
             else None
         )
@@ -212,7 +212,7 @@ class LocalTarget:
 
     def _warm(self) -> None:
         assert self.forkserver is not None
-        with contextlib.suppress(local_forkserver.Unavailable):
+        with contextlib.suppress(forkserver.Unavailable):
             self.forkserver.start()
 
     async def close(self) -> None:
@@ -363,7 +363,7 @@ class LocalTarget:
     def _spawn(self, argv: list[str], log: Path) -> int:
         """Fork the replica from the pre-warmed server; execute it when that cannot."""
         if self.forkserver is not None:
-            with contextlib.suppress(local_forkserver.Unavailable):
+            with contextlib.suppress(forkserver.Unavailable):
                 return self.forkserver.spawn(argv, log_path=log)
         return processes.spawn(argv, log_path=log)
 

@@ -15,7 +15,7 @@ holds the replica's unique ``-X plnt-replica=TOKEN`` argument. A pid that the ke
 reused for another process fails that check and is never adopted or signalled.
 CPython stores unknown ``-X`` options in `sys._xoptions` and otherwise ignores them, so
 the token costs the runner nothing. A runner forked by the pre-warmed server
-(`local_forkserver`) shows the same words as its title (`carries_token`).
+(`plnt.processes.forkserver`) shows the same words as its title (`carries_token`).
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def carries_token(arguments: list[str], token: str) -> bool:
     """True when a command line holds the replica's token argument.
 
     An executed runner has it as an argument of its own; a runner forked by the pre-warmed
-    server (`local_forkserver`) shows its command line as one title string of
+    server (`plnt.processes.forkserver`) shows its command line as one title string of
     space-separated words, the token among them.
     """
     marker = token_argument(token)

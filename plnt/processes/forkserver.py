@@ -1,11 +1,13 @@
-"""The local target's pre-warmed runner: a fork server that has already imported the runner.
+"""The pre-warmed runner: a `plnt.runner.forkserver` child that has already imported the runner.
 
 Why: executing `python -m plnt.runner` costs a replica Python's start-up and the runner's
-imports (about half a second here) before it can answer `/readyz`, and a deploy waits
-for it. `plnt.runner.forkserver` pays that once, when the worker starts, and forks each
+imports (about half a second here) before it can answer `/readyz`, and a local deploy
+waits for it. The fork server pays that once, when the worker starts, and forks each
 replica from there (see its module doc for the protocol and what the forked runner is).
+Here, below the sagas, because the local target and the saga benchmark both use it;
+it only names the server's module, never imports the runner.
 
-Blocking, like `local_processes` (the target calls it from a thread); requests are
+Blocking (the local target calls it from a thread); requests are
 serialised by a lock because several installs may spawn at once. Anything wrong with the
 server (it died, it refused, it cannot be started) makes `spawn` raise `Unavailable`, and
 the target falls back to executing the runner: a deploy never depends on the
