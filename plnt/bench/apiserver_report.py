@@ -138,9 +138,24 @@ def _watch_lines(watch: harness.WatchStats, settings: ApiBenchSettings) -> list[
         f"p50 {ms(watch.delays_since_answer, 0.5):.1f} ms, "
         f"p99 {ms(watch.delays_since_answer, 0.99):.1f} ms; "
         f"create p50 {ms(watch.create_latencies, 0.5):.1f} ms",
+        _watch_cpu_line(watch),
         f"ratio WATCH p99 ms    {p99:6.1f}  target <= {WATCH_P99_TARGET_MS:.0f} ms, "
         f"all delivered ({'yes' if watch.all_delivered else 'no'})  {_verdict(ok)}",
     ]
+
+
+def _watch_cpu_line(watch: harness.WatchStats) -> str:
+    """What each side spent per delivered event: a generator near a full core limits the figure."""
+    events = max(watch.delivered, 1)
+    elapsed = max(watch.elapsed, 1e-9)
+
+    def side(cpu: float) -> str:
+        return f"{cpu / events * 1e6:.1f} us/event ({cpu / elapsed:.0%} of a core)"
+
+    return (
+        f"WATCH CPU over {watch.elapsed:.1f} s: generator (creates and watchers) "
+        f"{side(watch.generator_cpu)}, server {side(watch.server_cpu)}"
+    )
 
 
 def as_json(results: Results) -> dict[str, object]:
@@ -173,5 +188,8 @@ def as_json(results: Results) -> dict[str, object]:
             "complete_watchers": w.complete_watchers,
             "p50_ms": harness.percentile(w.delays_since_send, 0.5) * 1000,
             "p99_ms": harness.percentile(w.delays_since_send, 0.99) * 1000,
+            "elapsed_s": w.elapsed,
+            "generator_cpu_s": w.generator_cpu,
+            "server_cpu_s": w.server_cpu,
         }
     return out

@@ -215,6 +215,7 @@ async def bench(settings: ApiBenchSettings, workdir: Path) -> Results:
                     watchers=settings.watchers,
                     events=settings.watch_events,
                     rate=settings.watch_rate,
+                    server_pid=pid,
                 )
     return results
 

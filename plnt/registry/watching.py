@@ -131,11 +131,13 @@ class Watch:
             yield "ERROR", self._error.to_status()
             return
         visible: set[str] = set()
+        # Names the client holds; only selectors need them (see `_filter`).
         items, self._initial_items = self._initial_items, []
         self._initial_left = len(items)
         for obj in items:
             self._initial_left -= 1
-            visible.add(obj["metadata"]["name"])
+            if self._filtered:
+                visible.add(obj["metadata"]["name"])
             yield "ADDED", obj
         if self._end_bookmark:
             yield "BOOKMARK", self._bookmark(self._revision, initial_end=True)
@@ -149,10 +151,17 @@ class Watch:
                 if event.kv is None:
                     continue
                 obj = self._store.read(event.kv)
-                if event.type == "DELETED":
+                if event.type == "DELETED" and event.kv.mod_revision != event.revision:
                     # The last state, at the delete's revision (a copy: `read` is shared).
+                    # The storage stamps a DELETED kv with that revision already, so
+                    # every watcher normally shares one object (and one encoded line).
                     meta = {**obj["metadata"], "resourceVersion": str(event.revision)}
                     obj = {**obj, "metadata": meta}
+                if not self._filtered:
+                    # Nothing can start or stop matching: the event as stored, with no
+                    # per-watcher bookkeeping (the same for all of a prefix's watchers).
+                    yield event.type, obj
+                    continue
                 item = self._filter(event, obj, visible)
                 if item is not None:
                     yield item

@@ -7,7 +7,10 @@ synchronous: an event is applied, recorded and handed to every watcher without
 an `await`, so readers always see a state that is consistent at `revision`.
 
 `CacheWatcher` is one client watch: a bounded queue of live events filled by
-the cache. A watcher whose queue is full when an event arrives is *terminated*:
+the cache. Events are queued the moment they are applied; the watchers' tasks are
+woken in rounds paced by `fanout_pacing.WakePacer` (at once when the server is idle,
+every few milliseconds under load, so one wake-up carries several events). A
+watcher whose queue is full when an event arrives is *terminated*:
 it keeps what it had queued (a gap-free prefix of the stream), then its iterator
 ends, and the client resumes from the last revision it saw. A slow client
 therefore never blocks the cache or other watchers.
@@ -22,6 +25,7 @@ import heapq
 import itertools
 from types import TracebackType
 
+from plnt.storage.fanout_pacing import WakePacer
 from plnt.storage.interface import KeyValue, WatchEvent
 
 _tiebreak = itertools.count()
@@ -65,7 +69,8 @@ class CacheWatcher:
         self.overflowed = False
 
     def push(self, event: WatchEvent) -> None:
-        """Queue a live event; terminate the watcher instead of growing past capacity."""
+        """Queue a live event (its task is woken by the owner's next round); terminate
+        the watcher instead of growing past capacity."""
         if self._ended:
             return
         if len(self._queue) >= self._capacity:
@@ -73,7 +78,11 @@ class CacheWatcher:
             self.end()
             return
         self._queue.append(event)
-        self._wakeup.set()
+
+    def wake(self) -> None:
+        """Wake the task if events are queued for it (the owner's wake-up round)."""
+        if self._queue:
+            self._wakeup.set()
 
     def end(self) -> None:
         """Stop after the events already queued."""
@@ -137,6 +146,11 @@ class CachedPrefix:
         """The newest revision written under this prefix through the owning store."""
         self.ready = False
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self.pacer = WakePacer()
+        self._round: asyncio.Handle | None = None
+        """The wake-up round scheduled, or running until its cost is measured."""
+        self._unwoken = False
+        """Events were queued since the last round woke the watchers."""
 
     def load(self, items: list[KeyValue], revision: int) -> None:
         """Replace the state with a full list read at `revision`; history restarts there."""
@@ -165,10 +179,50 @@ class CachedPrefix:
         if len(history) == history.maxlen:
             self.history_start = history[0].revision
         history.append(event)
+        pushed = False
         for watcher in tuple(self.watchers):
             if key.startswith(watcher.prefix):
                 watcher.push(event)
+                pushed = True
+        if pushed:
+            self._unwoken = True
+            if self._round is None:
+                self._schedule_round()
         self.advance(event.revision)
+
+    def _schedule_round(self) -> None:
+        """Wake the watchers now, or schedule the round the pacer allows."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # applied outside a loop (no task can be waiting): wake now
+            self._unwoken = False
+            for watcher in tuple(self.watchers):
+                watcher.wake()
+            return
+        delay = self.pacer.delay(loop.time())
+        if delay <= 0:
+            self._wake_round()
+        else:
+            self._round = loop.call_later(delay, self._wake_round)
+
+    def _wake_round(self) -> None:
+        """Wake every watcher with queued events, then time their steps for the pacer.
+
+        Events applied while the round runs wait for the next one, which is
+        scheduled once this round's cost is known.
+        """
+        loop = asyncio.get_running_loop()
+        self._unwoken = False
+        for watcher in tuple(self.watchers):
+            watcher.wake()
+        # Queued behind the woken tasks' steps, so it runs once they have all written.
+        self._round = loop.call_soon(self._round_done, loop.time())
+
+    def _round_done(self, start: float) -> None:
+        self._round = None
+        self.pacer.finished(start, asyncio.get_running_loop().time())
+        if self._unwoken:
+            self._schedule_round()
 
     def advance(self, revision: int) -> None:
         """Note that everything up to `revision` is applied; wake readers waiting for it."""
@@ -230,5 +284,8 @@ class CachedPrefix:
     def reset(self) -> None:
         """Forget the state (before a relist): end every watcher, mark not ready."""
         self.ready = False
+        if self._round is not None:
+            self._round.cancel()
+            self._round = None
         for watcher in tuple(self.watchers):
             watcher.end()
