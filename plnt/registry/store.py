@@ -38,7 +38,7 @@ from plnt.registry.options import (
 )
 from plnt.registry.storedobjects import decode, encode, parse_resource_version, translate
 from plnt.storage import errors as storage_errors
-from plnt.storage.interface import KeyValue, Store
+from plnt.storage.interface import AdmitsCreates, KeyValue, Store
 
 Transform = Callable[[Object], Object]
 """Maps the stored object to the requested one (a PUT body, or a patch applied)."""
@@ -233,6 +233,8 @@ class ResourceStore:
             key = self.definition.key(namespace, meta["name"])
             try:
                 if options.dry_run:
+                    if isinstance(self.storage, AdmitsCreates):
+                        await self.storage.admit_create(key)
                     try:
                         await self.storage.get(key)
                     except storage_errors.KeyNotFound:

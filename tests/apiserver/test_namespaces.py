@@ -139,10 +139,11 @@ async def test_a_namespace_is_created_labelled_and_only_its_metadata_changes_by_
 async def test_objects_in_a_namespace_that_does_not_exist_are_refused_with_404(
     api: Api,
 ) -> None:
-    reply = await api.call("POST", runs("nowhere"), body=workflowrun("r"))
-    assert reply.status == 404
-    assert reply.json["message"] == 'namespaces "nowhere" not found'
-    assert reply.json["details"] == {"name": "nowhere", "group": "", "kind": "namespaces"}
+    for dry_run in ("", "?dryRun=All"):
+        reply = await api.call("POST", runs("nowhere") + dry_run, body=workflowrun("r"))
+        assert reply.status == 404, dry_run
+        assert reply.json["message"] == 'namespaces "nowhere" not found'
+        assert reply.json["details"] == {"name": "nowhere", "group": "", "kind": "namespaces"}
 
 
 async def test_deleting_a_namespace_deletes_its_content_and_waits_for_finalizers(
@@ -178,6 +179,11 @@ async def test_deleting_a_namespace_deletes_its_content_and_waits_for_finalizers
     run = (await api.call("GET", f"{runs('doomed')}/held")).json
     assert run["metadata"]["deletionTimestamp"]
 
+    # Admission runs for a dry run too, and before the name's existence is looked at.
+    dry = await api.call("POST", runs("doomed") + "?dryRun=All", body=workflowrun("held"))
+    assert dry.status == 403 and dry.json["details"]["causes"][0]["reason"] == (
+        "NamespaceTerminating"
+    )
     late = await api.call("POST", runs("doomed"), body=workflowrun("late"))
     assert late.status == 403
     assert late.json["message"] == (
