@@ -95,10 +95,13 @@ def _storage_context(
             app[keys.STORAGE] = store
             if standalone:  # plnt's own Namespaces, and NamespaceLifecycle on the rest
                 stores = namespaces.standalone_stores(
-                    resources, store, lambda d, s: _resource_store(app, d, s)
+                    resources, store, lambda d, s: _resource_store(app, d, s, standalone=True)
                 )
             else:
-                stores = {(d.group, d.plural): _resource_store(app, d, store) for d in resources}
+                stores = {
+                    (d.group, d.plural): _resource_store(app, d, store, standalone=False)
+                    for d in resources
+                }
             app[keys.STORES] = stores
             recorder = events.EventRecorder.for_stores(stores, writer=app[keys.EVENT_WRITER])
             worker = asyncio.create_task(recorder.run(), name="event recorder")
@@ -119,11 +122,14 @@ def _storage_context(
     return context
 
 
-def _resource_store(app: web.Application, d: ResourceDefinition, storage: Store) -> ResourceStore:
+def _resource_store(
+    app: web.Application, d: ResourceDefinition, storage: Store, *, standalone: bool
+) -> ResourceStore:
     """WorkflowRuns of a server with sagas get the deploy hooks and the teardown finalizer."""
     hooks = app.get(keys.DEPLOY_HOOKS)
     if hooks is not None and d is workflowruns.DEFINITION:
-        return deployhooks.HookedResourceStore(workflowruns.with_teardown(), storage, hooks=hooks)
+        definition = workflowruns.with_teardown(standalone=standalone)
+        return deployhooks.HookedResourceStore(definition, storage, hooks=hooks)
     return ResourceStore(d, storage)
 
 

@@ -115,9 +115,11 @@ DEFINITION = ResourceDefinition(
 )
 
 
-def with_teardown() -> ResourceDefinition:
+def with_teardown(*, standalone: bool = True) -> ResourceDefinition:
     """The WorkflowRun definition of a server with sagas: new runs get the teardown
-    finalizer, new generations the Reconciling condition."""
-    return dataclasses.replace(
-        DEFINITION, strategy=WorkflowRunStrategy(model=WorkflowRun, teardown_finalizer=True)
+    finalizer, new generations the Reconciling condition; a standalone one warns that it
+    cannot start `kubernetes` runners, one in a cluster does not."""
+    strategy = WorkflowRunStrategy(
+        model=WorkflowRun, teardown_finalizer=True, local_only=standalone
     )
+    return dataclasses.replace(DEFINITION, strategy=strategy)

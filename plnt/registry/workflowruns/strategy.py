@@ -36,12 +36,22 @@ class WorkflowRunStrategy(Strategy):
 
     `teardown_finalizer`: a server with sagas. Every new run gets `TEARDOWN_FINALIZER`
     (only a server with sagas may add it, since only the saga removes it), and every new
-    generation is marked `Reconciling=True` until the saga reports on it.
+    generation is marked `Reconciling=True` until the saga reports on it. `local_only`:
+    see the attribute.
     """
 
-    def __init__(self, *, model: type[WorkflowRun], teardown_finalizer: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        model: type[WorkflowRun],
+        teardown_finalizer: bool = False,
+        local_only: bool = True,
+    ) -> None:
         super().__init__(model=model)
         self.teardown_finalizer = teardown_finalizer
+        self.local_only = local_only
+        """No cluster behind this server (standalone): `spec.target: kubernetes` is warned
+        about, since nothing here can start such runners."""
 
     def prepare_for_create(self, obj: Object) -> None:
         super().prepare_for_create(obj)
@@ -81,7 +91,7 @@ class WorkflowRunStrategy(Strategy):
         return causes
 
     def warnings(self, obj: Object) -> list[str]:
-        if lookup(obj, "spec", "target") == "kubernetes":
+        if self.local_only and lookup(obj, "spec", "target") == "kubernetes":
             return [
                 "spec.target: kubernetes runners need plnt installed in a cluster; "
                 "standalone plnt runs local runners only"
