@@ -210,7 +210,6 @@ async def bench(settings: ApiBenchSettings, workdir: Path) -> Results:
                 results.watch = await harness.watch_fanout(
                     server.base,
                     context,
-                    session,
                     namespace=WATCH_NS,
                     watchers=settings.watchers,
                     events=settings.watch_events,

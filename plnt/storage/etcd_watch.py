@@ -35,6 +35,8 @@ from plnt.storage import errors
 from plnt.storage.interface import KeyValue, WatchEvent
 
 _PUT = 0
+_READ_AHEAD = 1024
+"""Events read ahead of the consumer at most; beyond, gRPC's flow control holds etcd back."""
 
 
 def translate_rpc_error(exc: Any, *, key: str = "") -> errors.StorageError:
@@ -78,6 +80,11 @@ class EtcdWatch:
         self._metadata = metadata
         self._call: Any = None
         self._buffer: collections.deque[WatchEvent] = collections.deque()
+        self._reader: asyncio.Task[None] | None = None
+        self._arrived = asyncio.Event()
+        self._room = asyncio.Event()
+        self._room.set()
+        self._failure: errors.StorageError | None = None
         self._last_emit = time.monotonic()
         self.last_revision = after_revision
         self._write_lock = asyncio.Lock()
@@ -108,6 +115,7 @@ class EtcdWatch:
             self._close()
             raise errors.Unavailable("etcd closed the watch stream before creating the watch")
         self._take(first)
+        self._reader = asyncio.create_task(self._read_ahead(self._call), name="etcd watch reader")
         return self
 
     async def __aexit__(
@@ -138,18 +146,50 @@ class EtcdWatch:
 
     async def __anext__(self) -> WatchEvent:
         while not self._buffer:
-            if self._call is None:
+            if self._failure is not None:
+                raise self._failure
+            if self._call is None or self._reader is None or self._reader.done():
                 raise StopAsyncIteration
-            try:
-                response = await self._read()
-            except rpc.AioRpcError as exc:
-                self._close()
-                raise translate_rpc_error(exc) from exc
-            if not isinstance(response, rpc.WatchResponse):
-                self._close()
-                raise errors.Unavailable("etcd ended the watch stream")
-            self._take(response)
-        return self._buffer.popleft()
+            self._arrived.clear()
+            await self._arrived.wait()
+        event = self._buffer.popleft()
+        if len(self._buffer) < _READ_AHEAD:
+            self._room.set()
+        return event
+
+    async def _read_ahead(self, call: Any) -> None:
+        """Read responses into the buffer as they arrive, ahead of the consumer.
+
+        Why: each gRPC read takes several turns of the event loop and etcd sends one
+        response per revision; reading the next response only once the consumer
+        asked for it made a busy consumer (the watch cache fanning out to many
+        watchers) fall behind etcd by one response per busy turn. Read ahead, the
+        consumer takes everything that arrived meanwhile in one go. At most
+        `_READ_AHEAD` events wait here, so a consumer that stops reading still holds
+        etcd back through gRPC's flow control. A failure is raised to the consumer
+        after the events read before it.
+        """
+        try:
+            while True:
+                while len(self._buffer) >= _READ_AHEAD:
+                    self._room.clear()
+                    await self._room.wait()
+                response = await call.read()
+                if not isinstance(response, rpc.WatchResponse):
+                    raise errors.Unavailable("etcd ended the watch stream")
+                self._take(response)
+                self._arrived.set()
+        except rpc.AioRpcError as exc:
+            failure = translate_rpc_error(exc)
+            failure.__cause__ = exc
+            self._failure = failure
+        except errors.StorageError as exc:
+            self._failure = exc
+        except asyncio.CancelledError:  # the RPC was cancelled by `_close`
+            pass
+        finally:
+            self._close()
+            self._arrived.set()
 
     async def _read(self) -> Any:
         # grpc.aio does not reliably deliver a task cancellation into a pending read
@@ -167,6 +207,7 @@ class EtcdWatch:
         if self._call is not None:
             self._call.cancel()
             self._call = None
+        # The read-ahead task ends by itself: cancelling the RPC always ends its read.
 
     def _take(self, response: Any) -> None:
         if response.canceled or response.compact_revision:
