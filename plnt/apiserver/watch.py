@@ -1,12 +1,12 @@
 """Watch streaming: one JSON event per line, headers sent at once, nothing held back.
 
 An event is written as soon as no further event is already buffered for this
-watcher; events that are (a burst, or a watcher that fell behind) go out in one
-write. A plain-JSON event line is serialised once for all watchers
-(`keys.OpenWatches.line`). The stream ends at `timeoutSeconds` (absent or 0: a random
-30-60 minutes, as kube-apiserver's minRequestTimeout does; negative: at once), when the client
-goes away, or at shutdown. Closing early would make `kubectl get -w` exit
-silently, so we never do.
+watcher; events that are (a burst, a paced wake-up round of the watch cache, or a
+watcher that fell behind) go out in one write. A plain-JSON event line is
+serialised once for all watchers (`keys.OpenWatches.line`). The stream ends at
+`timeoutSeconds` (absent or 0: a random 30-60 minutes, as kube-apiserver's
+minRequestTimeout does; negative: at once), when the client goes away, or at
+shutdown. Closing early would make `kubectl get -w` exit silently, so we never do.
 """
 
 from __future__ import annotations
@@ -70,6 +70,31 @@ async def serve(
     if task is not None:
         watches.add(task)
     first_table = True
+
+    def encode(event_type: str, obj: Any) -> bytes:
+        """The line of one event in the representation this client asked for."""
+        nonlocal first_table
+        body: Any = obj
+        if event_type != "ERROR":
+            if rep.kind == "Table":
+                rows = [] if event_type == "BOOKMARK" else [obj]
+                body = tables.table(
+                    store.definition,
+                    rows,
+                    include_object=include,
+                    resource_version=obj["metadata"].get("resourceVersion", ""),
+                    with_columns=first_table,
+                )
+                body["apiVersion"] = f"meta.k8s.io/{rep.version}"
+                if event_type == "BOOKMARK":
+                    body["metadata"] = obj["metadata"]
+                first_table = False
+            elif rep.kind.startswith("PartialObjectMetadata"):
+                body = tables.partial_object_metadata(obj)
+        if body is obj and event_type != "ERROR":
+            return open_watches.line(event_type, obj, functools.partial(_line, event_type, obj))
+        return _line(event_type, body)
+
     batch: list[bytes] = []
     try:
         async with stream:
@@ -77,36 +102,17 @@ async def serve(
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(None if math.isinf(timeout) else timeout):
                     async for event_type, obj in stream:
-                        body: Any = obj
-                        if event_type != "ERROR":
-                            if rep.kind == "Table":
-                                rows = [] if event_type == "BOOKMARK" else [obj]
-                                body = tables.table(
-                                    store.definition,
-                                    rows,
-                                    include_object=include,
-                                    resource_version=obj["metadata"].get("resourceVersion", ""),
-                                    with_columns=first_table,
-                                )
-                                body["apiVersion"] = f"meta.k8s.io/{rep.version}"
-                                if event_type == "BOOKMARK":
-                                    body["metadata"] = obj["metadata"]
-                                first_table = False
-                            elif rep.kind.startswith("PartialObjectMetadata"):
-                                body = tables.partial_object_metadata(obj)
-                        if body is obj and event_type != "ERROR":
-                            line = open_watches.line(
-                                event_type, obj, functools.partial(_line, event_type, obj)
-                            )
-                        else:
-                            line = _line(event_type, body)
-                        # Batch what is already buffered into one write; flush before waiting.
-                        batch.append(line)
-                        if event_type == "ERROR" or not stream.ready():
+                        batch.append(encode(event_type, obj))
+                        if event_type == "ERROR":
+                            await response.write(b"".join(batch))
+                            break
+                        # What is already buffered goes in the same write (taken without
+                        # an await per event where the watch allows); flush before waiting.
+                        for ready_type, ready_obj in stream.take_ready():
+                            batch.append(encode(ready_type, ready_obj))
+                        if not stream.ready():
                             await response.write(b"".join(batch))
                             batch.clear()
-                        if event_type == "ERROR":
-                            break
     finally:
         gauge.dec()
         if task is not None:

@@ -25,7 +25,7 @@ from plnt.registry.definitions import Object
 from plnt.registry.options import ListOptions, has_filters
 from plnt.registry.storedobjects import parse_resource_version, translate
 from plnt.storage import errors as storage_errors
-from plnt.storage.interface import Buffered, WatchEvent
+from plnt.storage.interface import Buffered, KeyValue, WatchEvent
 
 if TYPE_CHECKING:
     from plnt.registry.store import ResourceStore
@@ -61,6 +61,8 @@ class Watch:
         self._filtered = has_filters(options)
         self._revision = 0
         self._error: errors.APIError | None = None
+        self._live = False
+        """The iterator is past its initial events: storage events are next."""
         self._source: AbstractAsyncContextManager[AsyncIterator[WatchEvent]] | None = None
         self._events: AsyncIterator[WatchEvent] | None = None
 
@@ -118,6 +120,22 @@ class Watch:
             return True
         return self._buffered is not None and self._buffered.pending() > 0
 
+    def take_ready(self) -> list[WatchItem]:
+        """The items that would come next without waiting, taken at once (else []).
+
+        Only for an unfiltered watch served from memory once its initial events
+        are out, between two items of the iterator: what it returns is exactly what
+        the iterator would have yielded next, so a caller may interleave the two.
+        """
+        if self._buffered is None or not self._live:
+            return []
+        items = []
+        for event in self._buffered.take_ready():
+            item = self._unfiltered(event)
+            if item is not None:
+                items.append(item)
+        return items
+
     def _bookmark(self, revision: int, *, initial_end: bool = False) -> Object:
         d = self._store.definition
         meta: dict[str, Any] = {"resourceVersion": str(revision)}
@@ -142,31 +160,44 @@ class Watch:
         if self._end_bookmark:
             yield "BOOKMARK", self._bookmark(self._revision, initial_end=True)
         assert self._events is not None
+        self._live = True
         try:
             async for event in self._events:
                 if event.type == "PROGRESS":
                     if self._allow_bookmarks:
                         yield "BOOKMARK", self._bookmark(event.revision)
                     continue
-                if event.kv is None:
-                    continue
-                obj = self._store.read(event.kv)
-                if event.type == "DELETED" and event.kv.mod_revision != event.revision:
-                    # The last state, at the delete's revision (a copy: `read` is shared).
-                    # The storage stamps a DELETED kv with that revision already, so
-                    # every watcher normally shares one object (and one encoded line).
-                    meta = {**obj["metadata"], "resourceVersion": str(event.revision)}
-                    obj = {**obj, "metadata": meta}
                 if not self._filtered:
                     # Nothing can start or stop matching: the event as stored, with no
                     # per-watcher bookkeeping (the same for all of a prefix's watchers).
-                    yield event.type, obj
+                    unfiltered = self._unfiltered(event)
+                    if unfiltered is not None:
+                        yield unfiltered
                     continue
-                item = self._filter(event, obj, visible)
+                if event.kv is None:
+                    continue
+                item = self._filter(event, self._object(event, event.kv), visible)
                 if item is not None:
                     yield item
         except storage_errors.StorageError as error:
             yield "ERROR", translate(error).to_status()
+
+    def _object(self, event: WatchEvent, kv: KeyValue) -> Object:
+        """The served object of a change event (shared between watchers when possible)."""
+        obj = self._store.read(kv)
+        if event.type == "DELETED" and kv.mod_revision != event.revision:
+            # The last state, at the delete's revision (a copy: `read` is shared).
+            # The storage stamps a DELETED kv with that revision already, so every
+            # watcher normally shares one object (and one encoded line).
+            meta = {**obj["metadata"], "resourceVersion": str(event.revision)}
+            obj = {**obj, "metadata": meta}
+        return obj
+
+    def _unfiltered(self, event: WatchEvent) -> WatchItem | None:
+        """An unfiltered watch's item for a storage event (None: nothing to send)."""
+        if event.kv is None:  # PROGRESS: `_iterate` turns it into a bookmark
+            return None
+        return event.type, self._object(event, event.kv)
 
     def _filter(self, event: WatchEvent, obj: Object, visible: set[str]) -> WatchItem | None:
         """Apply selectors, turning "starts/stops matching" into ADDED/DELETED."""

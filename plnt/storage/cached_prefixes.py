@@ -94,6 +94,13 @@ class CacheWatcher:
         """Events the next `__anext__` calls return without waiting (lets callers batch)."""
         return len(self._backlog) + len(self._queue)
 
+    def take_ready(self) -> list[WatchEvent]:
+        """The events `pending` counts, in order, removed (what `__anext__` would return)."""
+        events = [*self._backlog, *self._queue]
+        self._backlog.clear()
+        self._queue.clear()
+        return events
+
     def __aiter__(self) -> CacheWatcher:
         return self
 

@@ -76,6 +76,14 @@ class Buffered(Protocol):
         """Events available without waiting."""
         ...
 
+    def take_ready(self) -> list[WatchEvent]:
+        """Every event available without waiting, in order, taken from the iterator.
+
+        Lets a consumer that fans one event out to many watchers handle a batch
+        without one `await` per event.
+        """
+        ...
+
 
 @runtime_checkable
 class AdmitsCreates(Protocol):

@@ -140,3 +140,16 @@ async def test_a_reset_cancels_the_pending_round_and_ends_the_watchers() -> None
     async with asyncio.timeout(10):
         assert [event.revision async for event in watcher] == [2]
     assert prefix._round is None
+
+
+async def test_take_ready_returns_the_backlog_then_the_queue_and_leaves_nothing() -> None:
+    prefix = loaded()
+    for revision in range(2, 5):
+        prefix.apply(added(revision))
+    watcher = prefix.subscribe(PREFIX, after_revision=2, capacity=10, progress_interval=None)
+    prefix.apply(added(5))
+    assert watcher.pending() == 3
+    assert [e.revision for e in watcher.take_ready()] == [3, 4, 5]
+    assert watcher.pending() == 0 and watcher.take_ready() == []
+    prefix.apply(added(6))
+    assert [e.revision for e in await take(watcher, 1)] == [6]
