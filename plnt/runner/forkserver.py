@@ -78,9 +78,7 @@ def _parse(line: bytes) -> tuple[list[str], str]:
     return argv, log
 
 
-def _become_runner(
-    argv: list[str], arguments: list[str], log: str, control: socket.socket, named: int
-) -> None:
+def _become_runner(argv: list[str], arguments: list[str], log: str, named: int) -> None:
     """In the forked child: take the runner's name, detach, redirect, run it, exit.
 
     The name comes first and `named` (a pipe's write end) is closed right after it, so
@@ -90,17 +88,18 @@ def _become_runner(
     try:
         setproctitle.setproctitle(" ".join(argv))
         os.close(named)
-        control.close()
         os.setsid()
-        for signum in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as Python starts
         null = os.open(os.devnull, os.O_RDONLY)
         output = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(null, 0)
         os.dup2(output, 1)
         os.dup2(output, 2)
-        os.close(null)
-        os.close(output)
+        # Nothing of the server's (its control socket, held open by its reader) stays open
+        # in a runner.
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
         os.environ["PYTHONUNBUFFERED"] = "1"
         sys.stdout.reconfigure(line_buffering=True, write_through=True)  # type: ignore[union-attr]
         sys.stderr.reconfigure(line_buffering=True, write_through=True)  # type: ignore[union-attr]
@@ -118,7 +117,7 @@ def _become_runner(
             os._exit(status)
 
 
-def _serve_one(line: bytes, control: socket.socket) -> dict[str, Any]:
+def _serve_one(line: bytes) -> dict[str, Any]:
     try:
         argv, log = _parse(line)
         arguments = runner_arguments(argv)
@@ -134,7 +133,7 @@ def _serve_one(line: bytes, control: socket.socket) -> dict[str, Any]:
         return {"error": f"fork failed: {error}"}
     if pid == 0:
         os.close(waiting)
-        _become_runner(argv, arguments, log, control, named)
+        _become_runner(argv, arguments, log, named)
     os.close(named)
     try:
         os.read(waiting, 1)  # end of file once the child has taken its name (or died)
@@ -149,7 +148,7 @@ def serve(control: socket.socket) -> None:
     reader = control.makefile("rb")
     control.sendall(b'{"ready": true}\n')
     for line in reader:
-        answer = _serve_one(line, control)
+        answer = _serve_one(line)
         control.sendall(json.dumps(answer).encode() + b"\n")
 
 
