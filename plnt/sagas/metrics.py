@@ -65,6 +65,8 @@ ACTIVITIES = (
 """The saga's activities (`DeployActivities.all`, less the positional forms older sagas
 schedule): their retry counters exist from the start, at 0."""
 
+ACTIVITY_OUTCOMES = ("succeeded", "failed", "cancelled")
+
 STEP_OUTCOMES = {"Succeeded": "succeeded", "Skipped": "skipped", "Failed": "failed"}
 STEPS = ("pull", "resolve", "install", "smoke", "analyze", "promote")
 
@@ -107,6 +109,11 @@ class SagaMetrics:
             self.deploys.labels(result)
         for name in ACTIVITIES:
             self.activity_retries.labels(name)
+            # Every known series from the start, at 0: a series first scraped with its
+            # final count has no increase, so a deploy faster than a scrape interval
+            # would leave rate() and the dashboard's quantiles empty.
+            for outcome in ACTIVITY_OUTCOMES:
+                self.activity_duration.labels(name, outcome)
         for step in STEPS:
             for outcome in STEP_OUTCOMES.values():
                 self.step_duration.labels(step, outcome)

@@ -137,3 +137,12 @@ def test_sd_groups_name_each_replica_with_its_run_and_revision() -> None:
             },
         }
     ]
+
+
+def test_every_known_activity_series_exists_at_zero_before_any_activity_ran() -> None:
+    """A series first scraped with its final count shows no increase to rate()."""
+    metrics = SagaMetrics()
+    for name in ("report", "pull-spec", "install", "teardown"):
+        for outcome in ("succeeded", "failed", "cancelled"):
+            labels = f"{{'activity': '{name}', 'outcome': '{outcome}'}}"
+            assert sample(metrics, f"plnt_saga_activity_duration_seconds_count{labels}") == 0
