@@ -19,6 +19,12 @@ def _client(request: web.Request) -> PlntClient:
     return request.app[keys.CLIENT]
 
 
+def _revisions(obj: dict[str, Any]) -> list[int]:
+    """The run's revisions in its history, newest first (the pages' revision filters)."""
+    history = (obj.get("status") or {}).get("history") or []
+    return sorted({int(r.get("revision") or 0) for r in history}, reverse=True)
+
+
 async def index(request: web.Request) -> web.StreamResponse:
     """The context's namespace's runs."""
     namespace = _client(request).namespace
@@ -90,10 +96,7 @@ async def invocations(request: web.Request) -> web.StreamResponse:
     client = _client(request)
     namespace, name = request.match_info["namespace"], request.match_info["name"]
     obj = await client.get_workflowrun(name, namespace=namespace)
-    revisions = sorted(
-        {int(r.get("revision") or 0) for r in (obj.get("status") or {}).get("history") or []},
-        reverse=True,
-    )
+    revisions = _revisions(obj)
     return rendering.page(request, "invocations.html", revisions=revisions, title=name)
 
 
@@ -136,10 +139,7 @@ async def bench(request: web.Request) -> web.StreamResponse:
     client = _client(request)
     namespace, name = request.match_info["namespace"], request.match_info["name"]
     obj = await client.get_workflowrun(name, namespace=namespace)
-    revisions = sorted(
-        {int(r.get("revision") or 0) for r in (obj.get("status") or {}).get("history") or []},
-        reverse=True,
-    )
+    revisions = _revisions(obj)
     current = await live.read_bench(client, namespace, name)
     return rendering.page(
         request, "bench.html", revisions=revisions, bench=views.bench_view(current), title=name
