@@ -1,7 +1,8 @@
 """The local target: each replica of a revision is a runner process on a loopback port.
 
-The standalone mode's `Target`. Replicas are `python -m plnt.runner` processes started in
-their own session, so they outlive the worker and the API server that asked for them;
+The standalone mode's `Target`. Replicas are `python -m plnt.runner` processes in their
+own session (forked by the pre-warmed server when `prewarm` is on, else executed), so they
+outlive the worker and the API server that asked for them;
 everything needed to find them again is on disk (see `local_records`). Any worker, the
 one that started them or a later one, adopts them. A revision is `runners.Revision`, the
 model the Kubernetes target renders as chart values; its cluster-only fields (GPU class,

@@ -3,8 +3,10 @@
 Blocking, Linux-only helpers (they read `/proc`); the async target calls them through
 `asyncio.to_thread`.
 
-Why `os.posix_spawn` and not `subprocess.Popen` or asyncio subprocesses: a replica must
-outlive the worker, so nobody keeps a process object for it. A dropped `Popen` warns
+`spawn` executes a runner (the target forks them from `plnt.processes.forkserver` when
+it can, and falls back to this). Why `os.posix_spawn` and not `subprocess.Popen` or
+asyncio subprocesses: a replica must outlive the worker, so nobody keeps a process
+object for it. A dropped `Popen` warns
 (`ResourceWarning`) and asyncio's child watcher parks a thread per child; a bare pid
 does neither. Because the spawning process may still be the parent, every liveness check
 and every stop first reaps the pid with ``waitpid(pid, WNOHANG)`` (ECHILD — not our
