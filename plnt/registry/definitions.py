@@ -86,6 +86,13 @@ class ResourceDefinition:
     description: str = ""
     transitions: TransitionRules | None = None
     """Which Events a stored change deserves (see `plnt.registry.changes`); None: no Events."""
+    builtin: bool = False
+    """A kind compiled into kube-apiserver (core/v1 Events, Namespaces), not a custom resource.
+
+    kube decodes a built-in kind with the URL's group, version and kind as the decoder's
+    defaults, so a body that names neither `apiVersion` nor `kind` is accepted (kopf and
+    client-go's event recorders send such bodies); a custom resource's body must name its
+    kind. `plnt.registry.typemeta` applies the difference."""
 
     @property
     def api_version(self) -> str:

@@ -143,6 +143,7 @@ DEFINITION = ResourceDefinition(
     description="A record of a state transition of some object.",
     columns=COLUMNS,
     field_labels=_field_labels,
+    builtin=True,
 )
 
 

@@ -5,8 +5,10 @@ Go strings, then into an unstructured object, which must name its kind. So a bod
 that is not an object, whose `apiVersion` or `kind` is not a string, whose
 `apiVersion` has more than one `/`, or that names no kind is a 400 before anything
 else is looked at, worded as kube words it (clients and people search for
-"Object 'Kind' is missing"). A kind or apiVersion that is present but different
-from the URL's is `admitting.check_identity`'s (also 400).
+"Object 'Kind' is missing"). A built-in kind (`ResourceDefinition.builtin`) is
+decoded with the URL's kind as the default instead, so a missing kind is no error
+there. A kind or apiVersion that is present but different from the URL's is
+`admitting.check_identity`'s (also 400).
 
 Pure functions raising `errors.BadRequest`; the body has already been decoded.
 """
@@ -77,7 +79,7 @@ def check_type_meta(
     api_version = fields.get("apiVersion") or ""
     if api_version.count("/") > 1:
         raise _unrecognized(definition, f"unexpected GroupVersion string: {api_version}", data)
-    if fields.get("kind"):
+    if fields.get("kind") or definition.builtin:
         return
     if field_validation == "Ignore":
         sent = data if media in decoding.JSON_CONTENT_TYPES else _json_text(body)

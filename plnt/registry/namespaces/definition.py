@@ -39,6 +39,7 @@ DEFINITION = ResourceDefinition(
     ),
     field_labels=lambda obj: {"status.phase": phase(obj)},
     description="A scope for names; deleting it deletes everything in it.",
+    builtin=True,
 )
 
 SERVICES = ResourceDefinition(
@@ -52,6 +53,7 @@ SERVICES = ResourceDefinition(
     short_names=("svc",),
     verbs=("get", "list", "watch"),
     description="Standalone plnt runs no Services: the list is always empty.",
+    builtin=True,
 )
 
 
