@@ -64,6 +64,9 @@ async def serve(request: web.Request, info: RequestInfo) -> web.StreamResponse:
                 async with asyncio.timeout(timeout):
                     while entries := await follower.take():
                         await response.write(b"".join(_event(entry) for entry in entries))
+    except ConnectionResetError:
+        # The client hung up; how a followed log ends (see `watch`).
+        return response
     finally:
         if task is not None:
             watches.discard(task)

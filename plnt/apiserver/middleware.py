@@ -93,12 +93,22 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except web.HTTPException:
         raise
     except Exception as error:
+        if isinstance(error, ConnectionResetError) and _client_gone(request):
+            # A stream whose client hung up mid-answer: nothing to answer and nobody to
+            # answer to; aiohttp drops the connection. Not a server error.
+            log.debug("client went away: %s %s", request.method, request.path)
+            raise
         log.exception("internal error serving %s %s", request.method, request.path)
         response = responses.status_response(errors.InternalError.wrap(error))
     # kube's WithCacheControl: every answer, errors included, unless a handler chose.
     if "Cache-Control" not in response.headers and not response.prepared:
         response.headers["Cache-Control"] = "no-cache, private"
     return response
+
+
+def _client_gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 @web.middleware

@@ -7,6 +7,10 @@ serialised once for all watchers (`keys.OpenWatches.line`). The stream ends at
 `timeoutSeconds` (absent or 0: a random 30-60 minutes, as kube-apiserver's
 minRequestTimeout does; negative: at once), when the client goes away, or at
 shutdown. Closing early would make `kubectl get -w` exit silently, so we never do.
+
+A client going away is how most watches end (`kubectl wait` hangs up as soon as its
+condition holds). Where the handler is not cancelled on a hang-up (`plnt serve`), the
+next write meets the closed connection; that ends the stream as a 200, logged at debug.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import math
 import random
 from typing import Any
@@ -24,6 +29,8 @@ from plnt.apiserver import keys, negotiation, responses
 from plnt.registry import tables
 from plnt.registry.options import ListOptions
 from plnt.registry.store import ResourceStore
+
+log = logging.getLogger(__name__)
 
 
 def _timeout(request: web.Request, options: ListOptions) -> float:
@@ -113,6 +120,9 @@ async def serve(
                         if not stream.ready():
                             await response.write(b"".join(batch))
                             batch.clear()
+    except ConnectionResetError:
+        log.debug("watch client went away: %s %s", request.method, request.path_qs)
+        return response
     finally:
         gauge.dec()
         if task is not None:

@@ -19,7 +19,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import IO, Annotated, Any
 
 import typer
 import yaml
@@ -137,7 +137,7 @@ def bench(
         with exits.reported():
             spec["inputs"] = read_inputs(filename)
     body = {"apiVersion": "plnt.work/v1", "kind": "Bench", "spec": spec}
-    console = Console(highlight=False, soft_wrap=True)
+    console = output_console()
     live = follow and not as_json and console.is_terminal
 
     async def action(client: PlntClient) -> dict[str, Any]:
@@ -314,6 +314,23 @@ def results_table(bench: dict[str, Any]) -> Table:
             _percent(result.get("gpuUtilization"), result.get("gpuReason")),
         )
     return table
+
+
+UNCUT_WIDTH = 1_000
+"""Columns given to output that is not a terminal: wide enough that no table is cut."""
+
+
+def output_console(file: IO[str] | None = None) -> Console:
+    """The console results go to: a terminal's width, or every column whole otherwise.
+
+    rich lays a table out in 80 columns when the output is not a terminal, cutting
+    headers and cells (`REV…`); a pipe or a file gets every column whole, as kubectl's
+    output does. A table takes its natural width, so nothing is padded to this one.
+    """
+    console = Console(file=file, highlight=False, soft_wrap=True)
+    if console.is_terminal:
+        return console
+    return Console(file=file, highlight=False, soft_wrap=True, width=UNCUT_WIDTH)
 
 
 def _print_results(console: Console, bench: dict[str, Any]) -> None:

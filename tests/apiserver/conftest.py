@@ -92,7 +92,9 @@ async def uncached_api(etcd_endpoint: str, tmp_path: Path) -> AsyncIterator[Api]
 
 
 @contextlib.asynccontextmanager
-async def serving(etcd_endpoint: str, tmp_path: Path, **overrides: Any) -> AsyncIterator[Api]:
+async def serving(
+    etcd_endpoint: str, tmp_path: Path, *, handler_cancellation: bool = True, **overrides: Any
+) -> AsyncIterator[Api]:
     settings = ServerSettings(
         etcd_endpoints=(etcd_endpoint.removeprefix("http://"),),
         etcd_prefix=f"/t-{uuid.uuid4().hex[:12]}",
@@ -103,7 +105,9 @@ async def serving(etcd_endpoint: str, tmp_path: Path, **overrides: Any) -> Async
     application = app_module.build_app(settings)
     paths = pki_module.Pki.at(tmp_path / "pki")
     async with (
-        tls.serve_https(application, tls.server_context(paths)) as url,
+        tls.serve_https(
+            application, tls.server_context(paths), handler_cancellation=handler_cancellation
+        ) as url,
         tls.client_session(paths, cert=tls.admin(paths)) as session,
     ):
         yield Api(url=url, session=session, pki=paths, settings=settings)

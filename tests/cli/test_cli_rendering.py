@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
 
+from plnt.cli import bench as cli_bench
 from plnt.cli import invocations, printing, progress
 
 
@@ -100,3 +102,33 @@ def test_columns_are_aligned_and_empty_cells_show_none() -> None:
 )
 def test_durations_read_like_kubectl(seconds: float, text: str) -> None:
     assert printing.human_duration(seconds) == text
+
+
+def test_bench_results_written_to_a_pipe_keep_every_column_whole() -> None:
+    """rich cuts a table to 80 columns when stdout is not a terminal (`REV…`, `(GOT / ASK…`)."""
+    result = {
+        "requests": 1200,
+        "achievedRate": 39.9,
+        "latency": {"p50Ms": 12.3, "p90Ms": 20.1, "p95Ms": 25.0, "p99Ms": 40.2, "maxMs": 80.9},
+        "errors": {"timeout": 2},
+        "errorRate": 0.0017,
+        "cacheHitRate": 0.5,
+        "gpuReason": "no GPU metrics",
+    }
+    bench = {
+        "metadata": {"name": "bench-fanout-1"},
+        "status": {
+            "phase": "Succeeded",
+            "targets": [{"revision": 12, "role": "canary"}, {"revision": 11, "role": "stable"}],
+            "results": [result, result],
+        },
+    }
+    out = io.StringIO()
+    console = cli_bench.output_console(out)
+    console.print(cli_bench.results_table(bench))
+    text = out.getvalue()
+    assert "…" not in text
+    header = next(line for line in text.splitlines() if "REVISION" in line)
+    for column in ("REQUESTS", "REQ/S (GOT / ASKED)", "P99", "ERRORS", "CACHE HITS", "GPU"):
+        assert column in header
+    assert max(len(line) for line in text.splitlines()) > 80

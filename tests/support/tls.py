@@ -134,9 +134,15 @@ async def client_session(
 
 
 @contextlib.asynccontextmanager
-async def serve_https(app: web.Application, context: ssl.SSLContext) -> AsyncIterator[str]:
-    """Serve `app` over HTTPS on a free port of 127.0.0.1; yields the base URL."""
-    runner = web.AppRunner(app, handler_cancellation=True)
+async def serve_https(
+    app: web.Application, context: ssl.SSLContext, *, handler_cancellation: bool = True
+) -> AsyncIterator[str]:
+    """Serve `app` over HTTPS on a free port of 127.0.0.1; yields the base URL.
+
+    `plnt up` cancels a handler whose client went away; `plnt serve` does not
+    (`handler_cancellation=False`), so its streams learn of a hang-up from a failed write.
+    """
+    runner = web.AppRunner(app, handler_cancellation=handler_cancellation)
     await runner.setup()
     try:
         site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
