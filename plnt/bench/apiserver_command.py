@@ -73,6 +73,9 @@ def parse_args(argv: Sequence[str] | None = None) -> ApiBenchSettings:
     phases = frozenset(args.phases.split(","))
     if not phases <= set(API_PHASES):
         p.error(f"--phases: unknown {','.join(sorted(phases - set(API_PHASES)))}")
+    if args.py_spy is not None and apiserver_running.py_spy_binary() is None:
+        # An optional tool of one flag: not a dependency of plnt (see docs/dependencies.md).
+        p.exit(1, "error: --py-spy needs the py-spy package: pip install py-spy\n")
     base = QUICK if args.quick else ApiBenchSettings()
     given = {name: getattr(args, name) for name in SIZED if getattr(args, name) is not None}
     return dataclasses.replace(

@@ -74,6 +74,11 @@ async def running_server(
         yield Server(child, f"https://127.0.0.1:{port}", f"https://127.0.0.1:{bare_port}")
 
 
+def py_spy_binary() -> str | None:
+    """py-spy beside this Python (a venv's), else on PATH; None when it is not installed."""
+    return shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
+
+
 @contextlib.contextmanager
 def py_spy(pid: int, output: Path | None) -> Iterator[None]:
     """Record the server with py-spy while the block runs (optional).
@@ -84,7 +89,9 @@ def py_spy(pid: int, output: Path | None) -> Iterator[None]:
     if output is None:
         yield
         return
-    binary = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
+    binary = py_spy_binary()
+    if binary is None:
+        raise FileNotFoundError("py-spy is not installed: pip install py-spy")
     kind = {".txt": "raw", ".svg": "flamegraph"}.get(output.suffix, "speedscope")
     proc = subprocess.Popen(
         [binary, "record", "--pid", str(pid), "--output", str(output), "--format", kind],
