@@ -2,7 +2,9 @@
 
 A body must say its kind (kube: 400 "Object 'Kind' is missing in '...'"), its
 apiVersion and kind must be strings, and a patch media type is not an object's
-(415). Nothing is written when a body is refused. Real HTTPS, real etcd.
+(415). Nothing is written when a body is refused. A built-in kind (an Event, a
+Namespace) is the exception: kube takes its missing apiVersion and kind from the URL.
+Real HTTPS, real etcd.
 """
 
 from __future__ import annotations
@@ -150,3 +152,63 @@ async def test_the_checks_run_in_kubes_order(api: Api) -> None:
         headers={"Content-Type": "application/json"},
     )
     assert options_then_body.status == 422, options_then_body.text
+
+
+async def test_a_built_in_kind_takes_a_missing_api_version_and_kind_from_the_url(
+    api: Api,
+) -> None:
+    """kube decodes Events and Namespaces with the URL's kind as the default, as kopf and
+    client-go's event recorders rely on; a custom resource must still name its kind."""
+    events = "/api/v1/namespaces/default/events"
+    event = {
+        "metadata": {"name": "untyped"},
+        "involvedObject": {
+            "apiVersion": "plnt.work/v1",
+            "kind": "WorkflowRun",
+            "name": "r",
+            "namespace": "default",
+        },
+        "reason": "Seen",
+        "message": "no apiVersion, no kind",
+        "type": "Normal",
+    }
+    created = await api.call("POST", events, body=event)
+    assert created.status == 201, created.text
+    assert (created.json["apiVersion"], created.json["kind"]) == ("v1", "Event")
+    stored = await api.call("GET", f"{events}/untyped")
+    assert (stored.json["apiVersion"], stored.json["kind"]) == ("v1", "Event")
+    assert stored.json["reason"] == "Seen" and stored.json["involvedObject"]["name"] == "r"
+
+    namespace = await api.call("POST", "/api/v1/namespaces", body={"metadata": {"name": "bare"}})
+    assert namespace.status == 201, namespace.text
+    assert (namespace.json["apiVersion"], namespace.json["kind"]) == ("v1", "Namespace")
+    stored = await api.call("GET", "/api/v1/namespaces/bare")
+    assert (stored.json["apiVersion"], stored.json["kind"]) == ("v1", "Namespace")
+
+
+async def test_a_custom_resource_without_api_version_and_kind_is_still_refused(
+    api: Api,
+) -> None:
+    backends = "/apis/plnt.work/v1/namespaces/default/plntbackends"
+    cases = [
+        (BASE, "WorkflowRun", workflowrun("untyped")),
+        (
+            backends,
+            "PlntBackend",
+            {"metadata": {"name": "untyped"}, "spec": {"type": "echo"}},
+        ),
+    ]
+    for path, kind, body in cases:
+        body.pop("apiVersion", None)
+        body.pop("kind", None)
+        text = json.dumps(body)
+        reply = await api.call(
+            "POST", path, data=text.encode(), headers={"Content-Type": "application/json"}
+        )
+        assert reply.status == 400, (kind, reply.text)
+        assert reply.json["reason"] == "BadRequest"
+        assert reply.json["message"] == (
+            f"the object provided is unrecognized (must be of type {kind}): "
+            f"Object 'Kind' is missing in '{text}' ({text[:30]} ...)"
+        )
+        assert (await api.call("GET", f"{path}/untyped")).status == 404
