@@ -7,24 +7,37 @@
 # Build: docker build -t ghcr.io/plnt-work/plnt:0.1.0 .
 # The base image is pinned by tag; pin it by digest too in your own builds
 # (python:3.11.13-slim-bookworm@sha256:...) for reproducible images.
+#
+# Offline builds: wheels in wheelhouse/ (`make image` fills it on the host) make every
+# pip below install from them alone (--no-index), so the build needs no network. With
+# wheelhouse/ holding no wheels, as in a fresh checkout, pip installs from PyPI.
 
 ARG PYTHON_IMAGE=python:3.11.13-slim-bookworm
 
 # Stage 1: build the wheel from the source tree.
+# `build` gets a virtual environment of its own, so nothing is installed into the
+# system Python. PIP_NO_INDEX and PIP_FIND_LINKS also reach the pip that `build` runs
+# to install the build backend (setuptools) in its isolated environment.
 FROM ${PYTHON_IMAGE} AS wheel
 WORKDIR /src
-RUN pip install --no-cache-dir "build==1.2.2.post1"
+COPY wheelhouse/ /wheelhouse/
+RUN if ls /wheelhouse/*.whl >/dev/null 2>&1; then export PIP_NO_INDEX=1 PIP_FIND_LINKS=/wheelhouse; fi \
+ && python3 -m venv /opt/build \
+ && /opt/build/bin/pip install --no-cache-dir "build==1.2.2.post1"
 COPY pyproject.toml README.md ./
 COPY plnt ./plnt
-RUN python -m build --wheel --outdir /dist
+RUN if ls /wheelhouse/*.whl >/dev/null 2>&1; then export PIP_NO_INDEX=1 PIP_FIND_LINKS=/wheelhouse; fi \
+ && /opt/build/bin/python -m build --wheel --outdir /dist
 
 # Stage 2: install the wheel and its dependencies into a virtual environment.
 # The venv lives at the same path in the final stage, so its scripts' shebangs
 # stay valid.
 FROM ${PYTHON_IMAGE} AS venv
-RUN python -m venv /opt/plnt
+RUN python3 -m venv /opt/plnt
+COPY wheelhouse/ /wheelhouse/
 COPY --from=wheel /dist/ /dist/
-RUN /opt/plnt/bin/pip install --no-cache-dir /dist/*.whl \
+RUN if ls /wheelhouse/*.whl >/dev/null 2>&1; then export PIP_NO_INDEX=1 PIP_FIND_LINKS=/wheelhouse; fi \
+ && /opt/plnt/bin/pip install --no-cache-dir /dist/*.whl \
  && /opt/plnt/bin/plnt --help >/dev/null
 
 # Stage 3: the runtime image, without build tools or the source tree.

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STATE_DIR ?= $(HOME)/.local/state/plnt
 PORT ?= 6443
 
-.PHONY: up test lint install install-dev clean
+.PHONY: up test lint install install-dev image clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ lint: install-dev
 
 test: lint
 	$(BIN)/pytest tests --durations=25
+
+# Build the image offline with podman (a local Debian base, a host-built wheelhouse) and
+# start plnt serve, plnt worker and plnt up in it: .ci/image says how.
+image:
+	.ci/image
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,5 +1,6 @@
-"""The Dockerfile the chart's image is built from, read as text (no Docker engine runs
-here, so the image itself is not built by the tests)."""
+"""The Dockerfile the chart's image is built from, read as text. The tests build no image
+(no Docker engine runs here); `.ci/image` builds it offline with podman and starts
+`plnt serve`, `plnt worker` and `plnt up` in it."""
 
 from __future__ import annotations
 
@@ -15,6 +16,27 @@ DOCKERFILE = (rendering.REPO / "Dockerfile").read_text()
 
 def instructions(name: str) -> list[str]:
     return re.findall(rf"^{name}\s+(.+)$", DOCKERFILE, flags=re.MULTILINE)
+
+
+def stages() -> list[list[str]]:
+    """Each stage's instructions, continuation lines joined and comments dropped."""
+    joined = re.sub(r"\s*\\\n\s*", " ", DOCKERFILE)
+    found: list[list[str]] = []
+    for line in joined.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("FROM "):
+            found.append([])
+        if found:
+            found[-1].append(line)
+    return found
+
+
+OFFLINE_SWITCH = (
+    "if ls /wheelhouse/*.whl >/dev/null 2>&1; "
+    "then export PIP_NO_INDEX=1 PIP_FIND_LINKS=/wheelhouse; fi"
+)
 
 
 def test_image_runs_plnt_serve_by_default_as_the_charts_non_root_uid() -> None:
@@ -40,6 +62,31 @@ def test_build_context_keeps_what_the_wheel_needs_and_drops_the_rest() -> None:
         assert dropped in ignored
     copied = instructions("COPY")
     assert "pyproject.toml README.md ./" in copied and "plnt ./plnt" in copied
+
+
+def test_build_stages_install_only_from_the_wheelhouse_when_it_holds_wheels() -> None:
+    """`.ci/image` builds with `--network none` from a host-built wheelhouse; a plain
+    `docker build .` (no wheels in wheelhouse/) installs from PyPI."""
+    *build_stages, final = stages()
+    for stage in build_stages:
+        assert "COPY wheelhouse/ /wheelhouse/" in stage
+        pip_runs = [line for line in stage if re.search(r"\bpip install\b|-m build\b", line)]
+        assert pip_runs
+        for run in pip_runs:
+            assert run.startswith(f"RUN {OFFLINE_SWITCH} && "), run
+            # Into a virtual environment, never the system Python (PEP 668 refuses it).
+            assert re.search(r"/opt/\w+/bin/(pip|python) ", run), run
+    assert not any("wheelhouse" in line for line in final)
+    assert "COPY --from=venv /opt/plnt /opt/plnt" in final
+    # .ci/image wheels the same `build` the first stage installs.
+    assert re.findall(r'"build==[^"]+"', DOCKERFILE) == ['"build==1.2.2.post1"']
+
+
+def test_wheelhouse_is_in_the_build_context_and_its_wheels_are_not_in_git() -> None:
+    assert (rendering.REPO / "wheelhouse" / "README.md").is_file()
+    lines = (rendering.REPO / ".dockerignore").read_text().splitlines()
+    assert not any(line.strip().startswith("wheelhouse") for line in lines)
+    assert "/wheelhouse/*.whl" in (rendering.REPO / ".gitignore").read_text().splitlines()
 
 
 def test_chart_app_version_is_the_package_version(chart: helm_python.Chart) -> None:
