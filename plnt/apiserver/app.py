@@ -1,4 +1,5 @@
-"""The composition root: the only module that picks concrete storage, authn and authz.
+"""The composition root: the only module that picks concrete storage, authn and authz,
+and wires each kind's HTTP (its subresources, AppKeys and cleanup contexts) in.
 
 `build_app(settings)` returns an aiohttp application whose etcd client, watch
 cache and resource stores are created and torn down in a cleanup context, so
