@@ -1,4 +1,5 @@
-"""The composition root: the only module that picks concrete storage, authn and authz.
+"""The composition root: the only module that picks concrete storage, authn and authz,
+and wires each kind's HTTP (its subresources, AppKeys and cleanup contexts) in.
 
 `build_app(settings)` returns an aiohttp application whose etcd client, watch
 cache and resource stores are created and torn down in a cleanup context, so
@@ -20,15 +21,12 @@ from aiohttp import web
 from plnt.apiserver import (
     authn,
     authz,
-    benchmetrics,
-    deployhooks,
     endpoints,
     inflight,
-    invoke,
     keys,
+    kinds,
     metrics,
     middleware,
-    namespaces,
     pki,
     resources,
     tlsconfig,
@@ -36,6 +34,12 @@ from plnt.apiserver import (
 from plnt.apiserver import (
     settings as settings_module,
 )
+from plnt.apiserver.controllers import benchgauges
+from plnt.apiserver.controllers import namespaces as namespace_controller
+from plnt.apiserver.namespaces import stores as namespace_stores
+from plnt.apiserver.workflowruns import deployhooks, invoke, routes
+from plnt.apiserver.workflowruns import keys as run_keys
+from plnt.processes import tasks
 from plnt.registry import events, workflowruns
 from plnt.registry.catalog import all_resources, core_resources
 from plnt.registry.definitions import ResourceDefinition
@@ -94,7 +98,7 @@ def _storage_context(
             ready["watch-cache"] = True
             app[keys.STORAGE] = store
             if standalone:  # plnt's own Namespaces, and NamespaceLifecycle on the rest
-                stores = namespaces.standalone_stores(
+                stores = namespace_stores.standalone_stores(
                     resources, store, lambda d, s: _resource_store(app, d, s, standalone=True)
                 )
             else:
@@ -104,16 +108,13 @@ def _storage_context(
                 }
             app[keys.STORES] = stores
             recorder = events.EventRecorder.for_stores(stores, writer=app[keys.EVENT_WRITER])
-            worker = asyncio.create_task(recorder.run(), name="event recorder")
-            try:
-                yield
-            finally:
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(5):
-                        await recorder.flush()
-                worker.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await worker
+            async with tasks.running(recorder.run(), name="event recorder"):
+                try:
+                    yield
+                finally:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(5):
+                            await recorder.flush()
         finally:
             if cache is not None:
                 await cache.close()
@@ -126,7 +127,7 @@ def _resource_store(
     app: web.Application, d: ResourceDefinition, storage: Store, *, standalone: bool
 ) -> ResourceStore:
     """WorkflowRuns of a server with sagas get the deploy hooks and the teardown finalizer."""
-    hooks = app.get(keys.DEPLOY_HOOKS)
+    hooks = app.get(run_keys.DEPLOY_HOOKS)
     if hooks is not None and d is workflowruns.DEFINITION:
         definition = workflowruns.with_teardown(standalone=standalone)
         return deployhooks.HookedResourceStore(definition, storage, hooks=hooks)
@@ -135,7 +136,7 @@ def _resource_store(
 
 async def _deploy_context(app: web.Application) -> AsyncIterator[None]:
     """Start-up convergence and retries of deploy submissions, after storage is ready."""
-    hooks = app[keys.DEPLOY_HOOKS]
+    hooks = app[run_keys.DEPLOY_HOOKS]
     hooks.start(app[keys.STORES][(workflowruns.DEFINITION.group, "workflowruns")])
     try:
         yield
@@ -201,12 +202,13 @@ def build_app(
         core=core_resources(standalone=standalone),
     )
     app[keys.DEPLOY] = deploy
+    app[keys.SUBRESOURCES] = kinds.Subresources([routes.HTTP])  # each kind's, from its package
     if deploy is not None:
-        app[keys.DEPLOY_HOOKS] = deployhooks.DeployHooks(deploy)
+        app[run_keys.DEPLOY_HOOKS] = deployhooks.DeployHooks(deploy)
     app.cleanup_ctx.append(_storage_context(settings, standalone=standalone))
-    app.cleanup_ctx.append(benchmetrics.context)
+    app.cleanup_ctx.append(benchgauges.context)
     if standalone:
-        app.cleanup_ctx.append(namespaces.controller_context)
+        app.cleanup_ctx.append(namespace_controller.controller_context)
     if deploy is not None:
         app.cleanup_ctx.append(_deploy_context)
     app.cleanup_ctx.append(invoke.upstream_context)

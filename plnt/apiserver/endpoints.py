@@ -22,12 +22,12 @@ from plnt.api import errors
 from plnt.apiserver import (
     discovery,
     keys,
-    namespaces,
     negotiation,
     openapi,
     responses,
     selfreview,
 )
+from plnt.apiserver.namespaces import creating as namespace_creating
 from plnt.registry.catalog import CORE_RESOURCES, PLNT_RESOURCES
 from plnt.registry.definitions import ResourceDefinition
 from plnt.storage import errors as storage_errors
@@ -290,7 +290,7 @@ def add_routes(app: web.Application, *, standalone: bool = False) -> None:
     r.add_get("/readyz", readyz)
     r.add_get("/metrics", metrics)
     if standalone:  # before the generic resource routes: kubectl may send protobuf
-        r.add_post("/api/v1/namespaces", namespaces.create)
+        r.add_post("/api/v1/namespaces", namespace_creating.create)
     else:
         r.add_get("/api/v1/namespaces/{name}", namespace)
     selfreview.add_routes(app, rules=standalone)

@@ -1,4 +1,8 @@
-"""Every aiohttp AppKey of the API server, in one place (aiohttp's typed-key advice)."""
+"""Every aiohttp AppKey of the API server, in one place (aiohttp's typed-key advice).
+
+A kind's runtime keeps its own keys in its package (`workflowruns.keys`), so that these
+name no kind.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 
-from plnt.apiserver import authn, authz, deployhooks, traffic
+from plnt.apiserver import authn, authz, kinds
 from plnt.apiserver.metrics import Metrics
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.apiserver.settings import ServerSettings
@@ -32,11 +35,8 @@ METRICS = web.AppKey("metrics", Metrics)
 READY: web.AppKey[dict[str, bool]] = web.AppKey("ready")
 DEPLOY: web.AppKey[DeployControl | None] = web.AppKey("deploy")
 """The saga control, or None on a server without sagas (then no hooks, no finalizer)."""
-DEPLOY_HOOKS = web.AppKey("deploy_hooks", deployhooks.DeployHooks)
-"""Present only with a DeployControl."""
-INVOKER = web.AppKey("invoker", traffic.Invoker)
-UPSTREAM = web.AppKey("upstream", aiohttp.ClientSession)
-"""The one client session to runners (connection pooling), open while the app runs."""
+SUBRESOURCES = web.AppKey("subresources", kinds.Subresources)
+"""The subresource handlers the kinds registered (`build_app` hands them in)."""
 
 
 @dataclass

@@ -27,7 +27,6 @@ from plnt.apiserver import (
     inflight,
     keys,
     longrunning,
-    openai_errors,
     requestinfo,
     responses,
     tlsconfig,
@@ -77,15 +76,13 @@ async def metrics_middleware(request: web.Request, handler: Handler) -> web.Stre
 
 @web.middleware
 async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """The one place API errors become Status responses; anything unexpected is a 500 Status."""
+    """The one place API errors become Status responses (or the shape a subresource
+    registered for its clients, `kinds.Subresource.render_error`); anything unexpected is a
+    500 Status."""
     try:
         response = await handler(request)
     except errors.APIError as error:
-        # The proxy subresource serves OpenAI clients: its errors are in their shape.
-        if openai_errors.speaks_openai(request):
-            response = openai_errors.error_response(error)
-        else:
-            response = responses.status_response(error)
+        response = _error_response(request, error)
     except web.HTTPNotFound:
         response = web.Response(
             status=404, text="404 page not found\n", content_type="text/plain", charset="utf-8"
@@ -104,6 +101,17 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     if "Cache-Control" not in response.headers and not response.prepared:
         response.headers["Cache-Control"] = "no-cache, private"
     return response
+
+
+def _error_response(request: web.Request, error: errors.APIError) -> web.StreamResponse:
+    """A metav1.Status, unless the request's subresource answers errors in its own shape."""
+    info = request.get(keys.REQUEST_INFO)
+    registered = request.app.get(keys.SUBRESOURCES)
+    if info is not None and registered is not None:
+        subresource = registered.find(info)
+        if subresource is not None and subresource.render_error is not None:
+            return subresource.render_error(error)
+    return responses.status_response(error)
 
 
 def _client_gone(request: web.Request) -> bool:

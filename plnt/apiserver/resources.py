@@ -5,11 +5,12 @@ resource's `ResourceStore`, and maps the verb (and subresource) to a registry
 call. Representation (object, Table, PartialObjectMetadata) is decided by
 `negotiation` and applied here, after the registry has answered.
 
-The runtime subresources of WorkflowRun (`invoke`, `invocations`, `proxy`, `rollback`,
-`abort`, `promote`, `bench`) have their own modules; deploy warnings that writes collect on
-the way (see `deployhooks`) become `Warning` headers here, whatever handler answered. Nothing here
-decides what a write means: Events and deploy submissions come from the registry's
-after-write hook, which every write path reaches.
+A kind's own subresources (those that are not a part of the object, as `status` is) are
+served by the handlers its package registered (`kinds`), looked up per request; deploy
+warnings that writes collect on the way (see `workflowruns.deployhooks`) become `Warning`
+headers here, whatever handler answered. Nothing here decides what a write means: Events
+and deploy submissions come from the registry's after-write hook, which every write path
+reaches.
 """
 
 from __future__ import annotations
@@ -21,21 +22,9 @@ from typing import Any
 from aiohttp import web
 
 from plnt.api import errors
-from plnt.apiserver import (
-    bench,
-    deployhooks,
-    invoke,
-    keys,
-    negotiation,
-    params,
-    patching,
-    proxy,
-    responses,
-    rollback,
-    scale,
-    watch,
-)
+from plnt.apiserver import keys, negotiation, params, patching, responses, watch
 from plnt.apiserver.requestinfo import RequestInfo
+from plnt.apiserver.workflowruns import deployhooks  # its warnings' ContextVar, for now
 from plnt.registry import patches, tables, typemeta
 from plnt.registry.definitions import Object
 from plnt.registry.options import ListPage, WriteOptions
@@ -244,19 +233,6 @@ _VERBS: dict[str, _Handler] = {
 }
 
 
-_SUBRESOURCES: dict[str, _Handler] = {
-    "scale": scale.handle,
-    "invoke": invoke.handle_invoke,
-    "invocations": invoke.handle_invocations,
-    "proxy": proxy.handle_proxy,
-    "rollback": rollback.handle_rollback,
-    "abort": rollback.handle_abort,
-    "promote": rollback.handle_promote,
-    "retry": rollback.handle_retry,
-    "bench": bench.handle_bench,
-}
-
-
 async def dispatch(request: web.Request) -> web.StreamResponse:
     """Serve any resource request; deploy warnings of its writes go out as headers."""
     with deployhooks.collect_warnings() as deploy_warnings:
@@ -275,9 +251,9 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
     if info.subresource:
         if d.subresource(info.subresource) is None:
             raise errors.NotFound("the server could not find the requested resource")
-        special = _SUBRESOURCES.get(info.subresource)
+        special = request.app[keys.SUBRESOURCES].find(info)
         if special is not None:
-            return await special(request, store, info)
+            return await special.handler(request, store, info)
         if info.verb not in ("get", "update", "patch"):
             raise errors.MethodNotSupported.of(d.group_resource, info.verb)
     handler = _VERBS.get(info.verb)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from plnt.bench.apiserver import BenchError
+from plnt.processes import tasks
 
 
 class ChildFailed(BenchError):
@@ -91,6 +92,4 @@ async def running_child(
             except TimeoutError:
                 process.kill()
                 await process.wait()
-        pumping.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await pumping
+        await tasks.stop(pumping)

@@ -8,11 +8,7 @@ under `--state-dir` (the local target). Temporal is reached with the same option
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import signal
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -26,7 +22,7 @@ from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 
 if TYPE_CHECKING:
-    from plnt.sagas.starter import TemporalConnection
+    from plnt.sagas.serving import Ready as WorkerReady
 
 TASK_QUEUE = "plnt-deploy"  # plnt.sagas.values.TASK_QUEUE, without importing the SDK here
 PROBE_INTERVAL = 30.0  # plnt.sagas.placement.DEFAULT_PROBE_INTERVAL, likewise
@@ -125,101 +121,30 @@ def worker(
             typer.echo(f"error: --runner-values {runner_values}: {error}", err=True)
             exit_now(int(exits.Code.USAGE))
             return
+    from plnt.sagas import serving  # the Temporal SDK only when the command runs
+
     cluster = (
-        Cluster(runner_chart, kubeconfig, settings or {}, helm_storage_driver)
+        serving.Cluster(runner_chart, kubeconfig, settings or {}, helm_storage_driver)
         if runner_chart
         else None
     )
-    code = asyncio.run(
-        _run(
-            api,
-            connection,
-            state_dir.expanduser().resolve(),
-            task_queue,
-            cluster,
-            probe_interval=probe_interval,
-            metrics_at=None if metrics_port is None else (metrics_host, metrics_port),
-        )
+    worker_settings = serving.WorkerSettings(
+        state_dir=state_dir.expanduser().resolve(),
+        task_queue=task_queue,
+        probe_interval=probe_interval,
+        cluster=cluster,
+        metrics_at=None if metrics_port is None else (metrics_host, metrics_port),
     )
-    exit_now(code)
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """Where the Kubernetes target installs runner releases (`--runner-chart` and friends)."""
-
-    chart: str
-    kubeconfig: Path | None
-    settings: dict[str, Any]
-    storage_driver: str
-
-
-async def _run(
-    api: PlntClient,
-    connection: TemporalConnection,
-    state_dir: Path,
-    task_queue: str,
-    cluster: Cluster | None,
-    *,
-    probe_interval: float,
-    metrics_at: tuple[str, int] | None = None,
-) -> int:
-    from plnt.kube.errors import ClusterError
-    from plnt.sagas import metrics as saga_metrics
-    from plnt.sagas import worker as saga_worker
-    from plnt.sagas.control import DeployUnavailable
-    from plnt.sagas.targets import local_scrape
-
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
     try:
-        client = await connection.connect()
-    except DeployUnavailable as error:
+        serving.run(api, connection, worker_settings, on_ready=_print_ready)
+    except serving.WorkerError as error:
         typer.echo(f"error: {error}", err=True)
-        await api.close()
-        return int(exits.Code.UNAVAILABLE)
-    async with contextlib.AsyncExitStack() as stack:
-        kubernetes = None
-        if cluster is not None:
-            try:
-                kubernetes = await stack.enter_async_context(
-                    saga_worker.kubernetes_target(
-                        chart=cluster.chart,
-                        kubeconfig=cluster.kubeconfig,
-                        settings=cluster.settings,
-                        storage_driver=cluster.storage_driver,
-                    )
-                )
-            except ClusterError as error:
-                typer.echo(f"error: --runner-chart: {error}", err=True)
-                await api.close()
-                return int(exits.Code.UNAVAILABLE)
-        activities = saga_worker.local_activities(api, state_dir, kubernetes=kubernetes)
-        metrics = None
-        if metrics_at is not None:
-            metrics = saga_metrics.SagaMetrics()
-            host, wanted = metrics_at
-            try:
-                port = await stack.enter_async_context(
-                    saga_metrics.serving(metrics, host=host, port=wanted)
-                )
-            except OSError as error:
-                typer.echo(f"error: --metrics-port {wanted}: {error.strerror or error}", err=True)
-                await api.close()
-                return int(exits.Code.UNAVAILABLE)
-            stack.enter_context(
-                local_scrape.worker_target(local_scrape.targets_dir(state_dir), host, port)
-            )
-            print(f"plnt worker metrics at http://{host}:{port}/metrics", flush=True)
-        print(f"plnt worker polling {task_queue} on {connection.address}", flush=True)
-        await saga_worker.run_until(
-            client,
-            activities,
-            stop,
-            task_queue=task_queue,
-            probe_interval=probe_interval,
-            metrics=metrics,
-        )
-    return 0
+        exit_now(int(exits.Code.UNAVAILABLE))
+        return
+    exit_now(0)
+
+
+def _print_ready(ready: WorkerReady) -> None:
+    if ready.metrics_url is not None:
+        print(f"plnt worker metrics at {ready.metrics_url}", flush=True)
+    print(f"plnt worker polling {ready.task_queue} on {ready.temporal_address}", flush=True)

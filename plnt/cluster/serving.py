@@ -14,20 +14,19 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
-from aiohttp import web
 from kubernetes_asyncio import client as kube_client
 from temporalio import client as temporal_client
 
 from plnt.apiserver import app as app_module
-from plnt.apiserver import connections, delegation, servingcerts
+from plnt.apiserver import delegation, serving, servingcerts
 from plnt.apiserver.settings import ServerSettings
 from plnt.cluster.settings import ClusterSettings
 from plnt.kube import authconfig, connecting, events, reviews
 from plnt.kube.errors import ClusterError
+from plnt.processes import signals, tasks
 from plnt.sagas import starter
 from plnt.sagas.control import DeployUnavailable
 
@@ -79,7 +78,7 @@ class _Clusters:
 async def _authentication(
     settings: ClusterSettings, api: kube_client.ApiClient, tls: servingcerts.ReloadingServerContext
 ) -> tuple[
-    delegation.ClusterAuthentication, Callable[[], contextlib.AbstractAsyncContextManager[None]]
+    delegation.ClusterAuthentication, Callable[[], contextlib.AbstractAsyncContextManager[object]]
 ]:
     """The delegated authenticator, configured from the ConfigMap as it is now."""
     tokens = delegation.TokenReviewAuthenticator(
@@ -103,15 +102,8 @@ async def _authentication(
         except delegation.AuthenticationConfigError as error:
             log.error("configmap %s not applied, keeping the previous version: %s", where, error)
 
-    @contextlib.asynccontextmanager
-    async def following() -> AsyncIterator[None]:
-        task = asyncio.create_task(configmap.follow(apply, since=version), name="authconfig")
-        try:
-            yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+    def following() -> contextlib.AbstractAsyncContextManager[object]:
+        return tasks.running(configmap.follow(apply, since=version), name="authconfig")
 
     return authentication, following
 
@@ -169,39 +161,25 @@ async def _listen(
     )
     control = starter.TemporalDeployControl(temporal) if temporal is not None else None
     application = app_module.build_app(server_settings, deploy=control, delegated=delegated)
-    runner = connections.app_runner(application, shutdown_timeout=5.0)
+    listening = serving.listening(
+        application,
+        host=settings.bind_address,
+        port=settings.secure_port,
+        ssl_context=tls.context,
+        shutdown_timeout=5.0,
+    )
     try:
-        await runner.setup()
-    except Exception as error:  # the storage context: etcd did not answer
+        async with listening as server:
+            if on_ready is not None:
+                on_ready(server)
+            await stop.wait()
+    except serving.StartupFailed as error:  # the storage context: etcd did not answer
         servers = ",".join(settings.etcd_servers)
         raise ServeError(f"--etcd-servers {servers}: {error}") from error
-    try:
-        site = web.TCPSite(
-            runner, settings.bind_address, settings.secure_port, ssl_context=tls.context
-        )
-        try:
-            await site.start()
-        except OSError as error:
-            where = f"{settings.bind_address}:{settings.secure_port}"
-            reason = os.strerror(error.errno) if error.errno else str(error)
-            raise ServeError(
-                f"--secure-port: cannot listen on {where}: {reason.lower()}"
-            ) from error
-        if on_ready is not None:
-            on_ready(f"https://{settings.bind_address}:{settings.secure_port}")
-        await stop.wait()
-    finally:
-        await runner.cleanup()
+    except serving.CannotListen as error:
+        raise ServeError(f"--secure-port: {error}") from error
 
 
 def run(settings: ClusterSettings, *, on_ready: Callable[[str], None]) -> None:
     """Blocking entry point for the CLI: serve until SIGINT or SIGTERM."""
-
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
-        await serve(settings, stop=stop, on_ready=on_ready)
-
-    asyncio.run(main())
+    signals.run_until_signalled(lambda stop: serve(settings, stop=stop, on_ready=on_ready))

@@ -33,6 +33,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
+from plnt.processes import tasks
+
 log = logging.getLogger(__name__)
 
 
@@ -147,10 +149,5 @@ async def supervising(
     """Supervise `child` (already started) while the block runs; on exit the supervisor
     stops (an in-flight restart is cancelled), and the child is left to the caller."""
     supervisor = Supervisor(child, what=what, backoff=backoff)
-    task = asyncio.create_task(supervisor.run(), name=f"supervise {what}")
-    try:
+    async with tasks.running(supervisor.run(), name=f"supervise {what}"):
         yield supervisor
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task

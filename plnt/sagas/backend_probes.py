@@ -48,6 +48,7 @@ from plnt.api.meta import format_time, now_rfc3339
 from plnt.client import errors as client_errors
 from plnt.client import transport
 from plnt.client.clients import PlntClient
+from plnt.processes import tasks
 from plnt.sagas import placement, probing
 
 log = logging.getLogger("plnt.sagas")
@@ -333,12 +334,8 @@ async def periodic(api: PlntClient, *, interval: float) -> AsyncIterator[Prober 
         return
     async with aiohttp.ClientSession() as http:
         prober = Prober(api, http, interval=interval)
-        task = asyncio.create_task(prober.run(), name="plnt-backend-prober")
-        try:
+        async with tasks.running(prober.run(), name="plnt-backend-prober"):
             yield prober
-        finally:
-            task.cancel()
-            await asyncio.wait([task])  # ends it without swallowing our own cancellation
 
 
 def _name(backend: Mapping[str, Any]) -> str:

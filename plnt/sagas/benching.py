@@ -32,6 +32,7 @@ from plnt.api.bench import BENCH_HISTORY
 from plnt.api.events import event_about
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
+from plnt.processes import tasks
 from plnt.sagas import bench
 from plnt.sagas import values as v
 from plnt.sagas.activities import DeployActivities
@@ -243,13 +244,8 @@ class BenchActivities:
                 beat()
                 await asyncio.sleep(BEAT_SECONDS)
 
-        task = asyncio.create_task(loop(), name="bench heartbeat")
-        try:
+        async with tasks.running(loop(), name="bench heartbeat"):
             yield latest
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
     # -- report ---------------------------------------------------------------------
 

@@ -43,7 +43,7 @@ from plnt.client.clients import PlntClient
 from plnt.kube import connecting
 from plnt.kube.releases import HelmReleases
 from plnt.kube.workloads import Workloads
-from plnt.processes import forkserver
+from plnt.processes import forkserver, tasks
 from plnt.sagas import backend_probes, bench, deploy, placement
 from plnt.sagas import values as v
 from plnt.sagas.activities import DeployActivities
@@ -136,11 +136,8 @@ class _BeatingActivity(temporal_worker.ActivityInboundInterceptor):
     async def execute_activity(self, input: temporal_worker.ExecuteActivityInput) -> Any:
         if _LIVENESS_HEADER not in input.headers:
             return await super().execute_activity(input)
-        beating = asyncio.create_task(_beat(), name="activity liveness")
-        try:
+        async with tasks.running(_beat(), name="activity liveness"):
             return await super().execute_activity(input)
-        finally:
-            beating.cancel()
 
 
 async def _beat() -> None:

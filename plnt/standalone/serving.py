@@ -34,22 +34,20 @@ import base64
 import contextlib
 import dataclasses
 import logging
-import os
-import signal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from aiohttp import web
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 from temporalio import client as temporal_client
 
 from plnt.apiserver import app as app_module
-from plnt.apiserver import authn, authz, connections, keys, pki
+from plnt.apiserver import authn, authz, keys, pki, serving
 from plnt.apiserver.settings import ServerSettings, ServingLimits
 from plnt.client.clients import PlntClient
+from plnt.processes import signals
 from plnt.processes.etcd import EtcdProcess, EtcdProcessError
 from plnt.processes.supervision import Supervisor, supervising
 from plnt.processes.temporal import TemporalDevServer, TemporalProcessError
@@ -244,19 +242,20 @@ async def _serve_api(
     control = starter.TemporalDeployControl(temporal) if temporal is not None else None
     application = app_module.build_app(server_settings, deploy=control)
     application[keys.METRICS].registry.register(ChildRestarts(supervisors))
-    ssl_context = app_module.ssl_context_for(server_settings)
-    runner = connections.app_runner(application, shutdown_timeout=2.0, handler_cancellation=True)
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, settings.host, settings.port, ssl_context=ssl_context)
+    async with contextlib.AsyncExitStack() as serving_parts:
         try:
-            await site.start()
-        except OSError as error:
-            reason = (os.strerror(error.errno) if error.errno else str(error)).lower()
-            raise StandaloneError(
-                f"cannot listen on {settings.host}:{settings.port}: {reason}"
-            ) from error
-        server = f"https://{settings.host}:{settings.port}"
+            server = await serving_parts.enter_async_context(
+                serving.listening(
+                    application,
+                    host=settings.host,
+                    port=settings.port,
+                    ssl_context=app_module.ssl_context_for(server_settings),
+                    shutdown_timeout=2.0,
+                    handler_cancellation=True,
+                )
+            )
+        except serving.CannotListen as error:
+            raise StandaloneError(str(error)) from error
         kubeconfig = state / "kubeconfig"
         write_kubeconfig(kubeconfig, server=server, paths=paths)
         scrape.write_server_targets(state, host=settings.host, port=settings.port)
@@ -268,16 +267,12 @@ async def _serve_api(
             activities = worker.local_activities(api, state)
             # The worker's metrics join the server's: one /metrics for both.
             metrics = SagaMetrics(application[keys.METRICS].registry)
-            async with worker.running(temporal, activities, metrics=metrics):  # probes too
-                if on_ready is not None:
-                    on_ready(parts)
-                await stop.wait()
-        else:
-            if on_ready is not None:
-                on_ready(parts)
-            await stop.wait()
-    finally:
-        await runner.cleanup()
+            await serving_parts.enter_async_context(  # probes too
+                worker.running(temporal, activities, metrics=metrics)
+            )
+        if on_ready is not None:
+            on_ready(parts)
+        await stop.wait()
 
 
 class ChildRestarts(Collector):
@@ -300,17 +295,4 @@ class ChildRestarts(Collector):
 
 def run(settings: StandaloneSettings, *, on_ready: Callable[[Ready], None]) -> None:
     """Blocking entry point for the CLI: serve until SIGINT or SIGTERM."""
-
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
-        try:
-            await serve(settings, stop=stop, on_ready=on_ready)
-        finally:
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                with contextlib.suppress(Exception):
-                    loop.remove_signal_handler(signum)
-
-    asyncio.run(main())
+    signals.run_until_signalled(lambda stop: serve(settings, stop=stop, on_ready=on_ready))

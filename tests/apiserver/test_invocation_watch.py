@@ -21,10 +21,10 @@ import pytest
 from aiohttp import web
 
 from plnt.apiserver import app as app_module
-from plnt.apiserver import keys
 from plnt.apiserver import pki as pki_module
 from plnt.apiserver.settings import ServerSettings
-from plnt.apiserver.traffic import InvocationLog
+from plnt.apiserver.workflowruns import keys
+from plnt.apiserver.workflowruns.traffic import InvocationLog
 from tests.apiserver.conftest import BASE, Api, workflowrun
 from tests.apiserver.test_invoke import invoke, run_with_traffic, runner, target
 from tests.support import tls

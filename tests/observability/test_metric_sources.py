@@ -10,7 +10,7 @@ from typing import Any
 from prometheus_client import generate_latest
 
 from plnt.api.meta import format_time
-from plnt.apiserver.benchmetrics import BenchGauges
+from plnt.apiserver.controllers.benchgauges import BenchGauges
 from plnt.sagas import values as v
 from plnt.sagas.metrics import SagaMetrics
 from plnt.sagas.targets import interface, local_scrape

@@ -51,8 +51,10 @@ from aiohttp import web
 
 from plnt.api import codec, errors
 from plnt.api.meta import now_rfc3339
-from plnt.apiserver import invocationwatch, keys, negotiation, params, relay, responses, traffic
+from plnt.apiserver import keys, negotiation, params, responses
 from plnt.apiserver.requestinfo import RequestInfo
+from plnt.apiserver.workflowruns import invocationwatch, relay, traffic
+from plnt.apiserver.workflowruns import keys as run_keys
 from plnt.registry.store import ResourceStore
 
 _ENVELOPE = 'the invoke body must be a JSON object {"inputs": {...}}'
@@ -70,8 +72,8 @@ async def upstream_context(app: web.Application) -> AsyncIterator[None]:
         timeout=aiohttp.ClientTimeout(total=seconds),
         auto_decompress=False,
     )
-    app[keys.UPSTREAM] = session
-    app[keys.INVOKER] = traffic.Invoker()
+    app[run_keys.UPSTREAM] = session
+    app[run_keys.INVOKER] = traffic.Invoker()
     try:
         yield
     finally:
@@ -161,7 +163,7 @@ async def _with_failover(
     request: web.Request, info: RequestInfo, route: _Route, send: Callable[[str], Awaitable[T]]
 ) -> T:
     """`send(endpoint)` once, and once more on another endpoint if the first is unreachable."""
-    balancer = request.app[keys.INVOKER].balancer
+    balancer = request.app[run_keys.INVOKER].balancer
     failures: list[str] = []
     while True:
         sent = route.sent_at = time.perf_counter()
@@ -212,7 +214,7 @@ async def _route(request: web.Request, store: ResourceStore, info: RequestInfo) 
     """A revision by weight and, within it, the least busy endpoint; 503 when none is ready."""
     began = time.perf_counter()
     obj = await _routing_object(store, info)
-    balancer = request.app[keys.INVOKER].balancer
+    balancer = request.app[run_keys.INVOKER].balancer
     targets = traffic.targets_of(obj.get("status"))
     target = balancer.pick_target(targets)
     endpoint = None if target is None else balancer.pick_endpoint(target.endpoints)
@@ -238,7 +240,7 @@ async def forward(
     """
     route = await _route(request, store, info)
     route.began = began
-    session = request.app[keys.UPSTREAM]
+    session = request.app[run_keys.UPSTREAM]
 
     async def send(endpoint: str) -> web.StreamResponse | _Answer:
         try:
@@ -386,7 +388,7 @@ def _log_route(
         entry["timingsMs"] = timings
     if first_token_at is not None:
         entry["timeToFirstTokenMs"] = round((first_token_at - route.began) * 1000.0, 3)
-    request.app[keys.INVOKER].log.record(info.namespace, info.name, entry)
+    request.app[run_keys.INVOKER].log.record(info.namespace, info.name, entry)
 
 
 async def handle_invocations(
@@ -402,6 +404,6 @@ async def handle_invocations(
             "kind": "WorkflowRunInvocationList",
             "apiVersion": store.definition.api_version,
             "metadata": {},
-            "items": request.app[keys.INVOKER].log.entries(info.namespace, info.name),
+            "items": request.app[run_keys.INVOKER].log.entries(info.namespace, info.name),
         }
     )

@@ -3,8 +3,9 @@
 A client of `…/workflowruns/NAME/proxy/v1` is an OpenAI client: its SDK raises by HTTP
 status (401 `AuthenticationError`, 403 `PermissionDeniedError`, 404 `NotFoundError`, 429
 `RateLimitError`, 5xx `InternalServerError`) and reads the message from
-`{"error": {"message", "type", "param", "code"}}`. So on that path — and only there — the
-error middleware renders an API error in this shape instead of a metav1.Status, with the
+`{"error": {"message", "type", "param", "code"}}`. So on that path — and only there: the
+subresource registers `error_response` as its error renderer (`routes`) — the error
+middleware renders an API error in this shape instead of a metav1.Status, with the
 same HTTP status and `Retry-After`. `type` is OpenAI's word for the status class; `code`
 is the Status `reason` plnt would have answered (`Forbidden`, `NotFound`, `Unauthorized`,
 `ServiceUnavailable`, …), so nothing a kube client could learn from the Status is lost. Errors
@@ -21,7 +22,7 @@ from typing import Any
 from aiohttp import web
 
 from plnt.api import errors
-from plnt.apiserver import keys, responses
+from plnt.apiserver import responses
 
 _TYPES = {
     400: "invalid_request_error",
@@ -35,12 +36,6 @@ _TYPES = {
     422: "invalid_request_error",
     429: "rate_limit_error",
 }
-
-
-def speaks_openai(request: web.Request) -> bool:
-    """Whether the request is for a run's proxy subresource (its errors are OpenAI's)."""
-    info = request.get(keys.REQUEST_INFO)
-    return info is not None and info.resource == "workflowruns" and info.subresource == "proxy"
 
 
 def error_body(error: errors.APIError) -> dict[str, Any]:

@@ -18,7 +18,6 @@ DCGM's percent, so it is divided by 100.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -29,6 +28,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from plnt.apiserver import keys
+from plnt.processes import tasks
 from plnt.registry import workflowruns
 from plnt.storage import errors as storage_errors
 from plnt.storage.interface import KeyValue, Store
@@ -185,11 +185,8 @@ async def context(app: web.Application) -> AsyncIterator[None]:
     """An aiohttp cleanup context (after storage): follow WorkflowRuns while serving."""
     gauges = BenchGauges()
     app[keys.METRICS].registry.register(gauges)
-    task = asyncio.create_task(follow(app[keys.STORAGE], gauges), name="bench gauges")
     try:
-        yield
+        async with tasks.running(follow(app[keys.STORAGE], gauges), name="bench gauges"):
+            yield
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
         app[keys.METRICS].registry.unregister(gauges)

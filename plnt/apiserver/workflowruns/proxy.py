@@ -22,7 +22,7 @@ Authorization is kube's for a proxy subresource: resource `workflowruns`, subres
 `proxy`, the verb from the HTTP method (GET/HEAD `get`, POST `create`). The runner serves
 only GET and POST, so only GET, HEAD and POST are proxied (405 otherwise), and discovery
 lists the verbs `get` and `create`. Errors on this path are OpenAI's shape
-(`openai_errors`), decided by the error middleware from the request info.
+(`openai_errors`, registered as the subresource's error renderer in `routes`).
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ import time
 from aiohttp import web
 
 from plnt.api import errors
-from plnt.apiserver import invoke, keys, params
+from plnt.apiserver import keys, params
 from plnt.apiserver.requestinfo import RequestInfo
+from plnt.apiserver.workflowruns import invoke
 from plnt.registry.store import ResourceStore
 
 PROXIED_METHODS = frozenset({"GET", "HEAD", "POST"})

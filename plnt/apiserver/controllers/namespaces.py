@@ -21,21 +21,20 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
 from aiohttp import web
 
 from plnt.api import errors
 from plnt.api.meta import now_rfc3339
-from plnt.apiserver import keys, negotiation, params, protowire, resources, responses
+from plnt.apiserver import keys
+from plnt.processes import tasks
 from plnt.registry import events, namespaces
-from plnt.registry.definitions import Object, ResourceDefinition
-from plnt.registry.namespaces.lifecycle import LifecycleStorage
+from plnt.registry.definitions import Object
 from plnt.registry.namespaces.strategy import spec_finalizers
 from plnt.registry.options import DeleteOptions, ListOptions
 from plnt.registry.store import ResourceStore
-from plnt.storage.interface import Store
 
 log = logging.getLogger("plnt.namespaces")
 
@@ -167,11 +166,7 @@ class NamespaceController:
                     log.warning("namespace watch ended: %s", error)
                 await asyncio.sleep(self._longest_retry)  # then watch again from scratch
         finally:
-            for task in self._passes.values():
-                task.cancel()
-            for task in list(self._passes.values()):
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await tasks.stop(*self._passes.values())
 
     def _start(self, name: str) -> None:
         running = self._passes.get(name)
@@ -234,68 +229,6 @@ class NamespaceController:
         return found
 
 
-def decode_protobuf_namespace(data: bytes) -> Object:
-    """A Namespace as `kubectl create namespace` sends it (protobuf): its name, labels,
-    annotations and finalizers; the server sets or ignores everything else."""
-    namespace = protowire.fields(protowire.unwrap(data))
-    meta_bytes = namespace.get(1, b"")
-    meta_fields = protowire.fields(meta_bytes)
-    meta: Object = {}
-    for number, key in ((1, "name"), (2, "generateName")):
-        if number in meta_fields:
-            meta[key] = protowire.text(meta_fields[number])
-    for number, key in ((11, "labels"), (12, "annotations")):
-        values = protowire.string_map(meta_bytes, number)
-        if values:
-            meta[key] = values
-    finalizers = [protowire.text(v) for n, v in protowire.entries(meta_bytes) if n == 14]
-    if finalizers:
-        meta["finalizers"] = finalizers
-    obj: Object = {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
-    spec = [protowire.text(v) for n, v in protowire.entries(namespace.get(2, b"")) if n == 1]
-    if spec:
-        obj["spec"] = {"finalizers": spec}
-    return obj
-
-
-async def create(request: web.Request) -> web.StreamResponse:
-    """POST /api/v1/namespaces: kubectl's typed client sends protobuf, everyone else JSON
-    or YAML (the generic handler)."""
-    media = negotiation.content_type(request.headers.get("Content-Type"))
-    if media != protowire.PROTOBUF:
-        return await resources.dispatch(request)
-    limit = request.app[keys.SETTINGS].max_request_body_bytes
-    body = decode_protobuf_namespace(await params.read_body(request, limit=limit))
-    options = params.write_options(
-        request.query, duplicates=[], user_agent=request.headers.get("User-Agent", "")
-    )
-    store = request.app[keys.STORES][(namespaces.DEFINITION.group, namespaces.DEFINITION.plural)]
-    result = await store.create("", body, options)
-    return responses.json_response(result.object, status=201, warnings=result.warnings)
-
-
-def standalone_stores(
-    definitions: Sequence[ResourceDefinition],
-    storage: Store,
-    make: Callable[[ResourceDefinition, Store], ResourceStore],
-) -> dict[tuple[str, str], ResourceStore]:
-    """The stores of a standalone server: Namespaces and the empty Service list of their
-    own kinds, and every namespaced resource (made by `make`) behind NamespaceLifecycle."""
-    namespace_store = namespaces.NamespaceStore(storage)
-    stores: dict[tuple[str, str], ResourceStore] = {}
-    for d in definitions:
-        if d is namespaces.DEFINITION:
-            store: ResourceStore = namespace_store
-        elif d is namespaces.SERVICES:
-            store = namespaces.ServiceListStore(d, storage)
-        elif d.namespaced:
-            store = make(d, LifecycleStorage(storage, d, namespace_store))
-        else:
-            store = make(d, storage)
-        stores[(d.group, d.plural)] = store
-    return stores
-
-
 async def controller_context(app: web.Application) -> AsyncIterator[None]:
     """Start-up namespaces, then the controller for as long as the server runs."""
     stores = app[keys.STORES]
@@ -308,10 +241,5 @@ async def controller_context(app: web.Application) -> AsyncIterator[None]:
     ]
     controller = NamespaceController(namespace_store, content)
     await controller.adopt_existing()
-    task = asyncio.create_task(controller.run(), name="namespace controller")
-    try:
+    async with tasks.running(controller.run(), name="namespace controller"):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task

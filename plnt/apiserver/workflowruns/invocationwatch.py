@@ -25,6 +25,7 @@ from aiohttp import web
 from plnt.api import errors
 from plnt.apiserver import keys, responses
 from plnt.apiserver.requestinfo import RequestInfo
+from plnt.apiserver.workflowruns import keys as run_keys
 
 
 def _seconds(request: web.Request) -> float | None:
@@ -45,7 +46,7 @@ def _event(entry: dict[str, Any]) -> bytes:
 async def serve(request: web.Request, info: RequestInfo) -> web.StreamResponse:
     """Stream the run's log (the caller checked that the run exists)."""
     timeout = _seconds(request)
-    log = request.app[keys.INVOKER].log
+    log = request.app[run_keys.INVOKER].log
     response = web.StreamResponse(status=200)
     response.headers["Content-Type"] = responses.JSON_CONTENT_TYPE
     response.headers["Cache-Control"] = "no-cache, private"

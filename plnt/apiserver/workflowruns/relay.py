@@ -26,7 +26,7 @@ import aiohttp
 from aiohttp import web
 
 from plnt.api import codec
-from plnt.apiserver import traffic
+from plnt.apiserver.workflowruns import traffic
 
 NDJSON = "application/x-ndjson"
 EVENT_STREAM = "text/event-stream"
