@@ -16,6 +16,8 @@ from collections.abc import Sequence
 
 from aiohttp import web
 
+from plnt.api.headers import CACHE_HEADER, CacheOutcome
+
 ANSWER = (
     b'{"workflow": {"name": "echo", "version": null}, "output": {"seq": 1},'
     b' "trace": [{"id": "echo", "kind": "transform", "startedMs": 0.05, "finishedMs": 0.2,'
@@ -24,7 +26,7 @@ ANSWER = (
     b' "ttlSeconds": 600.0, "totalHits": 0, "totalMisses": 0},'
     b' "timings": {"totalMs": 0.4, "runnerMs": 0.4, "backendMs": 0.0}}'
 )
-HEADERS = {"Server-Timing": "runner;dur=0.400, backend;dur=0.000", "X-Plnt-Cache": "off"}
+HEADERS = {"Server-Timing": "runner;dur=0.400, backend;dur=0.000", CACHE_HEADER: CacheOutcome.OFF}
 
 
 async def invoke(request: web.Request) -> web.Response:

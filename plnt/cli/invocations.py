@@ -17,6 +17,7 @@ from typing import Any
 
 import typer
 
+from plnt.api.headers import REVISION_HEADER, CacheOutcome
 from plnt.cli import exits
 from plnt.client import InvokeResult, PlntClient, TimingHop
 
@@ -90,11 +91,6 @@ def _mapping(value: Any) -> dict[str, Any]:
 
 def stream_result(result: dict[str, Any], headers: dict[str, str]) -> InvokeResult:
     """A stream's result line as an `InvokeResult` (timings from the body, not a header)."""
-    cache = _mapping(result.get("cache"))
-    hits, misses = cache.get("hits") or 0, cache.get("misses") or 0
-    outcome = {(False, False): "off", (True, False): "hit", (False, True): "miss"}.get(
-        (bool(hits), bool(misses)), "partial"
-    )
     timings = _mapping(result.get("timings"))
     hops = tuple(
         TimingHop(hop, float(timings[key]))
@@ -104,7 +100,10 @@ def stream_result(result: dict[str, Any], headers: dict[str, str]) -> InvokeResu
     body = {key: value for key, value in result.items() if key != "type"}
     lowered = {key.lower(): value for key, value in headers.items()}
     return InvokeResult(
-        body=body, revision=lowered.get("x-plnt-revision"), cache=outcome, timings=hops
+        body=body,
+        revision=lowered.get(REVISION_HEADER.lower()),
+        cache=CacheOutcome.of_answer(result),
+        timings=hops,
     )
 
 

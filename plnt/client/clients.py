@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import aiohttp
 
-from plnt.api import codec
+from plnt.api import codec, headers
 from plnt.client import errors, kubeconfig, transport
 from plnt.client.transport import Params, WatchEvent
 
@@ -221,12 +221,12 @@ class PlntClient(transport.Transport):
         reply = await self.request(
             "POST", path, json={"inputs": dict(inputs)}, request_timeout=request_timeout
         )
-        headers = {key.lower(): value for key, value in reply.headers.items()}
+        lowered = {key.lower(): value for key, value in reply.headers.items()}
         return InvokeResult(
             body=reply.json(),
-            revision=headers.get("x-plnt-revision"),
-            cache=headers.get("x-plnt-cache"),
-            timings=parse_server_timing(headers.get("server-timing", "")),
+            revision=lowered.get(headers.REVISION_HEADER.lower()),
+            cache=lowered.get(headers.CACHE_HEADER.lower()),
+            timings=parse_server_timing(lowered.get("server-timing", "")),
         )
 
     async def invoke_stream(

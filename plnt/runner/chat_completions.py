@@ -168,11 +168,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     }
     if execution.usage is not None:
         answer["usage"] = execution.usage.to_json()
-    headers = {
-        "Server-Timing": responses.timing_of(execution),
-        "X-Plnt-Cache": handlers.cache_outcome(execution.cache_hits, execution.cache_misses),
-    }
-    return web.json_response(answer, headers=headers)
+    return web.json_response(answer, headers=responses.headers_of(execution))
 
 
 async def _stream(

@@ -1,8 +1,10 @@
 """The runner's own endpoints: `POST /invoke`, `/healthz`, `/readyz` and `/metrics`.
 
-`POST /invoke` takes `{"inputs": {...}}` (the envelope leaves room for options later and
-matches the API server's invoke subresource) and answers the output, the per-step trace,
-cache statistics and timings, with a `Server-Timing` header on every answer.
+`POST /invoke` takes `{"inputs": {...}}`, optionally named by `apiVersion` and `kind`
+(`plnt.api.invocations.InvokeRequest`: the envelope the API server's invoke subresource
+checks and forwards unchanged, which leaves room for options later) and answers the
+output, the per-step trace, cache statistics and timings, with a `Server-Timing` header
+on every answer.
 
 With `?stream=true` or `Accept: application/x-ndjson` it answers a stream instead (see
 `plnt.runner.streaming`): one line per finished step, `delta` lines carrying the output
@@ -23,6 +25,7 @@ from typing import Any
 import prometheus_client
 from aiohttp import web
 
+from plnt.api.invocations import InvalidInvokeRequest, InvokeRequest
 from plnt.runner import errors, executing, keys, responses, streaming
 
 log = logging.getLogger(__name__)
@@ -105,25 +108,22 @@ def result_body(app: web.Application, execution: executing.Execution) -> dict[st
 
 
 async def invoke(request: web.Request) -> web.StreamResponse:
-    """POST /invoke: run the workflow on `{"inputs": {...}}` (streamed when asked to)."""
+    """POST /invoke: run the workflow on the envelope's inputs (streamed when asked to)."""
     began = time.perf_counter()
-    body = await responses.read_json(request)
-    if not isinstance(body, dict) or "inputs" not in body or set(body) - {"inputs"}:
-        raise errors.InvalidRequest('the body must be a JSON object {"inputs": {...}}')
-    if streaming.wants_stream(request):
-        return await invoke_stream(request, body["inputs"], began=began)
     try:
-        execution = await execute(request.app, body["inputs"], endpoint="invoke")
+        envelope = InvokeRequest.parse(await responses.read_json(request))
+    except InvalidInvokeRequest as error:
+        raise errors.InvalidRequest(str(error)) from error
+    if streaming.wants_stream(request):
+        return await invoke_stream(request, envelope.inputs, began=began)
+    try:
+        execution = await execute(request.app, envelope.inputs, endpoint="invoke")
     except errors.RunnerError as error:
         elapsed = (time.perf_counter() - began) * 1000.0
         timing = responses.server_timing(runner_ms=elapsed, backend_ms=None)
         return responses.error_response(error, headers={"Server-Timing": timing})
     payload = result_body(request.app, execution)
-    headers = {
-        "Server-Timing": responses.timing_of(execution),
-        "X-Plnt-Cache": cache_outcome(execution.cache_hits, execution.cache_misses),
-    }
-    return web.json_response(payload, headers=headers)
+    return web.json_response(payload, headers=responses.headers_of(execution))
 
 
 async def invoke_stream(request: web.Request, inputs: Any, *, began: float) -> web.StreamResponse:
@@ -163,18 +163,6 @@ async def invoke_stream(request: web.Request, inputs: Any, *, began: float) -> w
         timing = responses.server_timing(runner_ms=elapsed, backend_ms=None)
         return responses.error_response(error, headers={"Server-Timing": timing})
     return response
-
-
-def cache_outcome(hits: int, misses: int) -> str:
-    """`hit` (every cached step hit), `miss` (none did), `partial`, or `off` (nothing cached).
-
-    Sent as `X-Plnt-Cache` so a proxy can report it without parsing the body.
-    """
-    if hits + misses == 0:
-        return "off"
-    if misses == 0:
-        return "hit"
-    return "miss" if hits == 0 else "partial"
 
 
 async def healthz(request: web.Request) -> web.StreamResponse:

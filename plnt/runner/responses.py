@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from plnt.api.headers import CACHE_HEADER, CacheOutcome
 from plnt.runner import errors, executing
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,15 @@ def server_timing(*, runner_ms: float, backend_ms: float | None) -> str:
 def timing_of(execution: executing.Execution) -> str:
     """The Server-Timing value of a finished execution."""
     return server_timing(runner_ms=execution.runner_ms, backend_ms=execution.backend_ms)
+
+
+def headers_of(execution: executing.Execution) -> dict[str, str]:
+    """The headers of a finished execution's whole answer: its Server-Timing and its cache
+    outcome, so a proxy can report both without parsing the body."""
+    return {
+        "Server-Timing": timing_of(execution),
+        CACHE_HEADER: CacheOutcome.of_counts(execution.cache_hits, execution.cache_misses),
+    }
 
 
 @web.middleware

@@ -105,6 +105,21 @@ async def test_a_body_without_the_inputs_envelope_is_a_400_naming_it(api: Api) -
     assert '{"inputs": {...}}' in reply.json["message"]
 
 
+async def test_a_body_naming_its_api_version_and_kind_reaches_the_runner_and_is_answered(
+    api: Api, runner_a: str
+) -> None:
+    await run_with_traffic(api, "w", target(1, 100, runner_a))
+    body = {
+        "apiVersion": "plnt.work/v1",
+        "kind": "WorkflowRunInvocationRequest",
+        "inputs": {"question": "named"},
+    }
+    reply = await api.call("POST", f"{BASE}/w/invoke", body=body)
+    assert reply.status == 200, reply.text
+    assert reply.json["output"] == "named"
+    assert reply.headers["X-Plnt-Revision"] == "1"
+
+
 async def test_a_yaml_body_is_accepted_and_malformed_json_is_a_400(api: Api, runner_a: str) -> None:
     await run_with_traffic(api, "w", target(1, 100, runner_a))
     reply = await api.call(

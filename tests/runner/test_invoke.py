@@ -69,6 +69,19 @@ async def test_inputs_failing_the_schema_get_422_naming_each_path(
     assert "Server-Timing" in response.headers
 
 
+async def test_a_body_naming_its_api_version_and_kind_is_run_like_the_bare_envelope(
+    start_runner: StartRunner, session: aiohttp.ClientSession
+) -> None:
+    url = await start_runner(EXAMPLES / "chat.workflow.yaml")
+    body = {"apiVersion": "plnt.work/v1", "kind": "WorkflowRunInvocationRequest"}
+    async with session.post(f"{url}/invoke", json={**body, "inputs": {"question": "hi"}}) as reply:
+        assert reply.status == 200, await reply.text()
+        assert (await reply.json())["output"] == "hi"
+    async with session.post(f"{url}/invoke", json={**body, "input": {}}) as reply:
+        assert reply.status == 400
+        assert '{"inputs"' in (await reply.json())["error"]["message"]
+
+
 async def test_a_body_without_the_inputs_envelope_is_a_400_with_a_json_message(
     start_runner: StartRunner, session: aiohttp.ClientSession
 ) -> None:

@@ -1,6 +1,7 @@
 """The `invoke` and `invocations` subresources, and the forwarding `proxy` shares with them.
 
-`POST …/workflowruns/{name}/invoke` with `{"inputs": {...}}` (the runner's own envelope)
+`POST …/workflowruns/{name}/invoke` with `{"inputs": {...}}` (the envelope the runner
+parses too, `InvokeRequest` in `plnt.api.invocations`; `apiVersion` and `kind` may name it)
 picks a revision and endpoint from `status.traffic` (see `traffic.Balancer`), forwards
 the body to `{endpoint}/invoke` over one pooled client session, and answers the runner's
 status and body unchanged, adding `X-Plnt-Revision`, `X-Plnt-Cache` (hit, miss, partial
@@ -50,6 +51,8 @@ import yarl
 from aiohttp import web
 
 from plnt.api import codec, errors
+from plnt.api.headers import CACHE_HEADER, REVISION_HEADER, CacheOutcome
+from plnt.api.invocations import InvalidInvokeRequest, InvokeRequest
 from plnt.api.meta import now_rfc3339
 from plnt.apiserver import keys, negotiation, params, responses
 from plnt.apiserver.requestinfo import RequestInfo
@@ -57,8 +60,7 @@ from plnt.apiserver.workflowruns import invocationwatch, relay, traffic
 from plnt.apiserver.workflowruns import keys as run_keys
 from plnt.registry.store import ResourceStore
 
-_ENVELOPE = 'the invoke body must be a JSON object {"inputs": {...}}'
-_PASSED_HEADERS = ("Content-Type", "X-Plnt-Cache")
+_PASSED_HEADERS = ("Content-Type", CACHE_HEADER)
 T = TypeVar("T")
 
 
@@ -80,13 +82,12 @@ async def upstream_context(app: web.Application) -> AsyncIterator[None]:
         await session.close()
 
 
-def _inputs_of(body: Any) -> Any:
-    if not isinstance(body, dict) or "inputs" not in body:
-        raise errors.BadRequest(_ENVELOPE)
-    extra = sorted(set(body) - {"inputs", "apiVersion", "kind"})
-    if extra:
-        raise errors.BadRequest(f"{_ENVELOPE}; unexpected fields: {', '.join(extra)}")
-    return body["inputs"]
+def _check_envelope(body: Any) -> None:
+    """400 for a body the runner would refuse as not its envelope (`InvokeRequest`)."""
+    try:
+        InvokeRequest.parse(body)
+    except InvalidInvokeRequest as error:
+        raise errors.BadRequest(str(error)) from error
 
 
 async def _payload(request: web.Request) -> bytes:
@@ -95,14 +96,14 @@ async def _payload(request: web.Request) -> bytes:
     media = negotiation.content_type(request.headers.get("Content-Type"))
     if media not in ("", "application/json"):
         body, _ = await params.decode_object(request, limit=_limit(request))
-        _inputs_of(body)
+        _check_envelope(body)
         return codec.dumps(body)
     data = await params.read_body(request, limit=_limit(request))
     try:
         body = codec.loads(data)
     except ValueError as error:
         raise errors.BadRequest(f"the body of the request could not be decoded: {error}") from error
-    _inputs_of(body)
+    _check_envelope(body)
     return data
 
 
@@ -261,7 +262,7 @@ async def forward(
     try:
         answer = await _with_failover(request, info, route, send)
     except errors.APIError as error:
-        _log_route(request, info, route, call, error.code, "off")
+        _log_route(request, info, route, call, error.code, CacheOutcome.OFF)
         raise
     if isinstance(answer, _Answer):
         return _buffered(request, info, route, call, answer)
@@ -297,13 +298,13 @@ def _buffered(
     request: web.Request, info: RequestInfo, route: _Route, call: Call, answer: _Answer
 ) -> web.Response:
     """The runner's whole answer, with the revision, cache and timing headers added."""
-    cache = answer.passed.get("X-Plnt-Cache") or _cache_from_body(answer.body)
+    cache = answer.passed.get(CACHE_HEADER) or _cache_from_body(answer.body)
     own_ms = route.own_ms(time.perf_counter())
     hops = traffic.hop_timings(answer.timings, apiserver_ms=own_ms)
     _log_route(request, info, route, call, answer.status, cache, timings=hops)
     headers = {
-        "X-Plnt-Revision": str(route.target.revision),
-        "X-Plnt-Cache": cache,
+        REVISION_HEADER: str(route.target.revision),
+        CACHE_HEADER: cache,
         "Server-Timing": ", ".join([*answer.timings, f"apiserver;dur={own_ms:.3f}"]),
         "Content-Type": answer.passed.get("Content-Type", responses.JSON_CONTENT_TYPE),
     }
@@ -329,7 +330,7 @@ async def _relay(
         status=200,
         headers={
             "Content-Type": upstream.headers.get("Content-Type", ""),
-            "X-Plnt-Revision": str(route.target.revision),
+            REVISION_HEADER: str(route.target.revision),
             "Cache-Control": "no-cache, private",
             "Server-Timing": f"apiserver;dur={own_ms:.3f}",
         },
@@ -341,7 +342,7 @@ async def _relay(
             outcome = await relay.pass_through(upstream, out, route.endpoint)
     except asyncio.CancelledError:
         upstream.close()
-        _log_route(request, info, route, call, relay.CLIENT_CLOSED, "off")
+        _log_route(request, info, route, call, relay.CLIENT_CLOSED, CacheOutcome.OFF)
         raise
     if outcome.status == relay.CLIENT_CLOSED:
         upstream.close()
@@ -351,13 +352,13 @@ async def _relay(
     return out
 
 
-def _cache_from_body(answer: bytes) -> str:
+def _cache_from_body(answer: bytes) -> CacheOutcome:
     """The cache outcome from the answer's `cache` field (runners that send no header)."""
     try:
         decoded = codec.loads(answer) if answer else None
     except ValueError:
         decoded = None
-    return traffic.cache_outcome(decoded)
+    return CacheOutcome.of_answer(decoded)
 
 
 def _log_route(

@@ -26,7 +26,7 @@ import aiohttp
 from aiohttp import web
 
 from plnt.api import codec
-from plnt.apiserver.workflowruns import traffic
+from plnt.api.headers import CacheOutcome
 
 NDJSON = "application/x-ndjson"
 EVENT_STREAM = "text/event-stream"
@@ -51,7 +51,7 @@ class Outcome:
     """How a relayed stream ended: its status, cache outcome and first-token moment."""
 
     status: int
-    cache: str = "off"
+    cache: CacheOutcome = CacheOutcome.OFF
     first_token_at: float | None = None
 
 
@@ -105,29 +105,29 @@ def _loads(data: bytes) -> object:
         return None
 
 
-def _ndjson_outcome(last: bytes) -> tuple[int, str] | None:
+def _ndjson_outcome(last: bytes) -> tuple[int, CacheOutcome] | None:
     line = _loads(last)
     if not isinstance(line, dict):
         return None
     if line.get("type") == "result":
-        return 200, traffic.cache_outcome(line)
+        return 200, CacheOutcome.of_answer(line)
     status = line.get("status")
     if line.get("type") == "error" and isinstance(status, int):
-        return status, "off"
+        return status, CacheOutcome.OFF
     return None
 
 
-def _sse_outcome(last: bytes) -> tuple[int, str] | None:
+def _sse_outcome(last: bytes) -> tuple[int, CacheOutcome] | None:
     if not last.startswith(b"data:"):
         return None
     data = last[5:].strip()
     if data == b"[DONE]":
-        return 200, "off"
+        return 200, CacheOutcome.OFF
     event = _loads(data)
     error = event.get("error") if isinstance(event, dict) else None
     if isinstance(error, dict):
         code = error.get("code")
-        return (code if isinstance(code, int) and 400 <= code < 600 else 502), "off"
+        return (code if isinstance(code, int) and 400 <= code < 600 else 502), CacheOutcome.OFF
     return None
 
 
@@ -180,6 +180,6 @@ async def pass_through(
                 return Outcome(outcome[0], outcome[1], first)
             status, kind, why = 502, "bad_gateway", "ended the stream without a result"
         await _send(out, _error_tail(media, status, kind, f"the runner at {endpoint} {why}"))
-        return Outcome(status, "off", first)
+        return Outcome(status, CacheOutcome.OFF, first)
     except _CallerGone:
-        return Outcome(CLIENT_CLOSED, "off", first)
+        return Outcome(CLIENT_CLOSED, CacheOutcome.OFF, first)

@@ -111,19 +111,6 @@ class Balancer:
                 del self.in_flight[endpoint]
 
 
-def cache_outcome(body: Any) -> str:
-    """`hit`, `miss`, `partial` or `off` from a runner answer's `cache.hits/misses`."""
-    cache = body.get("cache") if isinstance(body, dict) else None
-    if not isinstance(cache, dict):
-        return "off"
-    hits, misses = cache.get("hits"), cache.get("misses")
-    if not isinstance(hits, int) or not isinstance(misses, int) or hits + misses == 0:
-        return "off"
-    if misses == 0:
-        return "hit"
-    return "miss" if hits == 0 else "partial"
-
-
 def hop_timings(server_timing: Sequence[str], *, apiserver_ms: float) -> dict[str, float]:
     """Milliseconds per hop for the log: the runner's `Server-Timing` entries (`runner`,
     `backend`) and the API server's own time; malformed entries are left out."""
