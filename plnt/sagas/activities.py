@@ -265,7 +265,7 @@ class DeployActivities:
         except (spec_errors.SourceError, documents.SpecError) as error:
             raise _spec_failure(error) from error
         return targets.Revision(
-            run=targets.RunKey(request.run.namespace, request.run.name, request.run.uid),
+            run=request.run,
             revision=request.revision,
             digest=request.digest,
             spec=data,
@@ -336,19 +336,17 @@ class DeployActivities:
     @activity.defn(name="retire")
     async def retire(self, request: v.RetireRequest) -> None:
         """Stop every replica of one revision."""
-        run = targets.RunKey(request.run.namespace, request.run.name, request.run.uid)
         target = self.kubernetes if request.target == "kubernetes" else self.target
         if target is None:
             return  # a target this worker does not have installed nothing to retire
-        await target.retire(run, request.revision)
+        await target.retire(request.run, request.revision)
 
     @activity.defn(name="teardown")
     async def teardown(self, run: v.RunRef) -> None:
         """Stop every replica of every revision of the run, on every target this worker has."""
-        key = targets.RunKey(run.namespace, run.name, run.uid)
         for target in (self.target, self.kubernetes):
             if target is not None:
-                await target.teardown(key)
+                await target.teardown(run)
 
     @activity.defn(name="release")
     async def release(self, run: v.RunRef) -> None:

@@ -18,9 +18,13 @@ def workflow_id(namespace: str, name: str, uid: str) -> str:
     return f"workflowrun/{namespace}/{name}/{uid}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunRef:
-    """One WorkflowRun by identity."""
+    """One WorkflowRun by identity: a recreated object with the same name is a new run.
+
+    The one run reference of the saga: its history carries it, and the targets
+    (`targets.interface`) key a run's replicas by it.
+    """
 
     namespace: str
     name: str

@@ -29,6 +29,7 @@ from plnt.cli import main as cli_main
 from plnt.runner import __main__ as runner_main
 from plnt.runner import settings as runner_settings
 from plnt.sagas.targets import local_processes, runners
+from plnt.sagas.values import RunRef
 from tests.charts import rendering
 from tests.charts.rendering import Rendered
 
@@ -63,7 +64,7 @@ CLUSTER_SETTINGS: dict[str, Any] = {
 
 def revision(number: int = 1, **fields: Any) -> runners.Revision:
     defaults: dict[str, Any] = {
-        "run": runners.RunKey("team-a", "chat", "7f0c0e4e-1b6a-4c3e-9a59-0d3c5b7e8a10"),
+        "run": RunRef("team-a", "chat", "7f0c0e4e-1b6a-4c3e-9a59-0d3c5b7e8a10"),
         "revision": number,
         "digest": DIGEST,
         "spec": SPEC,
@@ -247,7 +248,7 @@ def test_a_run_name_longer_than_a_label_value_becomes_a_hashed_label(
     names = ["a" * 60 + "." + "b" * 100, "a" * 60 + "." + "c" * 100]
     labels = set()
     for name in names:
-        rev = revision(1, run=runners.RunKey("team-a", name, "u1"))
+        rev = revision(1, run=RunRef("team-a", name, "u1"))
         r = render(chart, rev.to_values(), rev.release_name())
         label = deployment(r)["metadata"]["labels"]["plnt.work/run"]
         assert len(label) <= 63 and LABEL_VALUE.match(label), label
@@ -540,7 +541,7 @@ def test_release_names_are_valid_and_distinct_per_run_and_revision() -> None:
     names = set()
     for run_name in ("chat", "9lives", "team.chat", "x" * 60, "x" * 60 + "y", "a" * 253):
         for number in (1, 2, 12345):
-            rev = revision(number, run=runners.RunKey("team-a", run_name, "u1"))
+            rev = revision(number, run=RunRef("team-a", run_name, "u1"))
             name = rev.release_name()
             helm_python.validate_release_name(name)
             assert re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", name), name  # a Service name

@@ -21,6 +21,7 @@ import helm_python
 import pytest
 
 from plnt.sagas.targets import runners
+from plnt.sagas.values import RunRef
 from tests.kube_standin.test_reviews_and_errors import session
 from tests.support.kube import protobuf, standin
 
@@ -62,7 +63,7 @@ def stored(kube: standin.KubeStandIn, resource: str, *, label: str, value: str) 
 def revision(name: str, number: int, *, replicas: int = 1) -> runners.Revision:
     spec = SPEC.read_bytes()
     return runners.Revision(
-        run=runners.RunKey("default", name, f"uid-{name}"),
+        run=RunRef("default", name, f"uid-{name}"),
         revision=number,
         digest=f"sha256:{hashlib.sha256(spec).hexdigest()}",
         spec=spec,

@@ -120,7 +120,7 @@ def test_saga_reports_become_step_durations_and_deploy_results() -> None:
 
 
 def test_sd_groups_name_each_replica_with_its_run_and_revision() -> None:
-    key = interface.RunKey(namespace="ns", name="chat", uid="u-1")
+    key = interface.RunRef(namespace="ns", name="chat", uid="u-1")
     record = ReplicaRecord(
         revision=3, index=1, token="t", port=4321, url="http://127.0.0.1:4321",
         spec="s", backend_config="b", fingerprint="f", log="l",

@@ -57,13 +57,13 @@ def local_target(local_target_state_dir: Path) -> local.LocalTarget:
 
 
 @pytest.fixture
-def local_target_run() -> interface.RunKey:
+def local_target_run() -> interface.RunRef:
     """A run key no other test uses."""
-    return interface.RunKey(namespace="default", name="chat", uid=uuid.uuid4().hex[:12])
+    return interface.RunRef(namespace="default", name="chat", uid=uuid.uuid4().hex[:12])
 
 
 @pytest.fixture
-def local_target_revision(local_target_run: interface.RunKey) -> MakeRevision:
+def local_target_revision(local_target_run: interface.RunRef) -> MakeRevision:
     """`make(revision=1, replicas=1, spec=CHAT_SPEC)`: a revision of the chat example."""
 
     def make(

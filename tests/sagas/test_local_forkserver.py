@@ -97,7 +97,7 @@ async def test_a_killed_server_is_started_again_and_a_closed_one_falls_back_to_e
     assert await invoke(executed.url, "executed") == "executed"
 
 
-def _token(target: local.LocalTarget, run: interface.RunKey, replica: interface.Replica) -> str:
+def _token(target: local.LocalTarget, run: interface.RunRef, replica: interface.Replica) -> str:
     records = local_records.RunLayout(target.state_dir, run).records(replica.revision)
     [token] = [record.token for record in records if record.pid == replica.pid]
     return token

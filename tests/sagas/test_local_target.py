@@ -117,7 +117,7 @@ async def test_a_record_whose_pid_now_belongs_to_another_process_is_not_adopted(
     local_target: local.LocalTarget,
     local_target_revision: MakeRevision,
     local_target_state_dir: Path,
-    local_target_run: interface.RunKey,
+    local_target_run: interface.RunRef,
     foreign_process: int,
 ) -> None:
     first = await local_target.install(local_target_revision())
@@ -140,7 +140,7 @@ async def test_a_record_written_just_before_a_crashed_spawn_finds_its_process_by
     local_target: local.LocalTarget,
     local_target_revision: MakeRevision,
     local_target_state_dir: Path,
-    local_target_run: interface.RunKey,
+    local_target_run: interface.RunRef,
 ) -> None:
     first = await local_target.install(local_target_revision())
     layout = local_records.RunLayout(local_target_state_dir, local_target_run)
@@ -158,7 +158,7 @@ async def test_an_install_cancelled_while_waiting_leaves_replicas_a_retry_adopts
     local_target: local.LocalTarget,
     local_target_revision: MakeRevision,
     local_target_state_dir: Path,
-    local_target_run: interface.RunKey,
+    local_target_run: interface.RunRef,
 ) -> None:
     layout = local_records.RunLayout(local_target_state_dir, local_target_run)
     attempt = asyncio.create_task(local_target.install(local_target_revision(replicas=2)))
@@ -177,7 +177,7 @@ async def test_an_install_cancelled_while_waiting_leaves_replicas_a_retry_adopts
 async def test_scale_adds_replicas_and_removes_the_highest_indexes_first(
     local_target: local.LocalTarget,
     local_target_revision: MakeRevision,
-    local_target_run: interface.RunKey,
+    local_target_run: interface.RunRef,
     local_target_state_dir: Path,
 ) -> None:
     (only,) = await local_target.install(local_target_revision(replicas=1))
@@ -201,7 +201,7 @@ async def test_scale_adds_replicas_and_removes_the_highest_indexes_first(
 async def test_replicas_and_revisions_report_the_live_replicas(
     local_target: local.LocalTarget,
     local_target_revision: MakeRevision,
-    local_target_run: interface.RunKey,
+    local_target_run: interface.RunRef,
 ) -> None:
     assert await local_target.revisions(local_target_run) == []
     assert await local_target.replicas(local_target_run, 1) == []
@@ -220,7 +220,7 @@ async def test_replicas_and_revisions_report_the_live_replicas(
 async def test_retire_and_teardown_stop_every_process_and_are_idempotent(
     local_target: local.LocalTarget,
     local_target_revision: MakeRevision,
-    local_target_run: interface.RunKey,
+    local_target_run: interface.RunRef,
     local_target_state_dir: Path,
 ) -> None:
     old = await local_target.install(local_target_revision(1, replicas=2))
@@ -242,7 +242,7 @@ async def test_retire_and_teardown_stop_every_process_and_are_idempotent(
 async def test_an_invalid_spec_fails_install_naming_the_cause_and_leaves_nothing_running(
     local_target: local.LocalTarget,
     local_target_revision: MakeRevision,
-    local_target_run: interface.RunKey,
+    local_target_run: interface.RunRef,
     local_target_state_dir: Path,
 ) -> None:
     invalid = CHAT_SPEC.replace(b"id: answer", b"id: a-b")
@@ -328,7 +328,7 @@ async def test_stop_all_stops_every_recorded_runner_and_counts_them(
 def test_a_run_key_that_cannot_name_a_directory_is_refused(local_target_state_dir: Path) -> None:
     with pytest.raises(local_records.InvalidRunKey):
         local_records.RunLayout(
-            local_target_state_dir, interface.RunKey(namespace="..", name="x", uid="1")
+            local_target_state_dir, interface.RunRef(namespace="..", name="x", uid="1")
         )
 
 

@@ -1,8 +1,9 @@
 """The `Target` protocol and the values it exchanges with the saga.
 
-Values are plain frozen dataclasses. What a revision needs (`Revision`, `RunKey`,
-`BackendConfig`, `SecretKeyRef`, `CacheConfig`) is defined once in `runners`, which also
-renders it as the Kubernetes target's chart values; this module re-exports it.
+Values are plain frozen dataclasses. What a revision needs (`Revision`, `BackendConfig`,
+`SecretKeyRef`, `CacheConfig`) is defined once in `runners`, which also renders it as the
+Kubernetes target's chart values; this module re-exports it, and `RunRef`, the run
+reference the saga's history carries too (`plnt.sagas.values`).
 
 Errors: `TargetError` (base), `InstallFailed` (replicas did not become ready by the
 deadline; the message carries the runner's last log lines).
@@ -17,8 +18,8 @@ from typing import Any, Protocol
 from plnt.sagas.targets.runners import BackendConfig as BackendConfig
 from plnt.sagas.targets.runners import CacheConfig as CacheConfig
 from plnt.sagas.targets.runners import Revision as Revision
-from plnt.sagas.targets.runners import RunKey as RunKey
 from plnt.sagas.targets.runners import SecretKeyRef as SecretKeyRef
+from plnt.sagas.values import RunRef as RunRef
 
 
 class TargetError(Exception):
@@ -63,19 +64,19 @@ class Target(Protocol):
         """Make the revision's replica count `revision.replicas` (stop extras, add missing)."""
         ...
 
-    async def replicas(self, run: RunKey, revision: int) -> list[Replica]:
+    async def replicas(self, run: RunRef, revision: int) -> list[Replica]:
         """The revision's live replicas with their current readiness."""
         ...
 
-    async def revisions(self, run: RunKey) -> list[int]:
+    async def revisions(self, run: RunRef) -> list[int]:
         """Revisions of `run` that have any live replica."""
         ...
 
-    async def retire(self, run: RunKey, revision: int) -> None:
+    async def retire(self, run: RunRef, revision: int) -> None:
         """Stop every replica of `revision` and forget it (no-op when none)."""
         ...
 
-    async def teardown(self, run: RunKey) -> None:
+    async def teardown(self, run: RunRef) -> None:
         """Stop every replica of every revision of `run` and remove its state."""
         ...
 

@@ -200,7 +200,7 @@ class KubernetesTarget:
         urls = await self.workloads.endpoints(namespace, name)
         return [interface.Replica(revision, index, url, True) for index, url in enumerate(urls)]
 
-    async def replicas(self, run: interface.RunKey, revision: int) -> list[interface.Replica]:
+    async def replicas(self, run: interface.RunRef, revision: int) -> list[interface.Replica]:
         try:
             return await self._replicas(
                 run.namespace, runners.release_name(run, revision), revision
@@ -208,7 +208,7 @@ class KubernetesTarget:
         except ClusterError as error:
             raise interface.TargetError(str(error)) from error
 
-    async def revisions(self, run: interface.RunKey) -> list[int]:
+    async def revisions(self, run: interface.RunRef) -> list[int]:
         try:
             found = await self.workloads.deployments(run.namespace, f"plnt.work/run-uid={run.uid}")
         except ClusterError as error:
@@ -219,7 +219,7 @@ class KubernetesTarget:
             if (d.get("spec") or {}).get("replicas", 1) > 0
         )
 
-    async def retire(self, run: interface.RunKey, revision: int) -> None:
+    async def retire(self, run: interface.RunRef, revision: int) -> None:
         try:
             await self.releases.uninstall(
                 namespace=run.namespace, name=runners.release_name(run, revision)
@@ -227,7 +227,7 @@ class KubernetesTarget:
         except ClusterError as error:
             raise interface.TargetError(str(error)) from error
 
-    async def teardown(self, run: interface.RunKey) -> None:
+    async def teardown(self, run: interface.RunRef) -> None:
         try:
             found = await self.workloads.deployments(run.namespace, f"plnt.work/run-uid={run.uid}")
         except ClusterError as error:

@@ -162,7 +162,7 @@ class LocalTarget:
             ready = await self._await_ready(layout, revision, launch, started, heartbeat)
         return [self._replica(record, ready=True) for record in ready]
 
-    async def replicas(self, run: interface.RunKey, revision: int) -> list[interface.Replica]:
+    async def replicas(self, run: interface.RunRef, revision: int) -> list[interface.Replica]:
         """The revision's live replicas, each with a quick `GET /readyz` for readiness."""
         layout = records.RunLayout(self.state_dir, run)
         live = await asyncio.to_thread(self._live_records, layout, revision)
@@ -174,13 +174,13 @@ class LocalTarget:
             for record, ready in zip(live, readiness, strict=True)
         ]
 
-    async def revisions(self, run: interface.RunKey) -> list[int]:
+    async def revisions(self, run: interface.RunRef) -> list[int]:
         """Revisions of `run` with at least one live replica, ascending."""
         layout = records.RunLayout(self.state_dir, run)
         live = await asyncio.to_thread(self._live_records, layout, None)
         return sorted({record.revision for record in live})
 
-    async def retire(self, run: interface.RunKey, revision: int) -> None:
+    async def retire(self, run: interface.RunRef, revision: int) -> None:
         """Stop every replica of `revision` and remove its records (no-op when none)."""
         layout = records.RunLayout(self.state_dir, run)
         if not layout.root.is_dir():
@@ -190,7 +190,7 @@ class LocalTarget:
                 async with self._published(layout):
                     await self._stop_records(layout, layout.records(revision))
 
-    async def teardown(self, run: interface.RunKey) -> None:
+    async def teardown(self, run: interface.RunRef) -> None:
         """Stop every replica of every revision of `run` and remove the run's directory."""
         layout = records.RunLayout(self.state_dir, run)
         if not layout.root.is_dir():

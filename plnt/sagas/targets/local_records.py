@@ -98,7 +98,7 @@ def sha256_hex(data: bytes) -> str:
 class RunLayout:
     """The paths of one run's state, and reading and writing its records."""
 
-    def __init__(self, state_dir: Path, run: interface.RunKey) -> None:
+    def __init__(self, state_dir: Path, run: interface.RunRef) -> None:
         for label, value in (("namespace", run.namespace), ("name", run.name), ("uid", run.uid)):
             if not _SEGMENT.match(value) or ".." in value:
                 raise InvalidRunKey(f"run {label} {value!r} cannot name a directory")

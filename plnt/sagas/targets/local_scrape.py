@@ -37,12 +37,12 @@ def targets_dir(state_dir: Path) -> Path:
     return state_dir / "prometheus"
 
 
-def file_of(scrape_dir: Path, run: interface.RunKey) -> Path:
+def file_of(scrape_dir: Path, run: interface.RunRef) -> Path:
     """The SD file of one run."""
     return scrape_dir / f"{_PREFIX}{run.namespace}_{run.name}_{run.uid}.json"
 
 
-def groups(run: interface.RunKey, replicas: list[records.ReplicaRecord]) -> list[dict[str, Any]]:
+def groups(run: interface.RunRef, replicas: list[records.ReplicaRecord]) -> list[dict[str, Any]]:
     """The target groups of a run's replicas, one per replica."""
     return [
         {
@@ -74,7 +74,7 @@ def publish(scrape_dir: Path, layout: records.RunLayout) -> None:
     records.write_atomically(path, document.encode() + b"\n")
 
 
-def forget(scrape_dir: Path, run: interface.RunKey) -> None:
+def forget(scrape_dir: Path, run: interface.RunRef) -> None:
     """Remove the run's SD file (its runners are gone)."""
     with contextlib.suppress(FileNotFoundError):
         file_of(scrape_dir, run).unlink()

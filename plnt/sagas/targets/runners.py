@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from plnt.api.workflowruns import StepCacheSpec
+from plnt.sagas.values import RunRef
 
 # The chart's objects, the Helm release that holds them and its history all carry the
 # spec; Helm keeps a release (gzipped) in one Secret of at most 1 MiB.
@@ -51,15 +52,6 @@ Quantity = int | Annotated[str, Field(pattern=_QUANTITY)]
 
 
 # --- the revision, as the saga describes it -------------------------------------------
-
-
-@dataclass(frozen=True)
-class RunKey:
-    """One WorkflowRun, by identity: a recreated object with the same name is a new run."""
-
-    namespace: str
-    name: str
-    uid: str
 
 
 @dataclass(frozen=True)
@@ -294,7 +286,7 @@ def values_schema() -> dict[str, Any]:
 # --- the revision, and how it renders ---------------------------------------------------
 
 
-def release_name(run: RunKey, revision: int) -> str:
+def release_name(run: RunRef, revision: int) -> str:
     """`<run>-r<revision>`, made a valid release and Service name when it is not one.
 
     A name that must change (too long, dots, a leading digit) keeps a hash of the
@@ -319,7 +311,7 @@ class Revision:
     (or the target's) defaults.
     """
 
-    run: RunKey
+    run: RunRef
     revision: int
     digest: str
     spec: bytes
