@@ -73,6 +73,24 @@ async def decode_data(data: bytes, *, media: str) -> tuple[Any, list[str]]:
         raise errors.BadRequest(f"the body of the request could not be decoded: {error}") from error
 
 
+OPTIONAL_BODY_MEDIA_TYPES = ("", "*/*", "application/json", "application/yaml")
+"""What the optional body of a POST-only subresource (`/rollback`, `/bench`) may be labelled."""
+
+
+async def decode_optional(request: web.Request, *, limit: int) -> Any:
+    """The decoded JSON or YAML body of a subresource that may be called without one: None
+    for an empty body, 415 for another media type, 400 if malformed (off the loop unless
+    small JSON, as every body)."""
+    data = await read_body(request, limit=limit)
+    if not data.strip():
+        return None
+    media = negotiation.content_type(request.headers.get("Content-Type"))
+    if media not in OPTIONAL_BODY_MEDIA_TYPES:
+        raise unsupported_object_media()
+    body, _ = await decode_data(data, media=media)
+    return body
+
+
 async def decode_object(request: web.Request, *, limit: int) -> tuple[Any, list[str]]:
     """Read and decode a JSON or YAML body (no Content-Type means JSON); 400 if malformed."""
     data = await read_body(request, limit=limit)

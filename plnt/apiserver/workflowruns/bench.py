@@ -35,9 +35,8 @@ from plnt.api import bench as wire
 from plnt.api import errors
 from plnt.api.meta import ObjectMeta, now_rfc3339
 from plnt.api.workflowruns import API_VERSION
-from plnt.apiserver import keys, negotiation, params, responses
+from plnt.apiserver import keys, params, responses
 from plnt.apiserver.requestinfo import RequestInfo
-from plnt.registry import decoding
 from plnt.registry.definitions import Object, lookup
 from plnt.registry.store import ResourceStore
 from plnt.registry.workflowruns import bench as benches
@@ -73,20 +72,7 @@ def _control(request: web.Request, *, name: str) -> BenchControl:
 async def _body(request: web.Request) -> Any:
     """The request's Bench as decoded JSON or YAML (None for an empty body)."""
     limit = request.app[keys.SETTINGS].max_request_body_bytes
-    raw = await params.read_body(request, limit=limit)
-    if not raw.strip():
-        return None
-    media = negotiation.content_type(request.headers.get("Content-Type"))
-    if media not in ("", "*/*", "application/json", "application/yaml"):
-        raise errors.UnsupportedMediaType(
-            "the body of the request was in an unknown format - accepted media types include: "
-            "application/json, application/yaml"
-        )
-    try:
-        body, _ = decoding.decode_body(raw, content_type=media or "application/json")
-    except decoding.DecodeError as error:
-        raise errors.BadRequest(f"the body of the request could not be decoded: {error}") from error
-    return body
+    return await params.decode_optional(request, limit=limit)
 
 
 async def _start(request: web.Request, store: ResourceStore, info: RequestInfo) -> web.Response:

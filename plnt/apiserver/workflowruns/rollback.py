@@ -30,9 +30,9 @@ from aiohttp import web
 
 from plnt.api import errors
 from plnt.api.workflowruns import WorkflowRunRollback
-from plnt.apiserver import bodies, keys, negotiation, params, responses
+from plnt.apiserver import keys, params, responses
 from plnt.apiserver.requestinfo import RequestInfo
-from plnt.registry import decoding, fieldcauses
+from plnt.registry import fieldcauses
 from plnt.registry.definitions import lookup
 from plnt.registry.store import ResourceStore
 from plnt.registry.workflowruns import rollback as rollbacks
@@ -41,19 +41,9 @@ from plnt.sagas.control import DeployControl, DeployUnavailable
 
 async def _rollback_body(request: web.Request, name: str) -> WorkflowRunRollback:
     limit = request.app[keys.SETTINGS].max_request_body_bytes
-    raw = await params.read_body(request, limit=limit)
-    if not raw.strip():
+    body = await params.decode_optional(request, limit=limit)
+    if body is None:
         return WorkflowRunRollback()
-    media = negotiation.content_type(request.headers.get("Content-Type"))
-    if media not in ("", "*/*", "application/json", "application/yaml"):
-        raise errors.UnsupportedMediaType(
-            "the body of the request was in an unknown format - accepted media types include: "
-            "application/json, application/yaml"
-        )
-    try:
-        body, _ = await bodies.decode(raw, content_type=media or "application/json")
-    except decoding.DecodeError as error:
-        raise errors.BadRequest(f"the body of the request could not be decoded: {error}") from error
     if not isinstance(body, dict):
         raise errors.BadRequest("the rollback body must be a JSON object")
     try:
