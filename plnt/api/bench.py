@@ -21,6 +21,7 @@ No I/O here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
@@ -29,6 +30,7 @@ from pydantic_core import PydanticCustomError
 from plnt.api.base import WireModel
 from plnt.api.meta import ObjectMeta
 
+API_VERSION = "plnt.work/v1"
 KIND = "Bench"
 MAX_SECONDS = 3600.0
 """Longest measured phase (and longest warm-up): an hour."""
@@ -238,3 +240,36 @@ class BenchRecord(WireModel):
     message: str = ""
     start_time: str | None = None
     completion_time: str | None = None
+
+
+RECORD_STATUS = (
+    "phase",
+    "targets",
+    "results",
+    "restarts",
+    "message",
+    "startTime",
+    "completionTime",
+)
+"""The fields of a `BenchRecord` that a Bench's status shows as they are."""
+
+
+def status_of_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A Bench's status from a finished bench's record (`status.lastBench`'s shape)."""
+    return {key: record[key] for key in RECORD_STATUS if key in record}
+
+
+def from_record(record: Mapping[str, Any], *, namespace: str | None) -> dict[str, Any]:
+    """A finished bench's record (`status.lastBench`, or an item of `status.benchHistory`)
+    as the Bench `GET …/bench` answers: its id for a name, its start for a creation time."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {
+            "name": record["id"],
+            "namespace": namespace,
+            "creationTimestamp": record.get("startTime"),
+        },
+        "spec": record.get("spec") or {},
+        "status": status_of_record(record),
+    }

@@ -188,17 +188,12 @@ async def _follow(
 
 async def _recorded(client: PlntClient, name: str, bench_id: str) -> dict[str, Any] | None:
     """Our bench from the run's `status.benchHistory` (a newer bench has started since)."""
+    from plnt.api import bench as benches  # pydantic: loaded when used, not at start-up
+
     run = await client.get_workflowrun(name)
     for record in (run.get("status") or {}).get("benchHistory") or []:
         if record.get("id") == bench_id:
-            keys = ("phase", "targets", "results", "restarts", "message", "startTime")
-            return {
-                "apiVersion": "plnt.work/v1",
-                "kind": "Bench",
-                "metadata": {"name": bench_id, "namespace": run["metadata"]["namespace"]},
-                "spec": record.get("spec") or {},
-                "status": {key: record[key] for key in (*keys, "completionTime") if key in record},
-            }
+            return benches.from_record(record, namespace=run["metadata"]["namespace"])
     return None
 
 

@@ -29,6 +29,7 @@ from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
+from plnt.api import bench as api_bench
 from plnt.api.workflowruns import ROLLBACK_GENERATION_ANNOTATION, ROLLBACK_TO_ANNOTATION
 from plnt.sagas import bench as benches
 from plnt.sagas import deploy
@@ -176,7 +177,7 @@ class TemporalDeployControl:
                 outcome = await handle.result()
             except RPCError as error:
                 raise DeployUnavailable(f"Temporal at {self._where()}: {error.message}") from error
-            status.update(status_of_record(outcome.record))
+            status.update(api_bench.status_of_record(outcome.record))
             return view
         status.update(
             phase="Failed",
@@ -314,9 +315,3 @@ def bench_request(run: v.RunRef, bench: dict[str, Any]) -> benches.BenchRequest:
         ],
         start_time=str(status.get("startTime") or ""),
     )
-
-
-def status_of_record(record: dict[str, Any]) -> dict[str, Any]:
-    """A Bench's status from a finished bench's record (`status.lastBench`'s shape)."""
-    keys = ("phase", "targets", "results", "restarts", "message", "startTime", "completionTime")
-    return {key: record[key] for key in keys if key in record}

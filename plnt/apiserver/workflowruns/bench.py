@@ -34,7 +34,6 @@ from aiohttp import web
 from plnt.api import bench as wire
 from plnt.api import errors
 from plnt.api.meta import ObjectMeta, now_rfc3339
-from plnt.api.workflowruns import API_VERSION
 from plnt.apiserver import keys, params, responses
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.registry.definitions import Object, lookup
@@ -141,21 +140,4 @@ def from_record(obj: Object) -> dict[str, Any] | None:
     record = lookup(obj, "status", "lastBench")
     if not isinstance(record, dict) or not record.get("id"):
         return None
-    status = {
-        key: record[key]
-        for key in ("phase", "targets", "results", "restarts", "message", "startTime")
-        if key in record
-    }
-    if "completionTime" in record:
-        status["completionTime"] = record["completionTime"]
-    return {
-        "apiVersion": API_VERSION,
-        "kind": wire.KIND,
-        "metadata": {
-            "name": record["id"],
-            "namespace": lookup(obj, "metadata", "namespace"),
-            "creationTimestamp": record.get("startTime"),
-        },
-        "spec": record.get("spec") or {},
-        "status": status,
-    }
+    return wire.from_record(record, namespace=lookup(obj, "metadata", "namespace"))
