@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from plnt.cli import printing, progress
+from plnt.client import event_time
 
 RECENT_EVENTS = 10
 
@@ -65,24 +66,13 @@ def _step_rows(status: Mapping[str, Any]) -> list[list[Any]]:
 def _event_rows(events: list[dict[str, Any]]) -> list[list[Any]]:
     return [
         [
-            printing.age(_event_time(e)),
+            printing.age(event_time(e) or None),
             e.get("type"),
             e.get("reason"),
             e.get("message"),
         ]
         for e in events
     ]
-
-
-def _event_time(event: Mapping[str, Any]) -> str | None:
-    series = event.get("series") or {}
-    stamp = (
-        series.get("lastObservedTime")
-        or event.get("lastTimestamp")
-        or event.get("eventTime")
-        or event.get("firstTimestamp")
-    )
-    return str(stamp) if stamp else None
 
 
 def _indent(text: str) -> str:
@@ -148,7 +138,7 @@ def timeline_text(run: Mapping[str, Any], events: list[dict[str, Any]]) -> str:
             )
         )
     for event in events:
-        stamp = _event_time(event)
+        stamp = event_time(event) or None
         entries.append(
             (
                 stamp or "",

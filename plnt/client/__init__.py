@@ -10,7 +10,13 @@ session and may be shared by every coroutine of one event loop; close it with
         run = await client.get_workflowrun("summarize")
 """
 
-from plnt.client.clients import InvokeResult, PlntClient, TimingHop, parse_server_timing
+from plnt.client.clients import (
+    InvokeResult,
+    PlntClient,
+    TimingHop,
+    event_time,
+    parse_server_timing,
+)
 from plnt.client.errors import (
     AlreadyExists,
     ApiError,
@@ -49,6 +55,7 @@ __all__ = [
     "TransportError",
     "Unauthorized",
     "WatchEvent",
+    "event_time",
     "load",
     "parse_server_timing",
 ]

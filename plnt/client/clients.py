@@ -354,10 +354,13 @@ class PlntClient(transport.Transport):
         selector = f"involvedObject.kind={kind},involvedObject.name={name}"
         path = f"/api/v1/namespaces/{quote(ns, safe='')}/events"
         events = await self.list_all(path, params={"fieldSelector": selector})
-        return sorted(events, key=_event_time)
+        return sorted(events, key=event_time)
 
 
-def _event_time(event: Mapping[str, Any]) -> str:
+def event_time(event: Mapping[str, Any]) -> str:
+    """When an Event last happened, the key Events are ordered by: the series' last
+    observation, else the last timestamp, the event time, the first timestamp, the
+    object's creation ("" when it carries none of them)."""
     series = event.get("series") or {}
     return str(
         series.get("lastObservedTime")

@@ -25,7 +25,7 @@ from typing import Any
 from aiohttp import web
 
 from plnt.api import codec
-from plnt.client import ClientError, NotFound, PlntClient, WatchEvent
+from plnt.client import ClientError, NotFound, PlntClient, WatchEvent, event_time
 from plnt.ui import following, keys, rendering, views
 
 RUNNING_REDRAW_SECONDS = 2.0
@@ -150,20 +150,8 @@ def run_fragments(request: web.Request, run: Mapping[str, Any]) -> dict[str, str
 
 
 def events_fragment(request: web.Request, events: Mapping[str, Mapping[str, Any]]) -> str:
-    ordered = sorted(events.values(), key=_event_time)
+    ordered = sorted(events.values(), key=event_time)
     return rendering.fragment(request, "run_events.html", events=ordered, now=now(), views=views)
-
-
-def _event_time(event: Mapping[str, Any]) -> str:
-    series = event.get("series") or {}
-    return str(
-        series.get("lastObservedTime")
-        or event.get("lastTimestamp")
-        or event.get("eventTime")
-        or event.get("firstTimestamp")
-        or (event.get("metadata") or {}).get("creationTimestamp")
-        or ""
-    )
 
 
 def _running(run: Mapping[str, Any] | None) -> bool:
