@@ -20,12 +20,12 @@ from plnt.cli.temporal_options import TemporalOptions, with_temporal_options
 from plnt.cli.up import exit_now
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
+from plnt.sagas.values import TASK_QUEUE
 
 if TYPE_CHECKING:
     from plnt.sagas.serving import Ready as WorkerReady
 
-TASK_QUEUE = "plnt-deploy"  # plnt.sagas.values.TASK_QUEUE, without importing the SDK here
-PROBE_INTERVAL = 30.0  # plnt.sagas.placement.DEFAULT_PROBE_INTERVAL, likewise
+PROBE_INTERVAL = 30.0  # plnt.sagas.placement.DEFAULT_PROBE_INTERVAL, without pydantic here
 
 
 def register(app: typer.Typer) -> None:

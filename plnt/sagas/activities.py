@@ -25,7 +25,7 @@ from plnt.api.workflowruns import TEARDOWN_FINALIZER, StepCacheSpec
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.harness import Progress
-from plnt.sagas import backend_probes, placement, probing
+from plnt.sagas import activitynames, backend_probes, placement, probing
 from plnt.sagas import values as v
 from plnt.sagas.failures import Failure
 from plnt.sagas.speccache import SpecCache
@@ -129,7 +129,7 @@ class DeployActivities:
             return None
         return obj if obj.get("metadata", {}).get("uid") == run.uid else None
 
-    @activity.defn(name="report")
+    @activity.defn(name=activitynames.REPORT)
     async def report(self, report: v.Report) -> None:
         """Write the saga's status fields (and an Event); a vanished object is not an error."""
         run = report.run
@@ -172,7 +172,7 @@ class DeployActivities:
 
     # -- pull and resolve -----------------------------------------------------------
 
-    @activity.defn(name="pull-spec")
+    @activity.defn(name=activitynames.PULL_SPEC)
     async def pull(self, request: v.PullRequest) -> v.PullResult:
         """Fetch the spec, verify its digest, validate it, and keep it in the spec cache."""
         try:
@@ -187,7 +187,7 @@ class DeployActivities:
             attempt=activity.info().attempt,
         )
 
-    @activity.defn(name="resolve-backend")
+    @activity.defn(name=activitynames.RESOLVE_BACKEND)
     async def resolve(self, request: v.ResolveRequest) -> v.Resolved:
         """The backend for model steps: by name, or the matching one with most headroom.
 
@@ -236,12 +236,12 @@ class DeployActivities:
 
     # Sagas recorded before typed inputs schedule these names with positional arguments.
 
-    @activity.defn(name="pull")
+    @activity.defn(name=activitynames.PULL_POSITIONAL)
     async def pull_positional(self, ref: str, digest: str) -> v.PullResult:
         """`pull-spec`, as scheduled by sagas that began before typed activity inputs."""
         return await self.pull(v.PullRequest(ref, digest))
 
-    @activity.defn(name="resolve")
+    @activity.defn(name=activitynames.RESOLVE_POSITIONAL)
     async def resolve_positional(
         self, namespace: str, selection: dict[str, Any], gpu_class: str | None
     ) -> v.Resolved:
@@ -303,7 +303,7 @@ class DeployActivities:
             attempt=activity.info().attempt,
         )
 
-    @activity.defn(name="install")
+    @activity.defn(name=activitynames.INSTALL)
     async def install(self, request: v.InstallRequest) -> v.Installed:
         """Ensure the revision's replicas run and are ready (adopting live ones)."""
         revision = await self._revision(request)
@@ -320,7 +320,7 @@ class DeployActivities:
             raise _fail(Failure.INSTALL_FAILED, str(error), retryable=True) from error
         return self._installed(replicas)
 
-    @activity.defn(name="scale")
+    @activity.defn(name=activitynames.SCALE)
     async def scale(self, request: v.InstallRequest) -> v.Installed:
         """Resize the revision to `request.replicas` ready replicas."""
         revision = await self._revision(request)
@@ -333,7 +333,7 @@ class DeployActivities:
             raise _fail(Failure.INSTALL_FAILED, str(error), retryable=True) from error
         return self._installed(replicas)
 
-    @activity.defn(name="retire")
+    @activity.defn(name=activitynames.RETIRE)
     async def retire(self, request: v.RetireRequest) -> None:
         """Stop every replica of one revision."""
         target = self.kubernetes if request.target == "kubernetes" else self.target
@@ -341,14 +341,14 @@ class DeployActivities:
             return  # a target this worker does not have installed nothing to retire
         await target.retire(request.run, request.revision)
 
-    @activity.defn(name="teardown")
+    @activity.defn(name=activitynames.TEARDOWN)
     async def teardown(self, run: v.RunRef) -> None:
         """Stop every replica of every revision of the run, on every target this worker has."""
         for target in (self.target, self.kubernetes):
             if target is not None:
                 await target.teardown(run)
 
-    @activity.defn(name="release")
+    @activity.defn(name=activitynames.RELEASE)
     async def release(self, run: v.RunRef) -> None:
         """Remove the teardown finalizer, so the deletion completes."""
         for _ in range(10):
@@ -402,7 +402,7 @@ class DeployActivities:
             expectations = case.expect if case else model.Expectations()
         return chosen_inputs, expectations
 
-    @activity.defn(name="smoke")
+    @activity.defn(name=activitynames.SMOKE)
     async def smoke(self, request: v.SmokeRequest) -> v.SmokeResult:
         """Run the smoke case (the run's, else the spec's) against every canary replica."""
         attempt = activity.info().attempt
@@ -417,7 +417,7 @@ class DeployActivities:
             raise _fail(Failure.UNREACHABLE, str(error), retryable=True) from error
         return v.SmokeResult(message, False, attempt)
 
-    @activity.defn(name="analyze")
+    @activity.defn(name=activitynames.ANALYZE)
     async def analyze(self, request: v.AnalysisRequest) -> v.AnalysisResult:
         """Bench the canary and the stable side by side and hold the canary to the limits."""
         case = await self._smoke_case(request.ref, request.digest, request.inputs, None)

@@ -23,8 +23,8 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from plnt.sagas import activitynames, scaling
     from plnt.sagas import failures as f
-    from plnt.sagas import scaling
     from plnt.sagas import values as v
     from plnt.sagas.deploys import Controls, Deploy
     from plnt.sagas.intents import Intent
@@ -200,13 +200,13 @@ class WorkflowRunController:
 async def _teardown(run: v.RunRef) -> None:
     """Stop every replica of every revision, then release the teardown finalizer."""
     await workflow.execute_activity(
-        "teardown",
+        activitynames.TEARDOWN,
         run,
         start_to_close_timeout=timedelta(minutes=2),
         retry_policy=f.retry(20),
     )
     await workflow.execute_activity(
-        "release",
+        activitynames.RELEASE,
         run,
         start_to_close_timeout=timedelta(seconds=30),
         retry_policy=f.retry(50),

@@ -42,6 +42,7 @@ from prometheus_client import (
 from temporalio import activity
 from temporalio import worker as temporal_worker
 
+from plnt.sagas import activitynames
 from plnt.sagas import values as v
 
 _BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
@@ -50,18 +51,7 @@ DEPLOY_RESULTS = ("promoted", "rolled_back", "interrupted")
 """`plnt_saga_deploys_total`'s results: the new revision serves; a failure's canary was
 removed (the previous revision serves, if any); an abort or a newer generation stopped it."""
 
-ACTIVITIES = (
-    "report",
-    "pull-spec",
-    "resolve-backend",
-    "install",
-    "scale",
-    "smoke",
-    "analyze",
-    "retire",
-    "teardown",
-    "release",
-)
+ACTIVITIES = activitynames.DEPLOY
 """The saga's activities (`DeployActivities.all`, less the positional forms older sagas
 schedule): their retry counters exist from the start, at 0."""
 
@@ -233,7 +223,7 @@ class _ObservedActivity(temporal_worker.ActivityInboundInterceptor):
         finally:
             seconds = time.perf_counter() - began
             self._metrics.activity_duration.labels(name, outcome).observe(seconds)
-        if name == "report" and input.args and isinstance(input.args[0], v.Report):
+        if name == activitynames.REPORT and input.args and isinstance(input.args[0], v.Report):
             self._metrics.observe_report(input.args[0])
         return result
 

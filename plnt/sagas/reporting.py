@@ -26,6 +26,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
+    from plnt.sagas import activitynames
     from plnt.sagas import timeline as tl
     from plnt.sagas import values as v
     from plnt.sagas.intents import Intent
@@ -79,7 +80,7 @@ class Reporter:
     async def publish(self, intent: Intent, event: Event | None = None) -> None:
         """Write the status the saga owns (and `event`) through the `report` local activity."""
         await workflow.execute_local_activity(
-            "report",
+            activitynames.REPORT,
             v.Report(
                 run=self.state.run,
                 status=self.status(intent),

@@ -15,6 +15,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
+    from plnt.sagas import activitynames
     from plnt.sagas import failures as f
     from plnt.sagas import values as v
     from plnt.sagas.intents import Intent
@@ -30,7 +31,7 @@ async def scale(reporter: Reporter, intent: Intent, stable: v.Deployment) -> Non
         return
     try:
         installed = await workflow.execute_activity(
-            "scale",
+            activitynames.SCALE,
             v.InstallRequest(
                 run=reporter.state.run,
                 revision=stable.revision,

@@ -21,8 +21,8 @@ from temporalio.workflow import ActivityCancellationType
 with workflow.unsafe.imports_passed_through():
     from plnt.api.meta import format_time
     from plnt.api.workflowruns import CanaryAnalysis
+    from plnt.sagas import activitynames, scaling
     from plnt.sagas import failures as f
-    from plnt.sagas import scaling
     from plnt.sagas import values as v
     from plnt.sagas.compensation import Compensation
     from plnt.sagas.deploys import Deploy, Step
@@ -38,7 +38,7 @@ HISTORY_LIMIT = 10
 async def retire(run: v.RunRef, revision: int, target: str) -> None:
     """Stop every replica of `revision` (an undo, and promotion's retirement of the old)."""
     await workflow.execute_activity(
-        "retire",
+        activitynames.RETIRE,
         v.RetireRequest(run, revision, target),
         start_to_close_timeout=timedelta(minutes=1),
         retry_policy=f.retry(20),
@@ -55,7 +55,7 @@ class Pull(Step):
         timeout, policy = timedelta(seconds=60), f.retry(4, non_retryable=f.SPEC_ERRORS)
         if workflow.patched(TYPED_INPUTS):
             pulled = await workflow.execute_activity(
-                "pull-spec",
+                activitynames.PULL_SPEC,
                 v.PullRequest(deploy.ref, deploy.digest),
                 result_type=v.PullResult,
                 start_to_close_timeout=timeout,
@@ -63,7 +63,7 @@ class Pull(Step):
             )
         else:
             pulled = await workflow.execute_activity(
-                "pull",
+                activitynames.PULL_POSITIONAL,
                 args=[deploy.ref, deploy.digest],
                 result_type=v.PullResult,
                 start_to_close_timeout=timeout,
@@ -84,7 +84,7 @@ class Resolve(Step):
         timeout, policy = timedelta(seconds=30), f.retry(4)
         if workflow.patched(TYPED_INPUTS):
             resolved = await workflow.execute_activity(
-                "resolve-backend",
+                activitynames.RESOLVE_BACKEND,
                 deploy.intent.resolve_request(namespace),
                 result_type=v.Resolved,
                 start_to_close_timeout=timeout,
@@ -92,7 +92,7 @@ class Resolve(Step):
             )
         else:
             resolved = await workflow.execute_activity(
-                "resolve",
+                activitynames.RESOLVE_POSITIONAL,
                 args=deploy.intent.positional_resolve_args(namespace),
                 result_type=v.Resolved,
                 start_to_close_timeout=timeout,
@@ -121,7 +121,7 @@ class Install(Step):
 
     async def run(self, deploy: Deploy) -> Outcome:
         installed = await workflow.execute_activity(
-            "install",
+            activitynames.INSTALL,
             v.InstallRequest(
                 run=deploy.state.run,
                 revision=deploy.revision,
@@ -153,7 +153,7 @@ class Smoke(Step):
 
     async def run(self, deploy: Deploy) -> Outcome:
         smoke = await workflow.execute_activity(
-            "smoke",
+            activitynames.SMOKE,
             v.SmokeRequest(
                 ref=deploy.ref,
                 digest=deploy.digest,
@@ -219,7 +219,7 @@ class Analyze(Step):
         if analysis is not None:
             stable = deploy.state.stable
             result = await workflow.execute_activity(
-                "analyze",
+                activitynames.ANALYZE,
                 v.AnalysisRequest(
                     ref=deploy.ref,
                     digest=deploy.digest,

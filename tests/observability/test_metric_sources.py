@@ -11,6 +11,7 @@ from prometheus_client import generate_latest
 
 from plnt.api.meta import format_time
 from plnt.apiserver.controllers.benchgauges import BenchGauges
+from plnt.sagas import activitynames
 from plnt.sagas import values as v
 from plnt.sagas.metrics import SagaMetrics
 from plnt.sagas.targets import interface, local_scrape
@@ -142,7 +143,12 @@ def test_sd_groups_name_each_replica_with_its_run_and_revision() -> None:
 def test_every_known_activity_series_exists_at_zero_before_any_activity_ran() -> None:
     """A series first scraped with its final count shows no increase to rate()."""
     metrics = SagaMetrics()
-    for name in ("report", "pull-spec", "install", "teardown"):
+    for name in (
+        activitynames.REPORT,
+        activitynames.PULL_SPEC,
+        activitynames.INSTALL,
+        activitynames.TEARDOWN,
+    ):
         for outcome in ("succeeded", "failed", "cancelled"):
             labels = f"{{'activity': '{name}', 'outcome': '{outcome}'}}"
             assert sample(metrics, f"plnt_saga_activity_duration_seconds_count{labels}") == 0

@@ -37,6 +37,7 @@ from plnt.api.backends import PlntBackend
 from plnt.api.workflowruns import WorkflowRun
 from plnt.registry.plntbackends.strategy import PlntBackendStrategy
 from plnt.registry.workflowruns.strategy import WorkflowRunStrategy
+from plnt.sagas import activitynames
 from plnt.sagas import values as v
 from plnt.sagas.deploy import WorkflowRunController
 from plnt.sagas.failures import Failure
@@ -227,7 +228,7 @@ class Activities(ScriptedActivities):
         scripted = [a for a in super().all() if a != self.pull]  # pull_or_refuse stands in
         return [*scripted, self.pull_or_refuse, self.scale]
 
-    @activity.defn(name="pull-spec")
+    @activity.defn(name=activitynames.PULL_SPEC)
     async def pull_or_refuse(self, request: v.PullRequest) -> v.PullResult:
         if self.bad_digest:
             raise Failure.DIGEST_MISMATCH.error(
@@ -235,7 +236,7 @@ class Activities(ScriptedActivities):
             )
         return v.PullResult(request.digest, 100, "scripted@1.0.0", False)
 
-    @activity.defn(name="scale")
+    @activity.defn(name=activitynames.SCALE)
     async def scale(self, request: v.InstallRequest) -> v.Installed:
         self.scales.append(request.replicas)
         self._note()

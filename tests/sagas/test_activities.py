@@ -19,7 +19,7 @@ from temporalio.testing import ActivityEnvironment
 
 from plnt.client.clients import PlntClient
 from plnt.client.kubeconfig import Connection
-from plnt.sagas import failures
+from plnt.sagas import activitynames, failures
 from plnt.sagas import values as v
 from plnt.sagas.activities import DeployActivities
 from plnt.sagas.failures import Failure
@@ -106,7 +106,7 @@ def test_a_failure_reads_back_as_the_member_that_raised_it() -> None:
         scheduled_event_id=1,
         started_event_id=2,
         identity="test",
-        activity_type="smoke",
+        activity_type=activitynames.SMOKE,
         activity_id="1",
         retry_state=RetryState.NON_RETRYABLE_FAILURE,
     )

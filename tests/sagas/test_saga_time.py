@@ -26,6 +26,7 @@ from temporalio import client as temporal_client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from plnt.sagas import activitynames
 from plnt.sagas import values as v
 from plnt.sagas.deploy import WorkflowRunController
 from plnt.sagas.failures import Failure
@@ -78,20 +79,20 @@ class ScriptedActivities:
             (r.event_reason or "", r.event_message or "") for r in self.reports if r.event_reason
         ]
 
-    @activity.defn(name="report")
+    @activity.defn(name=activitynames.REPORT)
     async def report(self, report: v.Report) -> None:
         self.reports.append(report)
         self._note()
 
-    @activity.defn(name="pull-spec")
+    @activity.defn(name=activitynames.PULL_SPEC)
     async def pull(self, request: v.PullRequest) -> v.PullResult:
         return v.PullResult(request.digest, 100, "scripted@1.0.0", False)
 
-    @activity.defn(name="resolve-backend")
+    @activity.defn(name=activitynames.RESOLVE_BACKEND)
     async def resolve(self, request: v.ResolveRequest) -> v.Resolved:
         return v.Resolved(v.Backend(type="echo"))
 
-    @activity.defn(name="install")
+    @activity.defn(name=activitynames.INSTALL)
     async def install(self, request: v.InstallRequest) -> v.Installed:
         self.installs.append((request.revision, activity.info().current_attempt_scheduled_time))
         self._note()
@@ -110,11 +111,11 @@ class ScriptedActivities:
         url = f"http://127.0.0.1:1/r{request.revision}"
         return v.Installed([url] * request.replicas, request.replicas)
 
-    @activity.defn(name="smoke")
+    @activity.defn(name=activitynames.SMOKE)
     async def smoke(self, request: v.SmokeRequest) -> v.SmokeResult:
         return v.SmokeResult("no smoke case", skipped=True)
 
-    @activity.defn(name="retire")
+    @activity.defn(name=activitynames.RETIRE)
     async def retire(self, request: v.RetireRequest) -> None:
         self.retired.append(request.revision)
         self.retired_at.append(activity.info().current_attempt_scheduled_time)
