@@ -51,7 +51,6 @@ raised on entering a watch.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
@@ -59,7 +58,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from types import TracebackType
 
-from plnt.storage import continuation, errors
+from plnt.storage import cached_prefixes, continuation, errors
 from plnt.storage.cached_prefixes import CachedPrefix
 from plnt.storage.etcd import EtcdStore
 from plnt.storage.etcd_watch import EtcdWatch
@@ -166,10 +165,7 @@ class CachedStore:
         cache = await self._cache_for_read(key, consistent=consistent)
         if cache is None:
             return await self._store.get(key)
-        kv = cache.items.get(key)
-        if kv is None:
-            raise errors.KeyNotFound(f"key {key!r} not found", key=key)
-        return kv
+        return cache.get(key)
 
     async def list(
         self,
@@ -180,13 +176,7 @@ class CachedStore:
         revision: int = 0,
         consistent: bool = True,
     ) -> ListResult:
-        start = prefix
-        if continue_token is not None:
-            token_revision, relative_start = continuation.decode(continue_token)
-            if revision and revision != token_revision:
-                raise errors.InvalidContinue("a continue token cannot be used with a revision")
-            revision = token_revision
-            start = prefix + relative_start
+        revision, start = continuation.resume(prefix, continue_token, revision)
         if revision:
             # An exact revision: memory holds only the cache's current one.
             cache = self._fresh_cache_for(prefix)
@@ -198,20 +188,9 @@ class CachedStore:
             return await self._store.list(
                 prefix, limit=limit, continue_token=continue_token, revision=revision
             )
-        keys = cache.keys
-        low = bisect.bisect_left(keys, start)
-        end = continuation.prefix_end(prefix)
-        high = bisect.bisect_left(keys, end) if end else len(keys)
-        stop = min(high, low + limit) if limit else high
-        items = cache.items
-        page = [items[key] for key in keys[low:stop]]
-        token = None
-        if stop < high and page:
-            token = continuation.encode(
-                revision=cache.revision,
-                start=continuation.next_start(page[-1].key[len(prefix) :]),
-            )
-        return ListResult(page, cache.revision, token, (high - stop) if limit else None)
+        return cached_prefixes.page(
+            cache.keys, cache.items, prefix, start=start, limit=limit, revision=cache.revision
+        )
 
     async def current_revision(self) -> int:
         """etcd's revision now, read after this call began (shared with concurrent callers)."""
@@ -288,21 +267,8 @@ class CachedStore:
             ) as events:
                 yield events
             return
-        if after_revision > cache.revision and not await self._wait_for(
-            cache, after_revision, within=self._future_wait
-        ):
-            raise errors.TooLargeRevision(
-                f"revision {after_revision} is newer than the cache's {cache.revision}",
-                revision=after_revision,
-                current_revision=cache.revision,
-            )
-        if after_revision < cache.history_start or not cache.ready:
-            raise errors.Expired(
-                f"revision {after_revision} is too old: the cache holds history"
-                f" after {cache.history_start}",
-                revision=after_revision,
-                compacted_revision=cache.history_start,
-            )
+        if after_revision > cache.revision:
+            await self._wait_for(cache, after_revision, within=self._future_wait)
         watcher = cache.subscribe(
             prefix,
             after_revision=after_revision,

@@ -1,5 +1,9 @@
 """The in-memory state of one cached prefix, and the watchers fed from it.
 
+Shared by the watch cache (`cache.CachedStore`, one `CachedPrefix` per cached prefix, fed
+by etcd's watch) and the in-memory store (`memory.MemoryStore`, one for the whole key
+space, fed by its own writes).
+
 `CachedPrefix` holds the current values (a dict for O(1) gets plus a sorted key
 list for ordered, bisected lists), the revision it has applied, a bounded ring
 of recent events, and the watchers to fan events out to. Everything here is
@@ -23,10 +27,12 @@ import bisect
 import collections
 import heapq
 import itertools
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 
+from plnt.storage import continuation, errors
 from plnt.storage.fanout_pacing import WakePacer
-from plnt.storage.interface import KeyValue, WatchEvent
+from plnt.storage.interface import KeyValue, ListResult, WatchEvent
 
 _tiebreak = itertools.count()
 
@@ -159,6 +165,13 @@ class CachedPrefix:
         self._unwoken = False
         """Events were queued since the last round woke the watchers."""
 
+    def get(self, key: str) -> KeyValue:
+        """The current value of `key`; KeyNotFound when there is none."""
+        kv = self.items.get(key)
+        if kv is None:
+            raise errors.KeyNotFound(f"key {key!r} not found", key=key)
+        return kv
+
     def load(self, items: list[KeyValue], revision: int) -> None:
         """Replace the state with a full list read at `revision`; history restarts there."""
         self.items = {kv.key: kv for kv in items}
@@ -266,9 +279,24 @@ class CachedPrefix:
     ) -> CacheWatcher:
         """A watcher primed with the history after `after_revision`, then fed live.
 
-        The caller has checked `history_start <= after_revision <= revision`. Priming
-        and registering happen without an await, so no event can fall between them.
+        Priming and registering happen without an await, so no event can fall between
+        them. Raises what a watch raises on entry: TooLargeRevision for a revision not
+        applied yet (the caller has waited for it as long as it would), Expired for one
+        older than the history (or any while not ready).
         """
+        if after_revision > self.revision:
+            raise errors.TooLargeRevision(
+                f"revision {after_revision} is newer than the cache's {self.revision}",
+                revision=after_revision,
+                current_revision=self.revision,
+            )
+        if after_revision < self.history_start or not self.ready:
+            raise errors.Expired(
+                f"revision {after_revision} is too old: the cache holds history"
+                f" after {self.history_start}",
+                revision=after_revision,
+                compacted_revision=self.history_start,
+            )
         backlog: list[WatchEvent] = []
         for event in reversed(self.history):
             if event.revision <= after_revision:
@@ -288,6 +316,14 @@ class CachedPrefix:
         self.watchers.add(watcher)
         return watcher
 
+    def forget_before(self, revision: int) -> None:
+        """Drop the history before `revision` (a compaction at `revision`): watches may
+        start after `revision - 1` at the earliest."""
+        history = self.history
+        while history and history[0].revision < revision:
+            history.popleft()
+        self.history_start = max(self.history_start, revision - 1)
+
     def reset(self) -> None:
         """Forget the state (before a relist): end every watcher, mark not ready."""
         self.ready = False
@@ -296,3 +332,28 @@ class CachedPrefix:
             self._round = None
         for watcher in tuple(self.watchers):
             watcher.end()
+
+
+def page(
+    keys: Sequence[str],
+    items: Mapping[str, KeyValue],
+    prefix: str,
+    *,
+    start: str,
+    limit: int,
+    revision: int,
+) -> ListResult:
+    """One page of a list read at `revision` from sorted `keys` and their `items`: the
+    keys under `prefix` from `start` on, at most `limit` (0: all), with the continue token
+    of the next page in the etcd store's format."""
+    low = bisect.bisect_left(keys, start)
+    end = continuation.prefix_end(prefix)
+    high = bisect.bisect_left(keys, end) if end else len(keys)
+    stop = min(high, low + limit) if limit else high
+    found = [items[key] for key in keys[low:stop]]
+    token = None
+    if stop < high and found:
+        token = continuation.encode(
+            revision=revision, start=continuation.next_start(found[-1].key[len(prefix) :])
+        )
+    return ListResult(found, revision, token, (high - stop) if limit else None)

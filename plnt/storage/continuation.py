@@ -44,6 +44,18 @@ def decode(token: str) -> tuple[int, str]:
     return revision, start
 
 
+def resume(prefix: str, token: str | None, revision: int) -> tuple[int, str]:
+    """Where a list of `prefix` reads: `(revision, prefix)` without a token; with one, the
+    token's revision and the first key of its page (InvalidContinue when malformed, or
+    when `revision` is given and is another)."""
+    if token is None:
+        return revision, prefix
+    token_revision, relative_start = decode(token)
+    if revision and revision != token_revision:
+        raise errors.InvalidContinue("a continue token cannot be used with a revision")
+    return token_revision, prefix + relative_start
+
+
 def next_start(last_key_relative: str) -> str:
     """The smallest key strictly after `last_key_relative`."""
     return last_key_relative + "\x00"

@@ -279,15 +279,9 @@ class EtcdStore:
         consistent: bool = True,
     ) -> ListResult:
         full_prefix = (self.key_prefix + prefix).encode()
-        start = full_prefix
-        if continue_token is not None:
-            token_revision, relative_start = continuation.decode(continue_token)
-            if revision and revision != token_revision:
-                raise errors.InvalidContinue("a continue token cannot be used with a revision")
-            revision = token_revision
-            start = full_prefix + relative_start.encode()
+        revision, start = continuation.resume(self.key_prefix + prefix, continue_token, revision)
         request = rpc.RangeRequest(
-            key=start, range_end=_range_end(full_prefix), limit=limit, revision=revision
+            key=start.encode(), range_end=_range_end(full_prefix), limit=limit, revision=revision
         )
         try:
             resp = await self._kv.Range(request, timeout=self._timeout)

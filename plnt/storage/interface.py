@@ -1,4 +1,4 @@
-"""The storage protocol every store implements (etcd, and the watch cache wrapping it).
+"""The storage protocol every store implements (etcd, the watch cache wrapping it, memory).
 
 Values are opaque bytes; a value's `mod_revision` is the resourceVersion the API
 reports, so stored bytes never carry their own revision.

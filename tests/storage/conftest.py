@@ -1,4 +1,7 @@
-"""Fixtures for the storage tests: one real etcd per session, a fresh key prefix per test."""
+"""Fixtures for the storage tests: one real etcd per session, a fresh key prefix per test.
+
+The in-memory store needs no etcd: its parametrization of `store` starts none.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +14,12 @@ import pytest
 from plnt.storage.cache import CachedStore
 from plnt.storage.etcd import EtcdStore
 from plnt.storage.interface import WatchEvent
+from plnt.storage.memory import MemoryStore
 from tests.support.etcd import etcd_endpoint_fixture
 
 etcd_endpoint = etcd_endpoint_fixture()
 
-AnyStore = EtcdStore | CachedStore
+AnyStore = EtcdStore | CachedStore | MemoryStore
 
 
 @pytest.fixture
@@ -30,16 +34,20 @@ async def etcd_store(etcd_endpoint: str) -> AsyncIterator[EtcdStore]:
         yield store
 
 
-@pytest.fixture(params=["etcd", "cache"])
-async def store(
-    request: pytest.FixtureRequest, etcd_store: EtcdStore, prefix: str
-) -> AsyncIterator[AnyStore]:
-    """Every `Store` implementation: the etcd store, and the watch cache over it."""
-    if request.param == "etcd":
-        yield etcd_store
+@pytest.fixture(params=["etcd", "cache", "memory"])
+async def store(request: pytest.FixtureRequest, prefix: str) -> AsyncIterator[AnyStore]:
+    """Every `Store` implementation: the etcd store, the watch cache over it, and memory."""
+    if request.param == "memory":
+        async with MemoryStore() as memory:
+            yield memory
         return
-    async with CachedStore(etcd_store, prefixes=[prefix], future_wait=2.0) as cached:
-        yield cached
+    endpoint: str = request.getfixturevalue("etcd_endpoint")  # started only when needed
+    async with EtcdStore(endpoint, key_prefix="/registry") as etcd_store:
+        if request.param == "etcd":
+            yield etcd_store
+            return
+        async with CachedStore(etcd_store, prefixes=[prefix], future_wait=2.0) as cached:
+            yield cached
 
 
 async def next_changes(
