@@ -1,7 +1,8 @@
 """`ResourceStore.after_write`: every write path records the kind's transition Events alike.
 
-The store runs over a real etcd; the Event sink records synchronously, so each test
-reads exactly the Events of the writes it made (the recorder's queue is not involved).
+The store runs over the in-memory store (storage is not what these tests are about); the
+Event sink records synchronously, so each test reads exactly the Events of the writes it
+made (the recorder's queue is not involved).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from plnt.registry.definitions import Object
 from plnt.registry.options import DeleteOptions, ListOptions, WriteOptions
 from plnt.registry.store import ResourceStore
 from plnt.registry.workflowruns import rollback, scale
-from plnt.storage.etcd import EtcdStore
+from plnt.storage.memory import MemoryStore
 
 DIGEST = "sha256:" + "cd" * 32
 NS = "default"
@@ -52,8 +53,8 @@ def sink() -> RecordingSink:
 
 
 @pytest.fixture
-def runs(etcd_store: EtcdStore, sink: RecordingSink) -> ResourceStore:
-    return ResourceStore(workflowruns.DEFINITION, etcd_store, events=sink)
+def runs(memory_store: MemoryStore, sink: RecordingSink) -> ResourceStore:
+    return ResourceStore(workflowruns.DEFINITION, memory_store, events=sink)
 
 
 def with_replicas(replicas: int) -> Callable[[Object], Object]:
@@ -139,9 +140,9 @@ async def test_a_delete_records_deleted(runs: ResourceStore, sink: RecordingSink
 
 
 async def test_a_delete_held_by_a_finalizer_records_the_request_then_the_removal(
-    etcd_store: EtcdStore, sink: RecordingSink
+    memory_store: MemoryStore, sink: RecordingSink
 ) -> None:
-    runs = ResourceStore(workflowruns.with_teardown(), etcd_store, events=sink)
+    runs = ResourceStore(workflowruns.with_teardown(), memory_store, events=sink)
     await runs.create(NS, workflowrun("r"), WriteOptions())
     _, gone = await runs.delete(NS, "r", DeleteOptions())
     assert not gone
@@ -198,10 +199,10 @@ async def test_a_rollback_records_the_request_then_the_spec_change(
 
 
 def test_the_recorder_is_the_sink_of_exactly_the_stores_whose_kind_has_transition_rules(
-    etcd_store: EtcdStore,
+    memory_store: MemoryStore,
 ) -> None:
     stores = {
-        (d.group, d.plural): ResourceStore(d, etcd_store)
+        (d.group, d.plural): ResourceStore(d, memory_store)
         for d in (workflowruns.DEFINITION, plntbackends.DEFINITION, events.DEFINITION)
     }
     recorder = events.EventRecorder.for_stores(stores)
