@@ -6,6 +6,7 @@ The in-memory store needs no etcd: its parametrization of `store` starts none.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 
@@ -34,20 +35,34 @@ async def etcd_store(etcd_endpoint: str) -> AsyncIterator[EtcdStore]:
         yield store
 
 
-@pytest.fixture(params=["etcd", "cache", "memory"])
-async def store(request: pytest.FixtureRequest, prefix: str) -> AsyncIterator[AnyStore]:
-    """Every `Store` implementation: the etcd store, the watch cache over it, and memory."""
-    if request.param == "memory":
+@contextlib.asynccontextmanager
+async def opened(kind: str, request: pytest.FixtureRequest, prefix: str) -> AsyncIterator[AnyStore]:
+    """The store `kind` names: `etcd`, `cache` (the watch cache over etcd) or `memory`."""
+    if kind == "memory":
         async with MemoryStore() as memory:
             yield memory
         return
     endpoint: str = request.getfixturevalue("etcd_endpoint")  # started only when needed
     async with EtcdStore(endpoint, key_prefix="/registry") as etcd_store:
-        if request.param == "etcd":
+        if kind == "etcd":
             yield etcd_store
             return
         async with CachedStore(etcd_store, prefixes=[prefix], future_wait=2.0) as cached:
             yield cached
+
+
+@pytest.fixture(params=["etcd", "cache", "memory"])
+async def store(request: pytest.FixtureRequest, prefix: str) -> AsyncIterator[AnyStore]:
+    """Every `Store` implementation: the etcd store, the watch cache over it, and memory."""
+    async with opened(request.param, request, prefix) as opened_store:
+        yield opened_store
+
+
+@pytest.fixture(params=["etcd", "cache"])
+async def etcd_backed_store(request: pytest.FixtureRequest, prefix: str) -> AsyncIterator[AnyStore]:
+    """The stores other etcd clients can write beside: etcd itself and the cache over it."""
+    async with opened(request.param, request, prefix) as opened_store:
+        yield opened_store
 
 
 async def next_changes(

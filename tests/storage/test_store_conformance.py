@@ -10,7 +10,6 @@ import pytest
 from plnt.storage import errors
 from plnt.storage.etcd import EtcdStore
 from plnt.storage.interface import KeyValue
-from plnt.storage.memory import MemoryStore
 from tests.storage.conftest import AnyStore, next_changes
 
 
@@ -46,10 +45,9 @@ async def test_get_raises_key_not_found_for_a_missing_key(store: AnyStore, prefi
 
 
 async def test_a_consistent_read_sees_a_write_made_by_another_etcd_client(
-    store: AnyStore, prefix: str, request: pytest.FixtureRequest
+    etcd_backed_store: AnyStore, prefix: str, request: pytest.FixtureRequest
 ) -> None:
-    if isinstance(store, MemoryStore):
-        pytest.skip("the in-memory store has no other clients")
+    store = etcd_backed_store
     etcd_endpoint: str = request.getfixturevalue("etcd_endpoint")
     async with EtcdStore(etcd_endpoint, key_prefix="/registry") as other:
         created = await other.create(prefix + "a", b"one")
