@@ -15,3 +15,6 @@ from hypothesis import settings
 settings.register_profile("ci", deadline=None, derandomize=True)
 settings.register_profile("explore", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# The session's real model server (`model_server`), shared by every directory that needs one.
+pytest_plugins = ["tests.support.model"]

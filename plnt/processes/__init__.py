@@ -1,4 +1,5 @@
-"""Child processes plnt runs beside itself: etcd, a Temporal dev server, and free ports;
+"""Child processes plnt runs beside itself: etcd, a Temporal dev server, a model server on
+pinned weights (`models`, `weights`, `modelserver`), and free ports;
 and the lifetimes of what runs inside it: background tasks (`tasks`) and the stop signals
 of a serving command (`signals`).
 

@@ -20,7 +20,7 @@ Rules:
   had started (the children's `astart` does).
 
 The child is anything with `pid`, `exit_code()` and `arestart()`: `EtcdProcess` and
-`TemporalDevServer` here.
+`TemporalDevServer` and `ModelServer` here.
 """
 
 from __future__ import annotations

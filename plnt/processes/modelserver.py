@@ -1,0 +1,246 @@
+"""Run a local model server as a child process: llama.cpp's OpenAI API over pinned weights.
+
+Why a child process, like etcd and Temporal: `plnt up --model NAME` must need nothing but
+the Python environment (the `llm` extra brings llama-cpp-python and the weights), must
+leave nothing running when it stops, and must bring the model back when it crashes
+(`plnt.processes.supervision` drives `exit_code()` and `arestart()`).
+
+The server is `python -m llama_cpp.server` (llama-cpp-python's `[server]` extra, FastAPI
+and uvicorn): `/v1/models`, `/v1/completions` and `/v1/chat/completions` with SSE, `usage`
+on answers that are not streamed (none in a stream, even when asked), and
+`POST /extras/tokenize/count`. It serves no Prometheus metrics.
+
+Lifecycle:
+
+* `astart()` first verifies the weights against plnt's pin (`weights.averify`, off the
+  loop): a mismatch raises `WeightsMismatch` and nothing is spawned. Then it picks a free
+  loopback port (unless given), spawns the server with its output in `log_file`, and
+  waits, with a deadline, until `GET /v1/models` answers 200 (the model is loaded then).
+  A child that exits early is reported with the tail of its log; when the port was
+  picked here, a lost port race is retried with another.
+* `arestart()` stops a child that still runs and starts it again on the same port and
+  weights (verified again: no server ever starts on bytes other than the pin), so a
+  PlntBackend naming the endpoint stays right.
+* `stop()` sends SIGTERM, waits `stop_timeout`, SIGKILLs, and always reaps; idempotent.
+  The child has a process group of its own, so a Ctrl-C in the terminal reaches only the
+  parent, which stops it in order.
+
+Settings that matter for plnt (each a keyword argument): `--interrupt_requests False`,
+because llama-cpp-python otherwise ends a stream early as soon as any other request
+arrives (a second caller, a backend probe); a fixed `--seed` (0), so sampling is
+reproducible when callers ask for temperature 0; `--n_ctx` 2048; threads from the
+machine's cores (at most 4); `--use_mlock False`, since locking 250 MB fails without
+CAP_IPC_LOCK in containers and buys nothing here. The server handles one request at a
+time (a lock around the model, which also serialises `/v1/models`).
+
+Errors (from `plnt.processes.models`): `WeightsMismatch`, `WeightsUnavailable`,
+`ExtraMissing`, `ModelServerError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+
+from plnt.processes import models, weights
+from plnt.processes.ports import free_port
+
+DEFAULT_THREADS = max(1, min(os.cpu_count() or 1, 4))
+
+
+@dataclass(frozen=True, slots=True)
+class StartTimes:
+    """Where the last start spent its time, in seconds (for the cold-start benchmark)."""
+
+    verify: float
+    load: float
+    """From spawning the server to its first 200 on `/v1/models`."""
+
+
+class ModelServer:
+    """One `python -m llama_cpp.server` on loopback serving `pin`'s verified weights.
+
+    `endpoint` (``http://127.0.0.1:PORT/v1``, an OpenAI base URL) is valid after start.
+    """
+
+    def __init__(
+        self,
+        pin: models.ModelPin,
+        weights_path: Path,
+        *,
+        log_file: Path,
+        port: int = 0,
+        context_tokens: int = 2048,
+        seed: int = 0,
+        threads: int = DEFAULT_THREADS,
+        start_timeout: float = 120.0,
+        stop_timeout: float = 10.0,
+        python: str = sys.executable,
+    ) -> None:
+        self.pin = pin
+        self.weights_path = weights_path
+        self.log_file = log_file
+        self._want_port = port
+        self.port = port
+        self.context_tokens = context_tokens
+        self.seed = seed
+        self.threads = threads
+        self.start_timeout = start_timeout
+        self.stop_timeout = stop_timeout
+        self.python = python
+        self.started: StartTimes | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def root(self) -> str:
+        """The server's root URL (`/extras/tokenize` lives there)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def endpoint(self) -> str:
+        """The OpenAI base URL, what a PlntBackend's `endpoint` names."""
+        return f"{self.root}/v1"
+
+    @property
+    def model(self) -> str:
+        """The model name the server answers to (`model` in requests, `/v1/models`)."""
+        return self.pin.name
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def exit_code(self) -> int | None:
+        """The child's exit code once it has exited (negative: killed by that signal);
+        None while it runs or when it was never started or has been stopped."""
+        process = self._process
+        return process.poll() if process is not None else None
+
+    def command(self) -> list[str]:
+        """The server's command line for the current port."""
+        return [
+            self.python, "-m", "llama_cpp.server",
+            "--model", str(self.weights_path),
+            "--model_alias", self.pin.name,
+            "--host", "127.0.0.1",
+            "--port", str(self.port),
+            "--n_ctx", str(self.context_tokens),
+            "--seed", str(self.seed),
+            "--n_threads", str(self.threads),
+            "--n_threads_batch", str(self.threads),
+            "--use_mlock", "False",
+            "--interrupt_requests", "False",
+            "--verbose", "False",
+        ]  # fmt: skip
+
+    async def astart(self) -> None:
+        """Verify the weights, spawn the server and wait until it serves the model."""
+        await self._astart(keep_port=False)
+
+    async def arestart(self) -> None:
+        """Start the server again on its port with the same (re-verified) weights."""
+        await self.astop()
+        await self._astart(keep_port=True)
+
+    async def _astart(self, *, keep_port: bool) -> None:
+        weights.require_extra(self.pin)
+        began = time.perf_counter()
+        await weights.averify(self.weights_path, self.pin)
+        verified = time.perf_counter()
+        attempts = 1 if keep_port or self._want_port else 3
+        for attempt in range(attempts):
+            if not keep_port:
+                self.port = self._want_port or free_port()
+            spawned = time.perf_counter()
+            self._spawn()
+            try:
+                await self._wait_ready(retryable=attempt + 1 < attempts)
+            except _PortRace:
+                await self.astop()
+                continue
+            except BaseException:
+                await self.astop()
+                raise
+            self.started = StartTimes(verify=verified - began, load=time.perf_counter() - spawned)
+            return
+
+    def _spawn(self) -> None:
+        """Popen rather than an asyncio subprocess: the child must not belong to one event
+        loop, so that sync callers (test fixtures) can stop it from any loop."""
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_file.open("ab") as log:
+            self._process = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                process_group=0,
+                close_fds=True,
+            )
+
+    async def _wait_ready(self, *, retryable: bool) -> None:
+        process = self._process
+        assert process is not None
+        url = f"{self.endpoint}/models"
+        deadline = time.monotonic() + self.start_timeout
+        delay = 0.05
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
+            while True:
+                if process.poll() is not None:
+                    tail = self._tail()
+                    if retryable and "address already in use" in tail.lower():
+                        raise _PortRace
+                    raise models.ModelServerError(
+                        f"the model server exited with code {process.returncode}: {tail}"
+                    )
+                with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                    async with session.get(url) as response:
+                        if response.status == 200:
+                            return
+                if time.monotonic() > deadline:
+                    raise models.ModelServerError(
+                        f"the model server was not ready after {self.start_timeout:.0f} s: "
+                        f"{self._tail()}"
+                    )
+                await asyncio.sleep(delay)  # backoff between readiness probes
+                delay = min(delay * 2, 0.5)
+
+    def _tail(self, lines: int = 5) -> str:
+        try:
+            text = self.log_file.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return "(no log)"
+        return " | ".join(text[-lines:]) or "(empty log)"
+
+    async def astop(self) -> int | None:
+        """Like `stop`; the waiting happens in a thread and is finished even if cancelled."""
+        return await asyncio.shield(asyncio.to_thread(self.stop))
+
+    def stop(self) -> int | None:
+        """SIGTERM, wait up to `stop_timeout`, SIGKILL; always reaped; idempotent.
+        Returns the exit code (None when nothing was running)."""
+        process, self._process = self._process, None
+        if process is None:
+            return None
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, signal.SIGKILL)
+        return process.wait()
+
+
+class _PortRace(Exception):
+    """The port picked a moment ago was taken before the server bound it."""
