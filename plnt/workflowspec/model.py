@@ -70,29 +70,61 @@ class Message(SpecModel):
 
 
 class ModelStep(StepBase):
-    """A chat completion against the run's backend; its output is the reply text."""
+    """A call to the run's model backend; its output is the generated text.
+
+    `mode: chat` (the default) sends chat messages to the chat completions API.
+    `mode: completion` sends `prompt` as plain text to the completions API and the output
+    is its continuation: the way a pretrained base model is used, which follows no
+    instructions and may carry no chat template, so a chat gets nothing useful from it.
+    """
 
     kind: Literal["model"] = Field(description="Step kind.")
+    mode: Literal["chat", "completion"] = Field(
+        default="chat",
+        description="chat: chat completions over `messages` (or `prompt` as one user "
+        "message). completion: a plain text completion continuing `prompt`.",
+    )
     messages: list[Message] | None = Field(
-        default=None, min_length=1, description="Chat messages (templates). Or use `prompt`."
+        default=None,
+        min_length=1,
+        description="Chat messages (templates); chat mode only. Or use `prompt`.",
     )
     prompt: str | None = Field(
-        default=None, description="Shorthand for a single user message (a template)."
+        default=None,
+        description="A template. Chat mode: shorthand for a single user message. "
+        "Completion mode: the text the model continues.",
     )
     model: str | None = Field(
         default=None, description="Model name; defaults to the backend's configured model."
     )
     temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature.")
     max_tokens: int | None = Field(default=None, ge=1, description="Upper bound on reply tokens.")
+    stop: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4,
+        description="Up to 4 sequences at which generation stops; they are not part of the output.",
+    )
+    seed: int | None = Field(
+        default=None,
+        description="Sampling seed, for backends that honour it: with temperature 0 (or a "
+        "seed) the same request gives the same text.",
+    )
 
     @model_validator(mode="after")
     def _exactly_one_of_messages_or_prompt(self) -> ModelStep:
-        if (self.messages is None) == (self.prompt is None):
+        if self.mode == "completion":
+            if self.prompt is None or self.messages is not None:
+                raise ValueError("a completion step continues `prompt` and takes no `messages`")
+        elif (self.messages is None) == (self.prompt is None):
             raise ValueError("exactly one of `messages` or `prompt` must be given")
         return self
 
     def message_templates(self) -> list[Message]:
-        """The messages to render, with `prompt` expanded to one user message."""
+        """The chat messages to render, with `prompt` expanded to one user message
+        (empty in completion mode, which renders `prompt` itself)."""
+        if self.mode == "completion":
+            return []
         if self.messages is not None:
             return list(self.messages)
         return [Message(role="user", content=self.prompt or "")]

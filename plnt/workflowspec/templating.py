@@ -88,6 +88,8 @@ class StepTemplates:
     """The compiled templates of one step (which fields are set depends on its kind)."""
 
     messages: list[tuple[str, Template]] = field(default_factory=list)
+    prompt: Template | None = None
+    """A completion step's prompt (chat steps render `messages`, their prompt included)."""
     url: Template | None = None
     headers: dict[str, Template] = field(default_factory=dict)
     body: Template | None = None
@@ -178,7 +180,11 @@ def compile_workflow(workflow: model.Workflow) -> tuple[CompiledWorkflow, list[d
         def path(name: str, *, index: int = index, step_id: str = step.id) -> str:
             return dag.step_path(index, step_id, name)
 
-        if isinstance(step, model.ModelStep):
+        if isinstance(step, model.ModelStep) and step.mode == "completion":
+            assert step.prompt is not None  # the model's validator requires it
+            prompt = compiler.template(step.prompt, path=path("prompt"), visible=visible)
+            compiled_steps[step.id] = StepTemplates(prompt=prompt)
+        elif isinstance(step, model.ModelStep):
             messages: list[tuple[str, Template]] = []
             for position, message in enumerate(step.message_templates()):
                 where = (

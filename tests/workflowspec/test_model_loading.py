@@ -28,7 +28,9 @@ def problems_of(text: str) -> list[str]:
     return [str(problem) for problem in caught.value.problems]
 
 
-@pytest.mark.parametrize("name", ["chat.workflow.yaml", "fanout.workflow.yaml"])
+@pytest.mark.parametrize(
+    "name", ["chat.workflow.yaml", "fanout.workflow.yaml", "complete.workflow.yaml"]
+)
 def test_the_examples_load(name: str) -> None:
     workflow = documents.load_workflow(EXAMPLES / name)
     assert workflow.api_version == model.API_VERSION
@@ -87,6 +89,50 @@ def test_field_errors_name_the_step_and_the_wire_field() -> None:
     assert any(line.startswith("steps[0](id=a).maxTokenz: Extra inputs") for line in found)
     assert any("steps[1](id=b)" in line and "exactly one of" in line for line in found)
     assert any(line.startswith("steps[2](id=c)") and "kind" in line for line in found)
+
+
+def test_a_completion_step_continues_a_prompt_and_takes_no_messages() -> None:
+    workflow = documents.parse_workflow(
+        (
+            HEAD
+            + """steps: [{id: a, kind: model, mode: completion, prompt: "{{ inputs.q }}",
+                        stop: ["\\n"], seed: 3}]"""
+        ).encode()
+    )
+    step = workflow.steps[0]
+    assert isinstance(step, model.ModelStep)
+    assert (step.mode, step.stop, step.seed) == ("completion", ["\n"], 3)
+    assert step.message_templates() == []  # it renders its prompt, not chat messages
+    found = problems_of(
+        HEAD
+        + """steps:
+  - {id: a, kind: model, mode: completion, messages: [{role: user, content: y}]}
+  - {id: b, kind: model, mode: completion, prompt: x, messages: [{role: user, content: y}]}
+  - {id: c, kind: model, mode: poem, prompt: x}
+  - {id: d, kind: model, prompt: x, stop: [a, b, c, d, e]}
+  - {id: e, kind: model, prompt: x, stop: [""]}
+"""
+    )
+    for step_id in "ab":
+        assert any(f"(id={step_id})" in line and "takes no `messages`" in line for line in found)
+    for step_id, field in (("c", "mode"), ("d", "stop"), ("e", "stop[0]")):
+        assert any(
+            line.startswith(f"steps[{'cde'.index(step_id) + 2}](id={step_id}).{field}")
+            for line in found
+        ), (step_id, found)
+
+
+def test_a_completion_prompt_is_a_template_checked_at_load() -> None:
+    found = problems_of(
+        HEAD
+        + """steps:
+  - {id: a, kind: transform, template: x}
+  - {id: b, kind: model, mode: completion, prompt: "{{ steps.a.output }}"}
+"""
+    )
+    assert found == [
+        "steps[1](id=b).prompt: step 'a' is not in this step's `needs` (direct or indirect)"
+    ]
 
 
 def test_template_syntax_errors_surface_at_load_not_at_invoke() -> None:
