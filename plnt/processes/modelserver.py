@@ -28,8 +28,8 @@ Lifecycle:
 Settings that matter for plnt (each a keyword argument): `--interrupt_requests False`,
 because llama-cpp-python otherwise ends a stream early as soon as any other request
 arrives (a second caller, a backend probe); a fixed `--seed` (0), so sampling is
-reproducible when callers ask for temperature 0; `--n_ctx` 2048; threads from the
-machine's cores (at most 4); `--use_mlock False`, since locking 250 MB fails without
+reproducible when callers ask for temperature 0; `--n_ctx` 2048; half the machine's
+cores as threads (`DEFAULT_THREADS`); `--use_mlock False`, since locking 250 MB fails without
 CAP_IPC_LOCK in containers and buys nothing here. The server handles one request at a
 time (a lock around the model, which also serialises `/v1/models`).
 
@@ -54,7 +54,11 @@ import aiohttp
 from plnt.processes import models, weights
 from plnt.processes.ports import free_port
 
-DEFAULT_THREADS = max(1, min(os.cpu_count() or 1, 4))
+DEFAULT_THREADS = max(1, min((os.cpu_count() or 2) // 2, 4))
+"""Half the machine's cores (at most 4): llama.cpp's threads wait for each other at every
+layer, so when they outnumber the cores left free by the API server, the runners and the
+rest, generation collapses (measured on 2 busy cores: 16 tokens in 1 to 2 s with one thread,
+5 to 27 s with two). With the machine to itself, one thread gives ~25 tokens/s, two ~38."""
 
 
 @dataclass(frozen=True, slots=True)

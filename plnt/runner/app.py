@@ -23,6 +23,7 @@ from plnt.runner import (
     responses,
     settings,
     step_cache,
+    text_completions,
 )
 from plnt.workflowspec import dag, documents
 
@@ -47,6 +48,7 @@ def build_app(runner_settings: settings.RunnerSettings) -> web.Application:
     app.cleanup_ctx.append(_clients)
     app.router.add_post("/invoke", handlers.invoke)
     app.router.add_post("/v1/chat/completions", chat_completions.chat_completions)
+    app.router.add_post("/v1/completions", text_completions.completions)
     app.router.add_get("/v1/models", chat_completions.models)
     app.router.add_get("/healthz", handlers.healthz)
     app.router.add_get("/readyz", handlers.readyz)

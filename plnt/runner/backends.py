@@ -1,9 +1,11 @@
 """Inference backends that `model` steps call: OpenAI-compatible APIs and a deterministic echo.
 
-One protocol, `Backend.chat(request, on_delta=None) -> Reply`, hides whether the reply comes
-from vLLM, Ollama's `/v1`, OpenAI, another plnt runner, or the echo backend used by tests
-and the embedded demo. A `Reply` is the text and, when the backend reported it, its token
-`Usage` (never estimated here: a backend that says nothing leaves it None).
+One protocol, `Backend.chat(request, on_delta=None)` for chat steps and
+`Backend.complete(request, on_delta=None)` for completion steps (`mode: completion`: plain
+text continued by the completions API, what base models are served through), hides
+whether the reply comes from vLLM, Ollama's `/v1`, OpenAI, llama-cpp-python's server,
+another plnt runner, or the echo backend used by tests and the embedded demo. A `Reply`
+is the text and, when known, its token `Usage` (`plnt.api.usage`).
 
 With `on_delta` the call streams: the OpenAI-compatible client asks for Server-Sent Events
 (`stream: true`, `stream_options: {include_usage: true}`) and calls `on_delta(text)` for each
@@ -13,6 +15,14 @@ servers ignore `stream`) gives one delta. Leaving the call early (the step is ca
 because the caller went away, or timed out) closes the backend connection, which is how an
 inference server learns to stop generating. The client uses the app's shared aiohttp
 session (created in a cleanup context, never at import time).
+
+Usage is what the backend reported (`source: reported`). A backend that streams without
+it (llama-cpp-python's server sends none, whatever the request asks) gets its tokens
+counted instead, by `counting.UsageCounter`, for completion calls: the completion tokens
+are the stream's content deltas (that server sends one token per delta) and the prompt
+tokens the server's own tokenizer's count; the usage is then marked `counted`. A chat
+call's prompt is rendered by the server's chat template, which the client never sees, so
+an unreported chat stream has no usage (None): nothing is estimated.
 
 Exceptions (translated into step errors by the executor):
 
@@ -32,10 +42,14 @@ from typing import Any, Protocol
 
 import aiohttp
 
+from plnt.api.usage import Usage, UsageSource
+from plnt.runner import counting
 from plnt.runner import settings as runner_settings
 
 DeltaListener = Callable[[str], None]
 _WORDS = re.compile(r"\s*\S+|\s+")
+
+__all__ = ["Usage", "UsageSource"]  # re-exported: the runner's modules name usage from here
 
 
 class BackendError(Exception):
@@ -58,38 +72,26 @@ class ChatRequest:
     messages: list[dict[str, str]]
     temperature: float | None = None
     max_tokens: int | None = None
+    stop: list[str] | None = None
+    seed: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Tokens as the backend counted them (OpenAI's `usage`)."""
+@dataclass(frozen=True)
+class CompletionRequest:
+    """A text completion request as a completion step resolves it: the prompt to continue."""
 
-    prompt_tokens: int
-    completion_tokens: int
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-        )
-
-    def to_json(self) -> dict[str, int]:
-        """OpenAI's `usage` object."""
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_tokens": self.total_tokens,
-        }
+    model: str
+    prompt: str
+    temperature: float | None = None
+    max_tokens: int | None = None
+    stop: list[str] | None = None
+    seed: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """The assistant's text and, when the backend reported it, the tokens it used."""
+    """The generated text and, when known, the tokens it used."""
 
     content: str
     usage: Usage | None = None
@@ -97,30 +99,31 @@ class Reply:
 
 def usage_of(payload: Any) -> Usage | None:
     """The `usage` of an OpenAI-shaped answer or chunk, None when absent or malformed."""
-    usage = payload.get("usage") if isinstance(payload, dict) else None
-    if not isinstance(usage, dict):
-        return None
-    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    if not isinstance(prompt, int) or not isinstance(completion, int):
-        return None
-    return Usage(prompt, completion)
+    return Usage.of_answer(payload)
 
 
 class Backend(Protocol):
-    """Anything that answers a chat request with the assistant's reply."""
+    """Anything that answers chat and completion requests with the generated text."""
 
     async def chat(self, request: ChatRequest, *, on_delta: DeltaListener | None = None) -> Reply:
-        """The reply; with `on_delta`, its pieces are passed on as they arrive.
+        """The assistant's reply; with `on_delta`, its pieces are passed on as they arrive.
         Raises `BackendError` on failure."""
+        ...
+
+    async def complete(
+        self, request: CompletionRequest, *, on_delta: DeltaListener | None = None
+    ) -> Reply:
+        """The continuation of the prompt; streamed as `chat` is. Raises `BackendError`."""
         ...
 
 
 class EchoBackend:
-    """Replies with the content of the last user message, after a configurable delay.
+    """Replies with the content of the last user message (a completion: with the prompt),
+    after a configurable delay.
 
-    Deterministic on purpose: the same messages always give the same reply, so tests and the
-    embedded demo can assert on outputs and exercise the step cache. Streamed, the reply
-    comes word by word after the delay. It reports no usage: it counts no tokens.
+    Deterministic on purpose: the same request always gives the same reply, so tests and
+    the embedded demo can assert on outputs and exercise the step cache. Streamed, the
+    reply comes word by word after the delay. It reports no usage: it counts no tokens.
     """
 
     def __init__(self, *, latency_seconds: float = 0.0) -> None:
@@ -128,19 +131,75 @@ class EchoBackend:
 
     async def chat(self, request: ChatRequest, *, on_delta: DeltaListener | None = None) -> Reply:
         """Echo the last user message (or the last message when no user spoke)."""
-        if self._latency > 0:
-            await asyncio.sleep(self._latency)
         users = [message for message in request.messages if message["role"] == "user"]
         chosen = users[-1] if users else (request.messages[-1] if request.messages else None)
-        content = chosen["content"] if chosen else ""
+        return await self._echo(chosen["content"] if chosen else "", on_delta)
+
+    async def complete(
+        self, request: CompletionRequest, *, on_delta: DeltaListener | None = None
+    ) -> Reply:
+        """Echo the prompt."""
+        return await self._echo(request.prompt, on_delta)
+
+    async def _echo(self, content: str, on_delta: DeltaListener | None) -> Reply:
+        if self._latency > 0:
+            await asyncio.sleep(self._latency)
         if on_delta is not None:
             for word in _WORDS.findall(content):
                 on_delta(word)
         return Reply(content)
 
 
+@dataclass(frozen=True, slots=True)
+class _Api:
+    """One OpenAI endpoint: its URL and where the text sits in an answer and in a chunk."""
+
+    url: str
+    text_of: Callable[[Any], Any]
+    """The text of a whole answer (KeyError, IndexError or TypeError when it has none)."""
+    piece_of: Callable[[Any], str]
+    """The text of one stream chunk ("" when it has none)."""
+    shape: str
+    """What the answer must hold, for the error that says it did not."""
+
+
+def _message_content(payload: Any) -> Any:
+    return payload["choices"][0]["message"]["content"]
+
+
+def _choice_text(payload: Any) -> Any:
+    return payload["choices"][0]["text"]
+
+
+def _delta_content(chunk: Any) -> str:
+    """`choices[0].delta.content` of a chat stream chunk, "" when it has none."""
+    try:
+        content = chunk["choices"][0]["delta"].get("content")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return ""
+    return content if isinstance(content, str) else ""
+
+
+def _chunk_text(chunk: Any) -> str:
+    """`choices[0].text` of a text completion stream chunk, "" when it has none."""
+    try:
+        text = chunk["choices"][0].get("text")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return ""
+    return text if isinstance(text, str) else ""
+
+
+@dataclass
+class _Streamed:
+    """What a stream carried: the text pieces and the usage, if the backend sent one."""
+
+    pieces: list[str] = field(default_factory=list)
+    usage: Usage | None = None
+
+
 class OpenAICompatibleBackend:
-    """A client of `POST {endpoint}/chat/completions` (vLLM, Ollama /v1, OpenAI, plnt)."""
+    """A client of `POST {endpoint}/chat/completions` and `POST {endpoint}/completions`
+    (vLLM, Ollama /v1, OpenAI, llama-cpp-python, plnt)."""
 
     def __init__(
         self,
@@ -151,60 +210,113 @@ class OpenAICompatibleBackend:
         timeout_seconds: float = 300.0,
     ) -> None:
         self._session = session
-        self._url = endpoint.rstrip("/") + "/chat/completions"
+        base = endpoint.rstrip("/")
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._timeout = aiohttp.ClientTimeout(total=timeout_seconds)
+        self._chat = _Api(
+            base + "/chat/completions",
+            _message_content,
+            _delta_content,
+            "choices[0].message.content",
+        )
+        self._completions = _Api(
+            base + "/completions", _choice_text, _chunk_text, "choices[0].text"
+        )
+        self._counter = counting.UsageCounter(session, endpoint=base, headers=self._headers)
 
-    def _body(self, request: ChatRequest, *, stream: bool) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": request.model, "messages": request.messages}
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
-        if request.max_tokens is not None:
-            body["max_tokens"] = request.max_tokens
+    @staticmethod
+    def _options(
+        body: dict[str, Any],
+        request: ChatRequest | CompletionRequest,
+        *,
+        stream: bool,
+    ) -> dict[str, Any]:
+        for key, value in (
+            ("temperature", request.temperature),
+            ("max_tokens", request.max_tokens),
+            ("stop", request.stop),
+            ("seed", request.seed),
+        ):
+            if value is not None:
+                body[key] = value
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
-        body.update(request.extra)
         return body
 
     async def chat(self, request: ChatRequest, *, on_delta: DeltaListener | None = None) -> Reply:
-        """One completion: the first choice's content and the reported usage."""
-        body = self._body(request, stream=on_delta is not None)
+        """One chat completion: the first choice's content and the reported usage."""
+        body = {"model": request.model, "messages": request.messages}
+        body = self._options(body, request, stream=on_delta is not None)
+        body.update(request.extra)
+        return await self._call(self._chat, body, on_delta, counted=None)
+
+    async def complete(
+        self, request: CompletionRequest, *, on_delta: DeltaListener | None = None
+    ) -> Reply:
+        """One text completion: the first choice's text and its usage, reported by the
+        backend or, for a stream that carried none, counted (see the module docstring)."""
+        body = {"model": request.model, "prompt": request.prompt}
+        body = self._options(body, request, stream=on_delta is not None)
+        if on_delta is None:
+            return await self._call(self._completions, body, None, counted=None)
+        async with self._counter.counting(request.model, request.prompt) as count:
+            return await self._call(self._completions, body, on_delta, counted=count)
+
+    async def _call(
+        self,
+        api: _Api,
+        body: dict[str, Any],
+        on_delta: DeltaListener | None,
+        *,
+        counted: counting.PromptCount | None,
+    ) -> Reply:
         try:
             async with self._session.post(
-                self._url, json=body, headers=self._headers, timeout=self._timeout
+                api.url, json=body, headers=self._headers, timeout=self._timeout
             ) as response:
                 if response.status >= 400:
                     detail = (await response.text())[:300]
                     raise BackendUnavailable(
-                        f"backend {self._url} answered {response.status}: {detail}"
+                        f"backend {api.url} answered {response.status}: {detail}"
                     )
                 if on_delta is not None and response.content_type == "text/event-stream":
-                    return await self._read_stream(response, on_delta)
+                    streamed = await self._read_stream(api, response, on_delta)
+                    return Reply("".join(streamed.pieces), await self._usage(streamed, counted))
                 payload = await response.json(content_type=None)
         except TimeoutError as error:
-            raise BackendTimeout(f"backend {self._url} did not answer in time") from error
+            raise BackendTimeout(f"backend {api.url} did not answer in time") from error
         except aiohttp.ClientError as error:
-            raise BackendUnavailable(f"backend {self._url} is unreachable: {error}") from error
+            raise BackendUnavailable(f"backend {api.url} is unreachable: {error}") from error
         except ValueError as error:
-            raise BackendUnavailable(f"backend {self._url} answered invalid JSON") from error
+            raise BackendUnavailable(f"backend {api.url} answered invalid JSON") from error
         try:
-            content = payload["choices"][0]["message"]["content"]
+            content = api.text_of(payload)
         except (KeyError, IndexError, TypeError) as error:
-            raise BackendUnavailable(
-                f"backend {self._url} answered without choices[0].message.content"
-            ) from error
+            raise BackendUnavailable(f"backend {api.url} answered without {api.shape}") from error
         text = content if isinstance(content, str) else ""
         if on_delta is not None and text:
             on_delta(text)
         return Reply(text, usage_of(payload))
 
+    async def _usage(
+        self, streamed: _Streamed, counted: counting.PromptCount | None
+    ) -> Usage | None:
+        """The stream's reported usage; else, for a completion, the counted one."""
+        if streamed.usage is not None or counted is None:
+            self._counter.learn(reports_usage=streamed.usage is not None)
+            return streamed.usage
+        self._counter.learn(reports_usage=False)
+        prompt = await counted.result()
+        if prompt is None:
+            return None
+        return Usage(prompt, len(streamed.pieces), UsageSource.COUNTED)
+
     async def _read_stream(
-        self, response: aiohttp.ClientResponse, on_delta: DeltaListener
-    ) -> Reply:
+        self, api: _Api, response: aiohttp.ClientResponse, on_delta: DeltaListener
+    ) -> _Streamed:
         """Read SSE `data:` events up to `[DONE]` (or the end of the body)."""
-        pieces: list[str] = []
-        usage: Usage | None = None
+        streamed = _Streamed()
         async for raw in response.content:
             line = raw.strip()
             if not line.startswith(b"data:"):
@@ -214,22 +326,13 @@ class OpenAICompatibleBackend:
                 break
             chunk = json.loads(data)
             if isinstance(chunk, dict) and chunk.get("error"):
-                raise BackendUnavailable(f"backend {self._url} sent an error: {chunk['error']}")
-            usage = usage_of(chunk) or usage
-            piece = _delta_content(chunk)
+                raise BackendUnavailable(f"backend {api.url} sent an error: {chunk['error']}")
+            streamed.usage = usage_of(chunk) or streamed.usage
+            piece = api.piece_of(chunk)
             if piece:
-                pieces.append(piece)
+                streamed.pieces.append(piece)
                 on_delta(piece)
-        return Reply("".join(pieces), usage)
-
-
-def _delta_content(chunk: Any) -> str:
-    """`choices[0].delta.content` of a stream chunk, "" when it has none."""
-    try:
-        content = chunk["choices"][0]["delta"].get("content")
-    except (KeyError, IndexError, TypeError, AttributeError):
-        return ""
-    return content if isinstance(content, str) else ""
+        return streamed
 
 
 def make_backend(

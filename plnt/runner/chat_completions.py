@@ -9,8 +9,8 @@ from its **last user message** (text, or the text parts of a content list):
 3. otherwise the text must be a JSON object, which is used as the inputs.
 
 The reply's content is the workflow output (text as is, anything else as JSON). `usage` is
-the tokens the backend reported, summed over the model steps that called it, and absent when
-it reported none (see `executing`).
+the tokens of the model steps that called the backend, summed, reported by it or counted
+(`source`, see `plnt.api.usage`), and absent when unknown (see `executing`).
 
 With `stream: true` the answer is Server-Sent Events in OpenAI's chunk format, ending with
 `data: [DONE]`. When the workflow's output is one model step's output, that step's tokens
@@ -19,7 +19,9 @@ role and the first piece in one chunk), so the time to the first byte of the bod
 time to the first token. Any other workflow runs to completion first and its output is sent
 in pieces. With `stream_options: {include_usage: true}` a last chunk with empty `choices`
 carries `usage` when it is known. A failure after the first event becomes an event
-`{"error": {...}}` (the SDK raises it) and no `[DONE]`.
+`{"error": {...}}` (the SDK raises it) and no `[DONE]`. `stream_answer` is that machinery
+for both OpenAI endpoints: text completions (`text_completions`) stream through it with
+their own chunk shape (`Chunks`).
 """
 
 from __future__ import annotations
@@ -29,12 +31,13 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import pydantic
 from aiohttp import web
 
-from plnt.runner import errors, executing, handlers, keys, responses, streaming
+from plnt.api.usage import Usage
+from plnt.runner import errors, handlers, keys, responses, streaming
 from plnt.workflowspec import model, smoke
 
 STREAM_CHUNK_CHARS = 24
@@ -85,7 +88,12 @@ def inputs_from_messages(workflow: model.Workflow, messages: list[ChatMessage]) 
     users = [message for message in messages if message.role == "user"]
     if not users:
         raise errors.InvalidRequest("the request has no user message to use as input")
-    text = message_text(users[-1])
+    return inputs_from_text(workflow, message_text(users[-1]))
+
+
+def inputs_from_text(workflow: model.Workflow, text: str) -> Any:
+    """Inputs for the workflow from one text (a chat's last user message, a completion's
+    prompt): `chat.input`, else the only input, else the text as a JSON object."""
     if workflow.chat is not None:
         return {workflow.chat.input: text}
     properties = workflow.inputs.get("properties")
@@ -96,7 +104,7 @@ def inputs_from_messages(workflow: model.Workflow, messages: list[ChatMessage]) 
     except json.JSONDecodeError as error:
         raise errors.InvalidRequest(
             "this workflow takes several inputs: send them as a JSON object in the last user "
-            "message"
+            "message (or the prompt)"
         ) from error
     return inputs
 
@@ -115,8 +123,24 @@ def _parse(body: Any, workflow: model.Workflow) -> ChatRequest:
     return chat
 
 
+class Chunks(Protocol):
+    """The chunks of one streamed answer, in its API's shape (chat or text completion)."""
+
+    def piece(self, text: str, *, first: bool) -> dict[str, Any]:
+        """A chunk carrying one piece of the output."""
+        ...
+
+    def finish(self) -> dict[str, Any]:
+        """The chunk saying the output is complete (`finish_reason: stop`)."""
+        ...
+
+    def usage(self, usage: Usage) -> dict[str, Any]:
+        """The last chunk, with empty `choices` and the invocation's `usage`."""
+        ...
+
+
 class _Completion:
-    """The identity every chunk of one completion repeats."""
+    """The identity every chunk of one chat completion repeats."""
 
     def __init__(self, name: str) -> None:
         self.id = f"chatcmpl-{uuid.uuid4().hex}"
@@ -131,6 +155,15 @@ class _Completion:
             "model": self.model,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
         }
+
+    def piece(self, text: str, *, first: bool) -> dict[str, Any]:
+        return self.chunk({"role": "assistant", "content": text} if first else {"content": text})
+
+    def finish(self) -> dict[str, Any]:
+        return self.chunk({}, finish_reason="stop")
+
+    def usage(self, usage: Usage) -> dict[str, Any]:
+        return {**self.chunk({}), "choices": [], "usage": usage.to_json()}
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
@@ -174,19 +207,34 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 async def _stream(
     request: web.Request, chat: ChatRequest, inputs: Any, *, began: float
 ) -> web.StreamResponse:
-    """The SSE answer: errors before the stream are JSON, after it an error event."""
     completion = _Completion(request.app[keys.WORKFLOW].metadata.name)
+    wants_usage = chat.stream_options is not None and chat.stream_options.include_usage
+    return await stream_answer(
+        request, inputs, completion, endpoint="chat", wants_usage=wants_usage, began=began
+    )
+
+
+async def stream_answer(
+    request: web.Request,
+    inputs: Any,
+    chunks: Chunks,
+    *,
+    endpoint: str,
+    wants_usage: bool,
+    began: float,
+) -> web.StreamResponse:
+    """The SSE answer of a chat or text completion: errors before the stream are JSON,
+    after it an error event."""
     response = web.StreamResponse(
         status=200, headers={"Content-Type": streaming.EVENT_STREAM, "Cache-Control": "no-cache"}
     )
     writer = streaming.Writer(response)
-    role_sent = False
+    sent = False
 
     def piece(text: str) -> None:
-        nonlocal role_sent
-        delta = {"content": text} if role_sent else {"role": "assistant", "content": text}
-        role_sent = True
-        writer.send_bytes(streaming.sse_event(completion.chunk(delta)))
+        nonlocal sent
+        writer.send_bytes(streaming.sse_event(chunks.piece(text, first=not sent)))
+        sent = True
 
     async def start() -> None:
         await response.prepare(request)
@@ -197,7 +245,7 @@ async def _stream(
                 execution = await handlers.execute(
                     request.app,
                     inputs,
-                    endpoint="chat",
+                    endpoint=endpoint,
                     on_delta=lambda _step, text: piece(text),
                     on_valid=start,
                 )
@@ -212,7 +260,12 @@ async def _stream(
                 internal = errors.RunnerError("internal error")
                 writer.send_bytes(streaming.sse_event(responses.error_body(internal)))
             else:
-                _finish(writer, completion, chat, execution, piece=piece, streamed=role_sent)
+                if not sent:
+                    _in_pieces(smoke.as_text(execution.output), piece)
+                writer.send_bytes(streaming.sse_event(chunks.finish()))
+                if wants_usage and execution.usage is not None:
+                    writer.send_bytes(streaming.sse_event(chunks.usage(execution.usage)))
+                writer.send_bytes(streaming.sse_event("[DONE]"))
     except errors.RunnerError as error:
         elapsed = (time.perf_counter() - began) * 1000.0
         timing = responses.server_timing(runner_ms=elapsed, backend_ms=None)
@@ -220,29 +273,12 @@ async def _stream(
     return response
 
 
-def _finish(
-    writer: streaming.Writer,
-    completion: _Completion,
-    chat: ChatRequest,
-    execution: executing.Execution,
-    *,
-    piece: Callable[[str], None],
-    streamed: bool,
-) -> None:
-    """What follows the tokens: the output in pieces if nothing streamed, the stop chunk,
-    the usage chunk when asked for and known, and `[DONE]`."""
-    if not streamed:
-        content = smoke.as_text(execution.output)
-        if not content:
-            piece("")
-        for start in range(0, len(content), STREAM_CHUNK_CHARS):
-            piece(content[start : start + STREAM_CHUNK_CHARS])
-    writer.send_bytes(streaming.sse_event(completion.chunk({}, finish_reason="stop")))
-    wants_usage = chat.stream_options is not None and chat.stream_options.include_usage
-    if wants_usage and execution.usage is not None:
-        last = {**completion.chunk({}), "choices": [], "usage": execution.usage.to_json()}
-        writer.send_bytes(streaming.sse_event(last))
-    writer.send_bytes(streaming.sse_event("[DONE]"))
+def _in_pieces(content: str, piece: Callable[[str], None]) -> None:
+    """A finished output that streamed no tokens, sent in pieces (one empty piece for "")."""
+    if not content:
+        piece("")
+    for start in range(0, len(content), STREAM_CHUNK_CHARS):
+        piece(content[start : start + STREAM_CHUNK_CHARS])
 
 
 async def models(request: web.Request) -> web.StreamResponse:

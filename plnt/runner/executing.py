@@ -26,9 +26,15 @@ piece. Once a piece went out, a failed attempt is not retried (the caller alread
 of an answer a retry could not take back). The moment of the first piece is the
 invocation's time to first token (`Execution.first_token_ms`).
 
-Usage: the tokens the backend reported for each model call made by this invocation are
-summed (`Execution.usage`); it stays None when any call reported none, or no call was made
-(every model step hit the cache) — never estimated.
+Model steps: a chat step resolves its messages and calls `Backend.chat`; a completion step
+(`mode: completion`) resolves its prompt and calls `Backend.complete`. Either one's
+resolved request (with `stop` and `seed` when set) is part of the step's cache key.
+
+Usage: the tokens of each model call made by this invocation are summed
+(`Execution.usage`), as the backend reported them or, where it streams without them, as
+the backend client counted them (`plnt.runner.counting`; the sum is then marked
+`counted`). It stays None when any call's usage is unknown, or no call was made (every
+model step hit the cache) — never estimated.
 """
 
 from __future__ import annotations
@@ -337,15 +343,22 @@ class Executor:
     def _resolve(self, step: AnyStep, context: dict[str, Any]) -> Any:
         templates = self._compiled.steps[step.id]
         if isinstance(step, model.ModelStep):
-            return {
-                "model": model_for(step, self._backend_config),
-                "messages": [
+            resolved: dict[str, Any] = {"model": model_for(step, self._backend_config)}
+            if templates.prompt is not None:  # a completion step: the text to continue
+                resolved["prompt"] = templates.prompt.render(context)
+            else:
+                resolved["messages"] = [
                     {"role": role, "content": template.render(context)}
                     for role, template in templates.messages
-                ],
-                "temperature": step.temperature,
-                "max_tokens": step.max_tokens,
+                ]
+            resolved |= {"temperature": step.temperature, "max_tokens": step.max_tokens}
+            # Only when set, so the cache keys of steps that set neither stay as they were.
+            resolved |= {
+                key: value
+                for key, value in (("stop", step.stop), ("seed", step.seed))
+                if value is not None
             }
+            return resolved
         if isinstance(step, model.HttpStep):
             assert templates.url is not None
             return {
@@ -395,17 +408,9 @@ class Executor:
         outcome = "error"
         try:
             if isinstance(step, model.ModelStep):
-                request = backends.ChatRequest(
-                    model=resolved["model"],
-                    messages=resolved["messages"],
-                    temperature=resolved["temperature"],
-                    max_tokens=resolved["max_tokens"],
-                )
                 streams = invocation.on_delta is not None and step.id == self.output_step
-                reply = await self._backend.chat(
-                    request,
-                    on_delta=(lambda piece: invocation.delta(step.id, piece)) if streams else None,
-                )
+                on_delta = (lambda piece: invocation.delta(step.id, piece)) if streams else None
+                reply = await self._generate(resolved, on_delta)
                 invocation.count(reply)
                 self._metrics.count_tokens(reply.usage)
                 outcome = "ok"
@@ -418,6 +423,23 @@ class Executor:
             invocation.intervals.append((began, ended))
             trace.backend_ms += (ended - began) * 1000.0
             self._metrics.backend_latency.labels(step.kind, outcome).observe(ended - began)
+
+    async def _generate(
+        self, resolved: dict[str, Any], on_delta: backends.DeltaListener | None
+    ) -> backends.Reply:
+        """One model call: a text completion when the step resolved a prompt, else a chat."""
+        options = {
+            "model": resolved["model"],
+            "temperature": resolved["temperature"],
+            "max_tokens": resolved["max_tokens"],
+            "stop": resolved.get("stop"),
+            "seed": resolved.get("seed"),
+        }
+        if "prompt" in resolved:
+            completion = backends.CompletionRequest(prompt=resolved["prompt"], **options)
+            return await self._backend.complete(completion, on_delta=on_delta)
+        chat = backends.ChatRequest(messages=resolved["messages"], **options)
+        return await self._backend.chat(chat, on_delta=on_delta)
 
     async def _http(self, step: model.HttpStep, resolved: dict[str, Any]) -> Any:
         url = resolved["url"]

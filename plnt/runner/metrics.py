@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from plnt.runner.backends import Usage
+from plnt.api.usage import Usage
 
-ENDPOINTS = ("invoke", "chat")
-"""How a runner is called: POST /invoke, or the OpenAI-compatible /v1/chat/completions."""
+ENDPOINTS = ("invoke", "chat", "completion")
+"""How a runner is called: POST /invoke, or the OpenAI-compatible /v1/chat/completions and
+/v1/completions."""
 OUTCOMES = ("ok", "error", "cancelled")
 """Outcomes of `plnt_runner_invocations_total`."""
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -75,7 +76,8 @@ class RunnerMetrics:
         )
         self.tokens = Counter(
             "plnt_runner_tokens",
-            "Tokens model backends reported using (their `usage`), by type (prompt, completion).",
+            "Tokens model calls used, by type (prompt, completion): as the backend reported "
+            "them or, for streams that carry none, as the runner counted them.",
             ["type"],
             registry=self.registry,
         )
@@ -91,7 +93,7 @@ class RunnerMetrics:
             self.tokens.labels(kind)
 
     def count_tokens(self, usage: Usage | None) -> None:
-        """Add what one backend reply used (nothing when the backend did not say)."""
+        """Add what one backend reply used (nothing when it is not known)."""
         if usage is not None:
             self.tokens.labels("prompt").inc(usage.prompt_tokens)
             self.tokens.labels("completion").inc(usage.completion_tokens)

@@ -3,7 +3,10 @@
 A fake, because a real model server (vLLM on a GPU, or OpenAI itself) cannot run on these
 machines: it stands in for the GPU inference server behind a PlntBackend. It speaks the
 calls plnt makes of a backend: `GET /v1/models` (the placement probe),
-`POST /v1/chat/completions` (a model step, streamed or not) and, given a `load`, vLLM's
+`POST /v1/chat/completions` (a model step, streamed or not), `POST /v1/completions` (a
+completion step: the content is `"<prefix>: <prompt>"`), llama-cpp-python's
+`POST /extras/tokenize/count` (its tokens, `{"count": N}`; 404 when `tokenizer` is off)
+and, given a `load`, vLLM's
 `GET /metrics` with its scheduler gauges `vllm:num_requests_running` and
 `vllm:num_requests_waiting` (set `llm.load` to change them) and, given `kv_cache`, the
 KV-cache gauge `vllm:gpu_cache_usage_perc`. It also answers as the neighbours a backend
@@ -19,7 +22,8 @@ Like vLLM it reports `usage` in tokens; its tokens are the reply's words with th
 space (`"stand-in:"`, `" hello"`), and the prompt's tokens the words of every message. With
 `stream: true` it answers Server-Sent Events as a streaming server does: one chunk per token,
 `pace` seconds apart, then a `finish_reason` chunk, a usage chunk when
-`stream_options.include_usage` asks for it, and `data: [DONE]`. A test controls the pace
+`stream_options.include_usage` asks for it (unless `stream_usage` is off: then, as
+llama-cpp-python's server, it never sends one), and `data: [DONE]`. A test controls the pace
 further with `hold_last`: while that event is unset the last token is not produced, so a
 test can prove it received the first token before the last one existed. A stream whose
 client goes away before `[DONE]` is counted in `cancelled` (and sets `cancelled_event`):
@@ -60,6 +64,9 @@ class LLM:
     streams: int = 0
     cancelled: int = 0
     cancelled_event: asyncio.Event = field(default_factory=asyncio.Event)
+    stream_usage: bool = True  # False: streams carry no usage, whatever the request asks
+    tokenizer: bool = True  # False: /extras/tokenize/count answers 404
+    tokenized: list[dict[str, Any]] = field(default_factory=list)  # its request bodies
 
     @property
     def root(self) -> str:
@@ -104,6 +111,7 @@ def tokens_of(text: str) -> list[str]:
 
 def _usage(body: dict[str, Any], content: str) -> dict[str, int]:
     prompt = sum(len(tokens_of(str(m.get("content") or ""))) for m in body.get("messages", []))
+    prompt += len(tokens_of(str(body.get("prompt") or "")))
     completion = len(tokens_of(content))
     return {
         "prompt_tokens": prompt,
@@ -113,6 +121,14 @@ def _usage(body: dict[str, Any], content: str) -> dict[str, int]:
 
 
 def _chunk(body: dict[str, Any], delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+    if "prompt" in body:  # a text completion's chunk
+        return {
+            "id": "cmpl-stand-in",
+            "object": "text_completion",
+            "created": 0,
+            "model": body.get("model", "stand-in"),
+            "choices": [{"index": 0, "text": delta.get("content", ""), "finish_reason": finish}],
+        }
     return {
         "id": "chatcmpl-stand-in",
         "object": "chat.completion.chunk",
@@ -209,7 +225,7 @@ def _app(token: str | None, prefix: str, llm: LLM) -> web.Application:
                 delta = {"content": token} if index else {"role": "assistant", "content": token}
                 await response.write(_event(_chunk(body, delta, None)))
             await response.write(_event(_chunk(body, {}, "stop")))
-            if (body.get("stream_options") or {}).get("include_usage"):
+            if llm.stream_usage and (body.get("stream_options") or {}).get("include_usage"):
                 last = {**_chunk(body, {}, None), "choices": [], "usage": _usage(body, content)}
                 await response.write(_event(last))
             await response.write(_event("[DONE]"))
@@ -244,8 +260,35 @@ def _app(token: str | None, prefix: str, llm: LLM) -> web.Application:
             }
         )
 
+    async def text_completions(request: web.Request) -> web.StreamResponse:
+        if not authorized(request):
+            return refused()
+        body = await request.json()
+        llm.requests.append(body)
+        content = f"{prefix}: {body.get('prompt', '')}"
+        if body.get("stream"):
+            return await stream(request, body, content)
+        return web.json_response(
+            {
+                "id": "cmpl-stand-in",
+                "object": "text_completion",
+                "model": body.get("model", "stand-in"),
+                "choices": [{"index": 0, "text": content, "finish_reason": "stop"}],
+                "usage": _usage(body, content),
+            }
+        )
+
+    async def tokenize_count(request: web.Request) -> web.Response:
+        body = await request.json()
+        llm.tokenized.append(body)  # asked, whether or not it answers
+        if not llm.tokenizer:
+            return web.json_response({"detail": "Not Found"}, status=404)
+        return web.json_response({"count": len(tokens_of(str(body.get("input", ""))))})
+
     app = web.Application()
     app.router.add_get("/v1/models", models)
+    app.router.add_post("/v1/completions", text_completions)
+    app.router.add_post("/extras/tokenize/count", tokenize_count)
     app.router.add_post("/v1/chat/completions", completions)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/dcgm/metrics", dcgm)

@@ -1,0 +1,139 @@
+"""The runner's completion steps against the real model (Gemma 3 270M, a base model, on
+llama-cpp-python's server): continuations at temperature 0, and usage reported by the
+server on plain answers, counted by the runner on streams (that server sends none there).
+
+Assertions are about structure and behaviour (a number the count continues with, token
+counts equal to the server's own), never about exact prose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import openai
+
+from plnt.processes.modelserver import ModelServer
+from plnt.runner import settings
+from plnt.workflowspec import documents, smoke
+from tests.runner.conftest import EXAMPLES, StartRunner
+from tests.support.model import COUNTING, complete, tokenize_count
+
+TOKENS = 12
+CONTINUE = f"""
+apiVersion: microagents.plnt.work/v1
+kind: Workflow
+metadata: {{name: continue}}
+inputs: {{type: object, properties: {{prefix: {{type: string}}}}, required: [prefix]}}
+chat: {{input: prefix}}
+steps:
+  - id: more
+    kind: model
+    mode: completion
+    prompt: "{{{{ inputs.prefix }}}}"
+    maxTokens: {TOKENS}
+    temperature: 0
+    seed: 0
+output: steps.more.output
+"""
+
+
+def backend_of(server: ModelServer) -> settings.BackendConfig:
+    return settings.BackendConfig(type="openai", endpoint=server.endpoint, model=server.model)
+
+
+async def runner(start_runner: StartRunner, server: ModelServer, spec: Path) -> str:
+    """A runner of `spec` on the model, without a step cache (every call reaches the model)."""
+    return await start_runner(spec, backend=backend_of(server), cache_max_entries=0)
+
+
+async def test_the_example_completes_the_count_at_temperature_0_and_passes_its_smoke_test(
+    start_runner: StartRunner, session: aiohttp.ClientSession, model_server: ModelServer
+) -> None:
+    spec = EXAMPLES / "complete.workflow.yaml"
+    workflow = documents.load_workflow(spec)
+    assert workflow.smoke is not None
+    url = await runner(start_runner, model_server, spec)
+    async with session.post(f"{url}/invoke", json={"inputs": workflow.smoke.inputs}) as answer:
+        assert answer.status == 200, await answer.text()
+        body = await answer.json()
+    assert isinstance(body["output"], str) and "5" in body["output"]
+    assert "\n" not in body["output"]  # the transform kept the first line only
+    assert smoke.check(workflow.smoke.expect, body["output"]) == []
+    assert [step["id"] for step in body["trace"]] == ["continuation", "suggestion"]
+
+
+async def test_a_plain_answer_carries_the_usage_the_server_reported(
+    start_runner: StartRunner,
+    session: aiohttp.ClientSession,
+    model_server: ModelServer,
+    write_spec: Callable[[str], Path],
+) -> None:
+    url = await runner(start_runner, model_server, write_spec(CONTINUE))
+    async with session.post(f"{url}/invoke", json={"inputs": {"prefix": COUNTING}}) as answer:
+        body = await answer.json()
+    direct = await asyncio.to_thread(complete, model_server, COUNTING, max_tokens=TOKENS, seed=0)
+    assert body["output"] == direct["choices"][0]["text"]
+    assert body["usage"] == {**direct["usage"], "source": "reported"}
+
+
+async def stream_lines(
+    session: aiohttp.ClientSession, url: str, inputs: dict[str, Any]
+) -> list[dict[str, Any]]:
+    async with (
+        asyncio.timeout(60),
+        session.post(f"{url}/invoke?stream=true", json={"inputs": inputs}) as answer,
+    ):
+        assert answer.status == 200
+        return [json.loads(line) async for line in answer.content if line.strip()]
+
+
+async def test_a_streamed_completion_carries_usage_counted_as_the_server_counts(
+    start_runner: StartRunner,
+    session: aiohttp.ClientSession,
+    model_server: ModelServer,
+    write_spec: Callable[[str], Path],
+) -> None:
+    url = await runner(start_runner, model_server, write_spec(CONTINUE))
+    direct = await asyncio.to_thread(complete, model_server, COUNTING, max_tokens=TOKENS, seed=0)
+    assert direct["choices"][0]["finish_reason"] == "length"  # TOKENS tokens were generated
+    prompt_tokens = await asyncio.to_thread(tokenize_count, model_server, COUNTING)
+    for _ in range(2):  # the first stream teaches the runner the server does not report
+        lines = await stream_lines(session, url, {"prefix": COUNTING})
+        deltas = [line["content"] for line in lines if line["type"] == "delta"]
+        result = lines[-1]
+        assert result["type"] == "result" and "".join(deltas) == result["output"]
+        assert result["output"] == direct["choices"][0]["text"]
+        assert result["usage"] == {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": TOKENS,
+            "total_tokens": prompt_tokens + TOKENS,
+            "source": "counted",
+        }
+        assert len(deltas) == TOKENS  # one token per delta, as this server sends them
+    # Counted usage is what the server itself reports for the same request.
+    counted = {key: result["usage"][key] for key in direct["usage"]}
+    assert counted == direct["usage"]
+
+
+async def test_the_openai_sdk_streams_a_text_completion_of_the_model_with_counted_usage(
+    start_runner: StartRunner, model_server: ModelServer, write_spec: Callable[[str], Path]
+) -> None:
+    url = await runner(start_runner, model_server, write_spec(CONTINUE))
+    async with openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused") as client:
+        stream = await client.completions.create(
+            model="continue",
+            prompt=COUNTING,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        chunks = [chunk async for chunk in stream]
+    text = "".join(chunk.choices[0].text for chunk in chunks if chunk.choices)
+    assert "5" in text
+    usage = chunks[-1].usage
+    assert usage is not None and usage.completion_tokens == TOKENS
+    assert usage.model_extra == {"source": "counted"}
