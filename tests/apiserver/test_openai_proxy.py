@@ -128,6 +128,10 @@ async def test_sync_and_async_sdk_clients_list_the_model_and_complete_with_backe
         ("/v1/chat/completions", 200, 3),
         ("/v1/chat/completions", 200, 3),
     ]
+    assert [entry["usage"] for entry in entries] == [
+        {"promptTokens": 8, "completionTokens": 4, "source": "reported"},
+        {"promptTokens": 7, "completionTokens": 3, "source": "reported"},
+    ]
 
 
 async def test_tokens_stream_one_by_one_and_the_first_arrives_before_the_last_exists(
@@ -174,6 +178,64 @@ async def test_tokens_stream_one_by_one_and_the_first_arrives_before_the_last_ex
     assert deltas == tokens_of("stand-in: hi there")
     assert lines[-1]["type"] == "result" and lines[-1]["usage"]["completion_tokens"] == 3
     assert "timeToFirstTokenMs" in (await log_of(stack.api, "s"))[-1]
+
+
+CONTINUE = """
+apiVersion: microagents.plnt.work/v1
+kind: Workflow
+metadata: {name: continue}
+inputs: {type: object, properties: {prefix: {type: string}}, required: [prefix]}
+steps:
+  - {id: more, kind: model, mode: completion, prompt: "{{ inputs.prefix }}", temperature: 0}
+output: steps.more.output
+"""
+
+
+async def test_text_completions_pass_the_proxy_and_the_log_says_whether_usage_was_counted(
+    stack: Stack, llm: LLM, tmp_path: Path
+) -> None:
+    llm.stream_usage = False  # as llama-cpp-python's server: no usage in streams
+    spec = tmp_path / "continue.yaml"
+    spec.write_text(CONTINUE)
+    backend = ("--backend-type", "openai", "--endpoint", llm.url, "--model", "m")
+    async with runner_process("--spec", str(spec), "--cache-max-entries", "0", *backend) as (
+        _,
+        runner,
+    ):
+        await run_with_traffic(stack.api, "c", target(1, 100, runner))
+        async with stack.client("c") as client:
+            plain = await client.completions.create(model="continue", prompt="1, 2, 3,")
+            stream = await client.completions.create(
+                model="continue",
+                prompt="4, 5,",
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            chunks = [chunk async for chunk in stream]
+        reply = await stack.api.call(
+            "POST", f"{BASE}/c/invoke?stream=true", body={"inputs": {"prefix": "6, 7,"}}
+        )
+    assert plain.choices[0].text == "stand-in: 1, 2, 3,"
+    assert plain.usage is not None and plain.usage.model_extra == {"source": "reported"}
+    texts = [chunk.choices[0].text for chunk in chunks if chunk.choices]
+    assert [text for text in texts if text] == tokens_of("stand-in: 4, 5,")
+    counted = chunks[-1].usage
+    assert counted is not None and counted.model_extra == {"source": "counted"}
+    assert (counted.prompt_tokens, counted.completion_tokens) == (2, 3)
+    result = [json.loads(line) for line in reply.text.splitlines() if line.strip()][-1]
+    assert result["usage"]["source"] == "counted"
+    entries = await log_of(stack.api, "c")
+    assert [(entry.get("path"), entry["status"]) for entry in entries] == [
+        ("/v1/completions", 200),
+        ("/v1/completions", 200),
+        (None, 200),  # the invoke subresource: no proxied path
+    ]
+    assert [entry["usage"] for entry in entries] == [
+        {"promptTokens": 3, "completionTokens": 4, "source": "reported"},
+        {"promptTokens": 2, "completionTokens": 3, "source": "counted"},
+        {"promptTokens": 2, "completionTokens": 3, "source": "counted"},
+    ]
+    assert "timeToFirstTokenMs" in entries[1] and "timeToFirstTokenMs" in entries[2]
 
 
 async def test_a_canary_split_routes_sdk_calls_by_weight(stack: Stack) -> None:

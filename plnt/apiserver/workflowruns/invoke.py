@@ -32,7 +32,9 @@ retried once on another endpoint; a timeout is not (the runner may be working on
 `GET …/workflowruns/{name}/invocations` lists the last 100 invocations this API server
 made for the run, oldest first (time, revision, endpoint, status, durationMs, cache; `path`
 for proxied calls; `timingsMs`, the time of each hop — apiserver, runner, backend — for
-answers that were not streams; `timeToFirstTokenMs` for streams that carried tokens). A
+answers that were not streams; `timeToFirstTokenMs` for streams that carried tokens;
+`usage` — promptTokens, completionTokens and source, `reported` or `counted` — when the
+answer carried one, see `plnt.api.usage`). A
 stream is logged when it ends, with the status its last line reports (499 when the caller
 went away first). With `?watch=true` the log is followed (`invocationwatch`).
 """
@@ -54,6 +56,7 @@ from plnt.api import codec, errors
 from plnt.api.headers import CACHE_HEADER, REVISION_HEADER, CacheOutcome
 from plnt.api.invocations import InvalidInvokeRequest, InvokeRequest
 from plnt.api.meta import now_rfc3339
+from plnt.api.usage import Usage
 from plnt.apiserver import keys, negotiation, params, responses
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.apiserver.workflowruns import invocationwatch, relay, traffic
@@ -61,6 +64,7 @@ from plnt.apiserver.workflowruns import keys as run_keys
 from plnt.registry.store import ResourceStore
 
 _PASSED_HEADERS = ("Content-Type", CACHE_HEADER)
+_USAGE = b'"usage"'  # answers are decoded only when they may hold usage (or lack X-Plnt-Cache)
 T = TypeVar("T")
 
 
@@ -298,10 +302,13 @@ def _buffered(
     request: web.Request, info: RequestInfo, route: _Route, call: Call, answer: _Answer
 ) -> web.Response:
     """The runner's whole answer, with the revision, cache and timing headers added."""
-    cache = answer.passed.get(CACHE_HEADER) or _cache_from_body(answer.body)
+    header = answer.passed.get(CACHE_HEADER)
+    decoded = _decoded(answer.body) if header is None or _USAGE in answer.body else None
+    cache = header or CacheOutcome.of_answer(decoded)
     own_ms = route.own_ms(time.perf_counter())
     hops = traffic.hop_timings(answer.timings, apiserver_ms=own_ms)
-    _log_route(request, info, route, call, answer.status, cache, timings=hops)
+    usage = Usage.of_answer(decoded)
+    _log_route(request, info, route, call, answer.status, cache, timings=hops, usage=usage)
     headers = {
         REVISION_HEADER: str(route.target.revision),
         CACHE_HEADER: cache,
@@ -346,19 +353,28 @@ async def _relay(
         raise
     if outcome.status == relay.CLIENT_CLOSED:
         upstream.close()
-    _log_route(request, info, route, call, outcome.status, outcome.cache, outcome.first_token_at)
+    _log_route(
+        request,
+        info,
+        route,
+        call,
+        outcome.status,
+        outcome.cache,
+        outcome.first_token_at,
+        usage=outcome.usage,
+    )
     with contextlib.suppress(ConnectionError):
         await out.write_eof()
     return out
 
 
-def _cache_from_body(answer: bytes) -> CacheOutcome:
-    """The cache outcome from the answer's `cache` field (runners that send no header)."""
+def _decoded(answer: bytes) -> Any:
+    """A runner's JSON answer decoded, for its `cache` (runners that send no cache header)
+    and `usage` fields; None when it is not JSON."""
     try:
-        decoded = codec.loads(answer) if answer else None
+        return codec.loads(answer) if answer else None
     except ValueError:
-        decoded = None
-    return CacheOutcome.of_answer(decoded)
+        return None
 
 
 def _log_route(
@@ -371,6 +387,7 @@ def _log_route(
     first_token_at: float | None = None,
     *,
     timings: dict[str, float] | None = None,
+    usage: Usage | None = None,
 ) -> None:
     """Record one invocation (calls that are not invocations are not logged)."""
     if not call.logged:
@@ -389,6 +406,8 @@ def _log_route(
         entry["timingsMs"] = timings
     if first_token_at is not None:
         entry["timeToFirstTokenMs"] = round((first_token_at - route.began) * 1000.0, 3)
+    if usage is not None:
+        entry["usage"] = usage.to_log()
     request.app[run_keys.INVOKER].log.record(info.namespace, info.name, entry)
 
 

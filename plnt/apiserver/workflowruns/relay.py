@@ -10,7 +10,10 @@ chunk as it arrives, never buffering it whole, and parses nothing but:
   error event its `code` when that is an HTTP status (502 otherwise);
 * the moment the first token passes, for the log's time to first token: the first chunk of an
   SSE stream (the runner sends its first event with the first token), the first chunk
-  holding a `"type":"delta"` line of an NDJSON stream.
+  holding a `"type":"delta"` line of an NDJSON stream;
+* the invocation's `usage` for the log (`plnt.api.usage`, with its source): the NDJSON
+  `result` line's, or the last SSE event holding a `"usage"` key (the usage chunk the
+  runner sends before `[DONE]` when the client asked for it).
 
 A failure after the stream began cannot change the HTTP status any more, so it becomes the
 stream's last line, in the stream's own error shape (an NDJSON `error` line, or an SSE
@@ -27,11 +30,13 @@ from aiohttp import web
 
 from plnt.api import codec
 from plnt.api.headers import CacheOutcome
+from plnt.api.usage import Usage
 
 NDJSON = "application/x-ndjson"
 EVENT_STREAM = "text/event-stream"
 CLIENT_CLOSED = 499  # nginx's convention for "the caller went away first"
 _DELTA = b'"type":"delta"'
+_USAGE = b'"usage"'
 
 
 def wants_stream(request: web.Request) -> bool:
@@ -48,11 +53,12 @@ def is_stream(media: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """How a relayed stream ended: its status, cache outcome and first-token moment."""
+    """How a relayed stream ended: its status, cache outcome, first-token moment, usage."""
 
     status: int
     cache: CacheOutcome = CacheOutcome.OFF
     first_token_at: float | None = None
+    usage: Usage | None = None
 
 
 class CoalescedStreamResponse(web.StreamResponse):
@@ -70,17 +76,23 @@ class CoalescedStreamResponse(web.StreamResponse):
 
 
 class _LastLine:
-    """Remembers the last complete line of a byte stream passing through (not the stream)."""
+    """Remembers the last complete line of a byte stream passing through (not the stream),
+    and the last complete line holding `marker`, when one is given."""
 
-    def __init__(self) -> None:
+    def __init__(self, marker: bytes | None = None) -> None:
         self._partial = bytearray()
+        self._marker = marker
         self.last = b""
+        self.marked = b""
 
     def feed(self, chunk: bytes) -> None:
         self._partial += chunk
         end = self._partial.rfind(b"\n")
         if end < 0:
             return
+        if self._marker is not None and (at := self._partial.rfind(self._marker, 0, end)) >= 0:
+            start = self._partial.rfind(b"\n", 0, at) + 1
+            self.marked = bytes(self._partial[start : self._partial.find(b"\n", at)])
         start = self._partial.rfind(b"\n", 0, end) + 1
         line = bytes(self._partial[start:end])
         if line.strip():
@@ -105,29 +117,30 @@ def _loads(data: bytes) -> object:
         return None
 
 
-def _ndjson_outcome(last: bytes) -> tuple[int, CacheOutcome] | None:
-    line = _loads(last)
+def _ndjson_outcome(last: _LastLine) -> Outcome | None:
+    line = _loads(last.last)
     if not isinstance(line, dict):
         return None
     if line.get("type") == "result":
-        return 200, CacheOutcome.of_answer(line)
+        return Outcome(200, CacheOutcome.of_answer(line), usage=Usage.of_answer(line))
     status = line.get("status")
     if line.get("type") == "error" and isinstance(status, int):
-        return status, CacheOutcome.OFF
+        return Outcome(status)
     return None
 
 
-def _sse_outcome(last: bytes) -> tuple[int, CacheOutcome] | None:
-    if not last.startswith(b"data:"):
+def _sse_outcome(last: _LastLine) -> Outcome | None:
+    if not last.last.startswith(b"data:"):
         return None
-    data = last[5:].strip()
+    data = last.last[5:].strip()
     if data == b"[DONE]":
-        return 200, CacheOutcome.OFF
+        usage = Usage.of_answer(_loads(last.marked[5:].strip())) if last.marked else None
+        return Outcome(200, usage=usage)
     event = _loads(data)
     error = event.get("error") if isinstance(event, dict) else None
     if isinstance(error, dict):
         code = error.get("code")
-        return (code if isinstance(code, int) and 400 <= code < 600 else 502), CacheOutcome.OFF
+        return Outcome(code if isinstance(code, int) and 400 <= code < 600 else 502)
     return None
 
 
@@ -160,7 +173,7 @@ async def pass_through(
     """
     media = upstream.headers.get("Content-Type", "")
     sse = media.startswith(EVENT_STREAM)
-    last = _LastLine()
+    last = _LastLine(_USAGE if sse else None)
     first: float | None = None
     try:
         try:
@@ -175,9 +188,9 @@ async def pass_through(
             status, kind, why = 502, "bad_gateway", f"broke off the stream ({type(error).__name__})"
         else:
             last.finish()
-            outcome = (_sse_outcome if sse else _ndjson_outcome)(last.last)
+            outcome = (_sse_outcome if sse else _ndjson_outcome)(last)
             if outcome is not None:
-                return Outcome(outcome[0], outcome[1], first)
+                return Outcome(outcome.status, outcome.cache, first, outcome.usage)
             status, kind, why = 502, "bad_gateway", "ended the stream without a result"
         await _send(out, _error_tail(media, status, kind, f"the runner at {endpoint} {why}"))
         return Outcome(status, CacheOutcome.OFF, first)
