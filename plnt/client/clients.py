@@ -346,6 +346,27 @@ class PlntClient(transport.Transport):
         )
         return await self.list_all(path)
 
+    async def apply_backend(
+        self,
+        body: Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        field_manager: str = "plnt",
+        force: bool = True,
+    ) -> dict[str, Any]:
+        """Create or update a PlntBackend by server-side apply; the object as stored."""
+        name = (body.get("metadata") or {}).get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError("the PlntBackend has no metadata.name")
+        params: dict[str, str | int | bool] = {"fieldManager": field_manager}
+        if force:
+            params["force"] = True
+        path = self.object_path(PLNTBACKENDS, name, namespace=_namespace_of(body, namespace))
+        reply = await self.request(
+            "PATCH", path, json=body, params=params, content_type=transport.APPLY_PATCH
+        )
+        return _object(reply)
+
     async def events_for(
         self, name: str, *, kind: str = "WorkflowRun", namespace: str | None = None
     ) -> list[dict[str, Any]]:

@@ -13,18 +13,23 @@ finds the same objects, certificates and kubeconfig:
 
 Unless `temporal_address` names an external Temporal, a Temporal dev server runs as
 a child process too; unless `worker` is off, the deploy worker runs in this process.
+With `model` (`plnt up --model NAME`) a model server on plnt's pinned weights runs as a
+child as well, started first (a missing `llm` extra or weights that are not the pinned
+bytes stop `plnt up` before anything else starts), and once the API server listens its
+PlntBackend is created or updated (`modelserving`; DIR/models/ holds its log and port).
 
-etcd and the embedded Temporal are supervised (`plnt.processes.supervision`): a child
+etcd, the embedded Temporal and the model server are supervised
+(`plnt.processes.supervision`): a child
 that exits on its own is started again, with backoff, on the same ports and data, and
 everything that talks to it reconnects (the etcd channel and the watch cache, which
 resumes from the last revision it applied; the Temporal client and the worker, whose
 sagas resume from their history). Each restart is one warning line and counts in
-`plnt_child_restarts_total{child="etcd"|"temporal"}`.
+`plnt_child_restarts_total{child="etcd"|"temporal"|"model"}`.
 
 On SIGINT/SIGTERM the server stops accepting, closes watches, the worker stops, the
-supervisors stop, then Temporal and etcd are stopped and reaped. Runner processes are
-left running on purpose: they serve invocations across restarts and are adopted by the
-next worker (`plnt down --state-dir DIR` stops them).
+supervisors stop, then Temporal, etcd and the model server are stopped and reaped. Runner
+processes are left running on purpose: they serve invocations across restarts and are
+adopted by the next worker (`plnt down --state-dir DIR` stops them).
 """
 
 from __future__ import annotations
@@ -46,15 +51,17 @@ from temporalio import client as temporal_client
 from plnt.apiserver import app as app_module
 from plnt.apiserver import authn, authz, keys, pki, serving
 from plnt.apiserver.settings import ServerSettings, ServingLimits
+from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
-from plnt.processes import signals
+from plnt.processes import models, signals
 from plnt.processes.etcd import EtcdProcess, EtcdProcessError
+from plnt.processes.modelserver import ModelServer
 from plnt.processes.supervision import Supervisor, supervising
 from plnt.processes.temporal import TemporalDevServer, TemporalProcessError
 from plnt.sagas import starter, worker
 from plnt.sagas.control import DeployUnavailable
 from plnt.sagas.metrics import SagaMetrics
-from plnt.standalone import scrape
+from plnt.standalone import modelserving, scrape
 
 log = logging.getLogger("plnt.standalone")
 
@@ -78,6 +85,8 @@ class StandaloneSettings:
     temporal_ui: bool = True
     worker: bool = True
     sagas: bool = True
+    model: str | None = None
+    """A model of `plnt.processes.models.CATALOG` to serve beside plnt (the `llm` extra)."""
     limits: ServingLimits = field(default_factory=ServingLimits)
 
 
@@ -129,6 +138,16 @@ def write_kubeconfig(path: Path, *, server: str, paths: pki.Pki) -> None:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelReady:
+    """The model server, as the start-up message names it."""
+
+    name: str
+    endpoint: str
+    log_file: Path
+    terms: str
+
+
+@dataclass(frozen=True, slots=True)
 class Ready:
     """Where the started parts listen, for the start-up message."""
 
@@ -138,6 +157,8 @@ class Ready:
     temporal_ui: str | None
     scrape_config: str | None = None
     """The one-line Prometheus `scrape_configs` entry that reads `DIR/prometheus`."""
+    model: ModelReady | None = None
+    """The model server and its PlntBackend (named as the model), with `--model`."""
 
 
 async def serve(
@@ -157,9 +178,34 @@ async def serve(
             if not default_tokens.exists():
                 default_tokens.touch(mode=0o600)
         authn.TokenFileAuthenticator.from_file(token_file_of(settings))
+        pin = None if settings.model is None else modelserving.check(settings.model)
         paths = pki.ensure_pki(state / "pki")
-    except (authz.PolicyError, authn.TokenFileError, pki.PkiError) as error:
+    except (authz.PolicyError, authn.TokenFileError, pki.PkiError, models.ModelError) as error:
         raise StandaloneError(str(error)) from error
+    model: ModelServer | None = None
+    if pin is not None:  # first: weights that are not the pinned bytes start nothing at all
+        try:
+            model = await modelserving.start(pin, state)
+        except models.ModelError as error:
+            raise StandaloneError(f"the model server did not start: {error}") from error
+    try:
+        await _serve_children(settings, paths=paths, model=model, stop=stop, on_ready=on_ready)
+    finally:
+        if model is not None:
+            await model.astop()
+
+
+async def _serve_children(
+    settings: StandaloneSettings,
+    *,
+    paths: pki.Pki,
+    model: ModelServer | None,
+    stop: asyncio.Event,
+    on_ready: Callable[[Ready], None] | None,
+) -> None:
+    """etcd, Temporal, the API server and the worker, with the model server (if any)
+    supervised beside them."""
+    state = settings.state_dir
     etcd = EtcdProcess(state / "etcd", client_port=settings.etcd_client_port)
     try:
         await etcd.astart()
@@ -169,11 +215,16 @@ async def serve(
     try:
         async with contextlib.AsyncExitStack() as children:
             supervisors = [await children.enter_async_context(supervising(etcd, what="etcd"))]
+            if model is not None:
+                supervisors.append(
+                    await children.enter_async_context(supervising(model, what="model"))
+                )
             if not settings.sagas:  # the API machinery alone: no Temporal, no worker, no deploys
                 await _serve_api(
                     settings,
                     etcd_endpoint=etcd.endpoint,
                     paths=paths,
+                    model=model,
                     stop=stop,
                     temporal=None,
                     supervisors=supervisors,
@@ -204,6 +255,7 @@ async def serve(
                 settings,
                 etcd_endpoint=etcd.endpoint,
                 paths=paths,
+                model=model,
                 stop=stop,
                 temporal=client,
                 supervisors=supervisors,
@@ -223,6 +275,7 @@ async def _serve_api(
     *,
     etcd_endpoint: str,
     paths: pki.Pki,
+    model: ModelServer | None,
     stop: asyncio.Event,
     temporal: temporal_client.Client | None,
     supervisors: list[Supervisor],
@@ -260,7 +313,9 @@ async def _serve_api(
         write_kubeconfig(kubeconfig, server=server, paths=paths)
         scrape.write_server_targets(state, host=settings.host, port=settings.port)
         parts = dataclasses.replace(
-            ready(server, kubeconfig), scrape_config=scrape.scrape_config(state, paths)
+            ready(server, kubeconfig),
+            scrape_config=scrape.scrape_config(state, paths),
+            model=None if model is None else await _register_model(kubeconfig, model),
         )
         if settings.worker and temporal is not None:
             api = PlntClient.from_kubeconfig(kubeconfig)
@@ -275,6 +330,16 @@ async def _serve_api(
         await stop.wait()
 
 
+async def _register_model(kubeconfig: Path, model: ModelServer) -> ModelReady:
+    """Create or update the model server's PlntBackend through the API just started."""
+    try:
+        async with PlntClient.from_kubeconfig(kubeconfig) as api:
+            await modelserving.register(api, model)
+    except client_errors.ClientError as error:
+        raise StandaloneError(f"the PlntBackend of {model.model} was refused: {error}") from error
+    return ModelReady(model.model, model.endpoint, model.log_file, model.pin.terms)
+
+
 class ChildRestarts(Collector):
     """`plnt_child_restarts_total{child}`: the supervisors' restart counts, read when
     the server's metrics are scraped (registered into the API server's registry)."""
@@ -285,7 +350,7 @@ class ChildRestarts(Collector):
     def collect(self) -> Iterator[Metric]:
         family = CounterMetricFamily(
             "plnt_child_restarts",
-            "Restarts of a child process plnt up supervises (etcd, temporal).",
+            "Restarts of a child process plnt up supervises (etcd, temporal, model).",
             labels=["child"],
         )
         for supervisor in self._supervisors:
