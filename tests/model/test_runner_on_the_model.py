@@ -21,25 +21,10 @@ from plnt.processes.modelserver import ModelServer
 from plnt.runner import settings
 from plnt.workflowspec import documents, smoke
 from tests.runner.conftest import EXAMPLES, StartRunner
-from tests.support.model import COUNTING, complete, tokenize_count
+from tests.support.model import COUNTING, complete, continue_spec, tokenize_count
 
 TOKENS = 12
-CONTINUE = f"""
-apiVersion: microagents.plnt.work/v1
-kind: Workflow
-metadata: {{name: continue}}
-inputs: {{type: object, properties: {{prefix: {{type: string}}}}, required: [prefix]}}
-chat: {{input: prefix}}
-steps:
-  - id: more
-    kind: model
-    mode: completion
-    prompt: "{{{{ inputs.prefix }}}}"
-    maxTokens: {TOKENS}
-    temperature: 0
-    seed: 0
-output: steps.more.output
-"""
+CONTINUE = continue_spec(max_tokens=TOKENS)
 
 
 def backend_of(server: ModelServer) -> settings.BackendConfig:
@@ -137,3 +122,30 @@ async def test_the_openai_sdk_streams_a_text_completion_of_the_model_with_counte
     usage = chunks[-1].usage
     assert usage is not None and usage.completion_tokens == TOKENS
     assert usage.model_extra == {"source": "counted"}
+
+
+async def test_a_chat_through_the_sdk_streams_the_continuation_with_the_servers_token_counts(
+    start_runner: StartRunner, model_server: ModelServer, write_spec: Callable[[str], Path]
+) -> None:
+    # The workflow is chatted with (the message is its prefix); its step asks the model
+    # for a completion, so the stream is counted, and the counts are the server's own.
+    url = await runner(start_runner, model_server, write_spec(CONTINUE))
+    direct = await asyncio.to_thread(complete, model_server, COUNTING, max_tokens=TOKENS, seed=0)
+    async with openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused") as client:
+        stream = await client.chat.completions.create(
+            model="continue",
+            messages=[{"role": "user", "content": COUNTING}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        chunks = [chunk async for chunk in stream]
+    pieces = [
+        c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content
+    ]
+    assert len(pieces) == TOKENS and "".join(pieces) == direct["choices"][0]["text"]
+    usage = chunks[-1].usage
+    assert usage is not None and usage.model_extra == {"source": "counted"}
+    assert (usage.prompt_tokens, usage.completion_tokens) == (
+        direct["usage"]["prompt_tokens"],
+        direct["usage"]["completion_tokens"],
+    )
