@@ -49,8 +49,6 @@ from plnt.runner import settings as runner_settings
 DeltaListener = Callable[[str], None]
 _WORDS = re.compile(r"\s*\S+|\s+")
 
-__all__ = ["Usage", "UsageSource"]  # re-exported: the runner's modules name usage from here
-
 
 class BackendError(Exception):
     """Base of every backend failure."""

@@ -49,6 +49,7 @@ from typing import Any, Literal
 
 import aiohttp
 
+from plnt.api.usage import Usage
 from plnt.runner import backends, errors, metrics, settings, step_cache
 from plnt.workflowspec import documents, model, templating
 
@@ -96,7 +97,7 @@ class Execution:
     cache_misses: int
     total_ms: float
     backend_ms: float
-    usage: backends.Usage | None = None
+    usage: Usage | None = None
     first_token_ms: float | None = None
 
     @property
@@ -116,7 +117,7 @@ class _Invocation:
     misses: int = 0
     on_step: StepListener | None = None
     on_delta: DeltaListener | None = None
-    usage: backends.Usage | None = None
+    usage: Usage | None = None
     calls_without_usage: int = 0
     first_token_ms: float | None = None
 
@@ -138,7 +139,7 @@ class _Invocation:
             self.first_token_ms = self.offset_ms(time.perf_counter())
         self.on_delta(step, piece)
 
-    def total_usage(self) -> backends.Usage | None:
+    def total_usage(self) -> Usage | None:
         return None if self.calls_without_usage else self.usage
 
 
