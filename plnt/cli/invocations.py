@@ -18,6 +18,7 @@ from typing import Any
 import typer
 
 from plnt.api.headers import REVISION_HEADER, CacheOutcome
+from plnt.api.usage import Usage
 from plnt.cli import exits
 from plnt.client import InvokeResult, PlntClient, TimingHop
 
@@ -63,12 +64,19 @@ def parse_inputs(file_text: str | None, pairs: list[str]) -> dict[str, Any]:
 
 
 def details_text(result: InvokeResult) -> str:
-    """What `-v` shows: revision, cache result and the Server-Timing hops."""
+    """What `-v` shows: revision, cache result, the Server-Timing hops and, when the answer
+    carries it, the usage with its source (reported by the backend, or counted by plnt)."""
     lines = [f"revision: {result.revision or '-'}", f"cache: {result.cache or '-'}"]
     for hop in result.timings:
         duration = f"{hop.duration_ms:.1f}ms" if hop.duration_ms is not None else "-"
         lines.append(
             f"timing: {hop.name} {duration}{'  ' + hop.description if hop.description else ''}"
+        )
+    usage = Usage.of_answer(result.body)
+    if usage is not None:
+        lines.append(
+            f"usage: {usage.prompt_tokens} prompt + {usage.completion_tokens} completion "
+            f"tokens ({usage.source})"
         )
     return "\n".join(lines)
 

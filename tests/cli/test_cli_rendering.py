@@ -132,3 +132,17 @@ def test_bench_results_written_to_a_pipe_keep_every_column_whole() -> None:
     for column in ("REQUESTS", "REQ/S (GOT / ASKED)", "P99", "ERRORS", "CACHE HITS", "GPU"):
         assert column in header
     assert max(len(line) for line in text.splitlines()) > 80
+
+
+def test_details_show_the_usage_and_whether_plnt_counted_it() -> None:
+    def body(source: str) -> dict[str, Any]:
+        return {"usage": {"prompt_tokens": 7, "completion_tokens": 16, "source": source}}
+
+    counted = invocations.InvokeResult(body("counted"), "1", "miss", ())
+    assert "usage: 7 prompt + 16 completion tokens (counted)" in (
+        invocations.details_text(counted).splitlines()
+    )
+    none = invocations.InvokeResult({"output": "x"}, "1", "miss", ())
+    assert not any(
+        line.startswith("usage:") for line in invocations.details_text(none).splitlines()
+    )
