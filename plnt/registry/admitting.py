@@ -16,7 +16,8 @@ import pydantic
 
 from plnt.api import errors
 from plnt.registry import fieldcauses, fieldvalidation, objectmeta
-from plnt.registry.definitions import Object, ResourceDefinition
+from plnt.registry.definitions import ResourceDefinition
+from plnt.registry.objects import Object
 from plnt.registry.options import WriteOptions
 
 

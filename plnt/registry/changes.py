@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from plnt.registry.definitions import Object
+from plnt.registry.objects import Object
 
 
 def _meta(obj: Object | None) -> dict[str, Any]:

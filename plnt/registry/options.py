@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from plnt.registry.definitions import Object
 from plnt.registry.fieldselectors import FieldSelector
+from plnt.registry.objects import Object
 from plnt.registry.selectors import LabelSelector
 
 

@@ -27,7 +27,8 @@ from plnt.api import errors
 from plnt.api.meta import now_rfc3339
 from plnt.registry import admitting, applying, managedfields, watching
 from plnt.registry.changes import Change, EventSink
-from plnt.registry.definitions import Object, ResourceDefinition
+from plnt.registry.definitions import ResourceDefinition
+from plnt.registry.objects import Object
 from plnt.registry.options import (
     DeleteOptions,
     ListOptions,

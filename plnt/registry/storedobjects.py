@@ -8,7 +8,7 @@ storage errors become API errors.
 from __future__ import annotations
 
 from plnt.api import codec, errors
-from plnt.registry.definitions import Object
+from plnt.registry.objects import Object
 from plnt.storage import errors as storage_errors
 from plnt.storage.interface import KeyValue
 

@@ -27,7 +27,7 @@ import pydantic
 
 from plnt.api.errors import Cause
 from plnt.registry import fieldcauses, objectmeta
-from plnt.registry.definitions import Object
+from plnt.registry.objects import Object
 
 _CLEARED_ON_CREATE = (
     "uid",

@@ -18,20 +18,40 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from plnt.api import errors
-from plnt.registry.definitions import Object
-from plnt.registry.options import ListOptions, has_filters
+from plnt.registry.definitions import ResourceDefinition
+from plnt.registry.objects import Object
+from plnt.registry.options import ListOptions, ListPage, has_filters
 from plnt.registry.storedobjects import parse_resource_version, translate
 from plnt.storage import errors as storage_errors
-from plnt.storage.interface import Buffered, KeyValue, WatchEvent
-
-if TYPE_CHECKING:
-    from plnt.registry.store import ResourceStore
+from plnt.storage.interface import Buffered, KeyValue, Store, WatchEvent
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 WatchItem = tuple[str, Object]
+
+
+class Watched(Protocol):
+    """What a watch reads of its resource's store (`ResourceStore` is one)."""
+
+    @property
+    def definition(self) -> ResourceDefinition: ...
+
+    @property
+    def storage(self) -> Store: ...
+
+    async def list(self, namespace: str, options: ListOptions) -> ListPage:
+        """The initial state: a list at one revision (API errors only)."""
+        ...
+
+    def read(self, kv: KeyValue) -> Object:
+        """The served object of `kv`, shared between readers."""
+        ...
+
+    def matches(self, obj: Object, options: ListOptions) -> bool:
+        """Whether `obj` passes the label and field selectors of `options`."""
+        ...
 
 
 class Watch:
@@ -39,7 +59,7 @@ class Watch:
 
     def __init__(
         self,
-        store: ResourceStore,
+        store: Watched,
         namespace: str,
         options: ListOptions,
         *,

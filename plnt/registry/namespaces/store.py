@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable
 from plnt.api import errors
 from plnt.api.meta import now_rfc3339
 from plnt.registry.changes import Change, EventSink
-from plnt.registry.definitions import Object
 from plnt.registry.namespaces.definition import DEFINITION
 from plnt.registry.namespaces.strategy import (
     KUBERNETES_FINALIZER,
@@ -30,6 +29,7 @@ from plnt.registry.namespaces.strategy import (
     finalizing,
     spec_finalizers,
 )
+from plnt.registry.objects import Object
 from plnt.registry.options import DeleteOptions, WriteOptions, WriteResult
 from plnt.registry.store import ResourceStore, Transform
 from plnt.registry.storedobjects import decode, encode, translate

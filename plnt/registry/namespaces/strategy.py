@@ -16,7 +16,7 @@ import copy
 from collections.abc import Iterator
 
 from plnt.registry import objectmeta
-from plnt.registry.definitions import Object
+from plnt.registry.objects import Object
 from plnt.registry.strategy import Strategy
 
 KUBERNETES_FINALIZER = "kubernetes"
