@@ -2,7 +2,7 @@
 
 Identity (apiVersion, kind, namespace and name must agree with the URL: 400) and
 metadata that decodes as kube's ObjectMeta (a wrong JSON type: 400, or 422 naming
-`patch` for a patch's result; see `objectmeta`), field validation (`fieldValidation`:
+`patch` for a patch's result; see `metadecoding`), field validation (`fieldValidation`:
 Strict fails, Warn warns, Ignore drops unknown and duplicate fields), then validation
 (ObjectMeta's rules, the structural schema and the kind's rules, every error at once:
 422), warnings and canonicalisation. Pure functions of a definition and an object, no
@@ -15,7 +15,7 @@ from __future__ import annotations
 import pydantic
 
 from plnt.api import errors
-from plnt.registry import fieldcauses, fieldvalidation, objectmeta
+from plnt.registry import fieldcauses, fieldvalidation, metadecoding, metavalidation
 from plnt.registry.definitions import ResourceDefinition
 from plnt.registry.objects import Object
 from plnt.registry.options import WriteOptions
@@ -31,7 +31,7 @@ def check_identity(
 ) -> None:
     """apiVersion/kind/namespace/name in the body must agree with the URL (400 otherwise).
 
-    Metadata must first decode as kube's ObjectMeta (`objectmeta.decode_error`).
+    Metadata must first decode as kube's ObjectMeta (`metadecoding.decode_error`).
     """
     d = definition
     api_version = obj.get("apiVersion")
@@ -46,7 +46,7 @@ def check_identity(
             f"the kind in the data ({kind}) does not match the expected kind ({d.kind})"
         )
     obj["apiVersion"], obj["kind"] = d.api_version, d.kind
-    problem = objectmeta.decode_error(obj.get("metadata"), kind=d.kind)
+    problem = metadecoding.decode_error(obj.get("metadata"), kind=d.kind)
     if problem is not None:
         raise _undecodable(d, obj, problem, is_patch=is_patch)
     meta = obj.get("metadata")
@@ -135,19 +135,19 @@ def validate(definition: ResourceDefinition, obj: Object, old: Object | None) ->
     name = meta.get("name")
     name = name if isinstance(name, str) else ""
     if old is None:
-        causes = objectmeta.validate_create(
+        causes = metavalidation.validate_create(
             meta, namespaced=definition.namespaced, name_rule=strategy.name_rule
         )
         causes += strategy.validate(obj)
     else:
-        causes = objectmeta.validate_update(
+        causes = metavalidation.validate_update(
             meta, old.get("metadata", {}), namespaced=definition.namespaced
         )
         causes += strategy.validate_update(obj, old)
     if causes:
         raise errors.Invalid.of(definition.qualified_kind, name, _unique(causes))
     old_meta = old.get("metadata", {}) if old is not None else None
-    warnings = objectmeta.finalizer_warnings(meta, old_meta) + strategy.warnings(obj)
+    warnings = metavalidation.finalizer_warnings(meta, old_meta) + strategy.warnings(obj)
     try:
         strategy.canonicalize(obj)
     except pydantic.ValidationError as error:  # a strategy changed what it had validated
