@@ -3,9 +3,9 @@
 One `ResourceStore` per resource. It fixes the order of every write: identity
 checks → field validation → the strategy's prepare → validate → warn →
 canonicalise → managedFields (the checks before storage are `admitting`'s).
-Storage errors become API errors through `storedobjects.translate`, once, in
-this layer; an object's resourceVersion is its etcd mod revision and is never
-stored in the bytes themselves.
+Every call into storage runs inside `storageerrors.translated`, the one place
+storage errors become API errors; an object's resourceVersion is its etcd mod
+revision and is never stored in the bytes themselves.
 
 Every write that reached storage (never a dry run) ends in one hook,
 `after_write(change)`, whatever HTTP path asked for it: the kind's transition
@@ -15,6 +15,7 @@ rules turn the change into Events there, so POST, PUT, PATCH, apply, `/scale`,
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import secrets
@@ -25,7 +26,7 @@ from typing import Any
 
 from plnt.api import errors
 from plnt.api.meta import now_rfc3339
-from plnt.registry import admitting, applying, managedfields, watching
+from plnt.registry import admitting, applying, managedfields, storageerrors, watching
 from plnt.registry.changes import Change, EventSink
 from plnt.registry.definitions import ResourceDefinition
 from plnt.registry.objects import Object
@@ -37,7 +38,7 @@ from plnt.registry.options import (
     WriteResult,
     has_filters,
 )
-from plnt.registry.storedobjects import decode, encode, parse_resource_version, translate
+from plnt.registry.storedobjects import decode, encode, parse_resource_version
 from plnt.storage import errors as storage_errors
 from plnt.storage.interface import AdmitsCreates, KeyValue, Store
 
@@ -109,9 +110,6 @@ class ResourceStore:
 
     # --- helpers -----------------------------------------------------------------
 
-    def _not_found(self, name: str) -> errors.NotFound:
-        return errors.NotFound.of(self.definition.group_resource, name)
-
     def _conflict(self, name: str, why: str = errors.OPTIMISTIC_LOCK_MESSAGE) -> errors.Conflict:
         return errors.Conflict.of(self.definition.group_resource, name, why)
 
@@ -119,14 +117,10 @@ class ResourceStore:
 
     async def get(self, namespace: str, name: str, *, resource_version: str = "") -> Object:
         """The object; resourceVersion "0" accepts any cached state, "" reads the latest."""
-        try:
+        with storageerrors.translated(self.definition, name):
             kv = await self.storage.get(
                 self.definition.key(namespace, name), consistent=resource_version != "0"
             )
-        except storage_errors.KeyNotFound as error:
-            raise self._not_found(name) from error
-        except storage_errors.StorageError as error:
-            raise translate(error) from error
         return self.read(kv)
 
     async def list(self, namespace: str, options: ListOptions) -> ListPage:
@@ -148,7 +142,7 @@ class ResourceStore:
         want = options.limit
         list_revision = revision
         while True:
-            try:
+            with storageerrors.translated(self.definition):
                 page = await self.storage.list(
                     prefix,
                     limit=(want - len(items)) if want else 0,
@@ -156,8 +150,6 @@ class ResourceStore:
                     revision=list_revision,
                     consistent=options.resource_version != "0",
                 )
-            except storage_errors.StorageError as error:
-                raise translate(error) from error
             list_revision = page.revision
             for kv in page.items:
                 obj = self.read(kv)
@@ -169,7 +161,8 @@ class ResourceStore:
                 return ListPage(items, str(page.revision), token, remaining)
 
     async def _wait_not_older_than(self, revision: int) -> None:
-        current = await self.storage.current_revision()
+        with storageerrors.translated(self.definition):
+            current = await self.storage.current_revision()
         if revision > current:
             raise errors.Timeout(
                 f"Too large resource version: {revision}, current: {current}",
@@ -233,23 +226,20 @@ class ResourceStore:
                     self._record_update(obj, {}, sent_managed, options, subresource="")
             key = self.definition.key(namespace, meta["name"])
             try:
-                if options.dry_run:
-                    if isinstance(self.storage, AdmitsCreates):
-                        await self.storage.admit_create(key)
-                    try:
-                        await self.storage.get(key)
-                    except storage_errors.KeyNotFound:
-                        return WriteResult(obj, created=True, warnings=warnings)
-                    raise storage_errors.KeyExists("exists", key=key)
-                kv = await self.storage.create(key, encode(obj))
-            except storage_errors.KeyExists as error:
+                with storageerrors.translated(self.definition, meta["name"]):
+                    if options.dry_run:
+                        if isinstance(self.storage, AdmitsCreates):
+                            await self.storage.admit_create(key)
+                        try:
+                            await self.storage.get(key)
+                        except storage_errors.KeyNotFound:
+                            return WriteResult(obj, created=True, warnings=warnings)
+                        raise storage_errors.KeyExists("exists", key=key)
+                    kv = await self.storage.create(key, encode(obj))
+            except errors.AlreadyExists:
                 if attempt + 1 < attempts:
-                    continue
-                raise errors.AlreadyExists.of(
-                    self.definition.group_resource, meta["name"]
-                ) from error
-            except storage_errors.StorageError as error:
-                raise translate(error) from error
+                    continue  # a generated name that is taken: try another
+                raise
             created = decode(kv)
             await self.after_write(Change(None, created))
             return WriteResult(created, created=True, warnings=warnings)
@@ -306,30 +296,24 @@ class ResourceStore:
                 return None
             return encode(new)
 
-        try:
+        with storageerrors.translated(self.definition, name):
             if options.dry_run:
                 kv = await self.storage.get(key)
                 mutate(kv)
                 return result
             kv = await self.storage.guaranteed_update(key, mutate)
-        except storage_errors.KeyNotFound as error:
-            raise self._not_found(name) from error
-        except storage_errors.Conflict as error:
-            raise self._conflict(name) from error
-        except storage_errors.StorageError as error:
-            raise translate(error) from error
         stored = decode(kv)
         meta = stored["metadata"]
         gone = False
         if meta.get("deletionTimestamp") and not self.strategy.deletion_held(stored):
-            # The last finalizer is gone: finish the deletion that was requested earlier.
-            try:
+            # The last finalizer is gone: finish the deletion that was requested earlier
+            # (unless someone else already did).
+            with (
+                storageerrors.translated(self.definition, name),
+                contextlib.suppress(storage_errors.KeyNotFound),
+            ):
                 deleted = await self.storage.delete(key, expected_revision=kv.mod_revision)
                 stored, gone = decode(deleted), True
-            except storage_errors.KeyNotFound:
-                pass
-            except storage_errors.StorageError as error:
-                raise translate(error) from error
         result.object = stored
         previous = result.previous
         if previous is not None and (gone or _revision(stored) != _revision(previous)):
@@ -434,7 +418,7 @@ class ResourceStore:
         """Delete, or mark for deletion while finalizers remain; returns (object, gone)."""
         key = self.definition.key(namespace, name)
         before: list[Object] = []  # the state the mark was applied to (last CAS attempt)
-        try:
+        with storageerrors.translated(self.definition, name):
             kv = await self.storage.get(key)
             current = decode(kv)
             self._check_preconditions(current, options)
@@ -457,12 +441,6 @@ class ResourceStore:
             else:
                 deleted = await self.storage.delete(key, expected_revision=kv.mod_revision)
                 before, after, gone = [current], decode(deleted), True
-        except storage_errors.KeyNotFound as error:
-            raise self._not_found(name) from error
-        except storage_errors.Conflict as error:
-            raise self._conflict(name) from error
-        except storage_errors.StorageError as error:
-            raise translate(error) from error
         await self.after_write(Change(before[0], after, gone=gone))
         return after, gone
 
