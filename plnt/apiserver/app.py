@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import ssl
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +40,7 @@ from plnt.registry import events, workflowruns
 from plnt.registry.catalog import all_resources, core_resources
 from plnt.registry.definitions import ResourceDefinition
 from plnt.registry.events import EventWriter
+from plnt.registry.hooks import Admission
 from plnt.registry.store import ResourceStore
 from plnt.sagas.control import DeployControl
 from plnt.storage.cache import CachedStore
@@ -95,7 +96,11 @@ def _storage_context(
             app[keys.STORAGE] = store
             if standalone:  # plnt's own Namespaces, and NamespaceLifecycle on the rest
                 stores = namespaces.standalone_stores(
-                    resources, store, lambda d, s: _resource_store(app, d, s, standalone=True)
+                    resources,
+                    store,
+                    lambda d, s, admission: _resource_store(
+                        app, d, s, admission=admission, standalone=True
+                    ),
                 )
             else:
                 stores = {
@@ -123,14 +128,21 @@ def _storage_context(
 
 
 def _resource_store(
-    app: web.Application, d: ResourceDefinition, storage: Store, *, standalone: bool
+    app: web.Application,
+    d: ResourceDefinition,
+    storage: Store,
+    *,
+    admission: Sequence[Admission] = (),
+    standalone: bool,
 ) -> ResourceStore:
     """WorkflowRuns of a server with sagas get the deploy hooks and the teardown finalizer."""
     hooks = app.get(keys.DEPLOY_HOOKS)
     if hooks is not None and d is workflowruns.DEFINITION:
         definition = workflowruns.with_teardown(standalone=standalone)
-        return deployhooks.HookedResourceStore(definition, storage, hooks=hooks)
-    return ResourceStore(d, storage)
+        return deployhooks.HookedResourceStore(
+            definition, storage, hooks=hooks, admission=admission
+        )
+    return ResourceStore(d, storage, admission=admission)
 
 
 async def _deploy_context(app: web.Application) -> AsyncIterator[None]:

@@ -29,12 +29,13 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from plnt.api import errors
 from plnt.registry.changes import Change, generation
 from plnt.registry.definitions import Object, ResourceDefinition
+from plnt.registry.hooks import Admission
 from plnt.registry.options import ListOptions
 from plnt.registry.store import ResourceStore
 from plnt.sagas.control import DeployControl, DeployUnavailable
@@ -179,9 +180,14 @@ class HookedResourceStore(ResourceStore):
     """The WorkflowRun store whose stored writes call `DeployHooks.submit` when due."""
 
     def __init__(
-        self, definition: ResourceDefinition, storage: Store, *, hooks: DeployHooks
+        self,
+        definition: ResourceDefinition,
+        storage: Store,
+        *,
+        hooks: DeployHooks,
+        admission: Sequence[Admission] = (),
     ) -> None:
-        super().__init__(definition, storage)
+        super().__init__(definition, storage, admission=admission)
         self.hooks = hooks
 
     async def after_write(self, change: Change) -> None:

@@ -31,7 +31,8 @@ from plnt.api.meta import now_rfc3339
 from plnt.apiserver import keys, negotiation, params, protowire, resources, responses
 from plnt.registry import events, namespaces
 from plnt.registry.definitions import Object, ResourceDefinition
-from plnt.registry.namespaces.lifecycle import LifecycleStorage
+from plnt.registry.hooks import Admission
+from plnt.registry.namespaces.lifecycle import NamespaceLifecycle
 from plnt.registry.namespaces.strategy import spec_finalizers
 from plnt.registry.options import DeleteOptions, ListOptions
 from plnt.registry.store import ResourceStore
@@ -277,11 +278,13 @@ async def create(request: web.Request) -> web.StreamResponse:
 def standalone_stores(
     definitions: Sequence[ResourceDefinition],
     storage: Store,
-    make: Callable[[ResourceDefinition, Store], ResourceStore],
+    make: Callable[[ResourceDefinition, Store, Sequence[Admission]], ResourceStore],
 ) -> dict[tuple[str, str], ResourceStore]:
     """The stores of a standalone server: Namespaces and the empty Service list of their
-    own kinds, and every namespaced resource (made by `make`) behind NamespaceLifecycle."""
+    own kinds, and every other resource made by `make`, the namespaced ones admitted by
+    NamespaceLifecycle."""
     namespace_store = namespaces.NamespaceStore(storage)
+    lifecycle = NamespaceLifecycle(namespace_store)
     stores: dict[tuple[str, str], ResourceStore] = {}
     for d in definitions:
         if d is namespaces.DEFINITION:
@@ -289,9 +292,9 @@ def standalone_stores(
         elif d is namespaces.SERVICES:
             store = namespaces.ServiceListStore(d, storage)
         elif d.namespaced:
-            store = make(d, LifecycleStorage(storage, d, namespace_store))
+            store = make(d, storage, (lifecycle,))
         else:
-            store = make(d, storage)
+            store = make(d, storage, ())
         stores[(d.group, d.plural)] = store
     return stores
 

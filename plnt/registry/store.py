@@ -26,7 +26,7 @@ from typing import Any
 
 from plnt.api import errors
 from plnt.api.meta import now_rfc3339
-from plnt.registry import admitting, applying, managedfields, storageerrors, watching
+from plnt.registry import admitting, applying, hooks, managedfields, storageerrors, watching
 from plnt.registry.changes import Change, EventSink
 from plnt.registry.definitions import ResourceDefinition
 from plnt.registry.objects import Object
@@ -40,7 +40,7 @@ from plnt.registry.options import (
 )
 from plnt.registry.storedobjects import decode, encode, parse_resource_version
 from plnt.storage import errors as storage_errors
-from plnt.storage.interface import AdmitsCreates, KeyValue, Store
+from plnt.storage.interface import KeyValue, Store
 
 Transform = Callable[[Object], Object]
 """Maps the stored object to the requested one (a PUT body, or a patch applied)."""
@@ -64,12 +64,15 @@ class ResourceStore:
         *,
         decoded_cache_size: int = 20_000,
         events: EventSink | None = None,
+        admission: Sequence[hooks.Admission] = (),
     ) -> None:
         self.definition = definition
         self.storage = storage
         self.strategy = definition.strategy
         self.events = events
         """Where the Events of the kind's transition rules go; None records none."""
+        self.admission = tuple(admission)
+        """Checks run before a write builds its key, in order (see `plnt.registry.hooks`)."""
         self._decoded: OrderedDict[tuple[str, int], Object] = OrderedDict()
         self._decoded_cache_size = decoded_cache_size
 
@@ -224,12 +227,12 @@ class ResourceStore:
                     managedfields.store_entries(obj, applied)
                 else:
                     self._record_update(obj, {}, sent_managed, options, subresource="")
+            for admission in self.admission:
+                await admission.admit_create(self.definition, namespace, meta["name"])
             key = self.definition.key(namespace, meta["name"])
             try:
                 with storageerrors.translated(self.definition, meta["name"]):
                     if options.dry_run:
-                        if isinstance(self.storage, AdmitsCreates):
-                            await self.storage.admit_create(key)
                         try:
                             await self.storage.get(key)
                         except storage_errors.KeyNotFound:
@@ -260,6 +263,8 @@ class ResourceStore:
         `applying_write`: the transform is a server-side apply that already set the
         object's managedFields.
         """
+        for admission in self.admission:
+            await admission.admit_update(self.definition, namespace, name)
         key = self.definition.key(namespace, name)
         result = WriteResult({})
 
