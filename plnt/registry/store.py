@@ -1,9 +1,10 @@
 """The generic resource store: Kubernetes write and read semantics over the storage protocol.
 
-One `ResourceStore` per resource. It fixes the order of every write: identity
-checks → field validation → the strategy's prepare → validate → warn →
-canonicalise → managedFields (the checks before storage are `admitting`'s).
-Every call into storage runs inside `storageerrors.translated`, the one place
+One `ResourceStore` per resource. Every write runs in one order: `admitting`'s hooks
+(`before_create` or `before_update`: identity, field validation, the strategy's
+prepare, validation, warnings, canonicalisation, managedFields — server-side apply
+creates and updates through the same two), then the admission hooks the composition
+root gave the store (`hooks.Admission`), then storage. Every call into storage runs inside `storageerrors.translated`, the one place
 storage errors become API errors; an object's resourceVersion is its etcd mod
 revision and is never stored in the bytes themselves.
 
@@ -18,8 +19,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-import secrets
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -45,7 +44,6 @@ from plnt.storage.interface import KeyValue, Store
 Transform = Callable[[Object], Object]
 """Maps the stored object to the requested one (a PUT body, or a patch applied)."""
 
-_GENERATE_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATE_NAME_ATTEMPTS = 8
 
 
@@ -205,28 +203,14 @@ class ResourceStore:
     ) -> WriteResult:
         """Create; `applied` are the managedFields of a create by server-side apply."""
         obj = copy.deepcopy(body)
-        admitting.check_identity(
-            self.definition, obj, namespace=namespace, name=None, is_patch=options.is_patch
+        attempts = _GENERATE_NAME_ATTEMPTS if admitting.generates_name(obj) else 1
+        obj, warnings = admitting.before_create(
+            self.definition, obj, namespace=namespace, options=options, applied=applied
         )
-        obj, warnings = admitting.field_validation(self.definition, obj, options)
         meta = obj["metadata"]
-        generate = not meta.get("name") and meta.get("generateName")
-        sent_managed = meta.get("managedFields")
-        self.strategy.prepare_for_create(obj)
-        meta["uid"] = str(uuid.uuid4())
-        meta["creationTimestamp"] = now_rfc3339()
-        attempts = _GENERATE_NAME_ATTEMPTS if generate else 1
         for attempt in range(attempts):
-            if generate:
-                suffix = "".join(secrets.choice(_GENERATE_NAME_ALPHABET) for _ in range(5))
-                meta["name"] = f"{meta['generateName']}{suffix}"
-            if attempt == 0:
-                warnings += admitting.validate(self.definition, obj, None)
-                # --- managedFields (see plnt.registry.managedfields) ---
-                if applied is not None:
-                    managedfields.store_entries(obj, applied)
-                else:
-                    self._record_update(obj, {}, sent_managed, options, subresource="")
+            if attempt:  # the generated name was taken: another, validated as the first was
+                meta["name"] = admitting.generated_name(meta["generateName"])
             for admission in self.admission:
                 await admission.admit_create(self.definition, namespace, meta["name"])
             key = self.definition.key(namespace, meta["name"])
@@ -241,7 +225,7 @@ class ResourceStore:
                     kv = await self.storage.create(key, encode(obj))
             except errors.AlreadyExists:
                 if attempt + 1 < attempts:
-                    continue  # a generated name that is taken: try another
+                    continue
                 raise
             created = decode(kv)
             await self.after_write(Change(None, created))
@@ -270,30 +254,16 @@ class ResourceStore:
 
         def mutate(kv: KeyValue) -> bytes | None:
             old = decode(kv)
-            new = transform(copy.deepcopy(old))
-            if not isinstance(new, dict):
-                raise errors.BadRequest("the request body must be a JSON object")
-            admitting.check_identity(
-                self.definition, new, namespace=namespace, name=name, is_patch=options.is_patch
+            new, warnings = admitting.before_update(
+                self.definition,
+                transform(copy.deepcopy(old)),
+                old,
+                namespace=namespace,
+                name=name,
+                options=options,
+                subresource=subresource,
+                applying_write=applying_write,
             )
-            wanted_rv = new["metadata"].get("resourceVersion")
-            if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
-                parse_resource_version(str(wanted_rv), field_name="metadata.resourceVersion")
-                raise self._conflict(name)
-            # No resourceVersion: an unconditional update of the stored revision, as kube
-            # sets it before validating (so "must be specified for an update" never applies).
-            new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
-            new, warnings = admitting.field_validation(self.definition, new, options)
-            sent_managed = new["metadata"].get("managedFields")
-            if subresource == "status":
-                self.strategy.prepare_for_status_update(new, old)
-            else:
-                self.strategy.prepare_for_update(new, old)
-            warnings += admitting.validate(self.definition, new, old)
-            # --- managedFields (see plnt.registry.managedfields); apply computed its own ---
-            if not applying_write:
-                self._record_update(new, old, sent_managed, options, subresource=subresource)
-            new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             result.warnings = warnings
             result.object = new
             result.previous = old
@@ -325,26 +295,7 @@ class ResourceStore:
             await self.after_write(Change(previous, stored, gone=gone))
         return result
 
-    # --- server-side apply and managedFields (see plnt.registry.applying) -----------------
-
-    def _record_update(
-        self, new: Object, old: Object, sent: Any, options: WriteOptions, *, subresource: str
-    ) -> None:
-        """Set `new`'s managedFields after a create/update/patch by `options.field_manager`."""
-        base = managedfields.base_entries(sent, old or None, subresource=subresource)
-        entries = managedfields.record_update(
-            base,
-            old,
-            new,
-            manager=options.field_manager,
-            api_version=self.definition.api_version,
-            now=now_rfc3339(),
-            subresource=subresource,
-            ignored=managedfields.ignored_fields(
-                old, new, subresource=subresource, has_status=self.strategy.has_status
-            ),
-        )
-        managedfields.store_entries(new, entries)
+    # --- server-side apply (see plnt.registry.applying) --------------------------------------
 
     async def apply(
         self,
