@@ -135,13 +135,12 @@ def _resource_store(
     admission: Sequence[Admission] = (),
     standalone: bool,
 ) -> ResourceStore:
-    """WorkflowRuns of a server with sagas get the deploy hooks and the teardown finalizer."""
+    """WorkflowRuns of a server with sagas get the deploy hooks (after every stored write)
+    and the teardown finalizer."""
     hooks = app.get(keys.DEPLOY_HOOKS)
     if hooks is not None and d is workflowruns.DEFINITION:
         definition = workflowruns.with_teardown(standalone=standalone)
-        return deployhooks.HookedResourceStore(
-            definition, storage, hooks=hooks, admission=admission
-        )
+        return ResourceStore(definition, storage, admission=admission, after_write=(hooks,))
     return ResourceStore(d, storage, admission=admission)
 
 

@@ -4,14 +4,17 @@ One `ResourceStore` per resource. Every write runs in one order: `admitting`'s h
 (`before_create` or `before_update`: identity, field validation, the strategy's
 prepare, validation, warnings, canonicalisation, managedFields — server-side apply
 creates and updates through the same two), then the admission hooks the composition
-root gave the store (`hooks.Admission`), then storage. Every call into storage runs inside `storageerrors.translated`, the one place
+root gave the store (`hooks.Admission`), then storage, then the after-write step.
+Every call into storage runs inside `storageerrors.translated`, the one place
 storage errors become API errors; an object's resourceVersion is its etcd mod
 revision and is never stored in the bytes themselves.
 
-Every write that reached storage (never a dry run) ends in one hook,
-`after_write(change)`, whatever HTTP path asked for it: the kind's transition
-rules turn the change into Events there, so POST, PUT, PATCH, apply, `/scale`,
-`/rollback` and delete cannot disagree about them.
+Every write that reached storage (never a dry run) ends in one step,
+`after_write(change)`, whatever HTTP path asked for it: the kind's transition rules
+turn the change into Events there, then the after-write hooks the composition root
+gave the store run (`hooks.AfterWrite`, such as the WorkflowRun deploy hooks), and
+their warnings join the write's result. So POST, PUT, PATCH, apply, `/scale`,
+`/rollback` and delete cannot disagree about either.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from plnt.registry.options import (
     DeleteOptions,
     ListOptions,
     ListPage,
+    Warnings,
     WriteOptions,
     WriteResult,
     has_filters,
@@ -63,6 +67,7 @@ class ResourceStore:
         decoded_cache_size: int = 20_000,
         events: EventSink | None = None,
         admission: Sequence[hooks.Admission] = (),
+        after_write: Sequence[hooks.AfterWrite] = (),
     ) -> None:
         self.definition = definition
         self.storage = storage
@@ -71,6 +76,8 @@ class ResourceStore:
         """Where the Events of the kind's transition rules go; None records none."""
         self.admission = tuple(admission)
         """Checks run before a write builds its key, in order (see `plnt.registry.hooks`)."""
+        self.after_write_hooks = tuple(after_write)
+        """What runs after each stored write, after its Events, in order."""
         self._decoded: OrderedDict[tuple[str, int], Object] = OrderedDict()
         self._decoded_cache_size = decoded_cache_size
 
@@ -92,22 +99,25 @@ class ResourceStore:
             self._decoded.move_to_end(cache_key)
         return obj
 
-    async def after_write(self, change: Change) -> None:
+    async def after_write(self, change: Change) -> Warnings:
         """Called once after each successful write that is not a dry run, before the answer.
 
-        Records the Events the definition's transition rules derive from `change`.
-        Subclasses that must react to writes (the deploy hooks) extend this one hook.
+        Records the Events the definition's transition rules derive from `change` (they
+        only queue), then runs the after-write hooks; returns their warnings.
         """
         rules = self.definition.transitions
-        if rules is None or self.events is None:
-            return
-        for transition in rules(change):
-            self.events.record(
-                change.after,
-                type=transition.type,
-                reason=transition.reason,
-                message=transition.message,
-            )
+        if rules is not None and self.events is not None:
+            for transition in rules(change):
+                self.events.record(
+                    change.after,
+                    type=transition.type,
+                    reason=transition.reason,
+                    message=transition.message,
+                )
+        warnings: Warnings = []
+        for hook in self.after_write_hooks:
+            warnings += await hook.after_write(change)
+        return warnings
 
     # --- helpers -----------------------------------------------------------------
 
@@ -204,9 +214,10 @@ class ResourceStore:
         """Create; `applied` are the managedFields of a create by server-side apply."""
         obj = copy.deepcopy(body)
         attempts = _GENERATE_NAME_ATTEMPTS if admitting.generates_name(obj) else 1
-        obj, warnings = admitting.before_create(
+        obj, admitted = admitting.before_create(
             self.definition, obj, namespace=namespace, options=options, applied=applied
         )
+        warnings: Warnings = [*admitted]
         meta = obj["metadata"]
         for attempt in range(attempts):
             if attempt:  # the generated name was taken: another, validated as the first was
@@ -228,7 +239,7 @@ class ResourceStore:
                     continue
                 raise
             created = decode(kv)
-            await self.after_write(Change(None, created))
+            warnings += await self.after_write(Change(None, created))
             return WriteResult(created, created=True, warnings=warnings)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -264,7 +275,7 @@ class ResourceStore:
                 subresource=subresource,
                 applying_write=applying_write,
             )
-            result.warnings = warnings
+            result.warnings = [*warnings]
             result.object = new
             result.previous = old
             if new == old:
@@ -292,7 +303,7 @@ class ResourceStore:
         result.object = stored
         previous = result.previous
         if previous is not None and (gone or _revision(stored) != _revision(previous)):
-            await self.after_write(Change(previous, stored, gone=gone))
+            result.warnings += await self.after_write(Change(previous, stored, gone=gone))
         return result
 
     # --- server-side apply (see plnt.registry.applying) --------------------------------------
@@ -369,9 +380,17 @@ class ResourceStore:
         raise self._conflict(name)
 
     async def delete(
-        self, namespace: str, name: str, options: DeleteOptions
+        self,
+        namespace: str,
+        name: str,
+        options: DeleteOptions,
+        *,
+        warnings: Warnings | None = None,
     ) -> tuple[Object, bool]:
-        """Delete, or mark for deletion while finalizers remain; returns (object, gone)."""
+        """Delete, or mark for deletion while finalizers remain; returns (object, gone).
+
+        The after-write hooks' warnings are added to `warnings` when given (the answer's).
+        """
         key = self.definition.key(namespace, name)
         before: list[Object] = []  # the state the mark was applied to (last CAS attempt)
         with storageerrors.translated(self.definition, name):
@@ -397,7 +416,9 @@ class ResourceStore:
             else:
                 deleted = await self.storage.delete(key, expected_revision=kv.mod_revision)
                 before, after, gone = [current], decode(deleted), True
-        await self.after_write(Change(before[0], after, gone=gone))
+        said = await self.after_write(Change(before[0], after, gone=gone))
+        if warnings is not None:
+            warnings += said
         return after, gone
 
     def _check_preconditions(self, obj: Object, options: DeleteOptions) -> None:
@@ -419,9 +440,17 @@ class ResourceStore:
             )
 
     async def delete_collection(
-        self, namespace: str, list_options: ListOptions, options: DeleteOptions
+        self,
+        namespace: str,
+        list_options: ListOptions,
+        options: DeleteOptions,
+        *,
+        warnings: Warnings | None = None,
     ) -> ListPage:
-        """Delete every matching object; returns what was deleted (or marked)."""
+        """Delete every matching object; returns what was deleted (or marked).
+
+        Each delete's after-write warnings are added to `warnings` when given.
+        """
         page = await self.list(
             namespace,
             ListOptions(
@@ -433,7 +462,9 @@ class ResourceStore:
         for obj in page.items:
             meta = obj["metadata"]
             try:
-                gone, _ = await self.delete(meta.get("namespace", ""), meta["name"], options)
+                gone, _ = await self.delete(
+                    meta.get("namespace", ""), meta["name"], options, warnings=warnings
+                )
             except errors.NotFound:
                 continue
             deleted.append(gone)

@@ -32,7 +32,7 @@ from plnt.registry.namespaces.strategy import (
     spec_finalizers,
 )
 from plnt.registry.objects import Object
-from plnt.registry.options import DeleteOptions, WriteOptions, WriteResult
+from plnt.registry.options import DeleteOptions, Warnings, WriteOptions, WriteResult
 from plnt.registry.store import ResourceStore, Transform
 from plnt.registry.storedobjects import decode, encode
 from plnt.storage import errors as storage_errors
@@ -121,7 +121,12 @@ class NamespaceStore(ResourceStore):
             )
 
     async def delete(
-        self, namespace: str, name: str, options: DeleteOptions
+        self,
+        namespace: str,
+        name: str,
+        options: DeleteOptions,
+        *,
+        warnings: Warnings | None = None,
     ) -> tuple[Object, bool]:
         """Mark Terminating, 409 while content remains, remove once finalized."""
         del namespace  # cluster-scoped
@@ -154,7 +159,9 @@ class NamespaceStore(ResourceStore):
 
                 after = decode(await storage.guaranteed_update(key, mark))
                 change = Change(marked[0], after)
-        await self.after_write(change)
+        said = await self.after_write(change)
+        if warnings is not None:
+            warnings += said
         return change.after, change.gone
 
     # --- what the namespace controller and the server's start-up use ------------------
