@@ -4,10 +4,10 @@ One `ResourceStore` per resource. Every write runs in one order: `admitting`'s h
 (`before_create` or `before_update`: identity, field validation, the strategy's
 prepare, validation, warnings, canonicalisation, managedFields — server-side apply
 creates and updates through the same two), then the admission hooks the composition
-root gave the store (`hooks.Admission`), then storage, then the after-write step.
-Every call into storage runs inside `storageerrors.translated`, the one place
-storage errors become API errors; an object's resourceVersion is its etcd mod
-revision and is never stored in the bytes themselves.
+root gave the store (`hooks.Admission`), then storage. Every call into storage runs
+inside `storageerrors.translated`, the one place storage errors become API errors; an
+object's resourceVersion is its etcd mod revision and is never stored in the bytes
+themselves.
 
 Every write that reached storage (never a dry run) ends in one step,
 `after_write(change)`, whatever HTTP path asked for it: the kind's transition rules
