@@ -3,39 +3,23 @@
 A `ResourceDefinition` is data; discovery, OpenAPI, Table printing and storage
 keys are all derived from it, so adding a kind means writing one definition and
 one strategy (and, when its changes deserve Events, transition rules), nothing in
-the HTTP layer.
+the HTTP layer. `Object` and `lookup` live in `objects`, below every other registry
+module; they are named here too for the callers that read a definition and its objects.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
 from plnt.api.errors import GroupResource
-
-if TYPE_CHECKING:
-    from plnt.registry.changes import TransitionRules
-    from plnt.registry.strategy import Strategy
-
-Object = dict[str, Any]
-
-
-def lookup(obj: Object, *path: str) -> Any:
-    """The value at `path` in a JSON object, or None where any step is missing or not a map.
-
-    Printer columns and field selectors read optional nested fields of
-    unvalidated-looking data with it, never raising.
-    """
-    value: Any = obj
-    for part in path:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
-
+from plnt.registry.changes import TransitionRules
+from plnt.registry.objects import Object as Object
+from plnt.registry.objects import lookup as lookup
+from plnt.registry.strategy import Strategy
 
 STANDARD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 

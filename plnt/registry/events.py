@@ -16,7 +16,8 @@ from typing import Any
 from plnt.api import errors
 from plnt.api.events import Event, event_about
 from plnt.api.meta import parse_time
-from plnt.registry.definitions import Object, PrinterColumn, ResourceDefinition, lookup
+from plnt.registry.definitions import PrinterColumn, ResourceDefinition
+from plnt.registry.objects import Object, lookup
 from plnt.registry.options import WriteOptions
 from plnt.registry.store import ResourceStore
 from plnt.registry.strategy import Strategy

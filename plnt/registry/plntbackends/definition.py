@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from plnt.api.backends import KIND, PlntBackend
 from plnt.api.workflowruns import GROUP, VERSION
-from plnt.registry.definitions import PrinterColumn, ResourceDefinition, Subresource, lookup
+from plnt.registry.definitions import PrinterColumn, ResourceDefinition, Subresource
+from plnt.registry.objects import lookup
 from plnt.registry.plntbackends.strategy import PlntBackendStrategy
 
 

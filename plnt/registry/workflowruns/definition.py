@@ -15,13 +15,8 @@ import dataclasses
 
 from plnt.api.workflowruns import GROUP, KIND, VERSION, WorkflowRun
 from plnt.registry import tables
-from plnt.registry.definitions import (
-    Object,
-    PrinterColumn,
-    ResourceDefinition,
-    Subresource,
-    lookup,
-)
+from plnt.registry.definitions import PrinterColumn, ResourceDefinition, Subresource
+from plnt.registry.objects import Object, lookup
 from plnt.registry.workflowruns import transitions
 from plnt.registry.workflowruns.strategy import WorkflowRunStrategy
 
