@@ -79,10 +79,8 @@ def _mask_trailing_dash(name: str) -> str:
     return name[:-2] + "a" if name.endswith("-") else name
 
 
-def validate_create(
-    meta: Mapping[str, Any], *, namespaced: bool, name_rule: NameRule = dns_subdomain_name
-) -> list[Cause]:
-    """ValidateObjectMetaAccessor of a new object whose name has been generated."""
+def _names(meta: Mapping[str, Any], name_rule: NameRule) -> list[Cause]:
+    """The causes of `generateName` (as a prefix) and `name` under `name_rule`."""
     causes: list[Cause] = []
     generate_name = _text(meta.get("generateName"))
     if generate_name:
@@ -90,8 +88,14 @@ def validate_create(
             _invalid("metadata.generateName", go_quote(generate_name), problem)
             for problem in name_rule(generate_name, True)
         ]
-    causes += _name_causes(_text(meta.get("name")), name_rule)
-    return causes + _common(meta, namespaced=namespaced)
+    return causes + _name_causes(_text(meta.get("name")), name_rule)
+
+
+def validate_create(
+    meta: Mapping[str, Any], *, namespaced: bool, name_rule: NameRule = dns_subdomain_name
+) -> list[Cause]:
+    """ValidateObjectMetaAccessor of a new object whose name has been generated."""
+    return _names(meta, name_rule) + _common(meta, namespaced=namespaced)
 
 
 def validate_update(
@@ -102,14 +106,7 @@ def validate_update(
     name_rule: NameRule = path_segment_name,
 ) -> list[Cause]:
     """validateCommonFields of an update: the object's rules and what may not change."""
-    causes: list[Cause] = []
-    generate_name = _text(meta.get("generateName"))
-    if generate_name:
-        causes += [
-            _invalid("metadata.generateName", go_quote(generate_name), problem)
-            for problem in name_rule(generate_name, True)
-        ]
-    causes += _name_causes(_text(meta.get("name")), name_rule)
+    causes = _names(meta, name_rule)
     # Client-sent managedFields are the field manager's to replace or ignore
     # (plnt.registry.managedfields), as kube's field manager does before validation.
     causes += _common(meta, namespaced=namespaced, managed=False)
