@@ -29,9 +29,16 @@ class InvokeRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    inputs: Any = Field(description="The workflow's inputs, checked by the runner.")
-    api_version: str | None = Field(default=None, alias="apiVersion")
-    kind: str | None = None
+    inputs: Any = Field(
+        description="The workflow's inputs, checked by the runner.",
+        # Any value parses, so the runner words a refusal with the workflow's schema; what
+        # the API documents (OpenAPI) is what that schema takes: an object.
+        json_schema_extra={"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+    )
+    api_version: str | None = Field(
+        default=None, alias="apiVersion", description="May name the body; not checked."
+    )
+    kind: str | None = Field(default=None, description="May name the body; not checked.")
 
     @classmethod
     def parse(cls, body: Any) -> InvokeRequest:

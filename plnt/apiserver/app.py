@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import ssl
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +44,7 @@ from plnt.registry import events, workflowruns
 from plnt.registry.catalog import all_resources, core_resources
 from plnt.registry.definitions import ResourceDefinition
 from plnt.registry.events import EventWriter
+from plnt.registry.hooks import Admission
 from plnt.registry.store import ResourceStore
 from plnt.sagas.control import DeployControl
 from plnt.storage.cache import CachedStore
@@ -99,7 +100,11 @@ def _storage_context(
             app[keys.STORAGE] = store
             if standalone:  # plnt's own Namespaces, and NamespaceLifecycle on the rest
                 stores = namespace_stores.standalone_stores(
-                    resources, store, lambda d, s: _resource_store(app, d, s, standalone=True)
+                    resources,
+                    store,
+                    lambda d, s, admission: _resource_store(
+                        app, d, s, admission=admission, standalone=True
+                    ),
                 )
             else:
                 stores = {
@@ -124,14 +129,20 @@ def _storage_context(
 
 
 def _resource_store(
-    app: web.Application, d: ResourceDefinition, storage: Store, *, standalone: bool
+    app: web.Application,
+    d: ResourceDefinition,
+    storage: Store,
+    *,
+    admission: Sequence[Admission] = (),
+    standalone: bool,
 ) -> ResourceStore:
-    """WorkflowRuns of a server with sagas get the deploy hooks and the teardown finalizer."""
+    """WorkflowRuns of a server with sagas get the deploy hooks (after every stored write)
+    and the teardown finalizer."""
     hooks = app.get(run_keys.DEPLOY_HOOKS)
     if hooks is not None and d is workflowruns.DEFINITION:
         definition = workflowruns.with_teardown(standalone=standalone)
-        return deployhooks.HookedResourceStore(definition, storage, hooks=hooks)
-    return ResourceStore(d, storage)
+        return ResourceStore(definition, storage, admission=admission, after_write=(hooks,))
+    return ResourceStore(d, storage, admission=admission)
 
 
 async def _deploy_context(app: web.Application) -> AsyncIterator[None]:

@@ -5,7 +5,8 @@ Authorizers answer ALLOW, DENY or NO_OPINION for the request attributes kube der
 non-resource requests). `UnionAuthorizer` asks them in order and the first ALLOW or DENY
 wins; when every one has no opinion the request is denied. The standalone chain is:
 the always-allowed group `system:masters`, the always-allowed health paths, then a small
-explicit YAML policy (format in docs/security.md). Under `plnt serve` a
+explicit YAML policy (format in docs/security.md), by default `default_policy`, whose
+grants on resources each kind declares beside its definition. Under `plnt serve` a
 SubjectAccessReview authorizer takes the policy's place (`delegation`).
 
 Authorizers that can also say *everything* a user may do implement `RuleResolver`
@@ -32,6 +33,8 @@ import pydantic
 import yaml
 
 from plnt.apiserver import authn
+from plnt.registry import catalog
+from plnt.registry.definitions import ResourceDefinition
 from plnt.registry.labelnames import go_quote
 
 ALWAYS_ALLOWED_PATHS: tuple[str, ...] = ("/healthz", "/livez", "/readyz")
@@ -409,44 +412,32 @@ def parse_policy(document: Any, *, source: str = "policy") -> Policy:
         raise PolicyError(f"{source} is invalid: {problems}") from error
 
 
-def default_policy() -> Policy:
-    """Standalone defaults: admins everything, viewers read (a bench's progress too),
-    invokers invoke, bench (`workflowruns/bench`) and use the OpenAI endpoint
-    (`workflowruns/proxy`), every authenticated user discovery and health."""
-    read_only = ("get", "list", "watch")
+def kind_rules(definitions: Iterable[ResourceDefinition]) -> list[dict[str, Any]]:
+    """Every kind's grants (`ResourceDefinition.grants`) as policy rules: one rule per
+    group and verbs, its resources in the kinds' order."""
+    merged: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for d in definitions:
+        for grant in d.grants:
+            resources = merged.setdefault((grant.group, grant.verbs), [])
+            resources += [f"{d.plural}/{part}" if part else d.plural for part in grant.parts]
+    return [
+        {"groups": [group], "verbs": list(verbs), "resources": resources}
+        for (group, verbs), resources in merged.items()
+    ]
+
+
+def default_policy(
+    definitions: Iterable[ResourceDefinition] = catalog.STANDALONE_RESOURCES,
+) -> Policy:
+    """Standalone defaults: admins everything; what each kind grants the standing groups
+    (viewers read, invokers run: `kind_rules`); every authenticated user discovery and
+    health; scrapers (`MONITORING_GROUP`) /metrics and health."""
     return parse_policy(
         {
             "rules": [
                 {"groups": [authn.SYSTEM_MASTERS], "verbs": ["*"], "resources": ["*"]},
                 {"groups": [authn.SYSTEM_MASTERS], "verbs": ["*"], "nonResourcePaths": ["*"]},
-                {
-                    "groups": ["plnt:viewers"],
-                    "verbs": list(read_only),
-                    "resources": [
-                        "workflowruns",
-                        "workflowruns/status",
-                        "workflowruns/scale",
-                        "workflowruns/bench",
-                        "plntbackends",
-                        "plntbackends/status",
-                        "events",
-                    ],
-                },
-                {
-                    "groups": ["plnt:invokers"],
-                    "verbs": ["create"],
-                    "resources": ["workflowruns/invoke"],
-                },
-                {  # start a bench and follow it (viewers may follow it too)
-                    "groups": ["plnt:invokers"],
-                    "verbs": ["get", "create"],
-                    "resources": ["workflowruns/bench"],
-                },
-                {  # the OpenAI endpoint: GET /v1/models, POST /v1/chat/completions
-                    "groups": ["plnt:invokers"],
-                    "verbs": ["get", "create"],
-                    "resources": ["workflowruns/proxy"],
-                },
+                *kind_rules(definitions),
                 {
                     "groups": [authn.SYSTEM_AUTHENTICATED],
                     "verbs": ["get"],

@@ -8,7 +8,7 @@ plnt does the same with `ServingLimits.idle_connection_timeout_seconds`.
 aiohttp's keep-alive timer runs only while a connection waits for its next request
 (from the moment it is accepted, so a connection that never sends a request, or never
 finishes one, is closed too). A connection whose handler is running — a watch, a
-streamed invoke, a slow list — is not idle, so long-lived streams are never cut.
+stream from a runner, a slow list — is not idle, so long-lived streams are never cut.
 """
 
 from __future__ import annotations

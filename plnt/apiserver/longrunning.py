@@ -3,27 +3,53 @@
 A long-running request lasts as long as its client or its upstream wants, not as long
 as the server needs to compute an answer, so it must not hold one of the few slots
 `inflight` hands out (a hundred open watches would otherwise lock every client out),
-and its duration says nothing about the server's latency. kube-apiserver's
-`BasicLongRunningRequestCheck` decides this from the request info: the `watch` and
-`proxy` verbs, and a set of subresources. plnt's long-running subresources are the
-runtime ones that wait on runners or models:
+and its duration says nothing about the server's latency.
 
-* `invoke` — any invocation, streamed or not: it waits as long as the workflow runs
-  (up to the invoke timeout), however little the server itself does;
-* `proxy` — the OpenAI-compatible relay, streamed when the model streams;
-* `bench` — a benchmark of a run's runners, seconds to minutes;
-* `invocations` when watched (`?watch=true`): it streams until the client leaves.
+kube decides this from the request info with `BasicLongRunningRequestCheck`
+(k8s.io/apiserver, staging/src/k8s.io/apiserver/pkg/server/filters/longrunning.go),
+given the verbs and subresources its server is composed with: kube-apiserver's are the
+`watch` and `proxy` verbs and the `attach`, `exec`, `proxy`, `log` and `portforward`
+subresources (pkg/controlplane/apiserver/config.go, `BuildGenericConfig`). plnt keeps
+kube's rule as it is (so `proxy` is named here: plnt serves none of the others), and
+adds what each kind declares of its own subresources (`Subresource.long_running`, and
+`long_running_when_watched` for a GET that streams with `?watch=`), read from the
+definitions of every kind plnt serves, so nothing here names a kind.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from multidict import MultiMapping
 
 from plnt.apiserver.requestinfo import RequestInfo
+from plnt.registry import catalog
+from plnt.registry.definitions import ResourceDefinition
 
 LONG_RUNNING_VERBS = frozenset({"watch", "proxy"})
-LONG_RUNNING_SUBRESOURCES = frozenset({"invoke", "proxy", "bench"})
-WATCHABLE_SUBRESOURCES = frozenset({"invocations"})
+"""kube-apiserver's long-running verbs."""
+LONG_RUNNING_SUBRESOURCES = frozenset({"proxy"})
+"""kube-apiserver's long-running subresources that plnt serves (of any resource)."""
+
+_Key = tuple[str, str, str]
+"""(API group, resource, subresource)."""
+
+
+def _declared(definitions: Iterable[ResourceDefinition]) -> tuple[frozenset[_Key], frozenset[_Key]]:
+    """The subresources declared long-running, and those long-running when watched."""
+    always: set[_Key] = set()
+    watched: set[_Key] = set()
+    for d in definitions:
+        for sub in d.subresources:
+            if sub.long_running:
+                always.add((d.group, d.plural, sub.name))
+            if sub.long_running_when_watched:
+                watched.add((d.group, d.plural, sub.name))
+    return frozenset(always), frozenset(watched)
+
+
+# Standalone serves every kind plnt serves anywhere (a superset of `plnt serve`'s).
+_ALWAYS, _WHEN_WATCHED = _declared(catalog.all_resources(standalone=True))
 
 
 def _watching(query: MultiMapping[str]) -> bool:
@@ -33,11 +59,12 @@ def _watching(query: MultiMapping[str]) -> bool:
 
 
 def is_long_running(info: RequestInfo, query: MultiMapping[str]) -> bool:
-    """True for watches, proxies, invocations, benchmarks and watched invocation logs."""
+    """True for kube's long-running verbs and subresources, and for those a kind declares."""
     if info.verb in LONG_RUNNING_VERBS:
         return True
-    if not info.is_resource_request:
+    if not info.is_resource_request or not info.subresource:
         return False
     if info.subresource in LONG_RUNNING_SUBRESOURCES:
         return True
-    return info.subresource in WATCHABLE_SUBRESOURCES and _watching(query)
+    key = (info.api_group, info.resource, info.subresource)
+    return key in _ALWAYS or (key in _WHEN_WATCHED and _watching(query))

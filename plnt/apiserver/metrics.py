@@ -52,7 +52,7 @@ class InFlightCollector(Collector):
         yield dropped
         yield GaugeMetricFamily(
             "plnt_apiserver_longrunning_requests",
-            "Long-running requests (watches, invokes, proxies) being served now.",
+            "Long-running requests (watches, proxies, streams) being served now.",
             value=self._limiter.long_running,
         )
 

@@ -13,9 +13,7 @@ import hashlib
 import json
 from typing import Any
 
-from plnt.api.bench import Bench
-from plnt.api.workflowruns import WorkflowRunRollback
-from plnt.registry.definitions import ResourceDefinition, Subresource
+from plnt.registry.definitions import ResourceDefinition, Schema, Subresource
 
 PATCH_CONTENT_TYPES = (
     "application/json-patch+json",
@@ -93,12 +91,6 @@ def schemas(definitions: tuple[ResourceDefinition, ...], *, ref_prefix: str) -> 
 STATUS_NAME = "io.k8s.apimachinery.pkg.apis.meta.v1.Status"
 SCALE_NAME = "io.k8s.api.autoscaling.v1.Scale"
 _OPEN_OBJECT: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-_SUBRESOURCE_BODIES = {
-    "invoke": "WorkflowRunInvocationRequest",
-    "rollback": "WorkflowRunRollback",
-    "bench": "Bench",
-}
-"""Request body schemas of the POST-only subresources (by subresource name)."""
 
 
 def _sub_name(d: ResourceDefinition, sub: Subresource) -> str:
@@ -112,49 +104,37 @@ def _sub_name(d: ResourceDefinition, sub: Subresource) -> str:
     return _definition_name(d, sub.kind)
 
 
+def _named_schemas(d: ResourceDefinition, schema: Schema, *, ref_prefix: str) -> dict[str, Any]:
+    """A declared schema under its name in `d`'s group and version, with a model's nested
+    types beside it (named as the kinds' own are)."""
+    if schema.model is None:
+        return {_definition_name(d, schema.name): dict(schema.json_schema or {})}
+    raw = schema.model.model_json_schema(by_alias=True, mode="validation")
+    defs = raw.pop("$defs", {})
+    rename = {model: _definition_name(d, model) for model in defs}
+    out = {rename[model]: _to_openapi(nested, rename, ref_prefix) for model, nested in defs.items()}
+    out[_definition_name(d, schema.name)] = _to_openapi(raw, rename, ref_prefix)
+    return out
+
+
 def _subresource_schemas(
     definitions: tuple[ResourceDefinition, ...], *, ref_prefix: str
 ) -> dict[str, Any]:
-    """Schemas of subresource bodies and answers that are not kinds of their own."""
+    """Schemas of subresource bodies and answers that are not kinds of their own: Scale and
+    Status as kube publishes them, the rest as each kind declares them."""
     out: dict[str, Any] = {}
     for d in definitions:
         for sub in d.subresources:
-            name = _sub_name(d, sub)
             if sub.kind == "Scale":
-                out[name] = SCALE_SCHEMA
+                out[SCALE_NAME] = SCALE_SCHEMA
             elif sub.kind == "Status":
-                out[name] = STATUS_SCHEMA
-            elif sub.kind == "Bench":  # the body and the answer of /bench
-                raw = Bench.model_json_schema(by_alias=True, mode="validation")
-                defs = raw.pop("$defs", {})
-                rename = {model: _definition_name(d, model) for model in defs}
-                for model, schema in defs.items():
-                    out.setdefault(rename[model], _to_openapi(schema, rename, ref_prefix))
-                out[name] = _to_openapi(raw, rename, ref_prefix)
-            elif sub.kind == "WorkflowRunInvocationList":
-                out[name] = {
-                    "type": "object",
-                    "description": "The last invocations of a run made by this API server.",
-                    "properties": {
-                        "apiVersion": {"type": "string"},
-                        "kind": {"type": "string"},
-                        "metadata": {"type": "object"},
-                        "items": {"type": "array", "items": INVOCATION_ENTRY_SCHEMA},
-                    },
-                }
+                out[STATUS_NAME] = STATUS_SCHEMA
+            elif sub.answer is not None:
+                out.update(_named_schemas(d, sub.answer, ref_prefix=ref_prefix))
             elif sub.kind != d.kind:
-                out[name] = {**_OPEN_OBJECT, "description": "The runner's answer, unchanged."}
-            body = _SUBRESOURCE_BODIES.get(sub.name)
-            if body == "WorkflowRunRollback":
-                raw = WorkflowRunRollback.model_json_schema(by_alias=True, mode="validation")
-                out[_definition_name(d, body)] = _to_openapi(raw, {}, ref_prefix)
-            elif body is not None and body != "Bench":
-                out[_definition_name(d, body)] = {
-                    "type": "object",
-                    "description": 'The invoke envelope: {"inputs": {...}}.',
-                    "required": ["inputs"],
-                    "properties": {"inputs": _OPEN_OBJECT},
-                }
+                out[_sub_name(d, sub)] = _OPEN_OBJECT
+            if sub.body is not None:
+                out.update(_named_schemas(d, sub.body, ref_prefix=ref_prefix))
     return out
 
 
@@ -313,15 +293,11 @@ def v3_document(
                 )
             if "create" in sub.verbs:
                 post = _v3_operation(d, "post", sub_ref, gvk=sub_gvk, params=[_DRY_RUN])
-                body = _SUBRESOURCE_BODIES.get(sub.name)
-                if body is not None:
+                if sub.body is not None:
+                    body_ref = prefix + _definition_name(d, sub.body.name)
                     post["requestBody"] = {
-                        "required": sub.name not in ("rollback", "bench"),
-                        "content": {
-                            "application/json": {
-                                "schema": {"$ref": prefix + _definition_name(d, body)}
-                            }
-                        },
+                        "required": sub.body_required,
+                        "content": {"application/json": {"schema": {"$ref": body_ref}}},
                     }
                 ops["post"] = post
             paths[f"{item}/{sub.name}"] = ops
@@ -335,18 +311,6 @@ def v3_document(
 
 
 _DRY_RUN = _query("dryRun", "When present (All), modifications are not persisted.")
-
-INVOCATION_ENTRY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "time": {"type": "string"},
-        "revision": {"type": "integer"},
-        "endpoint": {"type": "string"},
-        "status": {"type": "integer"},
-        "durationMs": {"type": "number"},
-        "cache": {"type": "string"},
-    },
-}
 
 STATUS_SCHEMA: dict[str, Any] = {
     "type": "object",

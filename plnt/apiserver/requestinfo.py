@@ -15,7 +15,15 @@ from multidict import MultiMapping
 from plnt.registry import fieldselectors, selectors
 
 PATH_SUBRESOURCES = frozenset({"proxy"})
-"""Subresources whose URL may continue with a path of its own (kube's `Parts[3:]`)."""
+"""Subresources whose URL may continue with a path of its own (kube's `Parts[3:]`).
+
+kube's `RequestInfoFactory` (staging/src/k8s.io/apiserver/pkg/endpoints/request/
+requestinfo.go) keeps any such tail, and its route installer
+(staging/src/k8s.io/apiserver/pkg/endpoints/installer.go) serves one only for a
+subresource whose storage asks for it (a `rest.Connecter` whose `NewConnectOptions`
+answers a subpath): in kube those are the `proxy` subresources (pods, services, nodes).
+plnt parses before it knows the kind, so it names kube's one path-taking subresource
+here, and answers any other tail as no resource (404)."""
 
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 """`/api/v1/namespaces/NAME/status` is the Namespace's subresource, not a resource `status`."""

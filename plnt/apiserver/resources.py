@@ -6,11 +6,10 @@ call. Representation (object, Table, PartialObjectMetadata) is decided by
 `negotiation` and applied here, after the registry has answered.
 
 A kind's own subresources (those that are not a part of the object, as `status` is) are
-served by the handlers its package registered (`kinds`), looked up per request; deploy
-warnings that writes collect on the way (see `workflowruns.deployhooks`) become `Warning`
-headers here, whatever handler answered. Nothing here decides what a write means: Events
-and deploy submissions come from the registry's after-write hook, which every write path
-reaches.
+served by the handlers its package registered (`kinds`), looked up per request. Nothing
+here decides what a write means: Events and deploy submissions come from the registry's
+after-write step, which every write path reaches; its warnings come back in the write's
+result and go out as `Warning` headers with the write's own.
 """
 
 from __future__ import annotations
@@ -24,10 +23,9 @@ from aiohttp import web
 from plnt.api import errors
 from plnt.apiserver import keys, negotiation, params, patching, responses, watch
 from plnt.apiserver.requestinfo import RequestInfo
-from plnt.apiserver.workflowruns import deployhooks  # its warnings' ContextVar, for now
 from plnt.registry import patches, tables, typemeta
 from plnt.registry.definitions import Object
-from plnt.registry.options import ListPage, WriteOptions
+from plnt.registry.options import ListPage, Warnings, WriteOptions
 from plnt.registry.store import ResourceStore
 
 
@@ -206,8 +204,9 @@ async def _patch(
 async def _delete(request: web.Request, store: ResourceStore, info: RequestInfo) -> web.Response:
     limit = request.app[keys.SETTINGS].max_request_body_bytes
     options = await params.delete_options(request, limit=limit)
-    obj, _ = await store.delete(info.namespace, info.name, options)
-    return responses.json_response(obj)
+    warnings: Warnings = []
+    obj, _ = await store.delete(info.namespace, info.name, options, warnings=warnings)
+    return responses.json_response(obj, warnings=warnings)
 
 
 async def _delete_collection(
@@ -216,8 +215,9 @@ async def _delete_collection(
     limit = request.app[keys.SETTINGS].max_request_body_bytes
     list_options = params.list_options(request.query, store.definition, watch=False)
     options = await params.delete_options(request, limit=limit)
-    page = await store.delete_collection(info.namespace, list_options, options)
-    return responses.json_response(encode_list(request, store, page))
+    warnings: Warnings = []
+    page = await store.delete_collection(info.namespace, list_options, options, warnings=warnings)
+    return responses.json_response(encode_list(request, store, page), warnings=warnings)
 
 
 _Handler = Callable[[web.Request, ResourceStore, RequestInfo], Awaitable[web.StreamResponse]]
@@ -234,17 +234,8 @@ _VERBS: dict[str, _Handler] = {
 
 
 async def dispatch(request: web.Request) -> web.StreamResponse:
-    """Serve any resource request; deploy warnings of its writes go out as headers."""
-    with deployhooks.collect_warnings() as deploy_warnings:
-        response = await _dispatch(request)
-    if deploy_warnings and not response.prepared:
-        for text in deploy_warnings:
-            response.headers.add("Warning", deployhooks.warning_value(text))
-    return response
-
-
-async def _dispatch(request: web.Request) -> web.StreamResponse:
-    """Find the resource, then the verb's (or subresource's) handler."""
+    """Serve any resource request: find the resource, then the verb's (or subresource's)
+    handler."""
     info: RequestInfo = request[keys.REQUEST_INFO]
     store = find_store(request, info)
     d = store.definition

@@ -13,6 +13,7 @@ from aiohttp import web
 
 from plnt.api import codec, errors
 from plnt.registry import fieldvalidation
+from plnt.registry.options import AgentWarning
 
 JSON_CONTENT_TYPE = "application/json"
 
@@ -27,7 +28,7 @@ def json_response(
     status: int = 200,
     content_type: str = JSON_CONTENT_TYPE,
     headers: dict[str, str] | None = None,
-    warnings: Iterable[str] = (),
+    warnings: Iterable[str | AgentWarning] = (),
 ) -> web.Response:
     response = web.Response(body=dumps(body), status=status, headers=headers)
     response.headers["Content-Type"] = content_type
@@ -35,10 +36,15 @@ def json_response(
     return response
 
 
-def add_warnings(response: web.StreamResponse, warnings: Iterable[str]) -> None:
-    """One `Warning: 299 - "text"` header per warning, as kube's warning recorder writes."""
-    for text in warnings:
-        response.headers.add("Warning", fieldvalidation.warning_header_value(text))
+def add_warnings(response: web.StreamResponse, warnings: Iterable[str | AgentWarning]) -> None:
+    """One `Warning: 299 - "text"` header per warning, as kube's warning recorder writes;
+    `299 <agent> "text"`, whole, for a warning that names its agent."""
+    for warning in warnings:
+        if isinstance(warning, AgentWarning):
+            escaped = warning.text.replace("\\", "\\\\").replace('"', '\\"')
+            response.headers.add("Warning", f'299 {warning.agent} "{escaped}"')
+        else:
+            response.headers.add("Warning", fieldvalidation.warning_header_value(warning))
 
 
 def status_response(error: errors.APIError) -> web.Response:

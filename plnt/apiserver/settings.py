@@ -52,7 +52,9 @@ class ServerSettings:
     requestheader_allowed_names: tuple[str, ...] = ("front-proxy-client",)
     watch_cache: bool = True
     max_request_body_bytes: int = MAX_REQUEST_BODY_BYTES
-    invoke_timeout_seconds: float = 300.0
+    upstream_timeout_seconds: float = 300.0
+    """How long a subresource that relays to what a kind runs (a run's runners) waits for
+    the whole answer, a stream included."""
     min_request_timeout_seconds: int = 1800
     bookmark_interval_seconds: float = 60.0
     version: str = "v1.37.0-plnt.1"

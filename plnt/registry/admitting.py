@@ -1,23 +1,157 @@
-"""The checks every write makes before storage, in the order the store runs them.
+"""The hooks every write runs before storage, in their one order: `before_create`, `before_update`.
 
-Identity (apiVersion, kind, namespace and name must agree with the URL: 400) and
-metadata that decodes as kube's ObjectMeta (a wrong JSON type: 400, or 422 naming
-`patch` for a patch's result; see `objectmeta`), field validation (`fieldValidation`:
-Strict fails, Warn warns, Ignore drops unknown and duplicate fields), then validation
-(ObjectMeta's rules, the structural schema and the kind's rules, every error at once:
-422), warnings and canonicalisation. Pure functions of a definition and an object, no
-storage. Nothing a client sends gets past here as anything but an API error: a
-validation failure is never a 500.
+Create, update (PUT, PATCH and every subresource) and server-side apply (which creates
+or updates through the same two) all run:
+
+1. identity: apiVersion, kind, namespace and name must agree with the URL (400), and
+   metadata must decode as kube's ObjectMeta (a wrong JSON type: 400, or 422 naming
+   `patch` for a patch's result; see `metadecoding`);
+2. on update, the resourceVersion precondition (409 when the body's is stale);
+3. field validation (`fieldValidation`: Strict fails, Warn warns, Ignore drops unknown
+   and duplicate fields);
+4. the strategy's prepare (server fields cleared on create, with a new uid,
+   creationTimestamp and generated name; status or spec kept on update);
+5. validation (ObjectMeta's rules, the structural schema and the kind's rules, every
+   error at once: 422), warnings and canonicalisation;
+6. managedFields (`plnt.registry.managedfields`), unless server-side apply set them.
+
+Pure functions of a definition and objects, no storage: the store runs its admission
+hooks and storage after these (`plnt.registry.hooks`). Nothing a client sends gets past
+here as anything but an API error: a validation failure is never a 500.
 """
 
 from __future__ import annotations
 
+import secrets
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
 import pydantic
 
 from plnt.api import errors
-from plnt.registry import fieldcauses, fieldvalidation, objectmeta
-from plnt.registry.definitions import Object, ResourceDefinition
+from plnt.api.meta import now_rfc3339
+from plnt.registry import (
+    fieldcauses,
+    fieldvalidation,
+    managedfields,
+    metadecoding,
+    metavalidation,
+)
+from plnt.registry.definitions import ResourceDefinition
+from plnt.registry.objects import Object
 from plnt.registry.options import WriteOptions
+from plnt.registry.storedobjects import parse_resource_version
+
+_GENERATE_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def before_create(
+    definition: ResourceDefinition,
+    obj: Object,
+    *,
+    namespace: str,
+    options: WriteOptions,
+    applied: Sequence[managedfields.Entry] | None = None,
+) -> tuple[Object, list[str]]:
+    """A create's hooks in order (see the module doc); the object to store and its warnings.
+
+    `obj` is changed in place (field validation may return another dict: use the one
+    returned). `applied` are the managedFields of a create by server-side apply.
+    """
+    check_identity(definition, obj, namespace=namespace, name=None, is_patch=options.is_patch)
+    obj, warnings = field_validation(definition, obj, options)
+    meta = obj["metadata"]
+    generating = generates_name(obj)
+    sent_managed = meta.get("managedFields")
+    definition.strategy.prepare_for_create(obj)
+    meta["uid"] = str(uuid.uuid4())
+    meta["creationTimestamp"] = now_rfc3339()
+    if generating:
+        meta["name"] = generated_name(meta["generateName"])
+    warnings += validate(definition, obj, None)
+    if applied is not None:
+        managedfields.store_entries(obj, applied)
+    else:
+        _record_managed_fields(definition, obj, {}, sent_managed, options, subresource="")
+    return obj, warnings
+
+
+def before_update(
+    definition: ResourceDefinition,
+    new: Object,
+    old: Object,
+    *,
+    namespace: str,
+    name: str,
+    options: WriteOptions,
+    subresource: str = "",
+    applying_write: bool = False,
+) -> tuple[Object, list[str]]:
+    """An update's hooks in order (see the module doc); the object to store and its warnings.
+
+    `new` is the requested object (a PUT body, a patch applied to `old`), changed in
+    place; `old` the stored one. `applying_write`: server-side apply already set `new`'s
+    managedFields.
+    """
+    if not isinstance(new, dict):
+        raise errors.BadRequest("the request body must be a JSON object")
+    check_identity(definition, new, namespace=namespace, name=name, is_patch=options.is_patch)
+    wanted_rv = new["metadata"].get("resourceVersion")
+    if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
+        parse_resource_version(str(wanted_rv), field_name="metadata.resourceVersion")
+        raise errors.Conflict.of(definition.group_resource, name, errors.OPTIMISTIC_LOCK_MESSAGE)
+    # No resourceVersion: an unconditional update of the stored revision, as kube
+    # sets it before validating (so "must be specified for an update" never applies).
+    new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+    new, warnings = field_validation(definition, new, options)
+    sent_managed = new["metadata"].get("managedFields")
+    if subresource == "status":
+        definition.strategy.prepare_for_status_update(new, old)
+    else:
+        definition.strategy.prepare_for_update(new, old)
+    warnings += validate(definition, new, old)
+    if not applying_write:
+        _record_managed_fields(definition, new, old, sent_managed, options, subresource=subresource)
+    new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+    return new, warnings
+
+
+def generates_name(obj: Object) -> bool:
+    """The object is to be named from its `generateName` (it sends no name)."""
+    meta = obj.get("metadata")
+    return isinstance(meta, dict) and not meta.get("name") and bool(meta.get("generateName"))
+
+
+def generated_name(prefix: str) -> str:
+    """`prefix` and five random characters, as kube's SimpleNameGenerator makes them."""
+    return prefix + "".join(secrets.choice(_GENERATE_NAME_ALPHABET) for _ in range(5))
+
+
+def _record_managed_fields(
+    definition: ResourceDefinition,
+    new: Object,
+    old: Object,
+    sent: Any,
+    options: WriteOptions,
+    *,
+    subresource: str,
+) -> None:
+    """Set `new`'s managedFields after a create/update/patch by `options.field_manager`."""
+    base = managedfields.base_entries(sent, old or None, subresource=subresource)
+    entries = managedfields.record_update(
+        base,
+        old,
+        new,
+        manager=options.field_manager,
+        api_version=definition.api_version,
+        now=now_rfc3339(),
+        subresource=subresource,
+        ignored=managedfields.ignored_fields(
+            old, new, subresource=subresource, has_status=definition.strategy.has_status
+        ),
+    )
+    managedfields.store_entries(new, entries)
 
 
 def check_identity(
@@ -30,7 +164,7 @@ def check_identity(
 ) -> None:
     """apiVersion/kind/namespace/name in the body must agree with the URL (400 otherwise).
 
-    Metadata must first decode as kube's ObjectMeta (`objectmeta.decode_error`).
+    Metadata must first decode as kube's ObjectMeta (`metadecoding.decode_error`).
     """
     d = definition
     api_version = obj.get("apiVersion")
@@ -45,7 +179,7 @@ def check_identity(
             f"the kind in the data ({kind}) does not match the expected kind ({d.kind})"
         )
     obj["apiVersion"], obj["kind"] = d.api_version, d.kind
-    problem = objectmeta.decode_error(obj.get("metadata"), kind=d.kind)
+    problem = metadecoding.decode_error(obj.get("metadata"), kind=d.kind)
     if problem is not None:
         raise _undecodable(d, obj, problem, is_patch=is_patch)
     meta = obj.get("metadata")
@@ -134,19 +268,19 @@ def validate(definition: ResourceDefinition, obj: Object, old: Object | None) ->
     name = meta.get("name")
     name = name if isinstance(name, str) else ""
     if old is None:
-        causes = objectmeta.validate_create(
+        causes = metavalidation.validate_create(
             meta, namespaced=definition.namespaced, name_rule=strategy.name_rule
         )
         causes += strategy.validate(obj)
     else:
-        causes = objectmeta.validate_update(
+        causes = metavalidation.validate_update(
             meta, old.get("metadata", {}), namespaced=definition.namespaced
         )
         causes += strategy.validate_update(obj, old)
     if causes:
         raise errors.Invalid.of(definition.qualified_kind, name, _unique(causes))
     old_meta = old.get("metadata", {}) if old is not None else None
-    warnings = objectmeta.finalizer_warnings(meta, old_meta) + strategy.warnings(obj)
+    warnings = metavalidation.finalizer_warnings(meta, old_meta) + strategy.warnings(obj)
     try:
         strategy.canonicalize(obj)
     except pydantic.ValidationError as error:  # a strategy changed what it had validated

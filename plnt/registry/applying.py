@@ -46,7 +46,6 @@ import pydantic
 
 from plnt.api import errors
 from plnt.registry import fieldvalidation
-from plnt.registry.definitions import Object
 from plnt.registry.managedfields import (
     APPLY,
     EMPTY,
@@ -61,6 +60,7 @@ from plnt.registry.managedfields import (
     with_parents,
     without_prefixes,
 )
+from plnt.registry.objects import Object
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 KUBECTL = "kubectl"

@@ -2,9 +2,9 @@
 
 `ResourceStore` describes every write that reached storage (create, update — which covers
 PUT, PATCH, server-side apply and every subresource — and delete) as one `Change`, and
-hands it to its after-write hook. A kind's definition supplies `TransitionRules`, pure
-functions from a `Change` to the `Transition`s worth an Event, so the same transition
-gives the same Event whichever HTTP path made it.
+hands it to its after-write step (Events, then `hooks.AfterWrite`). A kind's definition
+supplies `TransitionRules`, pure functions from a `Change` to the `Transition`s worth an
+Event, so the same transition gives the same Event whichever HTTP path made it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from plnt.registry.definitions import Object
+from plnt.registry.objects import Object
 
 
 def _meta(obj: Object | None) -> dict[str, Any]:

@@ -3,52 +3,101 @@
 A `ResourceDefinition` is data; discovery, OpenAPI, Table printing and storage
 keys are all derived from it, so adding a kind means writing one definition and
 one strategy (and, when its changes deserve Events, transition rules), nothing in
-the HTTP layer.
+the HTTP layer. `Object` and `lookup` live in `objects`, below every other registry
+module; they are named here too for the callers that read a definition and its objects.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
 from plnt.api.errors import GroupResource
-
-if TYPE_CHECKING:
-    from plnt.registry.changes import TransitionRules
-    from plnt.registry.strategy import Strategy
-
-Object = dict[str, Any]
-
-
-def lookup(obj: Object, *path: str) -> Any:
-    """The value at `path` in a JSON object, or None where any step is missing or not a map.
-
-    Printer columns and field selectors read optional nested fields of
-    unvalidated-looking data with it, never raising.
-    """
-    value: Any = obj
-    for part in path:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
-
+from plnt.registry.changes import TransitionRules
+from plnt.registry.objects import Object as Object
+from plnt.registry.objects import lookup as lookup
+from plnt.registry.strategy import Strategy
 
 STANDARD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
 
+@dataclass(frozen=True, slots=True, eq=False)  # by identity: a JSON schema is a dict
+class Schema:
+    """A named body schema for the OpenAPI documents: a pydantic model's, or (for a body
+    no model describes, such as a runner's answer) a JSON schema written out."""
+
+    name: str
+    """The schema's name within the kind's group and version (`WorkflowRunRollback`)."""
+    model: type[BaseModel] | None = None
+    json_schema: Mapping[str, Any] | None = None
+    """OpenAPI 3.0 / Swagger 2.0 as it is to be published; only without `model`."""
+
+    def __post_init__(self) -> None:
+        if (self.model is None) == (self.json_schema is None):
+            raise ValueError(f"schema {self.name!r} needs exactly one of model and json_schema")
+
+
 @dataclass(frozen=True, slots=True)
 class Subresource:
-    """A subresource such as `status`, `scale` or `invoke`, with its own response kind."""
+    """A subresource such as `status`, `scale` or `invoke`, with its own response kind.
+
+    What the generic machinery cannot derive from `kind` the kind declares here: the
+    schemas of a body and of an answer that is not a kind of its own (OpenAPI), and
+    whether a request lasts as long as its client or upstream wants (`long_running`,
+    so it holds no max-in-flight slot). kube declares the same per storage: a
+    subresource's REST storage names its request and answer types, and the server's
+    LongRunningFunc names the long-running subresources.
+    """
 
     name: str
     kind: str
     verbs: tuple[str, ...]
     group: str | None = None
     version: str | None = None
+    body: Schema | None = None
+    """What a `create` (POST) takes; None: no body is documented."""
+    body_required: bool = True
+    answer: Schema | None = None
+    """The answer's schema when it is neither the kind itself, autoscaling/v1 Scale nor a
+    metav1.Status (those the generic documents know); its name is `kind`'s."""
+    long_running: bool = False
+    """Every request lasts as long as its client or upstream wants (an invocation, a relay)."""
+    long_running_when_watched: bool = False
+    """A GET with `?watch=` streams until the client leaves."""
+
+    def __post_init__(self) -> None:
+        if self.answer is not None and self.answer.name != self.kind:
+            raise ValueError(
+                f"the answer of {self.name!r} is a {self.kind}, not {self.answer.name}"
+            )
+
+
+VIEWERS = "plnt:viewers"
+"""The group the standalone default policy lets read what each kind grants it."""
+INVOKERS = "plnt:invokers"
+"""The group the standalone default policy lets run (not edit) what each kind grants it."""
+READ_VERBS = ("get", "list", "watch")
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """What a group may do to this kind in the standalone default policy.
+
+    The kind's share of plnt's standing roles, as a CRD ships ClusterRoles labelled
+    `rbac.authorization.k8s.io/aggregate-to-view` (…-edit) that kube's controller folds
+    into its `view` and `edit` roles: the policy (`plnt.apiserver.authz`) adds every
+    kind's grants to its own rules, so it names no kind.
+    """
+
+    group: str
+    """A user group (`VIEWERS`, `INVOKERS`)."""
+    verbs: tuple[str, ...]
+    parts: tuple[str, ...]
+    """"" for the resource itself, otherwise a subresource's name (a bare resource does not
+    grant its subresources)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +133,8 @@ class ResourceDefinition:
         default=lambda obj: {}  # replaced per kind; metadata fields are always added
     )
     description: str = ""
+    grants: tuple[Grant, ...] = ()
+    """The kind's share of the standalone default policy (see `Grant`)."""
     transitions: TransitionRules | None = None
     """Which Events a stored change deserves (see `plnt.registry.changes`); None: no Events."""
     builtin: bool = False

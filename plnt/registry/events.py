@@ -16,7 +16,8 @@ from typing import Any
 from plnt.api import errors
 from plnt.api.events import Event, event_about
 from plnt.api.meta import parse_time
-from plnt.registry.definitions import Object, PrinterColumn, ResourceDefinition, lookup
+from plnt.registry.definitions import READ_VERBS, VIEWERS, Grant, PrinterColumn, ResourceDefinition
+from plnt.registry.objects import Object, lookup
 from plnt.registry.options import WriteOptions
 from plnt.registry.store import ResourceStore
 from plnt.registry.strategy import Strategy
@@ -143,6 +144,7 @@ DEFINITION = ResourceDefinition(
     description="A record of a state transition of some object.",
     columns=COLUMNS,
     field_labels=_field_labels,
+    grants=(Grant(VIEWERS, READ_VERBS, ("",)),),  # viewers read what happened to runs
     builtin=True,
 )
 

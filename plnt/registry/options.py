@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from plnt.registry.definitions import Object
 from plnt.registry.fieldselectors import FieldSelector
+from plnt.registry.objects import Object
 from plnt.registry.selectors import LabelSelector
 
 
@@ -26,13 +26,33 @@ class WriteOptions:
     """Server-side apply only: take over fields other managers own instead of a 409."""
 
 
+@dataclass(frozen=True, slots=True)
+class AgentWarning:
+    """A warning that names who gives it: `Warning: 299 <agent> "<text>"`.
+
+    A plain string is a warning as kube's apiserver gives them (agent `-`); plnt's own
+    runtime (the deploy hooks) names itself.
+    """
+
+    agent: str
+    text: str
+
+
+Warnings = list[str | AgentWarning]
+"""A write's warnings, in the order they go out as `Warning` headers."""
+
+
 @dataclass(slots=True)
 class WriteResult:
-    """A written object, whether it was created, and the warnings to send back."""
+    """A written object, whether it was created, and the warnings to send back.
+
+    `warnings` are the write's own (field validation, the kind's advice) followed by
+    those its after-write hooks returned.
+    """
 
     object: Object
     created: bool = False
-    warnings: list[str] = field(default_factory=list)
+    warnings: Warnings = field(default_factory=list)
     previous: Object | None = None
 
 

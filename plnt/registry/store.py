@@ -1,49 +1,53 @@
 """The generic resource store: Kubernetes write and read semantics over the storage protocol.
 
-One `ResourceStore` per resource. It fixes the order of every write: identity
-checks → field validation → the strategy's prepare → validate → warn →
-canonicalise → managedFields (the checks before storage are `admitting`'s).
-Storage errors become API errors through `storedobjects.translate`, once, in
-this layer; an object's resourceVersion is its etcd mod revision and is never
-stored in the bytes themselves.
+One `ResourceStore` per resource. Every write runs in one order: `admitting`'s hooks
+(`before_create` or `before_update`: identity, field validation, the strategy's
+prepare, validation, warnings, canonicalisation, managedFields — server-side apply
+creates and updates through the same two), then the admission hooks the composition
+root gave the store (`hooks.Admission`), then storage. Every call into storage runs
+inside `storageerrors.translated`, the one place storage errors become API errors; an
+object's resourceVersion is its etcd mod revision and is never stored in the bytes
+themselves.
 
-Every write that reached storage (never a dry run) ends in one hook,
-`after_write(change)`, whatever HTTP path asked for it: the kind's transition
-rules turn the change into Events there, so POST, PUT, PATCH, apply, `/scale`,
-`/rollback` and delete cannot disagree about them.
+Every write that reached storage (never a dry run) ends in one step,
+`after_write(change)`, whatever HTTP path asked for it: the kind's transition rules
+turn the change into Events there, then the after-write hooks the composition root
+gave the store run (`hooks.AfterWrite`, such as the WorkflowRun deploy hooks), and
+their warnings join the write's result. So POST, PUT, PATCH, apply, `/scale`,
+`/rollback` and delete cannot disagree about either.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
-import secrets
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from plnt.api import errors
 from plnt.api.meta import now_rfc3339
-from plnt.registry import admitting, applying, managedfields, watching
+from plnt.registry import admitting, applying, hooks, managedfields, storageerrors, watching
 from plnt.registry.changes import Change, EventSink
-from plnt.registry.definitions import Object, ResourceDefinition
+from plnt.registry.definitions import ResourceDefinition
+from plnt.registry.objects import Object
 from plnt.registry.options import (
     DeleteOptions,
     ListOptions,
     ListPage,
+    Warnings,
     WriteOptions,
     WriteResult,
     has_filters,
 )
-from plnt.registry.storedobjects import decode, encode, parse_resource_version, translate
+from plnt.registry.storedobjects import decode, encode, parse_resource_version
 from plnt.storage import errors as storage_errors
-from plnt.storage.interface import AdmitsCreates, KeyValue, Store
+from plnt.storage.interface import KeyValue, Store
 
 Transform = Callable[[Object], Object]
 """Maps the stored object to the requested one (a PUT body, or a patch applied)."""
 
-_GENERATE_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATE_NAME_ATTEMPTS = 8
 
 
@@ -62,12 +66,18 @@ class ResourceStore:
         *,
         decoded_cache_size: int = 20_000,
         events: EventSink | None = None,
+        admission: Sequence[hooks.Admission] = (),
+        after_write: Sequence[hooks.AfterWrite] = (),
     ) -> None:
         self.definition = definition
         self.storage = storage
         self.strategy = definition.strategy
         self.events = events
         """Where the Events of the kind's transition rules go; None records none."""
+        self.admission = tuple(admission)
+        """Checks run before a write builds its key, in order (see `plnt.registry.hooks`)."""
+        self.after_write_hooks = tuple(after_write)
+        """What runs after each stored write, after its Events, in order."""
         self._decoded: OrderedDict[tuple[str, int], Object] = OrderedDict()
         self._decoded_cache_size = decoded_cache_size
 
@@ -89,27 +99,27 @@ class ResourceStore:
             self._decoded.move_to_end(cache_key)
         return obj
 
-    async def after_write(self, change: Change) -> None:
+    async def after_write(self, change: Change) -> Warnings:
         """Called once after each successful write that is not a dry run, before the answer.
 
-        Records the Events the definition's transition rules derive from `change`.
-        Subclasses that must react to writes (the deploy hooks) extend this one hook.
+        Records the Events the definition's transition rules derive from `change` (they
+        only queue), then runs the after-write hooks; returns their warnings.
         """
         rules = self.definition.transitions
-        if rules is None or self.events is None:
-            return
-        for transition in rules(change):
-            self.events.record(
-                change.after,
-                type=transition.type,
-                reason=transition.reason,
-                message=transition.message,
-            )
+        if rules is not None and self.events is not None:
+            for transition in rules(change):
+                self.events.record(
+                    change.after,
+                    type=transition.type,
+                    reason=transition.reason,
+                    message=transition.message,
+                )
+        warnings: Warnings = []
+        for hook in self.after_write_hooks:
+            warnings += await hook.after_write(change)
+        return warnings
 
     # --- helpers -----------------------------------------------------------------
-
-    def _not_found(self, name: str) -> errors.NotFound:
-        return errors.NotFound.of(self.definition.group_resource, name)
 
     def _conflict(self, name: str, why: str = errors.OPTIMISTIC_LOCK_MESSAGE) -> errors.Conflict:
         return errors.Conflict.of(self.definition.group_resource, name, why)
@@ -118,14 +128,10 @@ class ResourceStore:
 
     async def get(self, namespace: str, name: str, *, resource_version: str = "") -> Object:
         """The object; resourceVersion "0" accepts any cached state, "" reads the latest."""
-        try:
+        with storageerrors.translated(self.definition, name):
             kv = await self.storage.get(
                 self.definition.key(namespace, name), consistent=resource_version != "0"
             )
-        except storage_errors.KeyNotFound as error:
-            raise self._not_found(name) from error
-        except storage_errors.StorageError as error:
-            raise translate(error) from error
         return self.read(kv)
 
     async def list(self, namespace: str, options: ListOptions) -> ListPage:
@@ -147,7 +153,7 @@ class ResourceStore:
         want = options.limit
         list_revision = revision
         while True:
-            try:
+            with storageerrors.translated(self.definition):
                 page = await self.storage.list(
                     prefix,
                     limit=(want - len(items)) if want else 0,
@@ -155,8 +161,6 @@ class ResourceStore:
                     revision=list_revision,
                     consistent=options.resource_version != "0",
                 )
-            except storage_errors.StorageError as error:
-                raise translate(error) from error
             list_revision = page.revision
             for kv in page.items:
                 obj = self.read(kv)
@@ -168,7 +172,8 @@ class ResourceStore:
                 return ListPage(items, str(page.revision), token, remaining)
 
     async def _wait_not_older_than(self, revision: int) -> None:
-        current = await self.storage.current_revision()
+        with storageerrors.translated(self.definition):
+            current = await self.storage.current_revision()
         if revision > current:
             raise errors.Timeout(
                 f"Too large resource version: {revision}, current: {current}",
@@ -208,49 +213,33 @@ class ResourceStore:
     ) -> WriteResult:
         """Create; `applied` are the managedFields of a create by server-side apply."""
         obj = copy.deepcopy(body)
-        admitting.check_identity(
-            self.definition, obj, namespace=namespace, name=None, is_patch=options.is_patch
+        attempts = _GENERATE_NAME_ATTEMPTS if admitting.generates_name(obj) else 1
+        obj, admitted = admitting.before_create(
+            self.definition, obj, namespace=namespace, options=options, applied=applied
         )
-        obj, warnings = admitting.field_validation(self.definition, obj, options)
+        warnings: Warnings = [*admitted]
         meta = obj["metadata"]
-        generate = not meta.get("name") and meta.get("generateName")
-        sent_managed = meta.get("managedFields")
-        self.strategy.prepare_for_create(obj)
-        meta["uid"] = str(uuid.uuid4())
-        meta["creationTimestamp"] = now_rfc3339()
-        attempts = _GENERATE_NAME_ATTEMPTS if generate else 1
         for attempt in range(attempts):
-            if generate:
-                suffix = "".join(secrets.choice(_GENERATE_NAME_ALPHABET) for _ in range(5))
-                meta["name"] = f"{meta['generateName']}{suffix}"
-            if attempt == 0:
-                warnings += admitting.validate(self.definition, obj, None)
-                # --- managedFields (see plnt.registry.managedfields) ---
-                if applied is not None:
-                    managedfields.store_entries(obj, applied)
-                else:
-                    self._record_update(obj, {}, sent_managed, options, subresource="")
+            if attempt:  # the generated name was taken: another, validated as the first was
+                meta["name"] = admitting.generated_name(meta["generateName"])
+            for admission in self.admission:
+                await admission.admit_create(self.definition, namespace, meta["name"])
             key = self.definition.key(namespace, meta["name"])
             try:
-                if options.dry_run:
-                    if isinstance(self.storage, AdmitsCreates):
-                        await self.storage.admit_create(key)
-                    try:
-                        await self.storage.get(key)
-                    except storage_errors.KeyNotFound:
-                        return WriteResult(obj, created=True, warnings=warnings)
-                    raise storage_errors.KeyExists("exists", key=key)
-                kv = await self.storage.create(key, encode(obj))
-            except storage_errors.KeyExists as error:
+                with storageerrors.translated(self.definition, meta["name"]):
+                    if options.dry_run:
+                        try:
+                            await self.storage.get(key)
+                        except storage_errors.KeyNotFound:
+                            return WriteResult(obj, created=True, warnings=warnings)
+                        raise storage_errors.KeyExists("exists", key=key)
+                    kv = await self.storage.create(key, encode(obj))
+            except errors.AlreadyExists:
                 if attempt + 1 < attempts:
                     continue
-                raise errors.AlreadyExists.of(
-                    self.definition.group_resource, meta["name"]
-                ) from error
-            except storage_errors.StorageError as error:
-                raise translate(error) from error
+                raise
             created = decode(kv)
-            await self.after_write(Change(None, created))
+            warnings += await self.after_write(Change(None, created))
             return WriteResult(created, created=True, warnings=warnings)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -269,92 +258,55 @@ class ResourceStore:
         `applying_write`: the transform is a server-side apply that already set the
         object's managedFields.
         """
+        for admission in self.admission:
+            await admission.admit_update(self.definition, namespace, name)
         key = self.definition.key(namespace, name)
         result = WriteResult({})
 
         def mutate(kv: KeyValue) -> bytes | None:
             old = decode(kv)
-            new = transform(copy.deepcopy(old))
-            if not isinstance(new, dict):
-                raise errors.BadRequest("the request body must be a JSON object")
-            admitting.check_identity(
-                self.definition, new, namespace=namespace, name=name, is_patch=options.is_patch
+            new, warnings = admitting.before_update(
+                self.definition,
+                transform(copy.deepcopy(old)),
+                old,
+                namespace=namespace,
+                name=name,
+                options=options,
+                subresource=subresource,
+                applying_write=applying_write,
             )
-            wanted_rv = new["metadata"].get("resourceVersion")
-            if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
-                parse_resource_version(str(wanted_rv), field_name="metadata.resourceVersion")
-                raise self._conflict(name)
-            # No resourceVersion: an unconditional update of the stored revision, as kube
-            # sets it before validating (so "must be specified for an update" never applies).
-            new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
-            new, warnings = admitting.field_validation(self.definition, new, options)
-            sent_managed = new["metadata"].get("managedFields")
-            if subresource == "status":
-                self.strategy.prepare_for_status_update(new, old)
-            else:
-                self.strategy.prepare_for_update(new, old)
-            warnings += admitting.validate(self.definition, new, old)
-            # --- managedFields (see plnt.registry.managedfields); apply computed its own ---
-            if not applying_write:
-                self._record_update(new, old, sent_managed, options, subresource=subresource)
-            new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
-            result.warnings = warnings
+            result.warnings = [*warnings]
             result.object = new
             result.previous = old
             if new == old:
                 return None
             return encode(new)
 
-        try:
+        with storageerrors.translated(self.definition, name):
             if options.dry_run:
                 kv = await self.storage.get(key)
                 mutate(kv)
                 return result
             kv = await self.storage.guaranteed_update(key, mutate)
-        except storage_errors.KeyNotFound as error:
-            raise self._not_found(name) from error
-        except storage_errors.Conflict as error:
-            raise self._conflict(name) from error
-        except storage_errors.StorageError as error:
-            raise translate(error) from error
         stored = decode(kv)
         meta = stored["metadata"]
         gone = False
         if meta.get("deletionTimestamp") and not self.strategy.deletion_held(stored):
-            # The last finalizer is gone: finish the deletion that was requested earlier.
-            try:
+            # The last finalizer is gone: finish the deletion that was requested earlier
+            # (unless someone else already did).
+            with (
+                storageerrors.translated(self.definition, name),
+                contextlib.suppress(storage_errors.KeyNotFound),
+            ):
                 deleted = await self.storage.delete(key, expected_revision=kv.mod_revision)
                 stored, gone = decode(deleted), True
-            except storage_errors.KeyNotFound:
-                pass
-            except storage_errors.StorageError as error:
-                raise translate(error) from error
         result.object = stored
         previous = result.previous
         if previous is not None and (gone or _revision(stored) != _revision(previous)):
-            await self.after_write(Change(previous, stored, gone=gone))
+            result.warnings += await self.after_write(Change(previous, stored, gone=gone))
         return result
 
-    # --- server-side apply and managedFields (see plnt.registry.applying) -----------------
-
-    def _record_update(
-        self, new: Object, old: Object, sent: Any, options: WriteOptions, *, subresource: str
-    ) -> None:
-        """Set `new`'s managedFields after a create/update/patch by `options.field_manager`."""
-        base = managedfields.base_entries(sent, old or None, subresource=subresource)
-        entries = managedfields.record_update(
-            base,
-            old,
-            new,
-            manager=options.field_manager,
-            api_version=self.definition.api_version,
-            now=now_rfc3339(),
-            subresource=subresource,
-            ignored=managedfields.ignored_fields(
-                old, new, subresource=subresource, has_status=self.strategy.has_status
-            ),
-        )
-        managedfields.store_entries(new, entries)
+    # --- server-side apply (see plnt.registry.applying) --------------------------------------
 
     async def apply(
         self,
@@ -428,12 +380,20 @@ class ResourceStore:
         raise self._conflict(name)
 
     async def delete(
-        self, namespace: str, name: str, options: DeleteOptions
+        self,
+        namespace: str,
+        name: str,
+        options: DeleteOptions,
+        *,
+        warnings: Warnings | None = None,
     ) -> tuple[Object, bool]:
-        """Delete, or mark for deletion while finalizers remain; returns (object, gone)."""
+        """Delete, or mark for deletion while finalizers remain; returns (object, gone).
+
+        The after-write hooks' warnings are added to `warnings` when given (the answer's).
+        """
         key = self.definition.key(namespace, name)
         before: list[Object] = []  # the state the mark was applied to (last CAS attempt)
-        try:
+        with storageerrors.translated(self.definition, name):
             kv = await self.storage.get(key)
             current = decode(kv)
             self._check_preconditions(current, options)
@@ -456,13 +416,9 @@ class ResourceStore:
             else:
                 deleted = await self.storage.delete(key, expected_revision=kv.mod_revision)
                 before, after, gone = [current], decode(deleted), True
-        except storage_errors.KeyNotFound as error:
-            raise self._not_found(name) from error
-        except storage_errors.Conflict as error:
-            raise self._conflict(name) from error
-        except storage_errors.StorageError as error:
-            raise translate(error) from error
-        await self.after_write(Change(before[0], after, gone=gone))
+        said = await self.after_write(Change(before[0], after, gone=gone))
+        if warnings is not None:
+            warnings += said
         return after, gone
 
     def _check_preconditions(self, obj: Object, options: DeleteOptions) -> None:
@@ -484,9 +440,17 @@ class ResourceStore:
             )
 
     async def delete_collection(
-        self, namespace: str, list_options: ListOptions, options: DeleteOptions
+        self,
+        namespace: str,
+        list_options: ListOptions,
+        options: DeleteOptions,
+        *,
+        warnings: Warnings | None = None,
     ) -> ListPage:
-        """Delete every matching object; returns what was deleted (or marked)."""
+        """Delete every matching object; returns what was deleted (or marked).
+
+        Each delete's after-write warnings are added to `warnings` when given.
+        """
         page = await self.list(
             namespace,
             ListOptions(
@@ -498,7 +462,9 @@ class ResourceStore:
         for obj in page.items:
             meta = obj["metadata"]
             try:
-                gone, _ = await self.delete(meta.get("namespace", ""), meta["name"], options)
+                gone, _ = await self.delete(
+                    meta.get("namespace", ""), meta["name"], options, warnings=warnings
+                )
             except errors.NotFound:
                 continue
             deleted.append(gone)

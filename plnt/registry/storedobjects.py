@@ -1,15 +1,13 @@
-"""Stored objects: bytes in etcd to served objects and back, and storage errors as API errors.
+"""Stored objects: bytes in etcd to served objects and back, and resourceVersions parsed.
 
 An object's resourceVersion is its etcd mod revision, so it is stripped before
-storing and set when decoding; `translate` is the one place where key-level
-storage errors become API errors.
+storing and set when decoding. Storage errors become API errors in `storageerrors`.
 """
 
 from __future__ import annotations
 
 from plnt.api import codec, errors
-from plnt.registry.definitions import Object
-from plnt.storage import errors as storage_errors
+from plnt.registry.objects import Object
 from plnt.storage.interface import KeyValue
 
 
@@ -39,23 +37,3 @@ def parse_resource_version(value: str, *, field_name: str = "resourceVersion") -
             f'Invalid value: "{value}": {field_name} must be an unsigned integer'
         )
     return revision
-
-
-def translate(error: storage_errors.StorageError) -> errors.APIError:
-    """The one place storage errors become API errors (resource-agnostic ones)."""
-    if isinstance(error, storage_errors.Expired):
-        return errors.Expired(
-            f"too old resource version: {error.revision} ({error.compacted_revision})"
-        )
-    if isinstance(error, storage_errors.InvalidContinue):
-        return errors.BadRequest(f"invalid continue token: {error}")
-    if isinstance(error, storage_errors.TooLargeRevision):
-        message = f"Too large resource version: {error.revision}, current: {error.current_revision}"
-        return errors.Timeout(
-            message,
-            causes=[errors.Cause("ResourceVersionTooLarge", message)],
-            retry_after_seconds=1,
-        )
-    if isinstance(error, storage_errors.Unavailable):
-        return errors.ServiceUnavailable(f"storage is unavailable: {error}", retry_after_seconds=5)
-    return errors.InternalError.wrap(error)

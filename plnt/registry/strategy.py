@@ -3,8 +3,9 @@
 Order (see `plnt.registry.store`): prepare → validate → warn → canonicalise.
 Strategies only supply the hooks. The main strategy keeps the old status and
 bumps `generation` only when something outside metadata and status changes; the
-status strategy keeps everything but status. Metadata is `objectmeta`'s
-(admitting runs its rules before the strategy's); a strategy only names the rule
+status strategy keeps everything but status. An update keeps the metadata kube's
+BeforeUpdate keeps (`prepare_update`); the rest of metadata is `metavalidation`'s
+(admitting runs its rules before the strategy's), and a strategy only names the rule
 for its names (`name_rule`).
 
 Schema validation is a structural schema's, as kube-apiserver validates a custom
@@ -21,13 +22,14 @@ the closer one for plnt and names the field as a cause.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 import pydantic
 
 from plnt.api.errors import Cause
-from plnt.registry import fieldcauses, objectmeta
-from plnt.registry.definitions import Object
+from plnt.registry import fieldcauses, metavalidation
+from plnt.registry.objects import Object
 
 _CLEARED_ON_CREATE = (
     "uid",
@@ -48,6 +50,24 @@ def _without_metadata(obj: Object) -> Object:
     return {k: v for k, v in obj.items() if k != "metadata"}
 
 
+def prepare_update(meta: dict[str, Any], old: Mapping[str, Any]) -> None:
+    """rest.BeforeUpdate's resets: uid when unset, creationTimestamp, deletion fields once set.
+
+    What an update silently keeps from the stored object; changing the uid is then
+    refused by validation, not reverted.
+    """
+    if not meta.get("uid") and old.get("uid"):
+        meta["uid"] = old["uid"]
+    if old.get("creationTimestamp"):
+        meta["creationTimestamp"] = old["creationTimestamp"]
+    if old.get("deletionTimestamp"):
+        meta["deletionTimestamp"] = old["deletionTimestamp"]
+    if old.get("deletionGracePeriodSeconds") is not None and (
+        meta.get("deletionGracePeriodSeconds") is None
+    ):
+        meta["deletionGracePeriodSeconds"] = old["deletionGracePeriodSeconds"]
+
+
 def _integral_float(error: Any) -> bool:
     """A strict-mode integer error kube would not raise: 3.0 is an integer to it."""
     value = error.get("input")
@@ -57,7 +77,7 @@ def _integral_float(error: Any) -> bool:
 class Strategy:
     """Default Kubernetes behaviour for a resource with a status subresource."""
 
-    name_rule: objectmeta.NameRule = staticmethod(objectmeta.dns_subdomain_name)
+    name_rule: metavalidation.NameRule = staticmethod(metavalidation.dns_subdomain_name)
     """How names (and generateName prefixes) are validated on create: a custom resource's."""
 
     def __init__(self, *, model: type[pydantic.BaseModel], has_status: bool = True) -> None:
@@ -79,7 +99,7 @@ class Strategy:
     def prepare_for_update(self, obj: Object, old: Object) -> None:
         """Keep the old status; bump generation when the spec part changed.
 
-        The rest of metadata follows kube's BeforeUpdate (`objectmeta.prepare_update`):
+        The rest of metadata follows kube's BeforeUpdate (`prepare_update`):
         a uid that differs from the stored one is left for validation to refuse.
         """
         if self.has_status:
@@ -89,7 +109,7 @@ class Strategy:
                 obj.pop("status", None)
         meta = obj.setdefault("metadata", {})
         old_meta = old.get("metadata", {})
-        objectmeta.prepare_update(meta, old_meta)
+        prepare_update(meta, old_meta)
         generation = int(old_meta.get("generation", 1))
         meta["generation"] = generation + 1 if _spec_part(obj) != _spec_part(old) else generation
 

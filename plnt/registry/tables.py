@@ -12,7 +12,8 @@ from typing import Any
 
 from plnt.api import errors
 from plnt.api.meta import parse_time
-from plnt.registry.definitions import Object, PrinterColumn, ResourceDefinition
+from plnt.registry.definitions import PrinterColumn, ResourceDefinition
+from plnt.registry.objects import Object
 
 INCLUDE_OBJECT_VALUES = ("None", "Metadata", "Object")
 

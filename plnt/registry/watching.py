@@ -18,20 +18,40 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from plnt.api import errors
-from plnt.registry.definitions import Object
-from plnt.registry.options import ListOptions, has_filters
-from plnt.registry.storedobjects import parse_resource_version, translate
-from plnt.storage import errors as storage_errors
-from plnt.storage.interface import Buffered, KeyValue, WatchEvent
-
-if TYPE_CHECKING:
-    from plnt.registry.store import ResourceStore
+from plnt.registry import storageerrors
+from plnt.registry.definitions import ResourceDefinition
+from plnt.registry.objects import Object
+from plnt.registry.options import ListOptions, ListPage, has_filters
+from plnt.registry.storedobjects import parse_resource_version
+from plnt.storage.interface import Buffered, KeyValue, Store, WatchEvent
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 WatchItem = tuple[str, Object]
+
+
+class Watched(Protocol):
+    """What a watch reads of its resource's store (`ResourceStore` is one)."""
+
+    @property
+    def definition(self) -> ResourceDefinition: ...
+
+    @property
+    def storage(self) -> Store: ...
+
+    async def list(self, namespace: str, options: ListOptions) -> ListPage:
+        """The initial state: a list at one revision (API errors only)."""
+        ...
+
+    def read(self, kv: KeyValue) -> Object:
+        """The served object of `kv`, shared between readers."""
+        ...
+
+    def matches(self, obj: Object, options: ListOptions) -> bool:
+        """Whether `obj` passes the label and field selectors of `options`."""
+        ...
 
 
 class Watch:
@@ -39,7 +59,7 @@ class Watch:
 
     def __init__(
         self,
-        store: ResourceStore,
+        store: Watched,
         namespace: str,
         options: ListOptions,
         *,
@@ -84,18 +104,22 @@ class Watch:
                 self._revision = int(page.resource_version)
             else:
                 self._revision = parse_resource_version(options.resource_version)
-            self._source = self._store.storage.watch(
-                self._store.definition.key_prefix(self._namespace),
-                after_revision=self._revision,
-                progress_interval=self._bookmark_interval if self._allow_bookmarks else None,
-            )
-            self._events = await self._source.__aenter__()
-            if not self._filtered and isinstance(self._events, Buffered):
-                self._buffered = self._events
-        except storage_errors.StorageError as error:
-            self._error = translate(error)
-        except errors.Expired as error:
+        except errors.Expired as error:  # the list's revision was compacted
             self._error = error
+            return self
+        try:
+            with storageerrors.translated(self._store.definition):
+                self._source = self._store.storage.watch(
+                    self._store.definition.key_prefix(self._namespace),
+                    after_revision=self._revision,
+                    progress_interval=self._bookmark_interval if self._allow_bookmarks else None,
+                )
+                self._events = await self._source.__aenter__()
+        except errors.APIError as error:  # what storage refused, as the stream's ERROR event
+            self._error = error
+            return self
+        if not self._filtered and isinstance(self._events, Buffered):
+            self._buffered = self._events
         return self
 
     async def __aexit__(
@@ -162,25 +186,26 @@ class Watch:
         assert self._events is not None
         self._live = True
         try:
-            async for event in self._events:
-                if event.type == "PROGRESS":
-                    if self._allow_bookmarks:
-                        yield "BOOKMARK", self._bookmark(event.revision)
-                    continue
-                if not self._filtered:
-                    # Nothing can start or stop matching: the event as stored, with no
-                    # per-watcher bookkeeping (the same for all of a prefix's watchers).
-                    unfiltered = self._unfiltered(event)
-                    if unfiltered is not None:
-                        yield unfiltered
-                    continue
-                if event.kv is None:
-                    continue
-                item = self._filter(event, self._object(event, event.kv), visible)
-                if item is not None:
-                    yield item
-        except storage_errors.StorageError as error:
-            yield "ERROR", translate(error).to_status()
+            with storageerrors.translated(self._store.definition):
+                async for event in self._events:
+                    if event.type == "PROGRESS":
+                        if self._allow_bookmarks:
+                            yield "BOOKMARK", self._bookmark(event.revision)
+                        continue
+                    if not self._filtered:
+                        # Nothing can start or stop matching: the event as stored, with no
+                        # per-watcher bookkeeping (the same for all of a prefix's watchers).
+                        unfiltered = self._unfiltered(event)
+                        if unfiltered is not None:
+                            yield unfiltered
+                        continue
+                    if event.kv is None:
+                        continue
+                    item = self._filter(event, self._object(event, event.kv), visible)
+                    if item is not None:
+                        yield item
+        except errors.APIError as error:  # storage's, from the `translated` block
+            yield "ERROR", error.to_status()
 
     def _object(self, event: WatchEvent, kv: KeyValue) -> Object:
         """The served object of a change event (shared between watchers when possible)."""

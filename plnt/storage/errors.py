@@ -38,6 +38,15 @@ class Conflict(StorageError):
         super().__init__(message, key=key)
         self.current_revision = current_revision
 
+    @classmethod
+    def stale(cls, key: str, *, current_revision: int, expected_revision: int) -> Conflict:
+        """The write named a revision the key is no longer at (every store's wording)."""
+        return cls(
+            f"key {key!r} is at revision {current_revision}, not {expected_revision}",
+            key=key,
+            current_revision=current_revision,
+        )
+
 
 class Expired(StorageError):
     """The requested revision is older than the store's compaction point."""

@@ -359,10 +359,8 @@ class EtcdStore:
                 if not confirmed:
                     state, confirmed = await self.get(key), True
                     continue
-                raise errors.Conflict(
-                    f"key {key!r} is at revision {state.mod_revision}, not {expected_revision}",
-                    key=key,
-                    current_revision=state.mod_revision,
+                raise errors.Conflict.stale(
+                    key, current_revision=state.mod_revision, expected_revision=expected_revision
                 )
             try:
                 new_value = mutate(state)
@@ -432,10 +430,8 @@ class EtcdStore:
         kvs = resp.responses[0].response_range.kvs
         if not kvs:
             raise errors.KeyNotFound(f"key {key!r} not found", key=key)
-        raise errors.Conflict(
-            f"key {key!r} is at revision {kvs[0].mod_revision}, not {expected_revision}",
-            key=key,
-            current_revision=kvs[0].mod_revision,
+        raise errors.Conflict.stale(
+            key, current_revision=kvs[0].mod_revision, expected_revision=expected_revision
         )
 
     # -- watch and maintenance ------------------------------------------------------------

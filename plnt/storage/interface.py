@@ -85,20 +85,6 @@ class Buffered(Protocol):
         ...
 
 
-@runtime_checkable
-class AdmitsCreates(Protocol):
-    """A store that may refuse a create for reasons of its own before anything is written.
-
-    The namespace lifecycle's storage is one (a Terminating or missing namespace). A dry
-    run writes nothing, so it asks `admit_create` itself, as kube's admission runs for
-    dry runs too.
-    """
-
-    async def admit_create(self, key: str) -> None:
-        """Raise the API error that refuses creating `key`; return when it may be created."""
-        ...
-
-
 class Store(Protocol):
     """Keys, bytes and revisions; see `plnt.storage.errors` for failures."""
 

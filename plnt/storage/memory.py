@@ -153,7 +153,9 @@ class MemoryStore:
         (`mutate` is synchronous and nothing here awaits), so one attempt always lands."""
         current = await self.get(key)
         if expected_revision and current.mod_revision != expected_revision:
-            raise _conflict(key, current, expected_revision)
+            raise errors.Conflict.stale(
+                key, current_revision=current.mod_revision, expected_revision=expected_revision
+            )
         new_value = mutate(current)
         if new_value is None or new_value == current.value:
             return current
@@ -165,7 +167,9 @@ class MemoryStore:
     async def delete(self, key: str, *, expected_revision: int = 0) -> KeyValue:
         current = await self.get(key)
         if expected_revision and current.mod_revision != expected_revision:
-            raise _conflict(key, current, expected_revision)
+            raise errors.Conflict.stale(
+                key, current_revision=current.mod_revision, expected_revision=expected_revision
+            )
         revision = self._data.revision + 1
         kv = KeyValue(key, current.value, revision, current.create_revision)
         self._data.apply(WatchEvent("DELETED", revision, kv, prev=current))
@@ -207,11 +211,3 @@ class MemoryStore:
         )
         async with watcher:
             yield watcher
-
-
-def _conflict(key: str, current: KeyValue, expected: int) -> errors.Conflict:
-    return errors.Conflict(
-        f"key {key!r} is at revision {current.mod_revision}, not {expected}",
-        key=key,
-        current_revision=current.mod_revision,
-    )

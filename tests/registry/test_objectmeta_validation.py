@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from plnt.api import errors
-from plnt.registry import admitting, objectmeta
+from plnt.registry import admitting, metadecoding, metavalidation
 from plnt.registry.definitions import Object
 from plnt.registry.options import WriteOptions
 from plnt.registry.workflowruns.definition import DEFINITION
@@ -225,12 +225,12 @@ def test_a_namespace_that_is_not_a_dns_label_is_refused() -> None:
     assert error.causes[0] == errors.Cause(
         "FieldValueInvalid", f'Invalid value: "Team_A": {DNS_LABEL}', "metadata.namespace"
     )
-    dotted = objectmeta.validate_create({"name": "r", "namespace": "a.b"}, namespaced=True)
+    dotted = metavalidation.validate_create({"name": "r", "namespace": "a.b"}, namespaced=True)
     assert dotted[0].message == 'Invalid value: "a.b": must not contain dots'
 
 
 def test_annotations_over_256_kib_in_all_are_too_long_counting_keys_and_values() -> None:
-    limit = objectmeta.TOTAL_ANNOTATION_SIZE_LIMIT_B
+    limit = metavalidation.TOTAL_ANNOTATION_SIZE_LIMIT_B
     at_limit = {"a": "x" * (limit - 1)}
     create(run(annotations=at_limit))
     error = refusal(lambda: create(run(annotations={"ab": "x" * (limit - 1)})))
@@ -292,7 +292,7 @@ def test_a_finalizer_without_a_domain_is_admitted_with_kubes_warning() -> None:
 
 
 def test_a_negative_generation_and_a_namespace_on_a_cluster_scoped_object_are_refused() -> None:
-    causes = objectmeta.validate_create(
+    causes = metavalidation.validate_create(
         {"name": "n", "namespace": "x", "generation": -1}, namespaced=False
     )
     assert causes == [
@@ -365,8 +365,8 @@ def test_each_managed_fields_rule_names_the_entry(
     entry: dict[str, Any], cause: errors.Cause
 ) -> None:
     valid = {"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1"}
-    assert objectmeta.managed_fields_causes([valid]) == []
-    assert objectmeta.managed_fields_causes([{**valid, **entry}]) == [cause]
+    assert metavalidation.managed_fields_causes([valid]) == []
+    assert metavalidation.managed_fields_causes([{**valid, **entry}]) == [cause]
 
 
 # --- ValidateObjectMetaUpdate ------------------------------------------------------------------
@@ -462,13 +462,13 @@ def test_a_changed_name_or_namespace_is_a_bad_request(change: dict[str, Any], me
 def test_update_only_rules_checked_directly() -> None:
     old = {"name": "r", "namespace": "default", "uid": "u", "generation": 3, "resourceVersion": "9"}
     new = {**old, "generation": 2, "resourceVersion": "", "generateName": "a/b"}
-    causes = objectmeta.validate_update(new, old, namespaced=True)
+    causes = metavalidation.validate_update(new, old, namespaced=True)
     assert [(c.field, c.message) for c in causes] == [
         ("metadata.generateName", "Invalid value: \"a/b\": may not contain '/'"),
         ("metadata.resourceVersion", 'Invalid value: "": must be specified for an update'),
         ("metadata.generation", "Invalid value: 2: must not be decremented"),
     ]
-    assert objectmeta.path_segment_name("..", False) == ["may not be '..'"]
+    assert metavalidation.path_segment_name("..", False) == ["may not be '..'"]
 
 
 def test_labels_are_validated_on_update_too() -> None:
@@ -577,13 +577,13 @@ def test_metadata_that_is_not_an_object_is_a_bad_request() -> None:
 
 
 def test_the_first_type_error_in_document_order_is_the_one_told() -> None:
-    problem = objectmeta.decode_error({"finalizers": [1], "labels": {"a": 2}}, kind="WorkflowRun")
+    problem = metadecoding.decode_error({"finalizers": [1], "labels": {"a": 2}}, kind="WorkflowRun")
     assert problem is not None and "metadata.finalizers" in problem
 
 
 def test_nulls_leave_fields_unset_as_go_does() -> None:
     assert (
-        objectmeta.decode_error(
+        metadecoding.decode_error(
             {"labels": {"a": None}, "ownerReferences": None, "generation": None}, kind="X"
         )
         is None
@@ -619,7 +619,7 @@ def test_a_patch_whose_result_cannot_be_decoded_is_invalid_naming_patch() -> Non
     ],
 )
 def test_times_parse_as_go_parses_rfc3339(text: str, problem: str | None) -> None:
-    assert objectmeta.rfc3339_error(text) == problem
+    assert metadecoding.rfc3339_error(text) == problem
 
 
 # --- the structural schema's types: 422 naming the field ---------------------------------------

@@ -7,17 +7,17 @@ patch, apply or `/scale`), and the start of a deletion (deletionTimestamp newly 
 Status writes and metadata-only edits (labels, annotations) do not change the desired
 state, so they are not submitted.
 
-`HookedResourceStore` is the WorkflowRun `ResourceStore` with the hook added to the
-store's one after-write hook (`ResourceStore.after_write`, which also records Events);
-every HTTP path (create, update, patch, server-side apply, scale, delete,
-deletecollection, rollback) ends there, so none can forget it.
+`DeployHooks` is an after-write hook (`plnt.registry.hooks.AfterWrite`) the composition
+root gives the WorkflowRun `ResourceStore`; the store runs it after the write's Events on
+every path that stores (create, update, patch, server-side apply, scale, delete,
+deletecollection, rollback), so none can forget it.
 
-When the saga service is down (`DeployUnavailable`) the write still stands: the answer
-gets a `Warning: 299 plnt "…"` header (collected per request by `collect_warnings`) and
-the key goes to a retry loop with exponential backoff that resubmits the *latest* stored
-object. The same loop first resubmits, at start-up, every run whose
-`status.observedGeneration` lags `metadata.generation` or that is being deleted, so a
-restart of the API server converges.
+When the saga service is down (`DeployUnavailable`) the write still stands: the hook
+returns a warning (agent `plnt`) that the store adds to the write's result, so the answer
+gets a `Warning: 299 plnt "…"` header, and the key goes to a retry loop with exponential
+backoff that resubmits the *latest* stored object. The same loop first resubmits, at
+start-up, every run whose `status.observedGeneration` lags `metadata.generation` or that
+is being deleted, so a restart of the API server converges.
 
 Errors: none of its own. `DeployUnavailable` (and any other failure of `submit`, which
 is logged) never fails the write; it becomes a warning and a retry.
@@ -27,47 +27,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 from plnt.api import errors
 from plnt.registry.changes import Change, generation
-from plnt.registry.definitions import Object, ResourceDefinition
-from plnt.registry.options import ListOptions
+from plnt.registry.definitions import Object
+from plnt.registry.options import AgentWarning, ListOptions
 from plnt.registry.store import ResourceStore
 from plnt.sagas.control import DeployControl, DeployUnavailable
-from plnt.storage.interface import Store
 
 log = logging.getLogger("plnt.apiserver.deploy")
 
 RETRY_INITIAL_SECONDS = 0.5
 RETRY_MAX_SECONDS = 30.0
-
-_warnings: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
-    "plnt_deploy_warnings", default=None
-)
+AGENT = "plnt"
+"""The agent of the deploy warnings (`Warning: 299 plnt "…"`)."""
 
 Key = tuple[str, str]
 """(namespace, name) of a WorkflowRun."""
-
-
-@contextlib.contextmanager
-def collect_warnings() -> Iterator[list[str]]:
-    """Collect the deploy warnings of the writes made inside the block (one request)."""
-    collected: list[str] = []
-    token = _warnings.set(collected)
-    try:
-        yield collected
-    finally:
-        _warnings.reset(token)
-
-
-def warning_value(text: str) -> str:
-    """`299 plnt "text"`: a Warning header value with plnt as the agent."""
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-    return f'299 plnt "{escaped}"'
 
 
 def _meta(obj: Object | None) -> dict[str, Any]:
@@ -100,8 +78,18 @@ class DeployHooks:
         self._store: ResourceStore | None = None
         self._task: asyncio.Task[None] | None = None
 
-    async def submit(self, obj: Object) -> None:
-        """Submit `obj`; on failure remember it for the retry loop and warn the request."""
+    async def after_write(self, change: Change) -> list[AgentWarning]:
+        """Submit what the saga must see: a creation, a new generation, a deletion started.
+
+        Runs inside the write's request, after its Events; the answer waits for it.
+        """
+        if change.created or change.generation_changed or change.deletion_started:
+            return await self.submit(change.after)
+        return []
+
+    async def submit(self, obj: Object) -> list[AgentWarning]:
+        """Submit `obj`; on failure remember it for the retry loop and return the warning
+        for the request that wrote it."""
         meta = _meta(obj)
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
         try:
@@ -111,14 +99,15 @@ class DeployHooks:
                 log.exception("deploy submit of %s/%s failed", *key)
             self.pending.add(key)
             self._wake.set()
-            collected = _warnings.get()
-            if collected is not None:
-                collected.append(
+            return [
+                AgentWarning(
+                    AGENT,
                     f"workflowrun {key[1]} is stored, but its deploy could not be started "
-                    f"({error}): the deploy will start when Temporal is reachable"
+                    f"({error}): the deploy will start when Temporal is reachable",
                 )
-        else:
-            self.pending.discard(key)
+            ]
+        self.pending.discard(key)
+        return []
 
     # --- background: start-up convergence, then retries ------------------------------
 
@@ -173,19 +162,3 @@ class DeployHooks:
                 log.exception("deploy retry could not read workflowruns")
                 done = False
             delay = self._retry_initial if done else min(delay * 2, self._retry_max)
-
-
-class HookedResourceStore(ResourceStore):
-    """The WorkflowRun store whose stored writes call `DeployHooks.submit` when due."""
-
-    def __init__(
-        self, definition: ResourceDefinition, storage: Store, *, hooks: DeployHooks
-    ) -> None:
-        super().__init__(definition, storage)
-        self.hooks = hooks
-
-    async def after_write(self, change: Change) -> None:
-        """Events first (they only queue), then the submit the answer waits for."""
-        await super().after_write(change)
-        if change.created or change.generation_changed or change.deletion_started:
-            await self.hooks.submit(change.after)

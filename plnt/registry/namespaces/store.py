@@ -16,13 +16,14 @@ A namespace is held by `spec.finalizers` as well as `metadata.finalizers`:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Callable, Iterable
 
 from plnt.api import errors
 from plnt.api.meta import now_rfc3339
+from plnt.registry import storageerrors
 from plnt.registry.changes import Change, EventSink
-from plnt.registry.definitions import Object
 from plnt.registry.namespaces.definition import DEFINITION
 from plnt.registry.namespaces.strategy import (
     KUBERNETES_FINALIZER,
@@ -30,9 +31,10 @@ from plnt.registry.namespaces.strategy import (
     finalizing,
     spec_finalizers,
 )
-from plnt.registry.options import DeleteOptions, WriteOptions, WriteResult
+from plnt.registry.objects import Object
+from plnt.registry.options import DeleteOptions, Warnings, WriteOptions, WriteResult
 from plnt.registry.store import ResourceStore, Transform
-from plnt.registry.storedobjects import decode, encode, translate
+from plnt.registry.storedobjects import decode, encode
 from plnt.storage import errors as storage_errors
 from plnt.storage.interface import KeyValue, Store
 
@@ -119,7 +121,12 @@ class NamespaceStore(ResourceStore):
             )
 
     async def delete(
-        self, namespace: str, name: str, options: DeleteOptions
+        self,
+        namespace: str,
+        name: str,
+        options: DeleteOptions,
+        *,
+        warnings: Warnings | None = None,
     ) -> tuple[Object, bool]:
         """Mark Terminating, 409 while content remains, remove once finalized."""
         del namespace  # cluster-scoped
@@ -127,14 +134,21 @@ class NamespaceStore(ResourceStore):
             raise _forbidden(name, "this namespace may not be deleted")
         key = self.definition.key("", name)
         storage = self.storage
-        try:
+        with storageerrors.translated(self.definition, name):
             kv = await storage.get(key)
             current = decode(kv)
             self._check_preconditions(current, options)
             meta = current["metadata"]
-            if not meta.get("deletionTimestamp"):
-                if options.dry_run:
-                    return _terminating(decode(kv)), False
+            if meta.get("deletionTimestamp"):
+                if spec_finalizers(current):
+                    raise self._conflict(name, _PURGING)
+                if meta.get("finalizers") or options.dry_run:
+                    return current, False
+                deleted = decode(await storage.delete(key, expected_revision=kv.mod_revision))
+                change = Change(current, deleted, gone=True)
+            elif options.dry_run:
+                return _terminating(decode(kv)), False
+            else:
                 marked: list[Object] = []
 
                 def mark(latest: KeyValue) -> bytes:
@@ -144,21 +158,11 @@ class NamespaceStore(ResourceStore):
                     return encode(_terminating(obj))
 
                 after = decode(await storage.guaranteed_update(key, mark))
-                await self.after_write(Change(marked[0], after))
-                return after, False
-            if spec_finalizers(current):
-                raise self._conflict(name, _PURGING)
-            if meta.get("finalizers") or options.dry_run:
-                return current, False
-            deleted = decode(await storage.delete(key, expected_revision=kv.mod_revision))
-        except storage_errors.KeyNotFound as error:
-            raise self._not_found(name) from error
-        except storage_errors.Conflict as error:
-            raise self._conflict(name) from error
-        except storage_errors.StorageError as error:
-            raise translate(error) from error
-        await self.after_write(Change(current, deleted, gone=True))
-        return deleted, True
+                change = Change(marked[0], after)
+        said = await self.after_write(change)
+        if warnings is not None:
+            warnings += said
+        return change.after, change.gone
 
     # --- what the namespace controller and the server's start-up use ------------------
 
@@ -182,12 +186,12 @@ class NamespaceStore(ResourceStore):
             change(obj)
             return None if obj == before else encode(obj)
 
-        try:
+        with (
+            storageerrors.translated(self.definition, name),
+            contextlib.suppress(storage_errors.KeyNotFound),
+        ):
             return decode(await self.storage.guaranteed_update(key, mutate))
-        except storage_errors.KeyNotFound:
-            return None
-        except storage_errors.StorageError as error:
-            raise translate(error) from error
+        return None
 
     async def finalize(self, name: str) -> Object | None:
         """Release the `kubernetes` finalizer, then remove the namespace if nothing else

@@ -15,8 +15,8 @@ import contextvars
 import copy
 from collections.abc import Iterator
 
-from plnt.registry import objectmeta
-from plnt.registry.definitions import Object
+from plnt.registry import metavalidation
+from plnt.registry.objects import Object
 from plnt.registry.strategy import Strategy
 
 KUBERNETES_FINALIZER = "kubernetes"
@@ -54,7 +54,7 @@ def spec_finalizers(obj: Object) -> list[str]:
 class NamespaceStrategy(Strategy):
     """kube's namespaceStrategy, namespaceStatusStrategy and namespaceFinalizeStrategy."""
 
-    name_rule: objectmeta.NameRule = staticmethod(objectmeta.dns_label_name)
+    name_rule: metavalidation.NameRule = staticmethod(metavalidation.dns_label_name)
     """kube's ValidateNamespaceName: a DNS-1123 label, not a subdomain."""
 
     def prepare_for_create(self, obj: Object) -> None:

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from plnt.api.backends import KIND, PlntBackend
 from plnt.api.workflowruns import GROUP, VERSION
-from plnt.registry.definitions import PrinterColumn, ResourceDefinition, Subresource, lookup
+from plnt.registry.definitions import (
+    READ_VERBS,
+    VIEWERS,
+    Grant,
+    PrinterColumn,
+    ResourceDefinition,
+    Subresource,
+)
+from plnt.registry.objects import lookup
 from plnt.registry.plntbackends.strategy import PlntBackendStrategy
 
 
@@ -28,6 +36,7 @@ DEFINITION = ResourceDefinition(
     categories=("plnt",),
     description="An inference backend registered once and referenced by many runs.",
     subresources=(Subresource("status", KIND, ("get", "patch", "update")),),
+    grants=(Grant(VIEWERS, READ_VERBS, ("", "status")),),
     columns=(
         PrinterColumn("Type", "string", "Backend protocol.", lambda o: lookup(o, "spec", "type")),
         PrinterColumn("Endpoint", "string", "Base URL.", lambda o: lookup(o, "spec", "endpoint")),

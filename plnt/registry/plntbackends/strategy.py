@@ -10,8 +10,8 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from plnt.api import errors
-from plnt.registry.definitions import Object, lookup
 from plnt.registry.labelnames import config_key_errors, dns1123_subdomain_errors, go_quote
+from plnt.registry.objects import Object, lookup
 from plnt.registry.strategy import Strategy
 
 

@@ -27,7 +27,7 @@ import pydantic
 from plnt.api import bench as wire
 from plnt.api import errors
 from plnt.registry import fieldcauses
-from plnt.registry.definitions import Object, lookup
+from plnt.registry.objects import Object, lookup
 
 QUALIFIED_KIND = "Bench.plnt.work"
 

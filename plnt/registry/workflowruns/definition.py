@@ -2,26 +2,38 @@
 
 The served subresources are `status`, `scale`, and the runtime operations `invoke`,
 `invocations`, `proxy` (the runners' own HTTP API, OpenAI's included), `rollback`, `abort`,
-`promote`, `retry` and `bench` (served by `plnt.apiserver`; a bench's checks are
-`bench.py` here). A server
-that deploys runs (one with a DeployControl) uses `with_teardown()`, whose strategy adds the
-`plnt.work/teardown` finalizer on create so deleting a run waits until its runners are gone,
-and marks each new generation `Reconciling=True` until the saga reports on it.
+`promote`, `retry` and `bench` (served by `plnt.apiserver.workflowruns`; a bench's checks
+are `bench.py` here). Each declares what the generic machinery cannot derive: the schemas
+of its body and of an answer that is not a kind of its own (the OpenAPI documents), and
+whether it is long-running (no max-in-flight slot). The kind's share of the standalone
+default policy is its `grants`.
+
+A server that deploys runs (one with a DeployControl) uses `with_teardown()`, whose
+strategy adds the `plnt.work/teardown` finalizer on create so deleting a run waits until
+its runners are gone, and marks each new generation `Reconciling=True` until the saga
+reports on it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
-from plnt.api.workflowruns import GROUP, KIND, VERSION, WorkflowRun
+from plnt.api.bench import Bench
+from plnt.api.invocations import InvokeRequest
+from plnt.api.workflowruns import GROUP, KIND, VERSION, WorkflowRun, WorkflowRunRollback
 from plnt.registry import tables
 from plnt.registry.definitions import (
-    Object,
+    INVOKERS,
+    READ_VERBS,
+    VIEWERS,
+    Grant,
     PrinterColumn,
     ResourceDefinition,
+    Schema,
     Subresource,
-    lookup,
 )
+from plnt.registry.objects import Object, lookup
 from plnt.registry.workflowruns import transitions
 from plnt.registry.workflowruns.strategy import WorkflowRunStrategy
 
@@ -54,6 +66,36 @@ def _ready_reason(obj: Object) -> str | None:
     return None
 
 
+_RUNNERS_ANSWER: dict[str, Any] = {
+    "type": "object",
+    "x-kubernetes-preserve-unknown-fields": True,
+    "description": "The runner's answer, unchanged.",
+}
+_INVOCATION_LIST: dict[str, Any] = {
+    "type": "object",
+    "description": "The last invocations of a run made by this API server.",
+    "properties": {
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string"},
+        "metadata": {"type": "object"},
+        "items": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "time": {"type": "string"},
+                    "revision": {"type": "integer"},
+                    "endpoint": {"type": "string"},
+                    "status": {"type": "integer"},
+                    "durationMs": {"type": "number"},
+                    "cache": {"type": "string"},
+                },
+            },
+        },
+    },
+}
+_BENCH = Schema("Bench", model=Bench)
+
 DEFINITION = ResourceDefinition(
     group=GROUP,
     version=VERSION,
@@ -70,14 +112,47 @@ DEFINITION = ResourceDefinition(
         Subresource(
             "scale", "Scale", ("get", "patch", "update"), group="autoscaling", version="v1"
         ),
-        Subresource("invoke", "WorkflowRunInvocation", ("create",)),
-        Subresource("invocations", "WorkflowRunInvocationList", ("get",)),
-        Subresource("proxy", "WorkflowRunProxyOptions", ("create", "get")),
-        Subresource("rollback", KIND, ("create",)),
+        Subresource(
+            "invoke",
+            "WorkflowRunInvocation",
+            ("create",),
+            body=Schema("WorkflowRunInvocationRequest", model=InvokeRequest),
+            answer=Schema("WorkflowRunInvocation", json_schema=_RUNNERS_ANSWER),
+            long_running=True,  # it waits as long as the workflow runs, streamed or not
+        ),
+        Subresource(
+            "invocations",
+            "WorkflowRunInvocationList",
+            ("get",),
+            answer=Schema("WorkflowRunInvocationList", json_schema=_INVOCATION_LIST),
+            long_running_when_watched=True,
+        ),
+        Subresource(
+            "proxy",
+            "WorkflowRunProxyOptions",
+            ("create", "get"),
+            answer=Schema("WorkflowRunProxyOptions", json_schema=_RUNNERS_ANSWER),
+            long_running=True,  # the OpenAI-compatible relay, streamed when the model streams
+        ),
+        Subresource(
+            "rollback",
+            KIND,
+            ("create",),
+            body=Schema("WorkflowRunRollback", model=WorkflowRunRollback),
+            body_required=False,  # no body: the previous revision
+        ),
         Subresource("abort", "Status", ("create",), group="", version="v1"),
         Subresource("promote", "Status", ("create",), group="", version="v1"),
         Subresource("retry", "Status", ("create",), group="", version="v1"),
-        Subresource("bench", "Bench", ("create", "get")),
+        Subresource(
+            "bench",
+            "Bench",
+            ("create", "get"),
+            body=_BENCH,
+            body_required=False,  # no body: the defaults
+            answer=_BENCH,  # the bench started, then its progress and results
+            long_running=True,  # it measures the runners for seconds to minutes
+        ),
     ),
     columns=(
         PrinterColumn(
@@ -111,6 +186,14 @@ DEFINITION = ResourceDefinition(
         ),
     ),
     field_labels=lambda obj: {"status.phase": str(lookup(obj, "status", "phase") or "")},
+    grants=(
+        # Viewers read runs and follow a bench's progress.
+        Grant(VIEWERS, READ_VERBS, ("", "status", "scale", "bench")),
+        # Invokers invoke, start and follow benches and use the OpenAI endpoint (GET
+        # /v1/models, POST /v1/chat/completions through `proxy`), but edit nothing.
+        Grant(INVOKERS, ("create",), ("invoke",)),
+        Grant(INVOKERS, ("get", "create"), ("bench", "proxy")),
+    ),
     transitions=transitions.workflowrun_transitions,
 )
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from plnt.api import errors
 from plnt.api.workflowruns import ROLLBACK_GENERATION_ANNOTATION, ROLLBACK_TO_ANNOTATION
-from plnt.registry.definitions import Object, lookup
+from plnt.registry.objects import Object, lookup
 from plnt.registry.options import WriteOptions, WriteResult
 from plnt.registry.store import ResourceStore
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from plnt.api import errors
-from plnt.registry.definitions import Object
+from plnt.registry.objects import Object
 from plnt.registry.options import WriteOptions, WriteResult
 from plnt.registry.store import ResourceStore
 

@@ -21,8 +21,8 @@ from typing import Any
 from plnt.api import errors
 from plnt.api.meta import now_rfc3339
 from plnt.api.workflowruns import TEARDOWN_FINALIZER, WorkflowRun
-from plnt.registry.definitions import Object, lookup
 from plnt.registry.labelnames import go_quote
+from plnt.registry.objects import Object, lookup
 from plnt.registry.strategy import Strategy
 from plnt.workflowspec import errors as spec_errors
 from plnt.workflowspec import references

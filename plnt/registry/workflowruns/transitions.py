@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from plnt.api.workflowruns import ROLLBACK_GENERATION_ANNOTATION, ROLLBACK_TO_ANNOTATION
 from plnt.registry.changes import Change, Transition, generation
-from plnt.registry.definitions import Object, lookup
+from plnt.registry.objects import Object, lookup
 
 
 def _phase(obj: Object | None) -> str:
