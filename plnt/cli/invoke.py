@@ -42,7 +42,8 @@ def invoke(
         typer.Option("--input", help="An input as key=value (JSON values allowed); repeatable."),
     ] = None,
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Show revision, cache, timing and usage on stderr.")
+        bool,
+        typer.Option("--verbose", "-v", help="Show revision, cache, timing and usage on stderr."),
     ] = False,
     stream: Annotated[
         bool, typer.Option("--stream", help="Show each step as it finishes (on stderr).")
