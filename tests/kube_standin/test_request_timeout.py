@@ -130,6 +130,7 @@ async def slow(
         ("POST", "/apis/plnt.work/v1/namespaces/ns/workflowruns/x/invoke", False),
         ("POST", "/apis/plnt.work/v1/namespaces/ns/workflowruns/x/bench", False),
         ("GET", "/apis/plnt.work/v1/namespaces/ns/workflowruns/x/invocations", False),
+        ("GET", "/apis/plnt.work/v1/namespaces/ns/workflowruns/x/invocations?watch=1", False),
         ("GET", "/apis/plnt.work/v1/namespaces/ns/workflowruns", False),
         ("GET", "/apis/plnt.work/v1/namespaces/ns/workflowruns/proxy", False),
         ("GET", "/apis", False),
