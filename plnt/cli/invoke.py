@@ -1,6 +1,8 @@
 """`plnt invoke NAME`: run a deployed workflow once and print its output.
 
-Parsing and printing only; `invocations` reads the inputs and the stream. `-v` adds,
+Parsing and printing only; `invocations` reads the inputs and the stream. The call is
+`PlntClient.invoke`'s: through the run's `proxy` subresource, which kube-apiserver does
+not cut at its request timeout, so a workflow may run as long as `--request-timeout`. `-v` adds,
 on stderr, the revision that answered, the cache result and each Server-Timing hop.
 `--stream` prints, on stderr, one line per step as it finishes (`✓ pros  100.8 ms  cache
 miss`), then the output on stdout as without it, so `| jq` still sees only the output. A

@@ -33,6 +33,12 @@ def ui(
     browser: Annotated[
         bool, typer.Option("--browser/--no-browser", help="Open the UI in the default browser.")
     ] = True,
+    request_timeout: Annotated[
+        float,
+        typer.Option(
+            "--request-timeout", help="Seconds the invoke form and chat wait for an answer."
+        ),
+    ] = 300.0,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
     namespace: NamespaceOption = None,
@@ -47,7 +53,13 @@ def ui(
         if browser:
             webbrowser.open(url)
 
-    settings = UiSettings(kubeconfig=kubeconfig, context=context, namespace=namespace, port=port)
+    settings = UiSettings(
+        kubeconfig=kubeconfig,
+        context=context,
+        namespace=namespace,
+        port=port,
+        invoke_timeout_seconds=request_timeout,
+    )
     with exits.reported(), contextlib.suppress(KeyboardInterrupt):
         try:
             asyncio.run(serving.serve(settings, on_ready=ready))

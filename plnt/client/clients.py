@@ -8,6 +8,7 @@ Errors are those of `plnt.client.errors`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import ssl
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -26,6 +27,9 @@ WORKFLOWRUNS = "workflowruns"
 PLNTBACKENDS = "plntbackends"
 LIST_CHUNK = 500
 NDJSON = "application/x-ndjson"
+PROXIED_INVOKE = "proxy/invoke"
+"""The runner's `/invoke` through the run's `proxy` subresource: long-running for
+kube-apiserver, unlike the `invoke` subresource, so no request timeout cuts it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +212,14 @@ class PlntClient(transport.Transport):
         reply = await self.request("PATCH", path, json=patch, content_type=transport.MERGE_PATCH)
         return _object(reply)
 
+    def invoke_paths(self, name: str, *, namespace: str | None = None) -> tuple[str, str]:
+        """Where an invocation goes: the run's proxy to its runners' `/invoke`, then the
+        `invoke` subresource for a caller the proxy refuses (see `invoke`)."""
+        return (
+            self.object_path(WORKFLOWRUNS, name, namespace=namespace, subresource=PROXIED_INVOKE),
+            self.object_path(WORKFLOWRUNS, name, namespace=namespace, subresource="invoke"),
+        )
+
     async def invoke(
         self,
         name: str,
@@ -216,11 +228,24 @@ class PlntClient(transport.Transport):
         namespace: str | None = None,
         request_timeout: float | None = None,
     ) -> InvokeResult:
-        """Run the workflow once with `inputs` on its promoted revision."""
-        path = self.object_path(WORKFLOWRUNS, name, namespace=namespace, subresource="invoke")
-        reply = await self.request(
-            "POST", path, json={"inputs": dict(inputs)}, request_timeout=request_timeout
-        )
+        """Run the workflow once with `inputs` on its promoted revision.
+
+        The call goes through the run's `proxy` subresource (`…/NAME/proxy/invoke`, the
+        runner's own `POST /invoke`), which kube-apiserver treats as long-running, so a
+        workflow may take longer than its request timeout (60 s) in a cluster. A caller
+        who may not use the proxy (403: no `create` on `workflowruns/proxy`) is answered
+        through `…/NAME/invoke` instead, which works the same but is cut at that limit
+        in a cluster. Both answer the same body and headers (revision, cache,
+        Server-Timing) and are logged as invocations.
+        """
+        body = {"inputs": dict(inputs)}
+        proxied, subresource = self.invoke_paths(name, namespace=namespace)
+        try:
+            reply = await self.request("POST", proxied, json=body, request_timeout=request_timeout)
+        except errors.Forbidden:
+            reply = await self.request(
+                "POST", subresource, json=body, request_timeout=request_timeout
+            )
         lowered = {key.lower(): value for key, value in reply.headers.items()}
         return InvokeResult(
             body=reply.json(),
@@ -244,24 +269,20 @@ class PlntClient(transport.Transport):
         `{"type": "result", ...}` (the body `invoke` answers) or `{"type": "error",
         "error": {...}, "status": N}`. A failure before the stream starts raises the
         `errors` tree as `invoke` does. `on_headers` is called once with the answer's
-        headers (`X-Plnt-Revision` …) before the first line.
+        headers (`X-Plnt-Revision` …) before the first line. The stream goes the way
+        `invoke` goes: through the run's proxy, else (403) the `invoke` subresource.
         """
-        path = self.object_path(WORKFLOWRUNS, name, namespace=namespace, subresource="invoke")
+        body = codec.dumps({"inputs": dict(inputs)})
+        proxied, subresource = self.invoke_paths(name, namespace=namespace)
         limit = self.timeout if request_timeout is None else request_timeout
+        path = proxied
         try:
-            async with self._client_session().post(
-                self.connection.server + path,
-                params={"stream": "true"},
-                data=codec.dumps({"inputs": dict(inputs)}),
-                headers={"Content-Type": transport.JSON, "Accept": NDJSON},
-                timeout=aiohttp.ClientTimeout(total=limit),
-                server_hostname=self.connection.tls_server_name,
-            ) as response:
-                if response.status >= 300:
-                    answer = transport.Response(
-                        response.status, dict(response.headers), await response.read()
-                    )
-                    raise _api_error(answer)
+            async with contextlib.AsyncExitStack() as stack:
+                try:
+                    response = await stack.enter_async_context(self._stream(path, body, limit))
+                except errors.Forbidden:
+                    path = subresource
+                    response = await stack.enter_async_context(self._stream(path, body, limit))
                 if on_headers is not None:
                     on_headers(dict(response.headers))
                 # Split by hand: readline() refuses lines over the read buffer, and a
@@ -286,6 +307,26 @@ class PlntClient(transport.Transport):
                 else (str(error) or type(error).__name__)
             )
             raise errors.TransportError(f"POST {path}: {detail}") from error
+
+    @contextlib.asynccontextmanager
+    async def _stream(
+        self, path: str, body: bytes, limit: float
+    ) -> AsyncIterator[aiohttp.ClientResponse]:
+        """An NDJSON invocation stream that started (2xx); raises the `errors` tree else."""
+        async with self._client_session().post(
+            self.connection.server + path,
+            params={"stream": "true"},
+            data=body,
+            headers={"Content-Type": transport.JSON, "Accept": NDJSON},
+            timeout=aiohttp.ClientTimeout(total=limit),
+            server_hostname=self.connection.tls_server_name,
+        ) as response:
+            if response.status >= 300:
+                answer = transport.Response(
+                    response.status, dict(response.headers), await response.read()
+                )
+                raise _api_error(answer)
+            yield response
 
     async def invocations(self, name: str, *, namespace: str | None = None) -> Any:
         """Recent invocations of a WorkflowRun, as the server reports them."""

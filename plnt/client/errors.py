@@ -144,12 +144,34 @@ def from_status(status: Mapping[str, Any], *, http_code: int) -> ApiError:
 
 
 def from_response(http_code: int, body: Any, text: str) -> ApiError:
-    """The typed error for a failed response: its Status if it sent one, else its text."""
-    if isinstance(body, Mapping) and body.get("kind") == "Status":
+    """The typed error for a failed response: its Status if it sent one, else its text.
+
+    A Status may come without `kind`: kube-apiserver's request-timeout filter encodes
+    the bare struct (`{"metadata":{},"status":"Failure","message":"Timeout: …"}`), so
+    `status: Failure` with a message counts as one too. An error in the runner's or
+    OpenAI's shape (`{"error": {"message", "code"?}}`, what the run's `proxy` path
+    answers) gives its message, and its string `code` as the reason.
+    """
+    if isinstance(body, Mapping) and (
+        body.get("kind") == "Status"
+        or (body.get("status") == "Failure" and isinstance(body.get("message"), str))
+    ):
         return from_status(body, http_code=http_code)
     runner = _runner_message(body)
     message = runner or text.strip()[:500] or f"the server answered HTTP {http_code}"
-    return from_status({"message": message, **_runner_causes(body)}, http_code=http_code)
+    status = {"message": message, **_runner_causes(body)}
+    reason = _error_code(body)
+    if reason:
+        status["reason"] = reason
+    return from_status(status, http_code=http_code)
+
+
+def _error_code(body: Any) -> str:
+    """The `error.code` of an OpenAI-shaped error when it is a word (plnt's proxy path puts
+    the Status reason there: `NotFound`, `Forbidden` …), else ""."""
+    error = body.get("error") if isinstance(body, Mapping) else None
+    code = error.get("code") if isinstance(error, Mapping) else None
+    return code if isinstance(code, str) else ""
 
 
 def _runner_causes(body: Any) -> dict[str, Any]:

@@ -23,6 +23,10 @@ def _client(request: web.Request) -> PlntClient:
     return request.app[keys.CLIENT]
 
 
+def _invoke_timeout(request: web.Request) -> float:
+    return request.app[keys.SETTINGS].invoke_timeout_seconds
+
+
 def _target(request: web.Request) -> tuple[str, str]:
     return request.match_info["namespace"], request.match_info["name"]
 
@@ -115,7 +119,9 @@ async def invoke(request: web.Request) -> web.StreamResponse:
         facts = await pages.describe_workflow(client, namespace, name)
         schema = facts.get("inputs") if isinstance(facts.get("inputs"), dict) else None
         inputs = forms.inputs(forms.fields(schema), values if isinstance(values, Mapping) else {})
-        result = await client.invoke(name, inputs, namespace=namespace)
+        result = await client.invoke(
+            name, inputs, namespace=namespace, request_timeout=_invoke_timeout(request)
+        )
     except forms.FormError as error:
         return web.json_response(
             {"error": {"code": 400, "message": str(error), "fields": {error.field: str(error)}}},
@@ -146,7 +152,9 @@ async def chat(request: web.Request) -> web.StreamResponse:
     if not isinstance(message, str) or not isinstance(field, str) or not field:
         raise web.HTTPBadRequest(text="send a message and the input it fills")
     client = _client(request)
-    lines = client.invoke_stream(name, {field: message}, namespace=namespace)
+    lines = client.invoke_stream(
+        name, {field: message}, namespace=namespace, request_timeout=_invoke_timeout(request)
+    )
     try:
         first = await anext(lines)
     except StopAsyncIteration:

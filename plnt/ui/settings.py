@@ -20,6 +20,9 @@ class UiSettings:
 
     `host` is loopback only: the server holds the user's credentials, so nothing but
     the user's own machine may reach it (and the token keeps other local users out).
+    `invoke_timeout_seconds` is how long the invoke form and the chat panel wait for a
+    workflow's answer (`plnt ui --request-timeout`, as `plnt invoke`'s), not the client's
+    30 s for everything else: a workflow may run for minutes.
     """
 
     kubeconfig: Path | None = None
@@ -27,6 +30,7 @@ class UiSettings:
     namespace: str | None = None
     port: int = 0
     host: str = LOOPBACK
+    invoke_timeout_seconds: float = 300.0
     token: str = field(default_factory=new_secret, repr=False)
     csrf_token: str = field(default_factory=new_secret, repr=False)
     session: str = field(default_factory=new_secret, repr=False)

@@ -1,8 +1,9 @@
 """An in-process plnt API server (real TLS, real etcd) and kubeconfig files pointing at it.
 
 The server is the one tests/apiserver uses, built the same way here so this
-package's fixtures do not depend on another conftest. It also accepts two static
-bearer tokens: `admin-token` (system:masters) and `nobody-token` (no rights).
+package's fixtures do not depend on another conftest. It also accepts three static
+bearer tokens: `admin-token` (system:masters), `nobody-token` (no rights) and
+`invoker-token` (user `invoker`, whom only a test's own policy grants anything).
 The CLI tests reuse everything below through `tests.client.conftest`.
 """
 
@@ -35,6 +36,7 @@ REPO = Path(__file__).resolve().parents[2]
 DIGEST = "sha256:" + "cd" * 32
 ADMIN_TOKEN = "admin-token"
 NOBODY_TOKEN = "nobody-token"
+INVOKER_TOKEN = "invoker-token"
 
 
 def workflowrun(name: str, *, namespace: str | None = None, **spec: Any) -> dict[str, Any]:
@@ -113,19 +115,30 @@ def _b64(path: Path) -> str:
 def _token_file(directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     tokens = directory / "tokens.csv"
-    tokens.write_text(f'{ADMIN_TOKEN},admin,1,"system:masters"\n{NOBODY_TOKEN},nobody,2\n')
+    tokens.write_text(
+        f'{ADMIN_TOKEN},admin,1,"system:masters"\n{NOBODY_TOKEN},nobody,2\n'
+        f"{INVOKER_TOKEN},invoker,3\n"
+    )
     return tokens
 
 
 @contextlib.asynccontextmanager
-async def serving(etcd_endpoint: str, tmp_path: Path) -> AsyncIterator[Server]:
-    """Serve plnt over HTTPS on a free loopback port, in this event loop."""
+async def serving(
+    etcd_endpoint: str, tmp_path: Path, *, policy: dict[str, Any] | None = None
+) -> AsyncIterator[Server]:
+    """Serve plnt over HTTPS on a free loopback port, in this event loop (with `policy`
+    instead of the standalone default policy when one is given)."""
     tokens = _token_file(tmp_path)
+    policy_file = None
+    if policy is not None:
+        policy_file = tmp_path / "policy.yaml"
+        policy_file.write_text(yaml.safe_dump(policy))
     settings = ServerSettings(
         etcd_endpoints=(etcd_endpoint.removeprefix("http://"),),
         etcd_prefix=f"/t-{uuid.uuid4().hex[:12]}",
         pki_dir=tmp_path / "pki",
         token_file=tokens,
+        policy_file=policy_file,
         bookmark_interval_seconds=0.2,
     )
     application = app_module.build_app(settings)

@@ -8,6 +8,10 @@ SelfSubjectAccessReview (decided by a per-test RBAC-like policy), the
 front-proxy CA it makes itself, core/v1 and events.k8s.io/v1 Events over one store,
 discovery and OpenAPI, and the aggregation layer that proxies `/apis/plnt.work/v1` to a
 registered backend with the front-proxy client certificate and `X-Remote-*` headers.
+Like kube-apiserver it cuts every request that is not long-running at its
+`--request-timeout` (60 s, configurable; `timeouts`): a 504 Timeout Status before the
+answer started, a killed connection after; watches and the `proxy`, `log`, `exec`,
+`attach` and `portforward` subresources run on.
 For the Kubernetes target it also serves the workload kinds (Deployments with `status`
 and `scale`, Services, Pods, Nodes, Secrets, EndpointSlices, HorizontalPodAutoscalers,
 Ingresses, PodDisruptionBudgets) with server-side apply and managedFields, and a kubelet

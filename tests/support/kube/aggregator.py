@@ -13,8 +13,11 @@ What `pkg/apiserver/handler_proxy.go` and `pkg/controllers` do, for registered
   `url.Values.Encode`, the caller's Authorization and X-Remote-* were already removed by
   authentication, and `X-Remote-User`, `X-Remote-Uid`, one `X-Remote-Group` per group
   and `X-Remote-Extra-<escaped key>` per value are set (client-go
-  `SetAuthProxyHeaders`). Responses stream back unbuffered; a 3xx with a Location is
-  replaced by a 502 (`--aggregator-reject-forwarding-redirect`); a connection failure is
+  `SetAuthProxyHeaders`). The proxying runs under kube-apiserver's request timeout
+  (`timeouts`, applied by the server's filter chain), so a backend that is slow to
+  answer a request that is not long-running is cut there. Responses stream back
+  unbuffered; a 3xx with a Location is replaced by a 502
+  (`--aggregator-reject-forwarding-redirect`); a connection failure is
   a plain-text 503 with the error.
 * **discovery**: the backend's `/apis` is fetched as `system:kube-aggregator` asking
   for v2 only, with `If-None-Match`; a 200 in v2 keeps only this APIService's
@@ -37,7 +40,7 @@ import contextlib
 import json
 import ssl
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,6 +110,20 @@ def go_query_encode(query: Mapping[str, str] | Any) -> str:
     return urllib.parse.urlencode(pairs, quote_via=urllib.parse.quote_plus)
 
 
+class _TrackingConnector(aiohttp.TCPConnector):
+    """A connector that hands every connection it makes to `on_connect`, also one whose
+    request is then cancelled before an answer (that one no response ever holds)."""
+
+    def __init__(self, on_connect: Callable[[Any], None], **options: Any) -> None:
+        super().__init__(**options)
+        self._on_connect = on_connect
+
+    async def _create_connection(self, *args: Any, **kwargs: Any) -> Any:
+        protocol = await super()._create_connection(*args, **kwargs)
+        self._on_connect(protocol)
+        return protocol
+
+
 class Aggregator:
     """Registered APIServices and the proxy to them; lives on the stand-in's loop."""
 
@@ -115,8 +132,9 @@ class Aggregator:
         self.services: dict[tuple[str, str], APIService] = {}
         self._session: aiohttp.ClientSession | None = None
         # Every connection to a backend until its socket is gone: one closed on release
-        # (force_close, or a proxied watch cut off) is still in TLS's close_notify
-        # exchange, which the session does not wait for.
+        # (force_close, a proxied watch cut off, a request cancelled at its deadline
+        # before the backend answered) is still in TLS's close_notify exchange, which
+        # the session does not wait for.
         self._open: dict[asyncio.Future[None], asyncio.Transport] = {}
 
     async def close(self) -> None:
@@ -127,13 +145,11 @@ class Aggregator:
             transport.abort()
         await asyncio.gather(*self._open, return_exceptions=True)
 
-    def _track(self, response: aiohttp.ClientResponse) -> None:
-        connection = response.connection
-        if connection is None or connection.transport is None:
-            return
-        closed = connection.protocol.closed if connection.protocol is not None else None
-        if closed is not None and not closed.done():
-            self._open[closed] = connection.transport
+    def _track(self, protocol: Any) -> None:
+        """Remember a new backend connection until its socket is gone."""
+        closed, transport = getattr(protocol, "closed", None), protocol.transport
+        if transport is not None and closed is not None and not closed.done():
+            self._open[closed] = transport
             closed.add_done_callback(self._forget)
 
     def _forget(self, closed: asyncio.Future[None]) -> None:
@@ -143,7 +159,7 @@ class Aggregator:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
-            connector = aiohttp.TCPConnector(force_close=True)
+            connector = _TrackingConnector(self._track, force_close=True)
             self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
         return self._session
 
@@ -190,7 +206,6 @@ class Aggregator:
             allow_redirects=False,
             timeout=aiohttp.ClientTimeout(total=deadline),
         ) as response:
-            self._track(response)
             return response.status, dict(response.headers), await response.read()
 
     async def recheck(self, service: APIService) -> bool:
@@ -244,7 +259,6 @@ class Aggregator:
             )
         except (aiohttp.ClientError, OSError, ssl.SSLError) as error:
             return web.Response(status=503, text=f"{error}\n", content_type="text/plain")
-        self._track(upstream)
         async with upstream:
             if 300 <= upstream.status < 400 and upstream.headers.get("Location"):
                 return web.Response(

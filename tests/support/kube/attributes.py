@@ -5,8 +5,11 @@ Part of the kube-apiserver stand-in (a test double: no kube-apiserver runs here)
 `request_attributes` follows k8s.io/apiserver `endpoints/request/requestinfo.go`:
 `/api/v1/...` and `/apis/<group>/<version>/...` with at least a resource are resource
 requests (namespace from `namespaces/<ns>/`, GET on a collection is `list`, or `watch`
-with `watch=true`, a `metadata.name=` field selector names the object); everything
-else (discovery, `/openapi`, `/version`) is a non-resource request whose verb is the
+when `?watch=` says so as kube decodes a boolean parameter — any value but `false` or
+`0` —, a `metadata.name=` field selector names the object). The deprecated path prefixes
+`/watch/` and `/proxy/` give the verb `watch` or `proxy` whatever the method, and a
+`proxy` request has no subresource (kube's `specialVerbsNoSubresources`). Everything else
+(discovery, `/openapi`, `/version`) is a non-resource request whose verb is the
 lowercased HTTP method. No I/O here.
 """
 
@@ -21,7 +24,8 @@ SYSTEM_ANONYMOUS = "system:anonymous"
 SYSTEM_MASTERS = "system:masters"
 
 _METHOD_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
-_SPECIAL_PREFIXES = ("proxy", "watch")
+_SPECIAL_VERBS = ("proxy", "watch")
+_SPECIAL_VERBS_WITHOUT_SUBRESOURCES = ("proxy",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +79,9 @@ def request_attributes(user: User, method: str, path: str, query: Mapping[str, s
         group, version, rest = parts[1], parts[2], parts[3:]
     if not rest:
         return non_resource
-    if rest[0] in _SPECIAL_PREFIXES and len(rest) > 1:
-        rest = rest[1:]  # deprecated /watch/ and /proxy/ path prefixes
+    special = ""
+    if rest[0] in _SPECIAL_VERBS and len(rest) > 1:
+        special, rest = rest[0], rest[1:]  # the deprecated /watch/ and /proxy/ prefixes
     namespace = ""
     if rest[0] == "namespaces" and len(rest) > 1:
         # As kube: /api/v1/namespaces/<ns> is the namespace object, in its own namespace;
@@ -86,11 +91,14 @@ def request_attributes(user: User, method: str, path: str, query: Mapping[str, s
             rest = rest[2:]
     resource = rest[0]
     name = rest[1] if len(rest) > 1 else ""
-    subresource = rest[2] if len(rest) > 2 else ""
-    if method in ("GET", "HEAD"):
+    with_subresource = len(rest) > 2 and special not in _SPECIAL_VERBS_WITHOUT_SUBRESOURCES
+    subresource = rest[2] if with_subresource else ""
+    if special:
+        verb = special
+    elif method in ("GET", "HEAD"):
         verb = "get"
         if not name:
-            verb = "watch" if query.get("watch", "").lower() in ("1", "true") else "list"
+            verb = "watch" if watching(query) else "list"
     elif method == "DELETE":
         verb = "delete" if name else "deletecollection"
     else:
@@ -109,6 +117,13 @@ def request_attributes(user: User, method: str, path: str, query: Mapping[str, s
         subresource=subresource,
         name=name,
     )
+
+
+def watching(query: Mapping[str, str]) -> bool:
+    """`?watch=` as kube decodes a boolean query parameter: present and neither `false`
+    (any case) nor `0` — so `?watch=` and `?watch=yes` watch too."""
+    value = query.get("watch")
+    return value is not None and value.lower() not in ("false", "0")
 
 
 def _name_from_field_selector(selector: str) -> str:

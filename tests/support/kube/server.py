@@ -1,7 +1,9 @@
 """The stand-in's HTTP server: one aiohttp application and its filter chain, in kube's order.
 
-errors → Status (outermost) → authentication (401) → request attributes → authorization
-(403, health paths always allowed) → the handler: discovery, OpenAPI, reviews, the own
+errors → Status (outermost) → the request timeout (`timeouts`: requests that are not
+long-running are cut at `State.request_timeout`, 504 or a killed connection) →
+authentication (401) → request attributes → authorization (403, health paths always
+allowed) → the handler: discovery, OpenAPI, reviews, the own
 kinds of `kinds.VIEWS` and their subresources, or the aggregator's proxy for a
 registered APIService. Unknown paths get kube's plain-text `404 page not found`. Writes
 name their field manager by `?fieldManager=` or, as kube defaults it, the User-Agent.
@@ -35,6 +37,7 @@ from tests.support.kube import (
     statuses,
     store,
     subresources,
+    timeouts,
 )
 
 Obj = dict[str, Any]
@@ -60,6 +63,7 @@ class State:
     client_ca: x509.Certificate
     server_address: str = ""
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    request_timeout: float = timeouts.DEFAULT_REQUEST_TIMEOUT  # kube's --request-timeout
 
 
 STATE = web.AppKey("state", State)
@@ -347,10 +351,13 @@ async def _subresource(
 
 
 def build_app(state: State) -> web.Application:
+    request_timeout = timeouts.middleware(lambda request: request.app[STATE].request_timeout)
     app = web.Application(
-        middlewares=[errors, authenticate_and_authorize], client_max_size=MAX_BODY
+        middlewares=[errors, request_timeout, authenticate_and_authorize],
+        client_max_size=MAX_BODY,
     )
     app[STATE] = state
+    app.on_response_prepare.append(timeouts.on_response_prepare)
 
     async def close_aggregator(_: web.Application) -> None:
         try:

@@ -5,6 +5,11 @@ stand-in cluster's CA) in a background thread with its own event loop, so one st
 can serve synchronous tests (kubectl) and asynchronous ones on any loop, and be shared
 by a whole session. The `KubeStandIn` handle is thread-safe: every change to server
 state is scheduled onto the server's loop and awaited there.
+
+kube-apiserver's `--request-timeout` is `running(..., request_timeout=60.0)`, and
+`KubeStandIn.requests_cut_after(seconds)` changes it for a block (a shared stand-in
+keeps its limit for every other test): requests that are not long-running are cut at it
+(`timeouts`).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from tests.support.kube import (
     reviews,
     server,
     store,
+    timeouts,
 )
 from tests.support.kube.attributes import User
 
@@ -61,6 +67,32 @@ class KubeStandIn:
     async def call_async(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """The same from a coroutine on another loop, without blocking that loop."""
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, self.loop))
+
+    # --- the request timeout ------------------------------------------------------------
+
+    @property
+    def request_timeout(self) -> float:
+        """Seconds after which a request that is not long-running is cut (kube's
+        `--request-timeout`)."""
+        return self.state.request_timeout
+
+    def set_request_timeout(self, seconds: float) -> None:
+        async def change() -> None:
+            self.state.request_timeout = seconds
+
+        self.call(change())
+
+    @contextlib.contextmanager
+    def requests_cut_after(self, seconds: float) -> Iterator[None]:
+        """Cut requests that are not long-running after `seconds` within the block; the
+        limit before it is restored after it, also when the block fails. Requests
+        already in flight keep the deadline they started with."""
+        before = self.request_timeout
+        self.set_request_timeout(seconds)
+        try:
+            yield
+        finally:
+            self.set_request_timeout(before)
 
     # --- identity and policy ----------------------------------------------------------
 
@@ -256,6 +288,7 @@ def _serve(
     directory: Path,
     started: concurrent.futures.Future[KubeStandIn],
     stop: list[Callable[[], object]],
+    request_timeout: float,
 ) -> None:
     async def main() -> None:
         pki = certs.create(directory / "pki")
@@ -270,6 +303,7 @@ def _serve(
                 client_cert=pki.front_proxy_client_cert, client_key=pki.front_proxy_client_key
             ),
             client_ca=x509.load_pem_x509_certificate(pki.ca_cert.read_bytes()),
+            request_timeout=request_timeout,
         )
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(pki.serving_cert, pki.serving_key)
@@ -311,12 +345,22 @@ def _serve(
 
 
 @contextlib.contextmanager
-def running(directory: Path, *, start_timeout: float = 30.0) -> Iterator[KubeStandIn]:
-    """Start a stand-in keeping its files under `directory`; stop it on exit."""
+def running(
+    directory: Path,
+    *,
+    start_timeout: float = 30.0,
+    request_timeout: float = timeouts.DEFAULT_REQUEST_TIMEOUT,
+) -> Iterator[KubeStandIn]:
+    """Start a stand-in keeping its files under `directory`; stop it on exit.
+
+    `request_timeout` is kube-apiserver's `--request-timeout` (60 s by default)."""
     started: concurrent.futures.Future[KubeStandIn] = concurrent.futures.Future()
     stop: list[Callable[[], object]] = []  # filled by the server thread once it runs
     thread = threading.Thread(
-        target=_serve, args=(directory, started, stop), name="kube-standin", daemon=True
+        target=_serve,
+        args=(directory, started, stop, request_timeout),
+        name="kube-standin",
+        daemon=True,
     )
     thread.start()
     try:
