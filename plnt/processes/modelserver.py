@@ -51,7 +51,7 @@ from pathlib import Path
 
 import aiohttp
 
-from plnt.processes import models, weights
+from plnt.processes import logtails, models, weights
 from plnt.processes.ports import free_port
 
 DEFAULT_THREADS = max(1, min((os.cpu_count() or 2) // 2, 4))
@@ -218,12 +218,8 @@ class ModelServer:
                 await asyncio.sleep(delay)  # backoff between readiness probes
                 delay = min(delay * 2, 0.5)
 
-    def _tail(self, lines: int = 5) -> str:
-        try:
-            text = self.log_file.read_text(errors="replace").strip().splitlines()
-        except OSError:
-            return "(no log)"
-        return " | ".join(text[-lines:]) or "(empty log)"
+    def _tail(self) -> str:
+        return logtails.last_lines(self.log_file)
 
     async def astop(self) -> int | None:
         """Like `stop`; the waiting happens in a thread and is finished even if cancelled."""

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import aiohttp
 
+from plnt.processes import logtails
 from plnt.processes.ports import free_port
 
 THROUGHPUT_PRAGMAS = ("journal_mode=wal", "synchronous=normal")
@@ -185,12 +186,8 @@ class TemporalDevServer:
                 await asyncio.sleep(delay)  # backoff between readiness probes
                 delay = min(delay * 2, 0.5)
 
-    def _tail(self, lines: int = 5) -> str:
-        try:
-            text = self.log_file.read_text(errors="replace").strip().splitlines()
-        except OSError:
-            return "(no log)"
-        return " | ".join(text[-lines:]) or "(empty log)"
+    def _tail(self) -> str:
+        return logtails.last_lines(self.log_file)
 
     async def astop(self, grace: float = 10.0) -> None:
         await asyncio.to_thread(self.stop, grace)
