@@ -12,7 +12,8 @@ runtime ones that wait on runners or models:
   (up to the invoke timeout), however little the server itself does;
 * `proxy` — the OpenAI-compatible relay, streamed when the model streams;
 * `bench` — a benchmark of a run's runners, seconds to minutes;
-* `invocations` when watched (`?watch=true`): it streams until the client leaves.
+* `invocationlog` (and `invocations`, its deprecated name) when watched (`?watch=true`):
+  it streams until the client leaves.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from plnt.apiserver.requestinfo import RequestInfo
 
 LONG_RUNNING_VERBS = frozenset({"watch", "proxy"})
 LONG_RUNNING_SUBRESOURCES = frozenset({"invoke", "proxy", "bench"})
-WATCHABLE_SUBRESOURCES = frozenset({"invocations"})
+WATCHABLE_SUBRESOURCES = frozenset({"invocationlog", "invocations"})
 
 
 def _watching(query: MultiMapping[str]) -> bool:

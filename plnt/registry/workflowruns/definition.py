@@ -1,9 +1,10 @@
 """WorkflowRun's definition: names, subresources, printer columns and transition rules.
 
 The served subresources are `status`, `scale`, and the runtime operations `invoke`,
-`invocations`, `proxy` (the runners' own HTTP API, OpenAI's included), `rollback`, `abort`,
-`promote`, `retry` and `bench` (served by `plnt.apiserver`; a bench's checks are
-`bench.py` here). A server
+`invocationlog` (the log of recent calls; `invocations`, its name before the Invocation
+kind took the plural, still answers, with a deprecation warning), `proxy` (the runners' own
+HTTP API, OpenAI's included), `rollback`, `abort`, `promote`, `retry` and `bench` (served
+by `plnt.apiserver`; a bench's checks are `bench.py` here). A server
 that deploys runs (one with a DeployControl) uses `with_teardown()`, whose strategy adds the
 `plnt.work/teardown` finalizer on create so deleting a run waits until its runners are gone,
 and marks each new generation `Reconciling=True` until the saga reports on it.
@@ -66,7 +67,8 @@ DEFINITION = ResourceDefinition(
             "scale", "Scale", ("get", "patch", "update"), group="autoscaling", version="v1"
         ),
         Subresource("invoke", "WorkflowRunInvocation", ("create",)),
-        Subresource("invocations", "WorkflowRunInvocationList", ("get",)),
+        Subresource("invocationlog", "WorkflowRunInvocationList", ("get",)),
+        Subresource("invocations", "WorkflowRunInvocationList", ("get",)),  # deprecated
         Subresource("proxy", "WorkflowRunProxyOptions", ("create", "get")),
         Subresource("rollback", KIND, ("create",)),
         Subresource("abort", "Status", ("create",), group="", version="v1"),
