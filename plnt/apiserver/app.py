@@ -36,11 +36,12 @@ from plnt.apiserver import (
 )
 from plnt.apiserver.controllers import benchgauges
 from plnt.apiserver.controllers import namespaces as namespace_controller
+from plnt.apiserver.invocations import admission as invocation_admission
 from plnt.apiserver.namespaces import stores as namespace_stores
 from plnt.apiserver.workflowruns import deployhooks, invoke, routes
 from plnt.apiserver.workflowruns import keys as run_keys
 from plnt.processes import tasks
-from plnt.registry import events, workflowruns
+from plnt.registry import events, invocations, workflowruns
 from plnt.registry.catalog import all_resources, core_resources
 from plnt.registry.definitions import ResourceDefinition
 from plnt.registry.events import EventWriter
@@ -137,11 +138,17 @@ def _resource_store(
     standalone: bool,
 ) -> ResourceStore:
     """WorkflowRuns of a server with sagas get the deploy hooks (after every stored write)
-    and the teardown finalizer."""
+    and the teardown finalizer. Invocations get their admission (may the requester invoke
+    the run; its owner reference)."""
     hooks = app.get(run_keys.DEPLOY_HOOKS)
     if hooks is not None and d is workflowruns.DEFINITION:
         definition = workflowruns.with_teardown(standalone=standalone)
         return ResourceStore(definition, storage, admission=admission, after_write=(hooks,))
+    if d is invocations.DEFINITION:
+        checks = invocation_admission.InvocationAdmission(
+            authorizer=app[keys.AUTHORIZER], stores=lambda: _stores(app)
+        )
+        return ResourceStore(d, storage, admission=admission, object_admission=(checks,))
     return ResourceStore(d, storage, admission=admission)
 
 
@@ -153,6 +160,10 @@ async def _deploy_context(app: web.Application) -> AsyncIterator[None]:
         yield
     finally:
         await hooks.close()
+
+
+def _stores(app: web.Application) -> dict[tuple[str, str], ResourceStore]:
+    return app[keys.STORES]
 
 
 async def _close_watches(app: web.Application) -> None:

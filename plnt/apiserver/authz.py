@@ -410,9 +410,10 @@ def parse_policy(document: Any, *, source: str = "policy") -> Policy:
 
 
 def default_policy() -> Policy:
-    """Standalone defaults: admins everything, viewers read (a bench's progress too),
-    invokers invoke, bench (`workflowruns/bench`) and use the OpenAI endpoint
-    (`workflowruns/proxy`), every authenticated user discovery and health."""
+    """Standalone defaults: admins everything, viewers read (a bench's progress and
+    Invocations too), invokers invoke (also through Invocations), bench
+    (`workflowruns/bench`) and use the OpenAI endpoint (`workflowruns/proxy`), every
+    authenticated user discovery and health."""
     read_only = ("get", "list", "watch")
     return parse_policy(
         {
@@ -429,6 +430,8 @@ def default_policy() -> Policy:
                         "workflowruns/bench",
                         "plntbackends",
                         "plntbackends/status",
+                        "invocations",
+                        "invocations/status",
                         "events",
                     ],
                 },
@@ -436,6 +439,12 @@ def default_policy() -> Policy:
                     "groups": ["plnt:invokers"],
                     "verbs": ["create"],
                     "resources": ["workflowruns/invoke"],
+                },
+                {  # durable invocations: start, follow and delete them (creating one also
+                    # needs create on workflowruns/invoke for its run, checked at admission)
+                    "groups": ["plnt:invokers"],
+                    "verbs": ["get", "list", "watch", "create", "delete"],
+                    "resources": ["invocations"],
                 },
                 {  # start a bench and follow it (viewers may follow it too)
                     "groups": ["plnt:invokers"],
