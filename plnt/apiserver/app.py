@@ -37,6 +37,8 @@ from plnt.apiserver import (
 from plnt.apiserver.controllers import benchgauges
 from plnt.apiserver.controllers import namespaces as namespace_controller
 from plnt.apiserver.invocations import admission as invocation_admission
+from plnt.apiserver.invocations import keys as invocation_keys
+from plnt.apiserver.invocations import starting
 from plnt.apiserver.namespaces import stores as namespace_stores
 from plnt.apiserver.workflowruns import deployhooks, invoke, routes
 from plnt.apiserver.workflowruns import keys as run_keys
@@ -45,9 +47,9 @@ from plnt.registry import events, invocations, workflowruns
 from plnt.registry.catalog import all_resources, core_resources
 from plnt.registry.definitions import ResourceDefinition
 from plnt.registry.events import EventWriter
-from plnt.registry.hooks import Admission
+from plnt.registry.hooks import Admission, AfterWrite
 from plnt.registry.store import ResourceStore
-from plnt.sagas.control import DeployControl
+from plnt.sagas.control import DeployControl, InvocationControl
 from plnt.storage.cache import CachedStore
 from plnt.storage.etcd import EtcdStore
 from plnt.storage.interface import Store
@@ -139,7 +141,8 @@ def _resource_store(
 ) -> ResourceStore:
     """WorkflowRuns of a server with sagas get the deploy hooks (after every stored write)
     and the teardown finalizer. Invocations get their admission (may the requester invoke
-    the run; its owner reference)."""
+    the run; its owner reference), and on a server with sagas the hooks that start and
+    cancel their workflows."""
     hooks = app.get(run_keys.DEPLOY_HOOKS)
     if hooks is not None and d is workflowruns.DEFINITION:
         definition = workflowruns.with_teardown(standalone=standalone)
@@ -148,7 +151,12 @@ def _resource_store(
         checks = invocation_admission.InvocationAdmission(
             authorizer=app[keys.AUTHORIZER], stores=lambda: _stores(app)
         )
-        return ResourceStore(d, storage, admission=admission, object_admission=(checks,))
+        after: list[AfterWrite] = []
+        if (starts := app.get(invocation_keys.HOOKS)) is not None:
+            after.append(starts)
+        return ResourceStore(
+            d, storage, admission=admission, object_admission=(checks,), after_write=after
+        )
     return ResourceStore(d, storage, admission=admission)
 
 
@@ -164,6 +172,18 @@ async def _deploy_context(app: web.Application) -> AsyncIterator[None]:
 
 def _stores(app: web.Application) -> dict[tuple[str, str], ResourceStore]:
     return app[keys.STORES]
+
+
+async def _invocation_context(app: web.Application) -> AsyncIterator[None]:
+    """Start-up convergence and retries of invocation starts, after storage is ready."""
+    hooks = app[invocation_keys.HOOKS]
+    hooks.start_loop(
+        app[keys.STORES][(invocations.DEFINITION.group, invocations.DEFINITION.plural)]
+    )
+    try:
+        yield
+    finally:
+        await hooks.close()
 
 
 async def _close_watches(app: web.Application) -> None:
@@ -193,7 +213,8 @@ def build_app(
 
     Standalone, the PKI under `settings.pki_dir` is created when missing, because the
     authenticators need its CAs. With `deploy`, WorkflowRun writes start or signal
-    their sagas (see `deployhooks`) and new runs get the teardown finalizer.
+    their sagas (see `deployhooks`) and new runs get the teardown finalizer; when it also
+    starts Invocations (`InvocationControl`), each new Invocation gets its workflow.
     """
     if delegated is None:
         if settings.pki_dir is None:
@@ -227,12 +248,16 @@ def build_app(
     app[keys.SUBRESOURCES] = kinds.Subresources([routes.HTTP])  # each kind's, from its package
     if deploy is not None:
         app[run_keys.DEPLOY_HOOKS] = deployhooks.DeployHooks(deploy)
+    if isinstance(deploy, InvocationControl):
+        app[invocation_keys.HOOKS] = starting.InvocationHooks(deploy)
     app.cleanup_ctx.append(_storage_context(settings, standalone=standalone))
     app.cleanup_ctx.append(benchgauges.context)
     if standalone:
         app.cleanup_ctx.append(namespace_controller.controller_context)
     if deploy is not None:
         app.cleanup_ctx.append(_deploy_context)
+    if invocation_keys.HOOKS in app:
+        app.cleanup_ctx.append(_invocation_context)
     app.cleanup_ctx.append(invoke.upstream_context)
     endpoints.add_routes(app, standalone=standalone)
     # `[\s\S]`, not `.`: a name may hold a line break and is still a resource path (404 Status).

@@ -1,8 +1,10 @@
-"""Invocation's runtime in the API server: its admission.
+"""Invocation's runtime in the API server: its admission and the hooks that run it.
 
 `admission.InvocationAdmission` (a `plnt.registry.hooks.ObjectAdmission`) checks, on
 create, that the requester may also invoke the WorkflowRun named (an Invocation runs
-it) and that the run exists, and sets the run as the Invocation's owner. The composition
-root (`plnt.apiserver.app`) gives it to the Invocation store. Invocation has no
-subresources of its own beyond `status`.
+it) and that the run exists, and sets the run as the Invocation's owner.
+`starting.InvocationHooks` (a `plnt.registry.hooks.AfterWrite`) starts the invocation's
+Temporal workflow after its create and cancels it when the Invocation is deleted, and
+retries starts Temporal refused. The composition root (`plnt.apiserver.app`) gives both
+to the Invocation store. Invocation has no subresources of its own beyond `status`.
 """
