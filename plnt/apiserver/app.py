@@ -38,7 +38,7 @@ from plnt.apiserver.controllers import benchgauges
 from plnt.apiserver.controllers import namespaces as namespace_controller
 from plnt.apiserver.invocations import admission as invocation_admission
 from plnt.apiserver.invocations import keys as invocation_keys
-from plnt.apiserver.invocations import starting
+from plnt.apiserver.invocations import metering, starting
 from plnt.apiserver.namespaces import stores as namespace_stores
 from plnt.apiserver.workflowruns import deployhooks, invoke, routes
 from plnt.apiserver.workflowruns import keys as run_keys
@@ -141,8 +141,8 @@ def _resource_store(
 ) -> ResourceStore:
     """WorkflowRuns of a server with sagas get the deploy hooks (after every stored write)
     and the teardown finalizer. Invocations get their admission (may the requester invoke
-    the run; its owner reference), and on a server with sagas the hooks that start and
-    cancel their workflows."""
+    the run; its owner reference) and their meter, and on a server with sagas the hooks
+    that start and cancel their workflows."""
     hooks = app.get(run_keys.DEPLOY_HOOKS)
     if hooks is not None and d is workflowruns.DEFINITION:
         definition = workflowruns.with_teardown(standalone=standalone)
@@ -151,7 +151,7 @@ def _resource_store(
         checks = invocation_admission.InvocationAdmission(
             authorizer=app[keys.AUTHORIZER], stores=lambda: _stores(app)
         )
-        after: list[AfterWrite] = []
+        after: list[AfterWrite] = [app[invocation_keys.METER]]
         if (starts := app.get(invocation_keys.HOOKS)) is not None:
             after.append(starts)
         return ResourceStore(
@@ -248,10 +248,12 @@ def build_app(
     app[keys.SUBRESOURCES] = kinds.Subresources([routes.HTTP])  # each kind's, from its package
     if deploy is not None:
         app[run_keys.DEPLOY_HOOKS] = deployhooks.DeployHooks(deploy)
+    app[invocation_keys.METER] = metering.FinishMeter(app[keys.METRICS].registry)
     if isinstance(deploy, InvocationControl):
         app[invocation_keys.HOOKS] = starting.InvocationHooks(deploy)
     app.cleanup_ctx.append(_storage_context(settings, standalone=standalone))
     app.cleanup_ctx.append(benchgauges.context)
+    app.cleanup_ctx.append(metering.context)
     if standalone:
         app.cleanup_ctx.append(namespace_controller.controller_context)
     if deploy is not None:
