@@ -103,6 +103,9 @@ class FinishMeter:
             buckets=DURATION_BUCKETS,
             registry=registry,
         )
+        for phase in FINISHED_PHASES:  # known values exist from the start, at 0
+            self.finished.labels(phase)
+            self.duration.labels(phase)
 
     async def after_write(self, change: Change) -> list[AgentWarning]:
         phase = _phase(change.after)
