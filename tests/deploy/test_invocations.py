@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -349,3 +351,29 @@ steps:
   - {id: grow, kind: transform, template: "{{ inputs.text * inputs.times }}"}
 output: steps.grow.output
 """
+
+
+def test_plnt_invoke_async_then_invocation_wait_prints_the_output(
+    stack: Stack, kubectl: Kubectl, namespace: str, target: StepTarget
+) -> None:
+    run = deployed(stack, kubectl, namespace, target)
+    key = uuid.uuid4().hex[:8]
+    plnt = [sys.executable, "-m", "plnt"]
+    options = ["--kubeconfig", str(stack.server.kubeconfig), "-n", namespace]
+    created = subprocess.run(
+        [*plnt, "invoke", run, "--input", f"key={key}", "--async", *options],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    name = created.stdout.strip()
+    assert name.startswith(f"{run}-")
+    waited = subprocess.run(
+        [*plnt, "invocation", "wait", name, "--timeout", "60", *options],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert waited.returncode == 0, waited.stderr
+    assert json.loads(waited.stdout) == {"first": f"count {key}", "slow": f"hold {key}"}
