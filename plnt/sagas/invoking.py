@@ -17,7 +17,8 @@ heartbeat details (sent at once when a step finishes, and every `BEAT_SECONDS`),
   so the runner cancels the invocation and the backend call.
 
 A runner's refusal (invalid inputs) or a failed step is the Invocation's failure, not
-retried: the runner already retried the step as its spec says.
+retried: the runner already retried the step as its spec says. Which revision and which
+replicas: `pinning`; the stream and the progress carried across attempts: `resuming`.
 
 Errors: `invocation.fail(reason, …)` (`ApplicationError` typed by `invocation.Reason`),
 retried by Temporal only for `NotReady` and `RunnerLost`.
@@ -31,7 +32,6 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -43,6 +43,7 @@ from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.processes import tasks
 from plnt.sagas import invocation as inv
+from plnt.sagas import pinning, resuming
 from plnt.sagas import values as v
 
 log = logging.getLogger("plnt.sagas.invocations")
@@ -52,144 +53,6 @@ NDJSON = "application/x-ndjson"
 READY_TIMEOUT = aiohttp.ClientTimeout(total=2.0)
 CALL_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=5.0)
 """A call lasts as long as its workflow does (the schedule-to-close timeout bounds it)."""
-
-
-def _camel(error_type: str) -> str:
-    """`bad_gateway` → `BadGateway`: a runner error type as a condition reason."""
-    return "".join(part.capitalize() for part in error_type.split("_") if part) or "RunnerError"
-
-
-def _traffic(run: dict[str, Any]) -> list[dict[str, Any]]:
-    entries = (run.get("status") or {}).get("traffic") or []
-    return [e for e in entries if isinstance(e, dict)]
-
-
-def _entry(run: dict[str, Any], revision: int) -> dict[str, Any] | None:
-    return next((e for e in _traffic(run) if e.get("revision") == revision), None)
-
-
-def endpoints_of(run: dict[str, Any], revision: int) -> list[str]:
-    """Base URLs of the revision's ready replicas (the saga's `status.traffic`)."""
-    entry = _entry(run, revision) or {}
-    return [str(e).rstrip("/") for e in entry.get("endpoints") or [] if e]
-
-
-def pin(run: dict[str, Any], selector: str) -> inv.Pinned:
-    """The revision `selector` names in the run's status, or the `invocation.fail` saying why
-    none is (module `invocation`: what each selector means)."""
-    name = run["metadata"]["name"]
-    status = run.get("status") or {}
-    stable = status.get("revision")
-    if selector == "stable":
-        if not isinstance(stable, int):
-            phase = status.get("phase") or "Pending"
-            raise inv.fail(
-                inv.Reason.NOT_READY,
-                f"workflowrun {name} has no promoted revision yet (phase {phase})",
-            )
-        revision = stable
-    elif selector == "canary":
-        canary = next(
-            (
-                e
-                for e in _traffic(run)
-                if e.get("revision") != stable and int(e.get("weight") or 0) > 0
-            ),
-            None,
-        )
-        if canary is None:
-            raise inv.fail(inv.Reason.NO_CANARY, f"workflowrun {name} has no canary taking traffic")
-        revision = int(canary["revision"])
-    else:
-        revision = int(selector)
-        if _entry(run, revision) is None:
-            known = sorted(
-                {int(r["revision"]) for r in status.get("history") or [] if isinstance(r, dict)}
-                | {int(e["revision"]) for e in _traffic(run)}
-            )
-            if revision in known:
-                raise inv.fail(
-                    inv.Reason.REVISION_NOT_SERVING,
-                    f"revision {revision} of workflowrun {name} no longer serves",
-                )
-            shown = ", ".join(str(r) for r in known) or "none yet"
-            raise inv.fail(
-                inv.Reason.REVISION_NOT_FOUND,
-                f"workflowrun {name} has no revision {revision} (revisions: {shown})",
-            )
-    entry = _entry(run, revision) or {}
-    if not endpoints_of(run, revision):
-        raise inv.fail(
-            inv.Reason.NOT_READY, f"revision {revision} of workflowrun {name} has no ready replica"
-        )
-    return inv.Pinned(revision=revision, digest=str(entry.get("digest") or ""))
-
-
-@dataclass
-class Progress:
-    """What a call has done so far: its heartbeat details, carried across attempts."""
-
-    completed: dict[str, Any] = field(default_factory=dict)
-    lost: list[str] = field(default_factory=list)
-    tries: int = 0
-
-    @classmethod
-    def of(cls, details: Any) -> Progress:
-        last = details if isinstance(details, dict) else {}
-        completed = last.get("completed")
-        return cls(
-            completed=dict(completed) if isinstance(completed, dict) else {},
-            lost=[str(e) for e in last.get("lost") or []],
-            tries=int(last.get("tries") or 0),
-        )
-
-    def details(self) -> dict[str, Any]:
-        return {"completed": self.completed, "lost": self.lost, "tries": self.tries}
-
-    def beat(self) -> None:
-        activity.heartbeat(self.details())
-
-
-class _Lost(Exception):
-    """The replica went away mid-call, or could not be called: try another one."""
-
-
-async def _ndjson(response: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
-    """The lines of a stream, whatever their length."""
-    pending = b""
-    async for chunk in response.content.iter_any():
-        pending += chunk
-        *lines, pending = pending.split(b"\n")
-        for raw in lines:
-            if raw.strip():
-                decoded = json.loads(raw)
-                if isinstance(decoded, dict):
-                    yield decoded
-    if pending.strip():
-        decoded = json.loads(pending)
-        if isinstance(decoded, dict):
-            yield decoded
-
-
-def _runner_failure(error: Any, status: Any) -> ApplicationError:
-    """The Invocation's failure from a runner's error body (`{"message", "type", "step"…}`)."""
-    body = error if isinstance(error, dict) else {}
-    reason = _camel(str(body.get("type") or "runner_error"))
-    message = str(body.get("message") or f"the runner answered {status}")
-    step = body.get("step")
-    return inv.fail(reason, message, step=str(step) if step else None)
-
-
-def _usage(answer: dict[str, Any]) -> dict[str, int] | None:
-    usage = answer.get("usage")
-    if not isinstance(usage, dict):
-        return None
-    prompt, completion = (
-        int(usage.get("prompt_tokens") or 0),
-        int(usage.get("completion_tokens") or 0),
-    )
-    total = int(usage.get("total_tokens") or prompt + completion)
-    return {"promptTokens": prompt, "completionTokens": completion, "totalTokens": total}
 
 
 class InvocationActivities:
@@ -252,7 +115,7 @@ class InvocationActivities:
             raise inv.fail(inv.Reason.INVOCATION_GONE, "the Invocation was deleted")
         run = await self._run(request)
         try:
-            return pin(run, request.revision)
+            return pinning.pin(run, request.revision)
         except ApplicationError as error:
             if error.type == inv.Reason.NOT_READY:  # say what it waits for
                 await self._write(request.invocation, {"message": f"waiting: {error.message}"})
@@ -264,15 +127,17 @@ class InvocationActivities:
     async def call(self, call: inv.CallRequest) -> inv.Called:
         """Call ready replicas of the pinned revision until one answers (module docstring)."""
         info = activity.info()
-        progress = Progress.of(info.heartbeat_details[0] if info.heartbeat_details else None)
+        progress = resuming.Progress.of(
+            info.heartbeat_details[0] if info.heartbeat_details else None
+        )
         revision = call.pinned.revision
         run = await self._run(call.request)
-        if _entry(run, revision) is None:
+        if pinning.traffic_entry(run, revision) is None:
             raise inv.fail(
                 inv.Reason.REVISION_NOT_SERVING,
                 f"revision {revision} of workflowrun {call.request.run} no longer serves",
             )
-        ready = endpoints_of(run, revision)
+        ready = pinning.endpoints_of(run, revision)
         order = [e for e in ready if e not in progress.lost] + [
             e for e in ready if e in progress.lost
         ]
@@ -291,7 +156,7 @@ class InvocationActivities:
                 await self._running(call, endpoint, progress, problems)
                 try:
                     answer = await self._stream(endpoint, call.request, progress)
-                except _Lost as lost:
+                except resuming.Lost as lost:
                     if endpoint not in progress.lost:
                         progress.lost.append(endpoint)
                     problems.append(f"{endpoint}: {lost}")
@@ -311,7 +176,7 @@ class InvocationActivities:
             return False
 
     async def _running(
-        self, call: inv.CallRequest, endpoint: str, progress: Progress, problems: list[str]
+        self, call: inv.CallRequest, endpoint: str, progress: resuming.Progress, problems: list[str]
     ) -> None:
         """Say in status which replica is called now, and why again when it is a retry."""
         revision = call.pinned.revision
@@ -340,7 +205,7 @@ class InvocationActivities:
             raise inv.fail(inv.Reason.INVOCATION_GONE, "the Invocation was deleted")
 
     async def _stream(
-        self, endpoint: str, request: inv.InvocationRequest, progress: Progress
+        self, endpoint: str, request: inv.InvocationRequest, progress: resuming.Progress
     ) -> dict[str, Any]:
         """The `result` line of one streamed call; `_Lost` when the replica goes away."""
         body: dict[str, Any] = {"inputs": request.inputs, "stepOutputs": True}
@@ -359,20 +224,22 @@ class InvocationActivities:
                     response.close()  # never reused: the runner sees its caller leave
                     raise
         except (aiohttp.ClientError, OSError) as error:
-            raise _Lost(str(error) or type(error).__name__) from error
+            raise resuming.Lost(str(error) or type(error).__name__) from error
 
-    async def _read(self, response: aiohttp.ClientResponse, progress: Progress) -> dict[str, Any]:
+    async def _read(
+        self, response: aiohttp.ClientResponse, progress: resuming.Progress
+    ) -> dict[str, Any]:
         if response.status != 200 or NDJSON not in response.headers.get("Content-Type", ""):
             raw = await response.read()
             if response.status >= 500:
-                raise _Lost(f"answered {response.status}")
+                raise resuming.Lost(f"answered {response.status}")
             try:
                 refused = json.loads(raw)
             except ValueError:
                 refused = {}
             error = refused.get("error") if isinstance(refused, dict) else None
-            raise _runner_failure(error, response.status)
-        async for line in _ndjson(response):
+            raise resuming.runner_failure(error, response.status)
+        async for line in resuming.ndjson(response):
             kind = line.get("type")
             if kind == "step":
                 step = line.get("step") or {}
@@ -382,10 +249,12 @@ class InvocationActivities:
             elif kind == "result":
                 return line
             elif kind == "error":
-                raise _runner_failure(line.get("error"), line.get("status"))
-        raise _Lost("the stream ended without a result")
+                raise resuming.runner_failure(line.get("error"), line.get("status"))
+        raise resuming.Lost("the stream ended without a result")
 
-    def _called(self, answer: dict[str, Any], endpoint: str, progress: Progress) -> inv.Called:
+    def _called(
+        self, answer: dict[str, Any], endpoint: str, progress: resuming.Progress
+    ) -> inv.Called:
         output = answer.get("output")
         size = len(json.dumps(output, separators=(",", ":"), ensure_ascii=False).encode())
         if size > MAX_OUTPUT_BYTES:
@@ -401,11 +270,11 @@ class InvocationActivities:
             trace=trace,
             attempts=progress.tries,
             endpoint=endpoint,
-            usage=_usage(answer),
+            usage=resuming.usage(answer),
         )
 
     @contextlib.asynccontextmanager
-    async def _beating(self, progress: Progress) -> AsyncIterator[None]:
+    async def _beating(self, progress: resuming.Progress) -> AsyncIterator[None]:
         """Heartbeat the progress every `BEAT_SECONDS` while the block runs: the liveness
         Temporal judges the worker by, and the way a cancellation reaches the call."""
 
