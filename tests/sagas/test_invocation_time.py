@@ -4,11 +4,18 @@ The workflow under test is the real `InvocationWorkflow`; its activities are scr
 under the workflow's activity names. Time is the test server's: the TTL of a finished
 Invocation (an hour) and `spec.timeoutSeconds` are measured on its clock, so nothing
 here waits for them on the wall clock.
+
+Every scenario's history is replayed through the workflow code when it ends, and the
+histories kept in `histories/` (recorded from these scenarios with
+`PLNT_RECORD_INVOCATION_HISTORIES=1`, after an intentional change of the workflow) replay
+too, so a change of the command sequence that would break Invocations in flight fails
+here.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -21,7 +28,7 @@ import pytest_asyncio
 from temporalio import activity
 from temporalio import client as temporal_client
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
+from temporalio.worker import Replayer, Worker
 
 from plnt.sagas import invocation as inv
 
@@ -29,6 +36,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 TEST_SERVER = Path(sys.executable).parent / "temporal-test-server"
 DEADLINE = 30.0
+HISTORIES = Path(__file__).parent / "histories"
+RECORD = os.environ.get("PLNT_RECORD_INVOCATION_HISTORIES") == "1"
 
 
 class Scripted:
@@ -103,6 +112,15 @@ class Running:
         self.scripted = scripted
         self.task_queue = f"invocation-{uuid.uuid4().hex[:8]}"
 
+    async def replayed(self, handle: temporal_client.WorkflowHandle[Any, Any], name: str) -> None:
+        """Replay the ended workflow's history through today's code (and keep it, when
+        recording)."""
+        history = await handle.fetch_history()
+        await Replayer(workflows=[inv.InvocationWorkflow]).replay_workflow(history)
+        if RECORD:
+            HISTORIES.mkdir(exist_ok=True)
+            (HISTORIES / f"invocation-{name}.json").write_text(history.to_json())
+
     async def start(self, **spec: Any) -> temporal_client.WorkflowHandle[Any, Any]:
         ref = inv.InvocationRef("default", "i", uuid.uuid4().hex[:8])
         request = inv.InvocationRequest(ref, "r", "run-uid", {"q": "?"}, **spec)
@@ -139,6 +157,7 @@ async def test_a_finished_invocation_is_deleted_when_its_ttl_runs_out(running: R
     assert [c["type"] for c in report.fields["conditions"]] == ["Complete"]
     (expired_at,) = running.scripted.expired
     assert 3600 <= (expired_at - finished_at).total_seconds() < 3660
+    await running.replayed(handle, "succeeded-ttl")
 
 
 async def test_a_ttl_of_zero_deletes_at_once_and_a_vanished_invocation_is_not_expired(
@@ -166,23 +185,28 @@ async def test_a_call_lost_until_the_timeout_fails_with_reason_timeout(running: 
     assert {c["type"] for c in fields["conditions"]} == {"Failed", "Stalled"}
     calls = running.scripted.calls
     assert len(calls) >= 3 and (calls[-1] - calls[0]).total_seconds() < 30
+    await running.replayed(handle, "timeout")
 
 
 async def test_a_step_failure_fails_at_once_naming_the_reason_and_the_step(
     running: Running,
 ) -> None:
     running.scripted.call_fails_with = "BadGateway"
-    outcome = await asyncio.wait_for((await running.start()).result(), DEADLINE)
+    handle = await running.start()
+    outcome = await asyncio.wait_for(handle.result(), DEADLINE)
     assert (outcome.phase, outcome.reason) == ("Failed", "BadGateway")
     assert len(running.scripted.calls) == 1
     error = running.scripted.reports[-1][1].fields["error"]
     assert error == {"reason": "BadGateway", "message": "the step failed", "step": "answer"}
+    await running.replayed(handle, "step-failed")
 
 
 async def test_a_run_not_ready_yet_is_waited_for(running: Running) -> None:
     running.scripted.not_ready = 3
-    outcome = await asyncio.wait_for((await running.start()).result(), DEADLINE)
+    handle = await running.start()
+    outcome = await asyncio.wait_for(handle.result(), DEADLINE)
     assert outcome.phase == "Succeeded"
+    await running.replayed(handle, "waited-for-a-revision")
 
 
 async def test_cancelling_the_workflow_stops_the_call_before_the_end_is_recorded(
@@ -198,3 +222,25 @@ async def test_cancelling_the_workflow_stops_the_call_before_the_end_is_recorded
     assert (outcome.phase, outcome.reason) == ("Cancelled", "Cancelled")
     assert running.scripted.reports[-1][1].fields["phase"] == "Cancelled"
     assert running.scripted.expired == []
+    await running.replayed(handle, "cancelled")
+
+
+KEPT = sorted(HISTORIES.glob("invocation-*.json"))
+
+
+async def test_every_scenario_has_a_kept_history() -> None:
+    assert [path.stem for path in KEPT] == [
+        "invocation-cancelled",
+        "invocation-step-failed",
+        "invocation-succeeded-ttl",
+        "invocation-timeout",
+        "invocation-waited-for-a-revision",
+    ]
+
+
+@pytest.mark.parametrize("path", KEPT, ids=[path.stem for path in KEPT])
+async def test_a_kept_history_replays_without_nondeterminism(path: Path) -> None:
+    text = await asyncio.to_thread(path.read_text)
+    history = temporal_client.WorkflowHistory.from_json(path.stem, text)
+    assert history.events
+    await Replayer(workflows=[inv.InvocationWorkflow]).replay_workflow(history)
