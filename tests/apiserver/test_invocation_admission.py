@@ -20,6 +20,7 @@ from tests.apiserver.conftest import BASE, Api, serving, workflowrun
 from tests.support import tls
 
 INVOCATIONS = "/apis/plnt.work/v1/namespaces/default/invocations"
+APPLY = "application/apply-patch+yaml"
 TOKENS = (
     'tok-ivy,ivy,uid-ivy,"plnt:users"\n'
     'tok-ian,ian,uid-ian,"plnt:users,plnt:runners"\n'
@@ -30,7 +31,7 @@ POLICY = {
         {"groups": ["system:masters"], "verbs": ["*"], "resources": ["*"]},
         {
             "groups": ["plnt:users"],
-            "verbs": ["create", "get", "list", "watch", "delete"],
+            "verbs": ["create", "get", "list", "watch", "delete", "patch"],
             "resources": ["invocations", "workflowruns"],
         },
         {"groups": ["plnt:runners"], "verbs": ["create"], "resources": ["workflowruns/invoke"]},
@@ -57,14 +58,16 @@ async def guarded(etcd_endpoint: str, tmp_path: Path) -> AsyncIterator[Api]:
         yield api
 
 
-async def as_user(api: Api, token: str, method: str, path: str, body: Any) -> tuple[int, Any]:
+async def as_user(
+    api: Api, token: str, method: str, path: str, body: Any, *, media: str = "application/json"
+) -> tuple[int, Any]:
     async with (
         tls.client_session(api.pki) as session,
         session.request(
             method,
             api.url + path,
             data=json.dumps(body),
-            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+            headers={"Authorization": f"Bearer {token}", "Content-Type": media},
         ) as response,
     ):
         return response.status, await response.json()
@@ -176,6 +179,12 @@ async def test_creating_an_invocation_needs_invoke_on_the_run_too(guarded: Api) 
     assert body["details"] == {"name": "sneaky", "group": "plnt.work", "kind": "invocations"}
     dry = f"{INVOCATIONS}?dryRun=All"
     assert (await as_user(guarded, "tok-ivy", "POST", dry, invocation("sneaky")))[0] == 403
+    # Server-side apply creates through the same path: the same check.
+    applied = f"{INVOCATIONS}/sneaky?fieldManager=ivy"
+    status, body = await as_user(
+        guarded, "tok-ivy", "PATCH", applied, invocation("sneaky"), media=APPLY
+    )
+    assert status == 403 and "workflowruns/invoke" in body["message"], body
     gone = await guarded.call("GET", f"{INVOCATIONS}/sneaky")
     assert gone.status == 404
 
