@@ -243,8 +243,8 @@ class InvocationActivities:
             kind = line.get("type")
             if kind == "step":
                 step = line.get("step") or {}
-                if isinstance(step, dict) and "error" not in step and "output" in line:
-                    progress.completed[str(step.get("id"))] = line["output"]
+                finished = isinstance(step, dict) and "error" not in step and "output" in line
+                if finished and progress.add(str(step.get("id")), line["output"]):
                     progress.beat()
             elif kind == "result":
                 return line

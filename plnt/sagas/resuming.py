@@ -26,23 +26,44 @@ def camel(error_type: str) -> str:
     return "".join(part.capitalize() for part in error_type.split("_") if part) or "RunnerError"
 
 
+MAX_CARRIED_BYTES = 1024 * 1024
+"""The most finished-step output a heartbeat carries (compact JSON), well under Temporal's
+2 MiB payload limit: a step whose output would go past it is not carried, so a retry
+runs it again rather than the heartbeat being refused."""
+
+
 @dataclass
 class Progress:
-    """What a call has done so far: its heartbeat details, carried across attempts."""
+    """What a call has done so far: its heartbeat details, carried across attempts.
+
+    `add` keeps a finished step's output only while the outputs kept stay within
+    `MAX_CARRIED_BYTES`.
+    """
 
     completed: dict[str, Any] = field(default_factory=dict)
     lost: list[str] = field(default_factory=list)
     tries: int = 0
+    carried_bytes: int = field(default=0, compare=False)
+
+    def add(self, step: str, output: Any) -> bool:
+        """Keep `step`'s output to hand back on a retry; False when it is too large to."""
+        size = len(json.dumps(output, separators=(",", ":"), ensure_ascii=False).encode())
+        if self.carried_bytes + size > MAX_CARRIED_BYTES:
+            return False
+        self.completed[step] = output
+        self.carried_bytes += size
+        return True
 
     @classmethod
     def of(cls, details: Any) -> Progress:
         last = details if isinstance(details, dict) else {}
-        completed = last.get("completed")
-        return cls(
-            completed=dict(completed) if isinstance(completed, dict) else {},
-            lost=[str(e) for e in last.get("lost") or []],
-            tries=int(last.get("tries") or 0),
+        progress = cls(
+            lost=[str(e) for e in last.get("lost") or []], tries=int(last.get("tries") or 0)
         )
+        completed = last.get("completed")
+        for step, output in (completed if isinstance(completed, dict) else {}).items():
+            progress.add(str(step), output)
+        return progress
 
     def details(self) -> dict[str, Any]:
         return {"completed": self.completed, "lost": self.lost, "tries": self.tries}

@@ -71,3 +71,10 @@ def test_progress_survives_its_round_trip_through_heartbeat_details() -> None:
     progress = resuming.Progress(completed={"a": {"x": 1}}, lost=["http://a"], tries=2)
     assert resuming.Progress.of(progress.details()) == progress
     assert resuming.Progress.of(None) == resuming.Progress()
+
+
+def test_progress_carries_finished_outputs_only_up_to_its_bound() -> None:
+    progress = resuming.Progress()
+    assert progress.add("small", "x" * 100)
+    assert not progress.add("huge", "x" * resuming.MAX_CARRIED_BYTES)
+    assert list(progress.completed) == ["small"]
