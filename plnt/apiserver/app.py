@@ -36,17 +36,20 @@ from plnt.apiserver import (
 )
 from plnt.apiserver.controllers import benchgauges
 from plnt.apiserver.controllers import namespaces as namespace_controller
+from plnt.apiserver.invocations import admission as invocation_admission
+from plnt.apiserver.invocations import keys as invocation_keys
+from plnt.apiserver.invocations import metering, starting
 from plnt.apiserver.namespaces import stores as namespace_stores
 from plnt.apiserver.workflowruns import deployhooks, invoke, routes
 from plnt.apiserver.workflowruns import keys as run_keys
 from plnt.processes import tasks
-from plnt.registry import events, workflowruns
+from plnt.registry import events, invocations, workflowruns
 from plnt.registry.catalog import all_resources, core_resources
 from plnt.registry.definitions import ResourceDefinition
 from plnt.registry.events import EventWriter
-from plnt.registry.hooks import Admission
+from plnt.registry.hooks import Admission, AfterWrite
 from plnt.registry.store import ResourceStore
-from plnt.sagas.control import DeployControl
+from plnt.sagas.control import DeployControl, InvocationControl
 from plnt.storage.cache import CachedStore
 from plnt.storage.etcd import EtcdStore
 from plnt.storage.interface import Store
@@ -137,11 +140,23 @@ def _resource_store(
     standalone: bool,
 ) -> ResourceStore:
     """WorkflowRuns of a server with sagas get the deploy hooks (after every stored write)
-    and the teardown finalizer."""
+    and the teardown finalizer. Invocations get their admission (may the requester invoke
+    the run; its owner reference) and their meter, and on a server with sagas the hooks
+    that start and cancel their workflows."""
     hooks = app.get(run_keys.DEPLOY_HOOKS)
     if hooks is not None and d is workflowruns.DEFINITION:
         definition = workflowruns.with_teardown(standalone=standalone)
         return ResourceStore(definition, storage, admission=admission, after_write=(hooks,))
+    if d is invocations.DEFINITION:
+        checks = invocation_admission.InvocationAdmission(
+            authorizer=app[keys.AUTHORIZER], stores=lambda: _stores(app)
+        )
+        after: list[AfterWrite] = [app[invocation_keys.METER]]
+        if (starts := app.get(invocation_keys.HOOKS)) is not None:
+            after.append(starts)
+        return ResourceStore(
+            d, storage, admission=admission, object_admission=(checks,), after_write=after
+        )
     return ResourceStore(d, storage, admission=admission)
 
 
@@ -149,6 +164,22 @@ async def _deploy_context(app: web.Application) -> AsyncIterator[None]:
     """Start-up convergence and retries of deploy submissions, after storage is ready."""
     hooks = app[run_keys.DEPLOY_HOOKS]
     hooks.start(app[keys.STORES][(workflowruns.DEFINITION.group, "workflowruns")])
+    try:
+        yield
+    finally:
+        await hooks.close()
+
+
+def _stores(app: web.Application) -> dict[tuple[str, str], ResourceStore]:
+    return app[keys.STORES]
+
+
+async def _invocation_context(app: web.Application) -> AsyncIterator[None]:
+    """Start-up convergence and retries of invocation starts, after storage is ready."""
+    hooks = app[invocation_keys.HOOKS]
+    hooks.start_loop(
+        app[keys.STORES][(invocations.DEFINITION.group, invocations.DEFINITION.plural)]
+    )
     try:
         yield
     finally:
@@ -182,7 +213,8 @@ def build_app(
 
     Standalone, the PKI under `settings.pki_dir` is created when missing, because the
     authenticators need its CAs. With `deploy`, WorkflowRun writes start or signal
-    their sagas (see `deployhooks`) and new runs get the teardown finalizer.
+    their sagas (see `deployhooks`) and new runs get the teardown finalizer; when it also
+    starts Invocations (`InvocationControl`), each new Invocation gets its workflow.
     """
     if delegated is None:
         if settings.pki_dir is None:
@@ -216,12 +248,18 @@ def build_app(
     app[keys.SUBRESOURCES] = kinds.Subresources([routes.HTTP])  # each kind's, from its package
     if deploy is not None:
         app[run_keys.DEPLOY_HOOKS] = deployhooks.DeployHooks(deploy)
+    app[invocation_keys.METER] = metering.FinishMeter(app[keys.METRICS].registry)
+    if isinstance(deploy, InvocationControl):
+        app[invocation_keys.HOOKS] = starting.InvocationHooks(deploy)
     app.cleanup_ctx.append(_storage_context(settings, standalone=standalone))
     app.cleanup_ctx.append(benchgauges.context)
+    app.cleanup_ctx.append(metering.context)
     if standalone:
         app.cleanup_ctx.append(namespace_controller.controller_context)
     if deploy is not None:
         app.cleanup_ctx.append(_deploy_context)
+    if invocation_keys.HOOKS in app:
+        app.cleanup_ctx.append(_invocation_context)
     app.cleanup_ctx.append(invoke.upstream_context)
     endpoints.add_routes(app, standalone=standalone)
     # `[\s\S]`, not `.`: a name may hold a line break and is still a resource path (404 Status).

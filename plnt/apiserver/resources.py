@@ -25,7 +25,7 @@ from plnt.apiserver import keys, negotiation, params, patching, responses, watch
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.registry import patches, tables, typemeta
 from plnt.registry.definitions import Object
-from plnt.registry.options import ListPage, Warnings, WriteOptions
+from plnt.registry.options import ListPage, Requester, Warnings, WriteOptions
 from plnt.registry.store import ResourceStore
 
 
@@ -37,6 +37,13 @@ def find_store(request: web.Request, info: RequestInfo) -> ResourceStore:
     if store.definition.namespaced and not info.namespace and info.verb not in ("list", "watch"):
         raise errors.NotFound("the server could not find the requested resource")
     return store
+
+
+def with_requester(request: web.Request, options: WriteOptions) -> WriteOptions:
+    """`options` naming the authenticated user, for admission hooks that ask about them."""
+    user = request[keys.USER]
+    requester = Requester(name=user.name, uid=user.uid, groups=user.groups, extra=user.extra)
+    return dataclasses.replace(options, requester=requester)
 
 
 def encode_one(request: web.Request, store: ResourceStore, obj: Object) -> Any:
@@ -102,7 +109,7 @@ async def _server_side_apply(
         user_agent=request.headers.get("User-Agent", ""),
     )
     config, duplicates = await params.decode_data(data, media=negotiation.APPLY_PATCH)
-    options = dataclasses.replace(options, duplicates=tuple(duplicates))
+    options = with_requester(request, dataclasses.replace(options, duplicates=tuple(duplicates)))
     result = await store.apply(
         info.namespace, info.name, config, options, subresource=info.subresource
     )
@@ -157,7 +164,7 @@ async def _create(request: web.Request, store: ResourceStore, info: RequestInfo)
     data = await params.read_body(request, limit=request.app[keys.SETTINGS].max_request_body_bytes)
     options = params.create_options(request.query, user_agent=request.headers.get("User-Agent", ""))
     body, options = await _object(request, store, data, media, options)
-    result = await store.create(info.namespace, body, options)
+    result = await store.create(info.namespace, body, with_requester(request, options))
     return responses.json_response(result.object, status=201, warnings=result.warnings)
 
 

@@ -6,20 +6,23 @@ not cut at its request timeout, so a workflow may run as long as `--request-time
 on stderr, the revision that answered, the cache result and each Server-Timing hop.
 `--stream` prints, on stderr, one line per step as it finishes (`✓ pros  100.8 ms  cache
 miss`), then the output on stdout as without it, so `| jq` still sees only the output. A
-stream that ends with an error line exits 1 with the runner's message.
+stream that ends with an error line exits 1 with the runner's message. `--async` creates a
+durable Invocation instead (docs/invocations.md) and prints its name at once; `plnt
+invocation wait NAME` prints its output when it has finished.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from plnt.cli import connecting, exits, invocations
 from plnt.cli.connecting import ContextOption, KubeconfigOption, NamespaceOption
 from plnt.client import InvokeResult, PlntClient
+from plnt.client import invocations as client_invocations
 
 
 def register(app: typer.Typer) -> None:
@@ -53,6 +56,13 @@ def invoke(
     request_timeout: Annotated[
         float, typer.Option("--request-timeout", help="Seconds to wait for the answer.")
     ] = 300.0,
+    detach: Annotated[
+        bool,
+        typer.Option(
+            "--async",
+            help="Create a durable Invocation and print its name (plnt invocation wait NAME).",
+        ),
+    ] = False,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
     namespace: NamespaceOption = None,
@@ -60,6 +70,15 @@ def invoke(
     """Invoke the workflow once on its promoted revision and print the output."""
     with exits.reported():
         inputs = invocations.read_inputs(filename, input_pairs or [])
+    if detach:
+
+        async def create(client: PlntClient) -> dict[str, Any]:
+            body = client_invocations.manifest(name, inputs)
+            return await client_invocations.create(client, body)
+
+        target = connecting.Target(kubeconfig, context, namespace)
+        typer.echo(connecting.call(target, create)["metadata"]["name"])
+        return
 
     async def action(client: PlntClient) -> InvokeResult | str:
         if stream:

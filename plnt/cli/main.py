@@ -11,6 +11,7 @@ import typer
 from plnt.cli import (
     deploying,
     inspecting,
+    invocation_objects,
     invoke,
     operations,
     push,
@@ -36,6 +37,7 @@ for module in (
     deploying,
     inspecting,
     invoke,
+    invocation_objects,
     operations,
     tokens,
     ui,

@@ -329,8 +329,11 @@ class PlntClient(transport.Transport):
             yield response
 
     async def invocations(self, name: str, *, namespace: str | None = None) -> Any:
-        """Recent invocations of a WorkflowRun, as the server reports them."""
-        path = self.object_path(WORKFLOWRUNS, name, namespace=namespace, subresource="invocations")
+        """Recent invocations of a WorkflowRun, as the server reports them (its invocation
+        log, `…/invocationlog`)."""
+        path = self.object_path(
+            WORKFLOWRUNS, name, namespace=namespace, subresource="invocationlog"
+        )
         return (await self.request("GET", path)).json()
 
     async def rollback(

@@ -7,12 +7,13 @@ Standalone plnt also serves the core/v1 resources a cluster would otherwise prov
 
 from __future__ import annotations
 
-from plnt.registry import events, namespaces, plntbackends, workflowruns
+from plnt.registry import events, invocations, namespaces, plntbackends, workflowruns
 from plnt.registry.definitions import ResourceDefinition
 
 PLNT_RESOURCES: tuple[ResourceDefinition, ...] = (
     workflowruns.DEFINITION,
     plntbackends.DEFINITION,
+    invocations.DEFINITION,
 )
 CORE_RESOURCES: tuple[ResourceDefinition, ...] = (events.DEFINITION,)
 ALL_RESOURCES = PLNT_RESOURCES + CORE_RESOURCES

@@ -6,6 +6,7 @@ registry (which acts on them).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from plnt.registry.fieldselectors import FieldSelector
@@ -14,8 +15,21 @@ from plnt.registry.selectors import LabelSelector
 
 
 @dataclass(frozen=True, slots=True)
+class Requester:
+    """Who asks for a write, as admission sees it (k8s.io/apiserver's user.Info): the HTTP
+    layer fills it from the authenticated user, so an admission hook can ask whether that
+    user may do something more (`hooks.ObjectAdmission`)."""
+
+    name: str
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+    extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class WriteOptions:
-    """Per-request write options (query parameters of create/update/patch/delete)."""
+    """Per-request write options (query parameters of create/update/patch/delete), and who
+    asks (`requester`, None for writes no user made, such as a controller's)."""
 
     dry_run: bool = False
     field_validation: str = "Warn"
@@ -24,6 +38,7 @@ class WriteOptions:
     is_patch: bool = False
     force: bool = False
     """Server-side apply only: take over fields other managers own instead of a 409."""
+    requester: Requester | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,10 +4,10 @@ One `ResourceStore` per resource. Every write runs in one order: `admitting`'s h
 (`before_create` or `before_update`: identity, field validation, the strategy's
 prepare, validation, warnings, canonicalisation, managedFields — server-side apply
 creates and updates through the same two), then the admission hooks the composition
-root gave the store (`hooks.Admission`), then storage. Every call into storage runs
-inside `storageerrors.translated`, the one place storage errors become API errors; an
-object's resourceVersion is its etcd mod revision and is never stored in the bytes
-themselves.
+root gave the store (`hooks.Admission`, and on create `hooks.ObjectAdmission`), then
+storage. Every call into storage runs inside `storageerrors.translated`, the one place
+storage errors become API errors; an object's resourceVersion is its etcd mod revision
+and is never stored in the bytes themselves.
 
 Every write that reached storage (never a dry run) ends in one step,
 `after_write(change)`, whatever HTTP path asked for it: the kind's transition rules
@@ -67,6 +67,7 @@ class ResourceStore:
         decoded_cache_size: int = 20_000,
         events: EventSink | None = None,
         admission: Sequence[hooks.Admission] = (),
+        object_admission: Sequence[hooks.ObjectAdmission] = (),
         after_write: Sequence[hooks.AfterWrite] = (),
     ) -> None:
         self.definition = definition
@@ -76,6 +77,8 @@ class ResourceStore:
         """Where the Events of the kind's transition rules go; None records none."""
         self.admission = tuple(admission)
         """Checks run before a write builds its key, in order (see `plnt.registry.hooks`)."""
+        self.object_admission = tuple(object_admission)
+        """Checks of a new object and who asks for it, after `admission`, before storage."""
         self.after_write_hooks = tuple(after_write)
         """What runs after each stored write, after its Events, in order."""
         self._decoded: OrderedDict[tuple[str, int], Object] = OrderedDict()
@@ -224,6 +227,14 @@ class ResourceStore:
                 meta["name"] = admitting.generated_name(meta["generateName"])
             for admission in self.admission:
                 await admission.admit_create(self.definition, namespace, meta["name"])
+            if not attempt:
+                for admitting_object in self.object_admission:
+                    await admitting_object.admit_new(
+                        self.definition,
+                        obj,
+                        requester=options.requester,
+                        dry_run=options.dry_run,
+                    )
             key = self.definition.key(namespace, meta["name"])
             try:
                 with storageerrors.translated(self.definition, meta["name"]):

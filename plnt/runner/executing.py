@@ -30,11 +30,17 @@ Model steps: a chat step resolves its messages and calls `Backend.chat`; a compl
 (`mode: completion`) resolves its prompt and calls `Backend.complete`. Either one's
 resolved request (with `stop` and `seed` when set) is part of the step's cache key.
 
+Resuming: `run(..., completed={ID: output})` seeds the DAG with the outputs of steps an
+earlier attempt of the same invocation finished (a durable invocation retried on another
+replica, `completedSteps` in the invoke envelope): those steps are not run again, are not
+reported to `on_step`, and appear in the trace with `resumed: true`. A step id the workflow
+does not have is an `InvalidRequest`.
+
 Usage: the tokens of each model call made by this invocation are summed
 (`Execution.usage`), as the backend reported them or, where it streams without them, as
 the backend client counted them (`plnt.runner.counting`; the sum is then marked
 `counted`). It stays None when any call's usage is unknown, or no call was made (every
-model step hit the cache) — never estimated.
+model step hit the cache, or every one that calls a model was resumed) — never estimated.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -72,10 +78,14 @@ class StepTrace:
     backend_ms: float = 0.0
     attempts: int = 0
     cache: Literal["hit", "miss", "off"] = "off"
+    resumed: bool = False
+    """Finished by an earlier attempt of the invocation (`completed`): not run here."""
+    output: Any = field(default=None, repr=False, compare=False)
+    """The step's output once it finished (for step lines that carry it; not in `to_json`)."""
 
     def to_json(self) -> dict[str, Any]:
         """The trace entry as the API returns it."""
-        return {
+        entry: dict[str, Any] = {
             "id": self.id,
             "kind": self.kind,
             "startedMs": round(self.started_ms, 3),
@@ -85,6 +95,9 @@ class StepTrace:
             "attempts": self.attempts,
             "cache": self.cache,
         }
+        if self.resumed:
+            entry["resumed"] = True
+        return entry
 
 
 @dataclass
@@ -214,6 +227,7 @@ class Executor:
         self._definitions = {
             step.id: step.model_dump(mode="json", by_alias=True) for step in workflow.steps
         }
+        self._kinds = {step.id: step.kind for step in workflow.steps}
         require_models(workflow, backend_config)
         self.output_step = output_step(workflow)
 
@@ -240,27 +254,48 @@ class Executor:
                     filled[name] = schema["default"]
         return filled
 
+    def check_completed(self, completed: Mapping[str, Any]) -> None:
+        """`InvalidRequest` when `completed` names a step the workflow does not have."""
+        known = {step.id for step in self.workflow.steps}
+        unknown = sorted(set(completed) - known)
+        if unknown:
+            raise errors.InvalidRequest(
+                f"completedSteps names steps the workflow does not have: {', '.join(unknown)}"
+            )
+
     async def run(
         self,
         inputs: dict[str, Any],
         *,
         on_step: StepListener | None = None,
         on_delta: DeltaListener | None = None,
+        completed: Mapping[str, Any] | None = None,
     ) -> Execution:
         """Execute the DAG over validated inputs and evaluate the output expression.
 
         `on_step(trace, error)` is called as each step finishes, `on_delta(step, text)` for
-        each piece of the output step's reply (see the module docstring).
+        each piece of the output step's reply; the steps in `completed` are taken as
+        finished with those outputs (see the module docstring).
         """
         invocation = _Invocation(
             inputs=inputs, started=time.perf_counter(), on_step=on_step, on_delta=on_delta
         )
+        if completed:
+            self.check_completed(completed)
         loop = asyncio.get_running_loop()
         done = {step.id: loop.create_future() for step in self.workflow.steps}
+        seeded = set(completed or {})
+        for step_id, output in (completed or {}).items():
+            invocation.outputs[step_id] = output
+            invocation.traces[step_id] = StepTrace(
+                id=step_id, kind=self._kinds[step_id], resumed=True, output=output
+            )
+            done[step_id].set_result(None)
         try:
             async with asyncio.TaskGroup() as group:
                 for step in self.workflow.steps:
-                    group.create_task(self._run_step(step, invocation, done))
+                    if step.id not in seeded:
+                        group.create_task(self._run_step(step, invocation, done))
         except ExceptionGroup as group:
             failures = _leaves(group)
             first = next((e for e in failures if isinstance(e, errors.RunnerError)), None)
@@ -337,6 +372,7 @@ class Executor:
             if key is not None:
                 self.cache.put(key, value)
         invocation.outputs[step.id] = value
+        trace.output = value
         finished = time.perf_counter()
         trace.finished_ms = invocation.offset_ms(finished)
         self._metrics.step_latency.labels(step.id, step.kind, trace.cache).observe(finished - began)

@@ -4,7 +4,9 @@
 (`plnt.api.invocations.InvokeRequest`: the envelope the API server's invoke subresource
 checks and forwards unchanged, which leaves room for options later) and answers the
 output, the per-step trace, cache statistics and timings, with a `Server-Timing` header
-on every answer.
+on every answer. `completedSteps` and `stepOutputs` (docs/invocations.md) let a durable
+invocation resume on this replica what another began: the steps named are not run again,
+and step lines carry outputs.
 
 With `?stream=true` or `Accept: application/x-ndjson` it answers a stream instead (see
 `plnt.runner.streaming`): one line per finished step, `delta` lines carrying the output
@@ -19,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import prometheus_client
@@ -39,22 +41,28 @@ async def execute(
     on_step: executing.StepListener | None = None,
     on_delta: executing.DeltaListener | None = None,
     on_valid: Callable[[], Awaitable[None]] | None = None,
+    completed: Mapping[str, Any] | None = None,
 ) -> executing.Execution:
     """Validate inputs and run the workflow once, recording metrics for `endpoint`.
 
     `on_valid` is awaited once the inputs passed the schema, before any step runs;
-    `on_step` and `on_delta` are handed to the executor. An invocation cancelled because
-    its caller went away counts with outcome `cancelled`.
+    `on_step`, `on_delta` and `completed` (steps an earlier attempt finished) are handed to
+    the executor. An invocation cancelled because its caller went away counts with outcome
+    `cancelled`.
     """
     metrics = app[keys.METRICS]
     executor = app[keys.EXECUTOR]
     metrics.in_flight.inc()
     began = time.perf_counter()
     try:
+        if completed:
+            executor.check_completed(completed)
         validated = executor.validate_inputs(inputs)
         if on_valid is not None:
             await on_valid()
-        execution = await executor.run(validated, on_step=on_step, on_delta=on_delta)
+        execution = await executor.run(
+            validated, on_step=on_step, on_delta=on_delta, completed=completed
+        )
     except errors.RunnerError as error:
         metrics.invocations.labels(endpoint, "error").inc()
         metrics.errors.labels(error.type).inc()
@@ -115,9 +123,11 @@ async def invoke(request: web.Request) -> web.StreamResponse:
     except InvalidInvokeRequest as error:
         raise errors.InvalidRequest(str(error)) from error
     if streaming.wants_stream(request):
-        return await invoke_stream(request, envelope.inputs, began=began)
+        return await invoke_stream(request, envelope, began=began)
     try:
-        execution = await execute(request.app, envelope.inputs, endpoint="invoke")
+        execution = await execute(
+            request.app, envelope.inputs, endpoint="invoke", completed=_completed(envelope)
+        )
     except errors.RunnerError as error:
         elapsed = (time.perf_counter() - began) * 1000.0
         timing = responses.server_timing(runner_ms=elapsed, backend_ms=None)
@@ -126,7 +136,16 @@ async def invoke(request: web.Request) -> web.StreamResponse:
     return web.json_response(payload, headers=responses.headers_of(execution))
 
 
-async def invoke_stream(request: web.Request, inputs: Any, *, began: float) -> web.StreamResponse:
+def _completed(envelope: InvokeRequest) -> dict[str, Any] | None:
+    """The outputs of the steps an earlier attempt finished, by step id (or None)."""
+    if not envelope.completed_steps:
+        return None
+    return {step: done.output for step, done in envelope.completed_steps.items()}
+
+
+async def invoke_stream(
+    request: web.Request, envelope: InvokeRequest, *, began: float
+) -> web.StreamResponse:
     """The streamed /invoke: a JSON error before the first line, NDJSON lines after it."""
     response = web.StreamResponse(
         status=200, headers={"Content-Type": streaming.NDJSON, "Cache-Control": "no-cache"}
@@ -141,11 +160,14 @@ async def invoke_stream(request: web.Request, inputs: Any, *, began: float) -> w
             try:
                 execution = await execute(
                     request.app,
-                    inputs,
+                    envelope.inputs,
                     endpoint="invoke",
-                    on_step=lambda trace, error: writer.send(streaming.step_line(trace, error)),
+                    on_step=lambda trace, error: writer.send(
+                        streaming.step_line(trace, error, with_output=envelope.step_outputs)
+                    ),
                     on_delta=lambda step, piece: writer.send(streaming.delta_line(step, piece)),
                     on_valid=start,
+                    completed=_completed(envelope),
                 )
             except errors.RunnerError as error:
                 if not response.prepared:

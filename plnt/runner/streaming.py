@@ -6,6 +6,7 @@ so `Writer` puts each encoded piece on a queue and one writer task sends them in
 slow client delays the lines, never the workflow. Lines:
 
     {"type": "step", "step": {...trace entry..., "error": {...} only when the step failed}}
+        (with `"output": ...` beside `step` when the envelope asked for `stepOutputs`)
     {"type": "delta", "step": "ID", "content": "..."}   pieces of the output step's reply
     {"type": "result", ...the body POST /invoke answers...}             exactly one last line,
     {"type": "error", "error": {...runner error body...}, "status": N}   or this one
@@ -42,12 +43,18 @@ def wants_stream(request: web.Request) -> bool:
     return NDJSON in request.headers.get("Accept", "")
 
 
-def step_line(trace: executing.StepTrace, error: errors.RunnerError | None) -> dict[str, Any]:
-    """The line for one finished step; a failed step carries the runner's error detail."""
+def step_line(
+    trace: executing.StepTrace, error: errors.RunnerError | None, *, with_output: bool = False
+) -> dict[str, Any]:
+    """The line for one finished step; a failed step carries the runner's error detail, a
+    step that succeeded its output when `with_output` (the envelope's `stepOutputs`)."""
     entry = trace.to_json()
     if error is not None:
         entry["error"] = responses.error_body(error)["error"]
-    return {"type": "step", "step": entry}
+    line: dict[str, Any] = {"type": "step", "step": entry}
+    if with_output and error is None:
+        line["output"] = trace.output
+    return line
 
 
 def delta_line(step: str, content: str) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from plnt.api.workflowruns import TEARDOWN_FINALIZER, StepCacheSpec
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.harness import Progress
-from plnt.sagas import activitynames, backend_probes, placement, probing
+from plnt.sagas import activitynames, backend_probes, invoking, placement, probing
 from plnt.sagas import values as v
 from plnt.sagas.failures import Failure
 from plnt.sagas.speccache import SpecCache
@@ -343,7 +343,9 @@ class DeployActivities:
 
     @activity.defn(name=activitynames.TEARDOWN)
     async def teardown(self, run: v.RunRef) -> None:
-        """Stop every replica of every revision of the run, on every target this worker has."""
+        """Delete the run's Invocations (cancelling their calls), then stop every replica of
+        every revision of the run, on every target this worker has."""
+        await invoking.delete_invocations_of(self.api, run)
         for target in (self.target, self.kubernetes):
             if target is not None:
                 await target.teardown(run)

@@ -15,6 +15,9 @@ already been stored, so the caller reports it and retries later (see
 `BenchControl` is the same for the `/bench` subresource: start a run's bench workflow,
 read its progress or result. A control that does not implement it (a test's in-memory
 one) serves no benches. `BenchRunning` names the bench that keeps another from starting.
+
+`InvocationControl` starts and cancels the workflow of an Invocation (`plnt.sagas.invocation`):
+started after the Invocation's create, cancelled when it is deleted.
 """
 
 from __future__ import annotations
@@ -70,4 +73,21 @@ class BenchControl(Protocol):
     async def bench(self, obj: dict[str, Any]) -> dict[str, Any] | None:
         """The run's current or last bench as a Bench (phase, progress or results); None
         when Temporal has none (never benched, or its record has expired)."""
+        ...
+
+
+@runtime_checkable
+class InvocationControl(Protocol):
+    """The Invocation operations the request path needs (`plnt.sagas.invocation`)."""
+
+    async def start_invocation(self, obj: dict[str, Any]) -> None:
+        """Start the Invocation `obj`'s workflow (id `invocation/NS/NAME/UID`); nothing
+        happens when it runs or ran already. `DeployUnavailable` when Temporal cannot be
+        reached."""
+        ...
+
+    async def cancel_invocation(self, obj: dict[str, Any]) -> None:
+        """Cancel the Invocation `obj`'s workflow, which closes its call to the runner;
+        nothing happens when none runs. `DeployUnavailable` when Temporal cannot be
+        reached."""
         ...

@@ -12,6 +12,10 @@ itself refuses a second bench while one runs (`control.BenchRunning` names it); 
 describe of that id, which reads the bench's progress from its measuring activity's last
 heartbeat (so it answers even while no worker runs) or its result once it is done.
 
+`start_invocation` and `cancel_invocation` serve Invocations (`control.InvocationControl`):
+one start of the Invocation's `invocation.InvocationWorkflow` (id `invocation/NS/NAME/UID`;
+a second start finds it running, or finished, and changes nothing), and one cancel of it.
+
 Errors: every Temporal RPC failure becomes `control.DeployUnavailable`.
 """
 
@@ -30,9 +34,11 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
 from plnt.api import bench as api_bench
+from plnt.api.invocations import DEFAULT_TIMEOUT_SECONDS, DEFAULT_TTL_SECONDS_AFTER_FINISHED
 from plnt.api.workflowruns import ROLLBACK_GENERATION_ANNOTATION, ROLLBACK_TO_ANNOTATION
 from plnt.sagas import bench as benches
 from plnt.sagas import deploy
+from plnt.sagas import invocation as invocations
 from plnt.sagas import values as v
 from plnt.sagas.control import BenchRunning, DeployUnavailable
 
@@ -101,6 +107,37 @@ class TemporalDeployControl:
 
     def _where(self) -> str:
         return str(self.client.service_client.config.target_host)
+
+    # -- invocations ------------------------------------------------------------------
+
+    async def start_invocation(self, obj: dict[str, Any]) -> None:
+        request = invocation_request(obj)
+        ref = request.invocation
+        try:
+            await self.client.start_workflow(
+                invocations.InvocationWorkflow.run,
+                request,
+                id=invocations.workflow_id(ref.namespace, ref.name, ref.uid),
+                task_queue=self.task_queue,
+                id_reuse_policy=temporal_common.WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                id_conflict_policy=temporal_common.WorkflowIDConflictPolicy.USE_EXISTING,
+            )
+        except WorkflowAlreadyStartedError:
+            return  # it ran already: an Invocation is called once
+        except RPCError as error:
+            raise DeployUnavailable(f"Temporal at {self._where()}: {error.message}") from error
+
+    async def cancel_invocation(self, obj: dict[str, Any]) -> None:
+        ref = invocation_request(obj).invocation
+        handle = self.client.get_workflow_handle(
+            invocations.workflow_id(ref.namespace, ref.name, ref.uid)
+        )
+        try:
+            await handle.cancel()
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                return  # never started, or finished: nothing to cancel
+            raise DeployUnavailable(f"Temporal at {self._where()}: {error.message}") from error
 
     # -- benches ----------------------------------------------------------------------
 
@@ -290,6 +327,35 @@ def _reason(error: RuntimeError) -> str:
         if needle in text:
             return reason
     return text
+
+
+def invocation_request(obj: dict[str, Any]) -> invocations.InvocationRequest:
+    """The invocation workflow's input from a stored Invocation: its identity, its spec
+    (defaults applied at admission) and the run it was admitted for (its controller owner)."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    owner = next(
+        (
+            ref
+            for ref in meta.get("ownerReferences") or []
+            if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") == "WorkflowRun"
+        ),
+        {},
+    )
+    ttl = spec.get("ttlSecondsAfterFinished")
+    return invocations.InvocationRequest(
+        invocation=invocations.InvocationRef(
+            str(meta.get("namespace")), str(meta.get("name")), str(meta.get("uid"))
+        ),
+        run=str(spec.get("workflowRun") or ""),
+        run_uid=str(owner.get("uid") or ""),
+        inputs=dict(spec.get("inputs") or {}),
+        revision=str(spec.get("revision") or "stable"),
+        timeout_seconds=int(spec.get("timeoutSeconds") or DEFAULT_TIMEOUT_SECONDS),
+        ttl_seconds_after_finished=int(
+            ttl if ttl is not None else DEFAULT_TTL_SECONDS_AFTER_FINISHED
+        ),
+    )
 
 
 def memo_of(bench: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """The deploy worker: runs the saga's workflow and activities against a Temporal server.
 
 It also runs the `/bench` subresource's workflow (`bench.BenchWorkflow`) and its
-activities, which measure with `plnt.harness` and heartbeat their own progress.
+activities, which measure with `plnt.harness` and heartbeat their own progress, and every
+Invocation's workflow (`invocation.InvocationWorkflow`) with its activities, which call
+runners and heartbeat the steps that finished.
 
 It runs inside `plnt up` (standalone) or alone as `plnt worker`, anywhere that can
 reach Temporal and the API server. Activities are async and run on the worker's event
@@ -44,10 +46,11 @@ from plnt.kube import connecting
 from plnt.kube.releases import HelmReleases
 from plnt.kube.workloads import Workloads
 from plnt.processes import forkserver, tasks
-from plnt.sagas import backend_probes, bench, deploy, placement
+from plnt.sagas import backend_probes, bench, deploy, invocation, placement
 from plnt.sagas import values as v
 from plnt.sagas.activities import DeployActivities
 from plnt.sagas.benching import BenchActivities
+from plnt.sagas.invoking import InvocationActivities
 from plnt.sagas.metrics import Observing, SagaMetrics
 from plnt.sagas.speccache import SpecCache
 from plnt.sagas.targets import local_scrape
@@ -169,16 +172,28 @@ def build(
     *,
     task_queue: str = v.TASK_QUEUE,
     metrics: SagaMetrics | None = None,
+    invocations: InvocationActivities | None = None,
 ) -> temporal_worker.Worker:
-    """A worker for the deploy saga on `task_queue` (feeding `metrics`, when given)."""
+    """A worker for the deploy saga, benches and Invocations on `task_queue` (feeding
+    `metrics`, when given). `invocations`: the Invocation activities (their runner session
+    is the caller's to close); by default ones on the deploy activities' API client."""
     interceptors: list[temporal_worker.Interceptor] = [Liveness()]
     if metrics is not None:
         interceptors.append(Observing(metrics))
+    calls = invocations or InvocationActivities(api=activities.api)
     return temporal_worker.Worker(
         client,
         task_queue=task_queue,
-        workflows=[deploy.WorkflowRunController, bench.BenchWorkflow],
-        activities=[*activities.all(), *BenchActivities.sharing(activities).all()],
+        workflows=[
+            deploy.WorkflowRunController,
+            bench.BenchWorkflow,
+            invocation.InvocationWorkflow,
+        ],
+        activities=[
+            *activities.all(),
+            *BenchActivities.sharing(activities).all(),
+            *calls.all(),
+        ],
         max_concurrent_activities=64,
         interceptors=interceptors,
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
@@ -221,10 +236,12 @@ async def running(
     While it runs, every PlntBackend is probed every `probe_interval` seconds (0: never)
     through the activities' API client; the prober stops before that client closes.
     """
-    worker = build(client, activities, task_queue=task_queue, metrics=metrics)
+    calls = InvocationActivities(api=activities.api)
+    worker = build(client, activities, task_queue=task_queue, metrics=metrics, invocations=calls)
     try:
         await activities.start()
         async with worker, backend_probes.periodic(activities.api, interval=probe_interval):
             yield
     finally:
+        await calls.close()
         await activities.close()

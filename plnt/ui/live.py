@@ -205,7 +205,9 @@ async def invocations(request: web.Request) -> web.StreamResponse:
     """The invocation log, followed: the entries held, then each one as it is recorded."""
     client = _client(request)
     namespace, name = request.match_info["namespace"], request.match_info["name"]
-    path = client.object_path("workflowruns", name, namespace=namespace, subresource="invocations")
+    path = client.object_path(
+        "workflowruns", name, namespace=namespace, subresource="invocationlog"
+    )
 
     async def messages() -> AsyncIterator[Message | None]:
         yield {"clear": ["invocations-body"]}

@@ -162,9 +162,12 @@ def test_metrics_show_slots_limits_refusals_and_long_running_requests() -> None:
         ("POST", f"{RUNS}/r/proxy/v1/chat/completions", {}, True),
         ("GET", f"{RUNS}/r/proxy/v1/models", {}, True),
         ("POST", f"{RUNS}/r/bench", {}, True),
-        ("GET", f"{RUNS}/r/invocations", {"watch": "true"}, True),
+        ("GET", f"{RUNS}/r/invocationlog", {"watch": "true"}, True),
+        ("GET", f"{RUNS}/r/invocationlog", {}, False),
+        ("GET", f"{RUNS}/r/invocationlog", {"watch": "false"}, False),
+        ("GET", f"{RUNS}/r/invocations", {"watch": "true"}, True),  # the log's old name
         ("GET", f"{RUNS}/r/invocations", {}, False),
-        ("GET", f"{RUNS}/r/invocations", {"watch": "false"}, False),
+        ("GET", "/apis/plnt.work/v1/namespaces/ns/invocations/i", {}, False),  # the kind
         ("GET", RUNS, {}, False),
         ("GET", RUNS, {"watch": "false"}, False),
         ("GET", f"{RUNS}/r", {"watch": "true"}, False),  # a get, as kube reads it

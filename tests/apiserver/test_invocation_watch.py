@@ -1,4 +1,4 @@
-"""`GET …/invocations?watch=true` over real HTTP: the invocation log, followed.
+"""`GET …/invocationlog?watch=true` over real HTTP: the invocation log, followed.
 
 The server runs in this process (so a test can read how many watchers the log feeds and
 make the backlog bound small); the invocations go to a real runner process with the echo
@@ -69,7 +69,7 @@ async def served(etcd_endpoint: str, tmp_path: Path) -> AsyncIterator[Served]:
 async def watching(api: Api, name: str, **query: str) -> AsyncIterator[aiohttp.ClientResponse]:
     """The open watch response (headers received: the server follows the log by then)."""
     params = {"watch": "true", **query}
-    async with api.session.get(f"{api.url}{BASE}/{name}/invocations", params=params) as response:
+    async with api.session.get(f"{api.url}{BASE}/{name}/invocationlog", params=params) as response:
         assert response.status == 200, await response.text()
         yield response
 
@@ -92,7 +92,7 @@ async def test_a_watch_sends_the_log_then_each_invocation_as_it_ends_and_forgets
         await run_with_traffic(api, "w", target(3, 100, url))
         for question in ("a", "b"):
             assert (await invoke(api, "w", question)).status == 200
-        listed = (await api.call("GET", f"{BASE}/w/invocations")).json["items"]
+        listed = (await api.call("GET", f"{BASE}/w/invocationlog")).json["items"]
         assert len(listed) == 2
         async with watching(api, "w") as response:
             assert response.headers["Content-Type"].startswith("application/json")
@@ -109,7 +109,7 @@ async def test_a_watch_sends_the_log_then_each_invocation_as_it_ends_and_forgets
             assert (entry["revision"], entry["endpoint"], entry["status"]) == (3, url, 200)
             assert entry["cache"] == "hit" and entry["durationMs"] >= 0
             assert set(entry["timingsMs"]) >= {"apiserver", "runner"}
-            latest = (await api.call("GET", f"{BASE}/w/invocations")).json["items"][-1]
+            latest = (await api.call("GET", f"{BASE}/w/invocationlog")).json["items"][-1]
             assert entry == latest  # what the list shows, at the moment it shows it
         # The client went away: the watch's handler ends and the log feeds it no more.
         await eventually(
@@ -126,9 +126,9 @@ async def test_timeout_seconds_ends_the_watch_and_removes_its_follower(served: S
         assert served.watchers("quiet") == 1
         assert await next_event(response) is None  # no entries, then the end at 1 s
     assert served.watchers("quiet") == 0
-    bad = await api.call("GET", f"{BASE}/quiet/invocations?watch=true&timeoutSeconds=soon")
+    bad = await api.call("GET", f"{BASE}/quiet/invocationlog?watch=true&timeoutSeconds=soon")
     assert bad.status == 400 and "timeoutSeconds" in bad.json["message"]
-    missing = await api.call("GET", f"{BASE}/nope/invocations?watch=true")
+    missing = await api.call("GET", f"{BASE}/nope/invocationlog?watch=true")
     assert missing.status == 404
 
 
@@ -157,3 +157,26 @@ async def test_a_watcher_further_behind_than_the_bound_gets_what_it_had_then_its
         while (event := await next_event(again)) is not None:
             fresh.append(event["object"])
     assert fresh == burst
+
+
+DEPRECATION = (
+    '299 - "plnt.work/v1 WorkflowRun subresource invocations is deprecated; use'
+    ' invocationlog (invocations now names the Invocation kind)"'
+)
+
+
+async def test_the_log_answers_under_its_old_name_too_with_kubes_deprecation_warning(
+    api: Api,
+) -> None:
+    await api.call("POST", BASE, body=workflowrun("w"))
+    new = await api.call("GET", f"{BASE}/w/invocationlog")
+    assert new.status == 200 and new.json["kind"] == "WorkflowRunInvocationList"
+    assert "Warning" not in new.headers
+    old = await api.call("GET", f"{BASE}/w/invocations")
+    assert old.status == 200 and old.json == new.json
+    assert old.headers.getall("Warning") == [DEPRECATION]
+    params = {"watch": "true", "timeoutSeconds": "1"}
+    async with api.session.get(f"{api.url}{BASE}/w/invocations", params=params) as watched:
+        assert watched.status == 200
+        assert watched.headers.getall("Warning") == [DEPRECATION]
+        await watched.read()

@@ -1,4 +1,4 @@
-"""`POST …/invoke` and `GET …/invocations` against real runner processes.
+"""`POST …/invoke` and `GET …/invocationlog` against real runner processes.
 
 The runners are `python -m plnt.runner` child processes with the echo backend; the
 tests play the saga's part by writing `status.traffic` through the status subresource.
@@ -195,7 +195,7 @@ async def test_calls_go_to_the_endpoint_with_the_fewest_in_flight(
         for i in range(10):
             reply = await invoke(api, "w", f"next{i}")
             assert reply.json["output"] == f"next{i}"
-        log = (await api.call("GET", f"{BASE}/w/invocations")).json["items"]
+        log = (await api.call("GET", f"{BASE}/w/invocationlog")).json["items"]
         assert {entry["endpoint"] for entry in log[-10:]} == {runner_a}
     finally:
         release.set()
@@ -211,7 +211,7 @@ async def test_an_unreachable_endpoint_fails_over_once_to_another(
     for i in range(4):
         reply = await invoke(api, "w", f"q{i}")
         assert reply.status == 200, reply.text
-    log = (await api.call("GET", f"{BASE}/w/invocations")).json["items"]
+    log = (await api.call("GET", f"{BASE}/w/invocationlog")).json["items"]
     assert {entry["endpoint"] for entry in log} == {runner_a}
 
 
@@ -229,7 +229,7 @@ async def test_the_invocation_log_keeps_the_last_hundred_entries(api: Api, runne
     await run_with_traffic(api, "w", target(3, 100, runner_a))
     for i in range(105):
         assert (await invoke(api, "w", f"q{i % 3}")).status == 200
-    listing = await api.call("GET", f"{BASE}/w/invocations")
+    listing = await api.call("GET", f"{BASE}/w/invocationlog")
     assert listing.status == 200
     body = listing.json
     assert body["kind"] == "WorkflowRunInvocationList"
@@ -250,7 +250,7 @@ async def test_discovery_lists_the_runtime_subresources_with_their_verbs(api: Ap
     assert verbs["workflowruns/invoke"] == ["create"]
     assert verbs["workflowruns/rollback"] == ["create"]
     assert verbs["workflowruns/abort"] == ["create"]
-    assert verbs["workflowruns/invocations"] == ["get"]
+    assert verbs["workflowruns/invocationlog"] == ["get"]
     assert "workflowruns/scale" in verbs
     v2 = await api.call(
         "GET",
@@ -260,9 +260,10 @@ async def test_discovery_lists_the_runtime_subresources_with_their_verbs(api: Ap
     resources = v2.json["items"][0]["versions"][0]["resources"]
     runs = next(r for r in resources if r["resource"] == "workflowruns")
     subs = {s["subresource"]: s["verbs"] for s in runs["subresources"]}
-    assert subs["invoke"] == ["create"] and subs["invocations"] == ["get"]
+    assert subs["invoke"] == ["create"] and subs["invocationlog"] == ["get"]
+    assert subs["invocations"] == ["get"]  # the log's deprecated name, still listed
     openapi = (await api.call("GET", "/openapi/v3/apis/plnt.work/v1")).json
     item = "/apis/plnt.work/v1/namespaces/{namespace}/workflowruns/{name}"
     for sub in ("invoke", "rollback", "abort"):
         assert "post" in openapi["paths"][f"{item}/{sub}"]
-    assert "get" in openapi["paths"][f"{item}/invocations"]
+    assert "get" in openapi["paths"][f"{item}/invocationlog"]

@@ -56,7 +56,7 @@ def lines_of(text: str) -> list[dict[str, Any]]:
 
 
 async def log_of(api: Api, name: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = (await api.call("GET", f"{BASE}/{name}/invocations")).json[
+    items: list[dict[str, Any]] = (await api.call("GET", f"{BASE}/{name}/invocationlog")).json[
         "items"
     ]
     return items

@@ -75,7 +75,13 @@ def test_the_invoke_body_is_documented_as_the_envelope_the_runner_parses_too() -
     assert post["requestBody"]["required"] is True
     assert envelope["required"] == ["inputs"]
     assert envelope["additionalProperties"] is False
-    assert set(envelope["properties"]) == {"inputs", "apiVersion", "kind"}
+    assert set(envelope["properties"]) == {
+        "inputs",
+        "apiVersion",
+        "kind",
+        "completedSteps",
+        "stepOutputs",
+    }
     assert envelope["properties"]["inputs"]["x-kubernetes-preserve-unknown-fields"] is True
 
 

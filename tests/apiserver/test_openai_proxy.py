@@ -84,7 +84,7 @@ def llm_runner(llm: LLM) -> Any:
 
 
 async def log_of(api: Api, name: str) -> list[dict[str, Any]]:
-    reply = await api.call("GET", f"{BASE}/{name}/invocations")
+    reply = await api.call("GET", f"{BASE}/{name}/invocationlog")
     items: list[dict[str, Any]] = reply.json["items"]
     return items
 

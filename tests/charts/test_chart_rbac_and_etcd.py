@@ -23,6 +23,7 @@ SUBRESOURCES = [
     "workflowruns/scale",
     *(f"workflowruns/{a}" for a in ACTIONS),
     "workflowruns/proxy",
+    "workflowruns/invocationlog",
     "workflowruns/invocations",
     "plntbackends/status",
 ]
@@ -87,7 +88,12 @@ def test_api_server_may_record_events_in_both_event_apis(rendered: Render) -> No
 
 def test_view_reads_every_kind_and_invocations_and_writes_nothing(rendered: Render) -> None:
     rules = aggregated(rendered("default"), "view")
-    for resource in ("workflowruns", "plntbackends", "workflowruns/invocations"):
+    for resource in (
+        "workflowruns",
+        "plntbackends",
+        "workflowruns/invocationlog",
+        "workflowruns/invocations",
+    ):
         for verb in READ:
             assert rbac_allows(rules, group=GROUP, resource=resource, verb=verb), resource
     for resource in ("workflowruns", *SUBRESOURCES):
@@ -105,6 +111,7 @@ def test_edit_and_admin_cover_every_subresource_with_the_verbs_kube_authorizes(
         "plntbackends": READ + WRITE,
         "workflowruns/status": READ,
         "plntbackends/status": READ,
+        "workflowruns/invocationlog": READ,
         "workflowruns/invocations": READ,
         "workflowruns/scale": ["get", "update", "patch"],
         "workflowruns/proxy": ["get", "create"],

@@ -39,7 +39,7 @@ from tests.support.stack import WorkerProcess, runner_pids
 SERVICE = "plnt-apiserver.plnt-system.svc"
 APISERVER_USER = "system:serviceaccount:plnt-system:plnt-apiserver"
 WORKER_USER = "system:serviceaccount:plnt-system:plnt-worker"
-PLNT_KINDS = ("workflowruns", "plntbackends")
+PLNT_KINDS = ("workflowruns", "plntbackends", "invocations")
 HELM_STORAGE = "secret"
 """Where the worker's Helm keeps releases: Secrets in the run's namespace, as the CLI does."""
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -84,7 +84,9 @@ def grant_plnt_identities(cluster: standin.KubeStandIn) -> dict[str, str]:
         Rule(("create", "patch", "update"), user=api, api_groups=("", "events.k8s.io"),
              resources=("events",)),
         Rule(("get", "list", "watch", "patch", "update"), user=worker, api_groups=("plnt.work",),
-             resources=(*PLNT_KINDS, "workflowruns/status", "plntbackends/status")),
+             resources=(*PLNT_KINDS, "workflowruns/status", "plntbackends/status",
+                        "invocations/status")),
+        Rule(("delete",), user=worker, api_groups=("plnt.work",), resources=("invocations",)),
         Rule(("create", "patch"), user=worker, api_groups=("",), resources=("events",)),
         Rule(("*",), user=worker, api_groups=("", "apps", "discovery.k8s.io", "autoscaling",
              "networking.k8s.io", "policy", "monitoring.coreos.com"),

@@ -101,6 +101,6 @@ def test_kubectl_create_raw_invoke_prints_the_runner_answer(
         assert answer["cache"]["misses"] == 1
 
         log = json.loads(
-            kubectl.run("get", "--raw", path.replace("/invoke", "/invocations")).stdout
+            kubectl.run("get", "--raw", path.replace("/invoke", "/invocationlog")).stdout
         )
         assert [entry["endpoint"] for entry in log["items"]] == [url]

@@ -1,10 +1,10 @@
-"""`GET …/workflowruns/{name}/invocations?watch=true`: the invocation log, followed.
+"""`GET …/workflowruns/{name}/invocationlog?watch=true`: the invocation log, followed.
 
 The answer is a watch stream in kube's shape, one JSON event per line: first an
 `ADDED` event for every entry the log holds (oldest first, as the list answers them),
 then one `ADDED` event per invocation as it is recorded. Entries never change or go
 away, so there are no other event types. A log entry is recorded when its invocation
-ends, so an event reaches the watcher at the moment `GET …/invocations` would show it.
+ends, so an event reaches the watcher at the moment `GET …/invocationlog` would show it.
 
 The stream ends at `timeoutSeconds` (absent or 0: never), when the client goes away, at
 shutdown (it is one of the server's open watches), or when the watcher falls more than
@@ -43,13 +43,17 @@ def _event(entry: dict[str, Any]) -> bytes:
     return responses.dumps({"type": "ADDED", "object": entry}) + b"\n"
 
 
-async def serve(request: web.Request, info: RequestInfo) -> web.StreamResponse:
-    """Stream the run's log (the caller checked that the run exists)."""
+async def serve(
+    request: web.Request, info: RequestInfo, *, warnings: tuple[str, ...] = ()
+) -> web.StreamResponse:
+    """Stream the run's log (the caller checked that the run exists), with `warnings` as
+    `Warning` headers."""
     timeout = _seconds(request)
     log = request.app[run_keys.INVOKER].log
     response = web.StreamResponse(status=200)
     response.headers["Content-Type"] = responses.JSON_CONTENT_TYPE
     response.headers["Cache-Control"] = "no-cache, private"
+    responses.add_warnings(response, warnings)
     response.enable_chunked_encoding()
     task = asyncio.current_task()
     watches = request.app[keys.WATCHES].tasks

@@ -1,4 +1,4 @@
-"""The `invoke` and `invocations` subresources, and the forwarding `proxy` shares with them.
+"""The `invoke` and `invocationlog` subresources, and the forwarding `proxy` shares with them.
 
 `POST …/workflowruns/{name}/invoke` with `{"inputs": {...}}` (the envelope the runner
 parses too, `InvokeRequest` in `plnt.api.invocations`; `apiVersion` and `kind` may name it)
@@ -30,14 +30,16 @@ Timeout when the runner does not answer within the invoke timeout
 (`ServerSettings.upstream_timeout_seconds`). A connection failure is retried once on
 another endpoint; a timeout is not (the runner may be working on it).
 
-`GET …/workflowruns/{name}/invocations` lists the last 100 invocations this API server
+`GET …/workflowruns/{name}/invocationlog` lists the last 100 invocations this API server
 made for the run, oldest first (time, revision, endpoint, status, durationMs, cache; `path`
 for proxied calls; `timingsMs`, the time of each hop — apiserver, runner, backend — for
 answers that were not streams; `timeToFirstTokenMs` for streams that carried tokens;
 `usage` — promptTokens, completionTokens and source, `reported` or `counted` — when the
 answer carried one, see `plnt.api.usage`). A
 stream is logged when it ends, with the status its last line reports (499 when the caller
-went away first). With `?watch=true` the log is followed (`invocationwatch`).
+went away first). With `?watch=true` the log is followed (`invocationwatch`). The log's
+old name, `…/invocations`, answers the same with a deprecation `Warning` header: since the
+`Invocation` kind (plural `invocations`) exists, `invocationlog` keeps the two apart.
 """
 
 from __future__ import annotations
@@ -412,19 +414,38 @@ def _log_route(
     request.app[run_keys.INVOKER].log.record(info.namespace, info.name, entry)
 
 
+LOG_DEPRECATION = (
+    "plnt.work/v1 WorkflowRun subresource invocations is deprecated; use invocationlog"
+    " (invocations now names the Invocation kind)"
+)
+
+
 async def handle_invocations(
-    request: web.Request, store: ResourceStore, info: RequestInfo
+    request: web.Request,
+    store: ResourceStore,
+    info: RequestInfo,
+    *,
+    warnings: tuple[str, ...] = (),
 ) -> web.StreamResponse:
+    """`GET …/invocationlog`: the log (followed with `?watch=true`), with `warnings`."""
     if info.verb != "get":
         raise errors.MethodNotSupported.of(store.definition.group_resource, info.verb)
     await store.get(info.namespace, info.name)  # 404 for a run that does not exist
     if params.wants_watch(request.query):
-        return await invocationwatch.serve(request, info)
+        return await invocationwatch.serve(request, info, warnings=warnings)
     return responses.json_response(
         {
             "kind": "WorkflowRunInvocationList",
             "apiVersion": store.definition.api_version,
             "metadata": {},
             "items": request.app[run_keys.INVOKER].log.entries(info.namespace, info.name),
-        }
+        },
+        warnings=warnings,
     )
+
+
+async def handle_deprecated_invocations(
+    request: web.Request, store: ResourceStore, info: RequestInfo
+) -> web.StreamResponse:
+    """`GET …/invocations`: the log under its old name, with a deprecation warning."""
+    return await handle_invocations(request, store, info, warnings=(LOG_DEPRECATION,))

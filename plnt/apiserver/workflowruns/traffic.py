@@ -8,7 +8,7 @@ flight from this API server (ties broken round robin, so an idle pool is still s
 In-flight counts are per process: each API server replica balances its own calls.
 
 `InvocationLog` keeps the last `size` invocations of each run in memory, for
-`GET …/invocations`; it is per process and lost on restart, like an access log. A
+`GET …/invocationlog`; it is per process and lost on restart, like an access log. A
 watch of the log (`?watch=true`) is a `Follower` that `record` feeds: a queue bounded at
 `FOLLOWER_BACKLOG` entries. A watcher that falls further behind than that (its client
 reads too slowly to keep up) is ended instead of buffering without bound, as

@@ -1,12 +1,13 @@
 """WorkflowRun's definition: names, subresources, printer columns and transition rules.
 
 The served subresources are `status`, `scale`, and the runtime operations `invoke`,
-`invocations`, `proxy` (the runners' own HTTP API, OpenAI's included), `rollback`, `abort`,
-`promote`, `retry` and `bench` (served by `plnt.apiserver.workflowruns`; a bench's checks
-are `bench.py` here). Each declares what the generic machinery cannot derive: the schemas
-of its body and of an answer that is not a kind of its own (the OpenAPI documents), and
-whether it is long-running (no max-in-flight slot). The kind's share of the standalone
-default policy is its `grants`.
+`invocationlog` (the log of recent calls; `invocations`, its name before the Invocation
+kind took the plural, still answers, with a deprecation warning), `proxy` (the runners' own
+HTTP API, OpenAI's included), `rollback`, `abort`, `promote`, `retry` and `bench` (served
+by `plnt.apiserver.workflowruns`; a bench's checks are `bench.py` here). Each declares
+what the generic machinery cannot derive: the schemas of its body and of an answer that is
+not a kind of its own (the OpenAPI documents), and whether it is long-running (no
+max-in-flight slot). The kind's share of the standalone default policy is its `grants`.
 
 A server that deploys runs (one with a DeployControl) uses `with_teardown()`, whose
 strategy adds the `plnt.work/teardown` finalizer on create so deleting a run waits until
@@ -94,6 +95,7 @@ _INVOCATION_LIST: dict[str, Any] = {
         },
     },
 }
+_INVOCATION_LOG = Schema("WorkflowRunInvocationList", json_schema=_INVOCATION_LIST)
 _BENCH = Schema("Bench", model=Bench)
 
 DEFINITION = ResourceDefinition(
@@ -121,10 +123,17 @@ DEFINITION = ResourceDefinition(
             long_running=True,  # it waits as long as the workflow runs, streamed or not
         ),
         Subresource(
+            "invocationlog",
+            "WorkflowRunInvocationList",
+            ("get",),
+            answer=_INVOCATION_LOG,
+            long_running_when_watched=True,
+        ),
+        Subresource(  # the invocation log's deprecated name (the plural of Invocation now)
             "invocations",
             "WorkflowRunInvocationList",
             ("get",),
-            answer=Schema("WorkflowRunInvocationList", json_schema=_INVOCATION_LIST),
+            answer=_INVOCATION_LOG,
             long_running_when_watched=True,
         ),
         Subresource(

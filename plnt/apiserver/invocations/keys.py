@@ -1,0 +1,12 @@
+"""The AppKeys of Invocation's runtime (set by the composition root, read by its contexts)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from plnt.apiserver.invocations import metering, starting
+
+HOOKS = web.AppKey("invocation_hooks", starting.InvocationHooks)
+"""Present only with a control that starts Invocations (a server with sagas)."""
+METER = web.AppKey("invocation_meter", metering.FinishMeter)
+"""Counts Invocations as they finish (always present)."""

@@ -1,0 +1,174 @@
+"""Every Invocation the API server acknowledged gets its workflow; a deleted one loses it.
+
+`InvocationHooks` is the after-write hook (`plnt.registry.hooks.AfterWrite`) the
+composition root gives the Invocation store. After a create is stored, and before it is
+answered, it starts the Invocation's Temporal workflow (`InvocationControl.start_invocation`,
+one RPC, idempotent: the workflow id is the Invocation's namespace, name and uid). When an
+Invocation leaves storage (deleted, or its last finalizer removed) it cancels that
+workflow, which closes the workflow's call to the runner, and the runner cancels the
+backend call.
+
+When Temporal cannot be reached the write still stands: the hook returns a warning
+(`Warning: 299 plnt "…"`) and a background loop retries with exponential backoff, starting
+the *latest* stored object (a pending Invocation deleted meanwhile is forgotten) and
+cancelling the deleted ones. At start-up the same loop starts every Invocation that has
+not finished (a create stored just before a crash, or while Temporal was down), so a
+restarted API server converges; starts of workflows that ran already change nothing.
+
+Errors: none of its own; a failed start or cancel never fails the write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from plnt.api import errors
+from plnt.api.invocations import FINISHED_PHASES
+from plnt.registry.changes import Change
+from plnt.registry.objects import Object, lookup
+from plnt.registry.options import AgentWarning, ListOptions
+from plnt.registry.store import ResourceStore
+from plnt.sagas.control import InvocationControl
+
+log = logging.getLogger("plnt.apiserver.invocations")
+
+RETRY_INITIAL_SECONDS = 0.5
+RETRY_MAX_SECONDS = 30.0
+AGENT = "plnt"
+
+Key = tuple[str, str]
+"""(namespace, name) of an Invocation."""
+
+
+def _key(obj: Object) -> Key:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace", "")), str(meta.get("name", ""))
+
+
+def unfinished(obj: Object) -> bool:
+    """True while the Invocation's workflow has not reported an end (start-up convergence)."""
+    return lookup(obj, "status", "phase") not in FINISHED_PHASES
+
+
+class InvocationHooks:
+    """Starts and cancels Invocations' workflows, and retries the ones Temporal refused."""
+
+    def __init__(
+        self,
+        control: InvocationControl,
+        *,
+        retry_initial_seconds: float = RETRY_INITIAL_SECONDS,
+        retry_max_seconds: float = RETRY_MAX_SECONDS,
+    ) -> None:
+        self.control = control
+        self.pending_starts: set[Key] = set()
+        self.pending_cancels: dict[Key, Object] = {}
+        self._retry_initial = retry_initial_seconds
+        self._retry_max = retry_max_seconds
+        self._wake = asyncio.Event()
+        self._store: ResourceStore | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def after_write(self, change: Change) -> list[AgentWarning]:
+        """Start the workflow of a new Invocation; cancel the one of a deleted Invocation."""
+        if change.created:
+            return await self.start(change.after)
+        if change.gone:
+            return await self.cancel(change.after)
+        return []
+
+    async def start(self, obj: Object) -> list[AgentWarning]:
+        key = _key(obj)
+        try:
+            await self.control.start_invocation(obj)
+        except Exception as error:  # the write is stored: never fail it
+            log.warning("starting invocation %s/%s failed: %s", *key, error)
+            self.pending_starts.add(key)
+            self._wake.set()
+            return [
+                AgentWarning(
+                    AGENT,
+                    f"invocation {key[1]} is stored, but its workflow could not be started "
+                    f"({error}): it will start when Temporal is reachable",
+                )
+            ]
+        self.pending_starts.discard(key)
+        return []
+
+    async def cancel(self, obj: Object) -> list[AgentWarning]:
+        key = _key(obj)
+        self.pending_starts.discard(key)
+        try:
+            await self.control.cancel_invocation(obj)
+        except Exception as error:
+            log.warning("cancelling invocation %s/%s failed: %s", *key, error)
+            self.pending_cancels[key] = obj
+            self._wake.set()
+            return [
+                AgentWarning(
+                    AGENT,
+                    f"invocation {key[1]} is deleted, but its call could not be cancelled yet "
+                    f"({error}): it will be when Temporal is reachable",
+                )
+            ]
+        self.pending_cancels.pop(key, None)
+        return []
+
+    # --- background: start-up convergence, then retries ------------------------------
+
+    def start_loop(self, store: ResourceStore) -> None:
+        """Begin the background loop over `store` (the Invocation store)."""
+        self._store = store
+        self._task = asyncio.create_task(self._run(), name="invocation hook retries")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def converge(self) -> None:
+        """Start the workflow of every Invocation that has not finished (idempotent)."""
+        assert self._store is not None
+        page = await self._store.list("", ListOptions())
+        for obj in page.items:
+            if unfinished(obj) and not lookup(obj, "metadata", "deletionTimestamp"):
+                await self.start(obj)
+
+    async def retry_pending(self) -> bool:
+        """Start the latest stored object of each pending key, cancel the deleted ones;
+        True when everything went through."""
+        assert self._store is not None
+        for namespace, name in sorted(self.pending_starts):
+            try:
+                obj: dict[str, Any] = await self._store.get(namespace, name)
+            except errors.NotFound:
+                self.pending_starts.discard((namespace, name))
+                continue
+            await self.start(obj)
+        for gone in list(self.pending_cancels.values()):
+            await self.cancel(gone)
+        return not self.pending_starts and not self.pending_cancels
+
+    async def _run(self) -> None:
+        delay = self._retry_initial
+        try:
+            await self.converge()
+        except errors.APIError:
+            log.exception("start-up invocation convergence could not list invocations")
+        while True:
+            if not self.pending_starts and not self.pending_cancels:
+                self._wake.clear()
+                await self._wake.wait()
+                delay = self._retry_initial
+            await asyncio.sleep(delay)  # the call that put the key here just failed
+            try:
+                done = await self.retry_pending()
+            except errors.APIError:
+                log.exception("invocation retry could not read invocations")
+                done = False
+            delay = self._retry_initial if done else min(delay * 2, self._retry_max)

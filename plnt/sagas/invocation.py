@@ -1,0 +1,336 @@
+"""The invocation workflow: one durable call of a WorkflowRun's workflow per Invocation.
+
+The API server starts `InvocationWorkflow` right after an Invocation's create (through
+`starter.TemporalDeployControl.start_invocation`; id `invocation/NS/NAME/UID`, so a
+recreated Invocation is a new call and starting one twice changes nothing). The workflow:
+
+1. **pins a revision** (`invocation-resolve`): `stable` is the run's promoted revision,
+   `canary` the other revision taking traffic, a number that revision while it serves. A
+   run with no promoted revision yet is waited for; a revision that does not exist or no
+   longer serves fails the Invocation at once;
+2. **calls a runner of that revision** (`invocation-call`): a ready replica's
+   `/invoke?stream=true`, asking each finished step's output (`stepOutputs`). The outputs
+   are heartbeat details, so when the replica dies mid-call the activity goes on with
+   another ready replica of the same revision, and when the worker dies the next attempt
+   (on another worker, after `HEARTBEAT_TIMEOUT`) does, handing the finished steps back
+   (`completedSteps`): they are not run again. Status says `Running`, the replica and the
+   attempt as each call starts;
+3. **records the end** (`invocation-report`): Succeeded with the output, tokens, trace and
+   attempts, or Failed with a reason (`Reason` below), in status, with kstatus's
+   conditions (`Complete` or `Failed`; `Stalled` on failure) and `observedGeneration`;
+4. **keeps the finished Invocation** for `spec.ttlSecondsAfterFinished` (a durable timer),
+   then deletes it (`invocation-expire`).
+
+`spec.timeoutSeconds` bounds steps 1 and 2 together (each activity's schedule-to-close
+timeout is what remains of it); running out fails the Invocation with reason `Timeout`.
+
+Cancelling the workflow (the Invocation was deleted) cancels the call activity and waits
+until it stopped: its connection to the runner is closed, so the runner cancels the
+invocation and its backend call. The workflow then records `Cancelled` if the Invocation
+still exists (a cancel from outside plnt, then kept for its TTL as any finished one), and
+ends.
+
+Workflow code: deterministic, no I/O, no clock but `workflow.now()`. The dataclasses here
+are the history's format: add fields only with defaults.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    RetryState,
+    TimeoutError,
+    TimeoutType,
+)
+from temporalio.workflow import ActivityCancellationType
+
+with workflow.unsafe.imports_passed_through():
+    from plnt.api.invocations import COMPLETE, FAILED, STALLED, WORKFLOW_ID_PREFIX
+
+RESOLVE_ACTIVITY = "invocation-resolve"
+CALL_ACTIVITY = "invocation-call"
+REPORT_ACTIVITY = "invocation-report"
+EXPIRE_ACTIVITY = "invocation-expire"
+ACTIVITIES = (RESOLVE_ACTIVITY, CALL_ACTIVITY, REPORT_ACTIVITY, EXPIRE_ACTIVITY)
+
+HEARTBEAT_TIMEOUT = timedelta(seconds=5)
+"""How long a call may go without a heartbeat before its worker counts as lost (the call
+heartbeats every second, and at once when a step finishes)."""
+CALL_ATTEMPTS = 20
+"""Tries of the call activity (each tries every ready replica); `timeoutSeconds` bounds
+them too."""
+
+
+class Reason(enum.StrEnum):
+    """Why an Invocation failed (`status.error.reason`): the `type` of the activities'
+    errors, read back by the workflow."""
+
+    TIMEOUT = "Timeout"
+    """`spec.timeoutSeconds` ran out."""
+    RUN_GONE = "WorkflowRunGone"
+    """The run was deleted (or recreated) since the Invocation was created."""
+    INVOCATION_GONE = "InvocationGone"
+    REVISION_NOT_FOUND = "RevisionNotFound"
+    REVISION_NOT_SERVING = "RevisionNotServing"
+    NO_CANARY = "NoCanary"
+    NOT_READY = "NotReady"
+    """No promoted revision or no ready replica yet: retried until the timeout."""
+    RUNNER_LOST = "RunnerLost"
+    """Every ready replica failed mid-call or could not be reached: retried."""
+    OUTPUT_TOO_LARGE = "OutputTooLarge"
+    RUNNER_ERROR = "RunnerError"
+    """The runner answered an error without a type of its own."""
+    CANCELLED = "Cancelled"
+
+
+RETRIED = frozenset({Reason.NOT_READY, Reason.RUNNER_LOST})
+
+
+def workflow_id(namespace: str, name: str, uid: str) -> str:
+    """The workflow of one Invocation: deterministic, and new for a recreated object."""
+    return f"{WORKFLOW_ID_PREFIX}/{namespace}/{name}/{uid}"
+
+
+def fail(reason: str, message: str, *, step: str | None = None) -> ApplicationError:
+    """An activity error the workflow reads back as `status.error` (retried when the
+    reason is in `RETRIED`)."""
+    return ApplicationError(
+        message,
+        {"step": step} if step else {},
+        type=reason,
+        non_retryable=reason not in RETRIED,
+    )
+
+
+@dataclass(frozen=True)
+class InvocationRef:
+    """One Invocation by identity: a recreated object with the same name is another call."""
+
+    namespace: str
+    name: str
+    uid: str
+
+
+@dataclass
+class InvocationRequest:
+    """The workflow's input: the Invocation, its run (as admitted) and its spec."""
+
+    invocation: InvocationRef
+    run: str
+    run_uid: str
+    inputs: dict[str, Any]
+    revision: str = "stable"
+    timeout_seconds: int = 600
+    ttl_seconds_after_finished: int = 3600
+
+
+@dataclass
+class Pinned:
+    """The revision the call goes to, resolved once when the call starts."""
+
+    revision: int
+    digest: str = ""
+
+
+@dataclass
+class CallRequest:
+    """What `invocation-call` needs: whom to call, with what, and since when."""
+
+    request: InvocationRequest
+    pinned: Pinned
+    start_time: str
+
+
+@dataclass
+class Called:
+    """The runner's answer, as status keeps it."""
+
+    output: Any
+    trace: list[dict[str, Any]]
+    attempts: int
+    endpoint: str
+    usage: dict[str, int] | None = None
+
+
+@dataclass
+class StatusReport:
+    """Status fields to set (None removes one) on the Invocation, if it is still that one.
+
+    `finished`: the report that ends the call also sets `observedGeneration`.
+    """
+
+    invocation: InvocationRef
+    fields: dict[str, Any]
+    finished: bool = False
+
+
+@dataclass
+class InvocationOutcome:
+    """The workflow's result: how the call ended."""
+
+    phase: str
+    reason: str = ""
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def condition(kind: str, reason: str, message: str, at: str) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "status": "True",
+        "observedGeneration": 1,
+        "lastTransitionTime": at,
+        "reason": reason,
+        "message": message,
+    }
+
+
+def succeeded(called: Called, pinned: Pinned, at: str) -> dict[str, Any]:
+    """The status of a call that succeeded."""
+    message = f"succeeded on revision {pinned.revision}"
+    if called.attempts > 1:
+        message += f" after {called.attempts} attempts"
+    return {
+        "phase": "Succeeded",
+        "completionTime": at,
+        "output": called.output,
+        "usage": called.usage,
+        "trace": called.trace,
+        "attempts": called.attempts,
+        "endpoint": called.endpoint,
+        "error": None,
+        "message": message,
+        "conditions": [condition(COMPLETE, "Succeeded", message, at)],
+    }
+
+
+def failed(phase: str, reason: str, message: str, at: str, step: str | None) -> dict[str, Any]:
+    """The status of a call that failed (or was cancelled)."""
+    error: dict[str, Any] = {"reason": reason, "message": message}
+    if step:
+        error["step"] = step
+    return {
+        "phase": phase,
+        "completionTime": at,
+        "error": error,
+        "message": message,
+        "conditions": [
+            condition(FAILED, reason, message, at),
+            condition(STALLED, reason, message, at),
+        ],
+    }
+
+
+def _error_of(error: ActivityError, timeout_seconds: int) -> tuple[str, str, str | None]:
+    """(reason, message, step) of a failed activity: a retried failure whose next retry
+    would outlive the timeout is the timeout, naming the last failure."""
+    cause = error.cause
+    if error.retry_state == RetryState.TIMEOUT and not isinstance(cause, TimeoutError):
+        last = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
+        return Reason.TIMEOUT, f"did not finish within {timeout_seconds} s ({last})", None
+    if isinstance(cause, TimeoutError):
+        if cause.type in (TimeoutType.SCHEDULE_TO_CLOSE, TimeoutType.START_TO_CLOSE):
+            return Reason.TIMEOUT, f"did not finish within {timeout_seconds} s", None
+        return Reason.RUNNER_LOST, f"the call was lost ({cause.message})", None
+    if isinstance(cause, ApplicationError):
+        details = cause.details[0] if cause.details else {}
+        step = details.get("step") if isinstance(details, dict) else None
+        return cause.type or Reason.RUNNER_ERROR, cause.message, step
+    return Reason.RUNNER_ERROR, str(cause or error), None
+
+
+@workflow.defn(name="Invocation")
+class InvocationWorkflow:
+    """Pin, call, record, expire (see the module docstring)."""
+
+    @workflow.run
+    async def run(self, request: InvocationRequest) -> InvocationOutcome:
+        timeout = timedelta(seconds=request.timeout_seconds)
+        deadline = workflow.now() + timeout
+        pinned: Pinned | None = None
+        phase, reason = "Succeeded", ""
+        try:
+            pinned = await workflow.execute_activity(
+                RESOLVE_ACTIVITY,
+                request,
+                result_type=Pinned,
+                schedule_to_close_timeout=timeout,
+                retry_policy=_retries(),
+            )
+            called = await workflow.execute_activity(
+                CALL_ACTIVITY,
+                CallRequest(request, pinned, _stamp(workflow.now())),
+                result_type=Called,
+                schedule_to_close_timeout=max(deadline - workflow.now(), timedelta(seconds=1)),
+                heartbeat_timeout=HEARTBEAT_TIMEOUT,
+                retry_policy=_retries(),
+                cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            )
+            fields = succeeded(called, pinned, _stamp(workflow.now()))
+        except ActivityError as error:
+            if not isinstance(error.cause, CancelledError):
+                reason, message, step = _error_of(error, request.timeout_seconds)
+                phase = "Failed"
+                fields = failed(phase, reason, message, _stamp(workflow.now()), step)
+            else:  # the call stopped because the workflow was cancelled
+                phase, reason, fields = _cancelled()
+        except asyncio.CancelledError:
+            phase, reason, fields = _cancelled()
+        if pinned is not None:
+            fields.setdefault("revision", pinned.revision)
+        kept = await workflow.execute_activity(
+            REPORT_ACTIVITY,
+            StatusReport(request.invocation, fields, finished=True),
+            result_type=bool,
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=RetryPolicy(
+                initial_interval=timedelta(milliseconds=200),
+                maximum_interval=timedelta(seconds=10),
+                maximum_attempts=0,  # until the API server answers: the end must be recorded
+            ),
+        )
+        if kept:
+            await workflow.sleep(timedelta(seconds=request.ttl_seconds_after_finished))
+            await workflow.execute_activity(
+                EXPIRE_ACTIVITY,
+                request.invocation,
+                start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=RetryPolicy(
+                    initial_interval=timedelta(milliseconds=200),
+                    maximum_interval=timedelta(seconds=30),
+                    maximum_attempts=0,
+                ),
+            )
+        return InvocationOutcome(phase, reason, fields)
+
+
+def _cancelled() -> tuple[str, str, dict[str, Any]]:
+    message = "the invocation was cancelled (its Invocation was deleted)"
+    return (
+        "Cancelled",
+        Reason.CANCELLED,
+        failed("Cancelled", Reason.CANCELLED, message, _stamp(workflow.now()), None),
+    )
+
+
+def _retries() -> RetryPolicy:
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=10),
+        maximum_attempts=CALL_ATTEMPTS,
+        non_retryable_error_types=[r.value for r in Reason if r not in RETRIED],
+    )

@@ -1,0 +1,391 @@
+"""The invocation workflow's activities: pin a revision, call a runner, record, expire.
+
+Every side effect of an Invocation, each idempotent, through plnt's HTTP API
+(`plnt.client`) and the runners' own `/invoke`; never storage or the registry, so a worker
+can run anywhere that reaches the API server, the runners and Temporal.
+
+`call` is the one that lasts. It asks a ready replica of the pinned revision for its
+stream with each finished step's output (`stepOutputs`), keeps those outputs as its
+heartbeat details (sent at once when a step finishes, and every `BEAT_SECONDS`), and:
+
+* when the replica dies mid-call (the connection breaks, or the stream ends without a
+  last line), calls the next ready replica of the same revision at once, handing it the
+  finished steps (`completedSteps`), which it does not run again;
+* when this worker dies, Temporal notices the missing heartbeat and runs the next
+  attempt on another worker, which starts from the last heartbeat's details the same way;
+* when it is cancelled (the Invocation was deleted), its connection to the runner closes,
+  so the runner cancels the invocation and the backend call.
+
+A runner's refusal (invalid inputs) or a failed step is the Invocation's failure, not
+retried: the runner already retried the step as its spec says. Which revision and which
+replicas: `pinning`; the stream and the progress carried across attempts: `resuming`.
+
+Errors: `invocation.fail(reason, …)` (`ApplicationError` typed by `invocation.Reason`),
+retried by Temporal only for `NotReady` and `RunnerLost`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from plnt.api.invocations import MAX_OUTPUT_BYTES, PLURAL, RECONCILING
+from plnt.client import errors as client_errors
+from plnt.client.clients import PlntClient
+from plnt.processes import tasks
+from plnt.sagas import invocation as inv
+from plnt.sagas import pinning, resuming
+from plnt.sagas import values as v
+
+log = logging.getLogger("plnt.sagas.invocations")
+
+BEAT_SECONDS = 1.0
+NDJSON = "application/x-ndjson"
+READY_TIMEOUT = aiohttp.ClientTimeout(total=2.0)
+CALL_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=5.0)
+"""A call lasts as long as its workflow does (the schedule-to-close timeout bounds it)."""
+
+
+class InvocationActivities:
+    """The invocation workflow's activities, bound to the worker's API client."""
+
+    def __init__(self, *, api: PlntClient) -> None:
+        self.api = api
+        self._session: aiohttp.ClientSession | None = None
+
+    def all(self) -> list[Any]:
+        """Every activity, for `Worker(activities=...)`."""
+        return [self.resolve, self.call, self.report, self.expire]
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(timeout=CALL_TIMEOUT)
+        return self._session
+
+    async def close(self) -> None:
+        """Close the runners' session (the API client belongs to the deploy activities)."""
+        if self._session is not None:
+            await self._session.close()
+
+    # -- reading -----------------------------------------------------------------------
+
+    def _path(self, ref: inv.InvocationRef, subresource: str = "") -> str:
+        return self.api.object_path(
+            PLURAL, ref.name, namespace=ref.namespace, subresource=subresource
+        )
+
+    async def _invocation(self, ref: inv.InvocationRef) -> dict[str, Any] | None:
+        """The Invocation, or None when it is gone or was recreated (another uid)."""
+        try:
+            obj: dict[str, Any] = (await self.api.request("GET", self._path(ref))).json()
+        except client_errors.NotFound:
+            return None
+        return obj if (obj.get("metadata") or {}).get("uid") == ref.uid else None
+
+    async def _run(self, request: inv.InvocationRequest) -> dict[str, Any]:
+        """The run the Invocation was admitted for; `WorkflowRunGone` when it is not there."""
+        namespace = request.invocation.namespace
+        try:
+            run = await self.api.get_workflowrun(request.run, namespace=namespace)
+        except client_errors.NotFound:
+            run = None
+        meta = (run or {}).get("metadata") or {}
+        if run is None or meta.get("uid") != request.run_uid or meta.get("deletionTimestamp"):
+            raise inv.fail(
+                inv.Reason.RUN_GONE,
+                f"workflowrun {request.run} was deleted after the Invocation was created",
+            )
+        return run
+
+    # -- resolve -----------------------------------------------------------------------
+
+    @activity.defn(name=inv.RESOLVE_ACTIVITY)
+    async def resolve(self, request: inv.InvocationRequest) -> inv.Pinned:
+        """Pin the revision the spec selects (waiting, by retries, for one that is ready)."""
+        if await self._invocation(request.invocation) is None:
+            raise inv.fail(inv.Reason.INVOCATION_GONE, "the Invocation was deleted")
+        run = await self._run(request)
+        try:
+            return pinning.pin(run, request.revision)
+        except ApplicationError as error:
+            if error.type == inv.Reason.NOT_READY:  # say what it waits for
+                await self._write(request.invocation, {"message": f"waiting: {error.message}"})
+            raise
+
+    # -- call --------------------------------------------------------------------------
+
+    @activity.defn(name=inv.CALL_ACTIVITY)
+    async def call(self, call: inv.CallRequest) -> inv.Called:
+        """Call ready replicas of the pinned revision until one answers (module docstring)."""
+        info = activity.info()
+        progress = resuming.Progress.of(
+            info.heartbeat_details[0] if info.heartbeat_details else None
+        )
+        revision = call.pinned.revision
+        run = await self._run(call.request)
+        if pinning.traffic_entry(run, revision) is None:
+            raise inv.fail(
+                inv.Reason.REVISION_NOT_SERVING,
+                f"revision {revision} of workflowrun {call.request.run} no longer serves",
+            )
+        ready = pinning.endpoints_of(run, revision)
+        order = [e for e in ready if e not in progress.lost] + [
+            e for e in ready if e in progress.lost
+        ]
+        problems: list[str] = []
+        if info.attempt > 1:
+            problems.append(
+                f"attempt {info.attempt} after the previous one was lost;"
+                f" {len(progress.completed)} finished steps handed back"
+            )
+        async with self._beating(progress):
+            for endpoint in order:
+                if not await self._ready(endpoint):
+                    problems.append(f"{endpoint} is not ready")
+                    continue
+                progress.tries += 1
+                await self._running(call, endpoint, progress, problems)
+                try:
+                    answer = await self._stream(endpoint, call.request, progress)
+                except resuming.Lost as lost:
+                    if endpoint not in progress.lost:
+                        progress.lost.append(endpoint)
+                    problems.append(f"{endpoint}: {lost}")
+                    progress.beat()
+                    continue
+                return self._called(answer, endpoint, progress)
+        raise inv.fail(
+            inv.Reason.RUNNER_LOST,
+            f"no ready replica of revision {revision} finished the call ({'; '.join(problems)})",
+        )
+
+    async def _ready(self, endpoint: str) -> bool:
+        try:
+            async with self._http().get(f"{endpoint}/readyz", timeout=READY_TIMEOUT) as answer:
+                return answer.status == 200
+        except (aiohttp.ClientError, OSError, TimeoutError):
+            return False
+
+    async def _running(
+        self, call: inv.CallRequest, endpoint: str, progress: resuming.Progress, problems: list[str]
+    ) -> None:
+        """Say in status which replica is called now, and why again when it is a retry."""
+        revision = call.pinned.revision
+        message = f"calling revision {revision} at {endpoint}"
+        if problems:
+            message += f" ({'; '.join(problems)})"
+        fields: dict[str, Any] = {
+            "phase": "Running",
+            "revision": revision,
+            "digest": call.pinned.digest or None,
+            "startTime": call.start_time,
+            "endpoint": endpoint,
+            "attempts": progress.tries,
+            "message": message,
+            "conditions": [
+                {
+                    "type": RECONCILING,
+                    "status": "True",
+                    "lastTransitionTime": call.start_time,
+                    "reason": "Running",
+                    "message": message,
+                }
+            ],
+        }
+        if not await self._write(call.request.invocation, fields):
+            raise inv.fail(inv.Reason.INVOCATION_GONE, "the Invocation was deleted")
+
+    async def _stream(
+        self, endpoint: str, request: inv.InvocationRequest, progress: resuming.Progress
+    ) -> dict[str, Any]:
+        """The `result` line of one streamed call; `_Lost` when the replica goes away."""
+        body: dict[str, Any] = {"inputs": request.inputs, "stepOutputs": True}
+        if progress.completed:
+            body["completedSteps"] = {k: {"output": o} for k, o in progress.completed.items()}
+        try:
+            async with self._http().post(
+                f"{endpoint}/invoke",
+                params={"stream": "true"},
+                json=body,
+                headers={"Accept": NDJSON},
+            ) as response:
+                try:
+                    return await self._read(response, progress)
+                except BaseException:
+                    response.close()  # never reused: the runner sees its caller leave
+                    raise
+        except (aiohttp.ClientError, OSError) as error:
+            raise resuming.Lost(str(error) or type(error).__name__) from error
+
+    async def _read(
+        self, response: aiohttp.ClientResponse, progress: resuming.Progress
+    ) -> dict[str, Any]:
+        if response.status != 200 or NDJSON not in response.headers.get("Content-Type", ""):
+            raw = await response.read()
+            if response.status >= 500:
+                raise resuming.Lost(f"answered {response.status}")
+            try:
+                refused = json.loads(raw)
+            except ValueError:
+                refused = {}
+            error = refused.get("error") if isinstance(refused, dict) else None
+            raise resuming.runner_failure(error, response.status)
+        async for line in resuming.ndjson(response):
+            kind = line.get("type")
+            if kind == "step":
+                step = line.get("step") or {}
+                finished = isinstance(step, dict) and "error" not in step and "output" in line
+                if finished and progress.add(str(step.get("id")), line["output"]):
+                    progress.beat()
+            elif kind == "result":
+                return line
+            elif kind == "error":
+                raise resuming.runner_failure(line.get("error"), line.get("status"))
+        raise resuming.Lost("the stream ended without a result")
+
+    def _called(
+        self, answer: dict[str, Any], endpoint: str, progress: resuming.Progress
+    ) -> inv.Called:
+        output = answer.get("output")
+        size = len(json.dumps(output, separators=(",", ":"), ensure_ascii=False).encode())
+        if size > MAX_OUTPUT_BYTES:
+            raise inv.fail(
+                inv.Reason.OUTPUT_TOO_LARGE,
+                f"the output is {size} bytes, more than the {MAX_OUTPUT_BYTES} bytes"
+                f" ({MAX_OUTPUT_BYTES // 1024} KiB) an Invocation keeps in status;"
+                " call …/invoke or …/proxy/invoke for larger answers",
+            )
+        trace = [t for t in answer.get("trace") or [] if isinstance(t, dict)]
+        return inv.Called(
+            output=output,
+            trace=trace,
+            attempts=progress.tries,
+            endpoint=endpoint,
+            usage=resuming.usage(answer),
+        )
+
+    @contextlib.asynccontextmanager
+    async def _beating(self, progress: resuming.Progress) -> AsyncIterator[None]:
+        """Heartbeat the progress every `BEAT_SECONDS` while the block runs: the liveness
+        Temporal judges the worker by, and the way a cancellation reaches the call."""
+
+        async def loop() -> None:
+            while True:
+                progress.beat()
+                await asyncio.sleep(BEAT_SECONDS)
+
+        async with tasks.running(loop(), name="invocation heartbeat"):
+            yield
+
+    # -- report and expire -------------------------------------------------------------
+
+    @activity.defn(name=inv.REPORT_ACTIVITY)
+    async def report(self, report: inv.StatusReport) -> bool:
+        """Write the fields into the Invocation's status; False when it is gone."""
+        return await self._write(report.invocation, report.fields, finished=report.finished)
+
+    async def _write(
+        self, ref: inv.InvocationRef, fields: dict[str, Any], *, finished: bool = False
+    ) -> bool:
+        """Set `fields` in status (None removes one) while the Invocation is `ref`: a JSON
+        patch whose tests are the uid and the resourceVersion, read again when one fails."""
+        for _ in range(10):
+            obj = await self._invocation(ref)
+            if obj is None:
+                return False
+            status = dict(obj.get("status") or {})
+            for key, value in fields.items():
+                if value is None:
+                    status.pop(key, None)
+                else:
+                    status[key] = value
+            if finished:
+                status["observedGeneration"] = obj["metadata"].get("generation") or 1
+            patch = [
+                {"op": "test", "path": "/metadata/uid", "value": ref.uid},
+                {
+                    "op": "test",
+                    "path": "/metadata/resourceVersion",
+                    "value": obj["metadata"]["resourceVersion"],
+                },
+                {"op": "add", "path": "/status", "value": status},
+            ]
+            try:
+                await self.api.request(
+                    "PATCH",
+                    self._path(ref, "status"),
+                    json=patch,
+                    content_type="application/json-patch+json",
+                )
+                return True
+            except client_errors.Conflict:
+                continue
+            except client_errors.Invalid as error:
+                if any(cause.field == "patch" for cause in error.causes):
+                    continue  # a test failed: written in between, read again
+                raise ApplicationError(
+                    f"the status was refused: {error}", type="InvalidStatus", non_retryable=True
+                ) from error
+            except client_errors.NotFound:
+                return False
+        raise ApplicationError("status kept changing underneath", type="Conflict")
+
+    @activity.defn(name=inv.EXPIRE_ACTIVITY)
+    async def expire(self, ref: inv.InvocationRef) -> None:
+        """Delete the finished Invocation (its TTL ran out); nothing when it is gone."""
+        options = {
+            "kind": "DeleteOptions",
+            "apiVersion": "v1",
+            "preconditions": {"uid": ref.uid},
+        }
+        with contextlib.suppress(client_errors.NotFound, client_errors.Conflict):
+            await self.api.request("DELETE", self._path(ref), json=options)
+
+
+async def delete_invocations_of(api: PlntClient, run: v.RunRef) -> int:
+    """Delete the Invocations the run owns (its teardown); how many were deleted.
+
+    Listed by `spec.workflowRun`, deleted only when their controller owner is this very run
+    (uid), each with a uid precondition; one deleted meanwhile is no error. Deleting a
+    running Invocation cancels its call (the API server's hooks cancel its workflow).
+    """
+    path = api.collection_path(PLURAL, namespace=run.namespace)
+    try:
+        items = await api.list_all(path, params={"fieldSelector": f"spec.workflowRun={run.name}"})
+    except client_errors.Forbidden as error:
+        log.warning("the invocations of %s/%s cannot be listed: %s", run.namespace, run.name, error)
+        return 0
+    deleted = 0
+    began = time.monotonic()
+    for item in items:
+        meta = item.get("metadata") or {}
+        owners = [o for o in meta.get("ownerReferences") or [] if isinstance(o, dict)]
+        if not any(o.get("uid") == run.uid and o.get("controller") for o in owners):
+            continue
+        options = {
+            "kind": "DeleteOptions",
+            "apiVersion": "v1",
+            "preconditions": {"uid": meta["uid"]},
+        }
+        item_path = api.object_path(PLURAL, str(meta["name"]), namespace=run.namespace)
+        with contextlib.suppress(client_errors.NotFound, client_errors.Conflict):
+            await api.request("DELETE", item_path, json=options)
+            deleted += 1
+    if deleted:
+        log.info(
+            "deleted %d invocations of %s/%s in %.1f s",
+            deleted,
+            run.namespace,
+            run.name,
+            time.monotonic() - began,
+        )
+    return deleted

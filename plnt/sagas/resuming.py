@@ -1,0 +1,114 @@
+"""Reading a runner's streamed `/invoke` for a durable invocation, and what it carries over.
+
+`Progress` is what a call has done so far — the outputs of the steps that finished, the
+replicas that were lost, the calls made — kept as the call activity's heartbeat details,
+so an attempt on another replica or worker starts from it (`completedSteps`). The rest
+reads the NDJSON stream whatever the length of its lines and turns a runner's error body
+into the Invocation's failure. No I/O here beyond reading the response handed in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from plnt.sagas import invocation as inv
+
+
+def camel(error_type: str) -> str:
+    """`bad_gateway` → `BadGateway`: a runner error type as a condition reason."""
+    return "".join(part.capitalize() for part in error_type.split("_") if part) or "RunnerError"
+
+
+MAX_CARRIED_BYTES = 1024 * 1024
+"""The most finished-step output a heartbeat carries (compact JSON), well under Temporal's
+2 MiB payload limit: a step whose output would go past it is not carried, so a retry
+runs it again rather than the heartbeat being refused."""
+
+
+@dataclass
+class Progress:
+    """What a call has done so far: its heartbeat details, carried across attempts.
+
+    `add` keeps a finished step's output only while the outputs kept stay within
+    `MAX_CARRIED_BYTES`.
+    """
+
+    completed: dict[str, Any] = field(default_factory=dict)
+    lost: list[str] = field(default_factory=list)
+    tries: int = 0
+    carried_bytes: int = field(default=0, compare=False)
+
+    def add(self, step: str, output: Any) -> bool:
+        """Keep `step`'s output to hand back on a retry; False when it is too large to."""
+        size = len(json.dumps(output, separators=(",", ":"), ensure_ascii=False).encode())
+        if self.carried_bytes + size > MAX_CARRIED_BYTES:
+            return False
+        self.completed[step] = output
+        self.carried_bytes += size
+        return True
+
+    @classmethod
+    def of(cls, details: Any) -> Progress:
+        last = details if isinstance(details, dict) else {}
+        progress = cls(
+            lost=[str(e) for e in last.get("lost") or []], tries=int(last.get("tries") or 0)
+        )
+        completed = last.get("completed")
+        for step, output in (completed if isinstance(completed, dict) else {}).items():
+            progress.add(str(step), output)
+        return progress
+
+    def details(self) -> dict[str, Any]:
+        return {"completed": self.completed, "lost": self.lost, "tries": self.tries}
+
+    def beat(self) -> None:
+        activity.heartbeat(self.details())
+
+
+class Lost(Exception):
+    """The replica went away mid-call, or could not be called: try another one."""
+
+
+async def ndjson(response: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
+    """The lines of a stream, whatever their length."""
+    pending = b""
+    async for chunk in response.content.iter_any():
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for raw in lines:
+            if raw.strip():
+                decoded = json.loads(raw)
+                if isinstance(decoded, dict):
+                    yield decoded
+    if pending.strip():
+        decoded = json.loads(pending)
+        if isinstance(decoded, dict):
+            yield decoded
+
+
+def runner_failure(error: Any, status: Any) -> ApplicationError:
+    """The Invocation's failure from a runner's error body (`{"message", "type", "step"…}`)."""
+    body = error if isinstance(error, dict) else {}
+    reason = camel(str(body.get("type") or "runner_error"))
+    message = str(body.get("message") or f"the runner answered {status}")
+    step = body.get("step")
+    return inv.fail(reason, message, step=str(step) if step else None)
+
+
+def usage(answer: dict[str, Any]) -> dict[str, int] | None:
+    usage = answer.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    prompt, completion = (
+        int(usage.get("prompt_tokens") or 0),
+        int(usage.get("completion_tokens") or 0),
+    )
+    total = int(usage.get("total_tokens") or prompt + completion)
+    return {"promptTokens": prompt, "completionTokens": completion, "totalTokens": total}

@@ -1,0 +1,379 @@
+"""Durable Invocations end to end: real kubectl, API server, Temporal, workers and runners.
+
+An Invocation answers 201 at once and its workflow calls a runner of the pinned revision;
+these tests then kill what a long call depends on at the moment it matters and check the
+call still finishes exactly once: a runner replica (SIGKILL mid-step: the next replica
+resumes), the worker (SIGKILL mid-call: another worker resumes after the heartbeat
+timeout), the API server (restarted mid-call). Steps are `http` steps calling a local
+target (`tests.support.steptarget`) that counts every call and holds the second step
+until the test releases it, so "a finished step was not run again" is a count, and
+"mid-call" is an explicit hold, never a window of time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.deploy.conftest import (
+    Api,
+    Stack,
+    apply,
+    condition_of,
+    restart_server,
+    workflowrun,
+)
+from tests.support.plnt_server import Kubectl, wait_for
+from tests.support.stack import WorkerProcess, runner_pids
+from tests.support.steptarget import StepTarget, durable_workflow, serving_step_target
+
+INVOCATIONS = "invocations"
+
+
+@pytest.fixture(scope="module")
+def target() -> Iterator[StepTarget]:
+    with serving_step_target() as served:
+        yield served
+
+
+def invocation(name: str, run: str, inputs: dict[str, Any], **spec: Any) -> str:
+    return yaml.safe_dump(
+        {
+            "apiVersion": "plnt.work/v1",
+            "kind": "Invocation",
+            "metadata": {"name": name},
+            "spec": {"workflowRun": run, "inputs": inputs, **spec},
+        }
+    )
+
+
+def get_invocation(api: Api, namespace: str, name: str) -> dict[str, Any]:
+    path = api.client.object_path(INVOCATIONS, name, namespace=namespace)
+    body: dict[str, Any] = api.call(lambda c: c.request("GET", path)).json()
+    return body
+
+
+def wait_invocation(
+    api: Api, namespace: str, name: str, check: Any, *, timeout: float = 60.0, what: str = ""
+) -> dict[str, Any]:
+    last: list[dict[str, Any]] = []
+
+    def probe() -> dict[str, Any] | None:
+        obj = get_invocation(api, namespace, name)
+        last[:] = [obj]
+        return obj if check(obj) else None
+
+    try:
+        found: dict[str, Any] = wait_for(probe, timeout=timeout, message=what or "invocation")
+    except AssertionError as error:
+        status = last[0].get("status") if last else None
+        raise AssertionError(f"{error}; last status: {json.dumps(status, indent=1)}") from None
+    return found
+
+
+def phase(expected: str) -> Any:
+    return lambda obj: (obj.get("status") or {}).get("phase") == expected
+
+
+def deployed(
+    stack: Stack, kubectl: Kubectl, namespace: str, target: StepTarget, **spec: Any
+) -> str:
+    """A run of the durable workflow, Ready; its name."""
+    name = f"d{uuid.uuid4().hex[:6]}"
+    ref, digest = stack.spec(name, text=durable_workflow(target.url))
+    apply(kubectl, namespace, workflowrun(name, ref, digest, **spec))
+    kubectl.run("wait", "-n", namespace, "--for=condition=Ready", f"wfr/{name}", "--timeout=90s")
+    return name
+
+
+def test_an_invocation_is_answered_at_once_and_completes_for_kubectl_wait(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str, target: StepTarget
+) -> None:
+    run = deployed(stack, kubectl, namespace, target)
+    key = uuid.uuid4().hex[:8]
+    created = kubectl.run(
+        "create",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        "-o",
+        "json",
+        input=invocation("once", run, {"key": key}),
+    )
+    obj = json.loads(created.stdout)
+    assert obj["status"]["phase"] == "Pending"
+    owner = obj["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("WorkflowRun", run, True)
+    kubectl.run(
+        "wait", "-n", namespace, "--for=condition=Complete", "invocation/once", "--timeout=60s"
+    )
+    done = get_invocation(api, namespace, "once")
+    status = done["status"]
+    assert status["phase"] == "Succeeded"
+    assert status["output"] == {"first": f"count {key}", "slow": f"hold {key}"}
+    assert status["revision"] == 1 and status["attempts"] == 1
+    assert [step["id"] for step in status["trace"]] == ["first", "slow"]
+    assert status["observedGeneration"] == 1 and status["startTime"] and status["completionTime"]
+    assert condition_of(done, "Complete") is not None
+    assert target.arrivals(f"/count/{key}") == 1
+    table = kubectl.run("get", "-n", namespace, "invocations").stdout
+    header, row = table.splitlines()[:2]
+    assert header.split() == ["NAME", "RUN", "REVISION", "PHASE", "DURATION", "TOKENS", "AGE"]
+    assert row.split()[:4] == ["once", run, "1", "Succeeded"]
+    reasons = [
+        e["reason"]
+        for e in api.call(
+            lambda c: c.request("GET", f"/api/v1/namespaces/{namespace}/events")
+        ).json()["items"]
+        if e["involvedObject"]["name"] == "once"
+    ]
+    assert {"Started", "Succeeded"} <= set(reasons), reasons
+
+
+def replica_pid(stack: Stack, run_uid: str, endpoint: str) -> int:
+    """The pid of the runner replica serving at `endpoint` (from the local target's records)."""
+    for path in stack.state_dir.glob(f"**/runs/*/*-{run_uid}/replicas/r*.json"):
+        record = json.loads(path.read_text())
+        if record["url"].rstrip("/") == endpoint.rstrip("/"):
+            (pid,) = runner_pids(stack.state_dir, contains=f"plnt-replica={record['token']} ")
+            return pid
+    raise AssertionError(f"no replica record serves {endpoint}")
+
+
+def steps_ran(endpoint: str, step: str) -> int:
+    """How many times `step` ran on the replica at `endpoint` (its step histogram)."""
+    with urllib.request.urlopen(f"{endpoint}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return int(
+        sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("plnt_runner_step_seconds_count{") and f'step="{step}"' in line
+        )
+    )
+
+
+def running_at(obj: dict[str, Any]) -> bool:
+    status = obj.get("status") or {}
+    return status.get("phase") == "Running" and bool(status.get("endpoint"))
+
+
+def test_a_runner_replica_killed_mid_call_is_resumed_on_another_without_rerunning_steps(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str, target: StepTarget
+) -> None:
+    run = deployed(stack, kubectl, namespace, target, replicas=2)
+    run_uid = api.get(namespace, run)["metadata"]["uid"]
+    key = uuid.uuid4().hex[:8]
+    target.hold(key)
+    apply(kubectl, namespace, invocation("survivor", run, {"key": key}))
+    wait_for(lambda: target.arrivals(f"/hold/{key}") == 1, timeout=60, message="slow step")
+    first = wait_invocation(api, namespace, "survivor", running_at, what="running")
+    lost = first["status"]["endpoint"]
+    os.kill(replica_pid(stack, run_uid, lost), signal.SIGKILL)  # mid-step: `first` finished
+    wait_for(lambda: target.arrivals(f"/hold/{key}") == 2, timeout=60, message="resumed call")
+    target.release(key)
+    done = wait_invocation(api, namespace, "survivor", phase("Succeeded"), what="Succeeded")
+    status = done["status"]
+    assert status["endpoint"] != lost and status["attempts"] == 2
+    assert status["output"] == {"first": f"count {key}", "slow": f"hold {key}"}
+    trace = {entry["id"]: entry for entry in status["trace"]}
+    assert trace["first"].get("resumed") is True and "resumed" not in trace["slow"]
+    # `first` ran once, on the lost replica: the survivor did not run it again.
+    assert target.arrivals(f"/count/{key}") == 1
+    assert steps_ran(status["endpoint"], "first") == 0
+    reasons = [
+        e["reason"]
+        for e in api.events(namespace, run) + invocation_events(api, namespace, "survivor")
+    ]
+    assert "Retrying" in reasons, reasons
+
+
+def invocation_events(api: Api, namespace: str, name: str) -> list[dict[str, Any]]:
+    items = api.call(lambda c: c.request("GET", f"/api/v1/namespaces/{namespace}/events")).json()[
+        "items"
+    ]
+    return [
+        e
+        for e in items
+        if e["involvedObject"]["kind"] == "Invocation" and e["involvedObject"]["name"] == name
+    ]
+
+
+def test_a_worker_killed_mid_call_is_finished_by_another_worker_without_rerunning_steps(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str, target: StepTarget
+) -> None:
+    run = deployed(stack, kubectl, namespace, target)
+    key = uuid.uuid4().hex[:8]
+    target.hold(key)
+    apply(kubectl, namespace, invocation("orphan", run, {"key": key}))
+    wait_for(lambda: target.arrivals(f"/hold/{key}") == 1, timeout=60, message="slow step")
+    wait_invocation(api, namespace, "orphan", running_at, what="running")
+    # The call runs on the module's only worker; a standby starts polling, then the worker
+    # that holds the call dies mid-call, as a crashed machine would.
+    standby = WorkerProcess(stack.temporal.address, stack.server.kubeconfig, stack.state_dir)
+    standby.start()
+    lost, stack.worker = stack.worker, standby
+    lost.kill()
+    lost.stop()  # reaps it and closes its pipes
+    wait_for(lambda: target.arrivals(f"/hold/{key}") == 2, timeout=60, message="resumed call")
+    target.release(key)
+    done = wait_invocation(api, namespace, "orphan", phase("Succeeded"), what="Succeeded")
+    status = done["status"]
+    assert status["attempts"] == 2
+    assert status["output"] == {"first": f"count {key}", "slow": f"hold {key}"}
+    assert {e["id"]: e for e in status["trace"]}["first"].get("resumed") is True
+    assert target.arrivals(f"/count/{key}") == 1
+
+
+def test_an_api_server_restarted_mid_call_loses_nothing(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str, target: StepTarget
+) -> None:
+    run = deployed(stack, kubectl, namespace, target)
+    key = uuid.uuid4().hex[:8]
+    target.hold(key)
+    apply(kubectl, namespace, invocation("steady", run, {"key": key}))
+    wait_for(lambda: target.arrivals(f"/hold/{key}") == 1, timeout=60, message="slow step")
+    wait_invocation(api, namespace, "steady", running_at, what="running")
+    restart_server(stack)
+    target.release(key)
+    done = wait_invocation(api, namespace, "steady", phase("Succeeded"), what="Succeeded")
+    assert done["status"]["attempts"] == 1
+    assert done["status"]["output"] == {"first": f"count {key}", "slow": f"hold {key}"}
+    assert target.arrivals(f"/count/{key}") == 1 and target.arrivals(f"/hold/{key}") == 1
+
+
+def runner_cancellations(endpoint: str) -> float:
+    with urllib.request.urlopen(f"{endpoint}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("plnt_runner_invocations_total{") and 'outcome="cancelled"' in line
+    )
+
+
+def test_deleting_a_running_invocation_cancels_the_runners_call(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str, target: StepTarget
+) -> None:
+    run = deployed(stack, kubectl, namespace, target)
+    key = uuid.uuid4().hex[:8]
+    target.hold(key)
+    apply(kubectl, namespace, invocation("doomed", run, {"key": key}))
+    wait_for(lambda: target.arrivals(f"/hold/{key}") == 1, timeout=60, message="slow step")
+    endpoint = wait_invocation(api, namespace, "doomed", running_at)["status"]["endpoint"]
+    before = runner_cancellations(endpoint)
+    kubectl.run("delete", "-n", namespace, "invocation/doomed", "--wait=true")
+    wait_for(
+        lambda: runner_cancellations(endpoint) == before + 1,
+        timeout=30,
+        message="the runner's invocation cancelled",
+    )
+    target.release(key)
+    assert target.arrivals(f"/hold/{key}") == 1  # not called again
+    gone = kubectl.run("get", "-n", namespace, "invocation/doomed", check=False)
+    assert "NotFound" in gone.stderr
+
+
+def test_deleting_the_workflowrun_deletes_its_invocations(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str, target: StepTarget
+) -> None:
+    run = deployed(stack, kubectl, namespace, target)
+    other = deployed(stack, kubectl, namespace, target)
+    for name, of in (("mine-1", run), ("mine-2", run), ("theirs", other)):
+        apply(kubectl, namespace, invocation(name, of, {"key": uuid.uuid4().hex[:8]}))
+    for name in ("mine-1", "mine-2", "theirs"):
+        wait_invocation(api, namespace, name, phase("Succeeded"), what=f"{name} Succeeded")
+    kubectl.run("delete", "-n", namespace, f"wfr/{run}", "--wait=true", "--timeout=90s")
+    left = kubectl.json("get", "-n", namespace, "invocations")["items"]
+    assert [item["metadata"]["name"] for item in left] == ["theirs"]
+
+
+def test_a_finished_invocation_is_deleted_after_its_ttl(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str, target: StepTarget
+) -> None:
+    run = deployed(stack, kubectl, namespace, target)
+    apply(
+        kubectl,
+        namespace,
+        invocation("brief", run, {"key": uuid.uuid4().hex[:8]}, ttlSecondsAfterFinished=0),
+    )
+    kubectl.run("wait", "-n", namespace, "--for=delete", "invocation/brief", "--timeout=60s")
+
+
+def test_an_output_over_the_limit_fails_naming_its_size_and_the_limit(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str, target: StepTarget
+) -> None:
+    name = f"b{uuid.uuid4().hex[:6]}"
+    ref, digest = stack.spec(name, text=BIG_WORKFLOW)
+    apply(kubectl, namespace, workflowrun(name, ref, digest))
+    kubectl.run("wait", "-n", namespace, "--for=condition=Ready", f"wfr/{name}", "--timeout=90s")
+    apply(kubectl, namespace, invocation("huge", name, {"text": "x", "times": 300_000}))
+    kubectl.run(
+        "wait", "-n", namespace, "--for=condition=Failed", "invocation/huge", "--timeout=60s"
+    )
+    status = get_invocation(api, namespace, "huge")["status"]
+    assert status["phase"] == "Failed" and "output" not in status
+    assert status["error"]["reason"] == "OutputTooLarge"
+    assert "the output is 300002 bytes" in status["error"]["message"]
+    assert "262144 bytes (256 KiB)" in status["error"]["message"]
+
+
+def test_a_revision_that_does_not_exist_fails_at_once(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str, target: StepTarget
+) -> None:
+    run = deployed(stack, kubectl, namespace, target)
+    apply(kubectl, namespace, invocation("nowhere", run, {"key": "k"}, revision=7))
+    done = wait_invocation(api, namespace, "nowhere", phase("Failed"), what="Failed")
+    assert done["status"]["error"] == {
+        "reason": "RevisionNotFound",
+        "message": f"workflowrun {run} has no revision 7 (revisions: 1)",
+    }
+    assert condition_of(done, "Stalled") is not None
+
+
+BIG_WORKFLOW = """
+apiVersion: microagents.plnt.work/v1
+kind: Workflow
+metadata: {name: big, version: 1.0.0}
+inputs: {type: object, properties: {text: {type: string}, times: {type: integer}}}
+steps:
+  - {id: grow, kind: transform, template: "{{ inputs.text * inputs.times }}"}
+output: steps.grow.output
+"""
+
+
+def test_plnt_invoke_async_then_invocation_wait_prints_the_output(
+    stack: Stack, kubectl: Kubectl, namespace: str, target: StepTarget
+) -> None:
+    run = deployed(stack, kubectl, namespace, target)
+    key = uuid.uuid4().hex[:8]
+    plnt = [sys.executable, "-m", "plnt"]
+    options = ["--kubeconfig", str(stack.server.kubeconfig), "-n", namespace]
+    created = subprocess.run(
+        [*plnt, "invoke", run, "--input", f"key={key}", "--async", *options],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    name = created.stdout.strip()
+    assert name.startswith(f"{run}-")
+    waited = subprocess.run(
+        [*plnt, "invocation", "wait", name, "--timeout", "60", *options],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert waited.returncode == 0, waited.stderr
+    assert json.loads(waited.stdout) == {"first": f"count {key}", "slow": f"hold {key}"}
