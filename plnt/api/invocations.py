@@ -170,11 +170,18 @@ class InvocationSpec(WireModel):
 
 
 class InvocationUsage(WireModel):
-    """Tokens the backend reported for the invocation's model calls."""
+    """Tokens the invocation's model calls used, as the runner's answer summed them."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    source: Literal["reported", "counted"] | None = Field(
+        default=None,
+        description=(
+            "`reported`: the backend's own numbers; `counted`: the runner counted at least"
+            " part of them (a backend that streams without usage), as `plnt.api.usage` says."
+        ),
+    )
 
 
 class InvocationError(WireModel):

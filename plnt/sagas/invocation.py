@@ -159,7 +159,7 @@ class Called:
     trace: list[dict[str, Any]]
     attempts: int
     endpoint: str
-    usage: dict[str, int] | None = None
+    usage: dict[str, Any] | None = None
 
 
 @dataclass

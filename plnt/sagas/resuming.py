@@ -18,6 +18,7 @@ import aiohttp
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from plnt.api.usage import UsageSource
 from plnt.sagas import invocation as inv
 
 
@@ -102,7 +103,8 @@ def runner_failure(error: Any, status: Any) -> ApplicationError:
     return inv.fail(reason, message, step=str(step) if step else None)
 
 
-def usage(answer: dict[str, Any]) -> dict[str, int] | None:
+def usage(answer: dict[str, Any]) -> dict[str, Any] | None:
+    """The answer's `usage` as status keeps it, with its source (`plnt.api.usage`)."""
     usage = answer.get("usage")
     if not isinstance(usage, dict):
         return None
@@ -111,4 +113,10 @@ def usage(answer: dict[str, Any]) -> dict[str, int] | None:
         int(usage.get("completion_tokens") or 0),
     )
     total = int(usage.get("total_tokens") or prompt + completion)
-    return {"promptTokens": prompt, "completionTokens": completion, "totalTokens": total}
+    counted = usage.get("source") == UsageSource.COUNTED.value
+    return {
+        "promptTokens": prompt,
+        "completionTokens": completion,
+        "totalTokens": total,
+        "source": (UsageSource.COUNTED if counted else UsageSource.REPORTED).value,
+    }

@@ -78,3 +78,23 @@ def test_progress_carries_finished_outputs_only_up_to_its_bound() -> None:
     assert progress.add("small", "x" * 100)
     assert not progress.add("huge", "x" * resuming.MAX_CARRIED_BYTES)
     assert list(progress.completed) == ["small"]
+
+
+@pytest.mark.parametrize(
+    ("answered", "source"),
+    [
+        ({"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}, "reported"),
+        ({"prompt_tokens": 3, "completion_tokens": 4, "source": "reported"}, "reported"),
+        ({"prompt_tokens": 3, "completion_tokens": 4, "source": "counted"}, "counted"),
+    ],
+)
+def test_an_invocations_usage_keeps_whether_the_tokens_were_reported_or_counted(
+    answered: dict[str, Any], source: str
+) -> None:
+    assert resuming.usage({"usage": answered}) == {
+        "promptTokens": 3,
+        "completionTokens": 4,
+        "totalTokens": 7,
+        "source": source,
+    }
+    assert resuming.usage({"output": "no model call"}) is None
