@@ -489,7 +489,7 @@ class Executor:
                 headers=resolved["headers"],
                 data=resolved["body"].encode() if resolved["body"] is not None else None,
             ) as response:
-                raw = await response.content.read(MAX_HTTP_RESPONSE_BYTES)
+                raw = await _read_capped(response, step, url)
                 if response.status >= 400:
                     raise backends.BackendUnavailable(
                         f"{resolved['method']} {url} answered {response.status}"
@@ -508,6 +508,27 @@ class Executor:
             return json.loads(text)
         except ValueError as error:
             raise backends.BackendUnavailable(f"{url} answered invalid JSON") from error
+
+
+async def _read_capped(response: aiohttp.ClientResponse, step: model.HttpStep, url: str) -> bytes:
+    """The whole answer body, or StepFailed once it passes MAX_HTTP_RESPONSE_BYTES.
+
+    One `StreamReader.read(n)` returns what one chunk holds (about 64 KiB), not n bytes, so
+    a larger JSON answer would be cut and then fail to parse; this reads to the end, with a
+    bound so a service answering without end cannot fill the runner's memory.
+    """
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_chunked(64 * 1024):
+        size += len(chunk)
+        if size > MAX_HTTP_RESPONSE_BYTES:
+            raise errors.StepBackendFailed(
+                step.id,
+                f"{url} answered more than {MAX_HTTP_RESPONSE_BYTES} bytes, "
+                "the most an http step reads",
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:

@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from plnt.runner import settings
+from plnt.runner import executing, settings
 from tests.runner.conftest import EXAMPLES, StartRunner
 
 ONE_MODEL_STEP = """
@@ -43,10 +43,22 @@ async def target_server() -> AsyncIterator[str]:
     async def broken(request: web.Request) -> web.Response:
         return web.Response(status=500, text="boom")
 
+    async def large(request: web.Request) -> web.StreamResponse:
+        # Many writes, so the body reaches the runner in many chunks, as a real service's does.
+        count = int(request.query["items"])
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        await response.write(b'{"items": [')
+        for index in range(count):
+            await response.write((b"," if index else b"") + b'"' + b"x" * 1000 + b'"')
+        await response.write(b"]}")
+        return response
+
     app = web.Application()
     app.router.add_get("/items/{id}", items)
     app.router.add_post("/echo", echo)
     app.router.add_get("/broken", broken)
+    app.router.add_get("/large", large)
     server = TestServer(app, host="127.0.0.1")
     await server.start_server()
     try:
@@ -142,6 +154,47 @@ output: steps.call.output
         body = await response.json()
     assert body["error"]["step"] == "call"
     assert "answered 500" in body["error"]["message"]
+
+
+LARGE_ANSWER_SPEC = """
+apiVersion: microagents.plnt.work/v1
+kind: Workflow
+metadata: {{name: large}}
+steps:
+  - {{id: call, kind: http, url: "{url}"}}
+output: steps.call.output
+"""
+
+
+async def test_an_http_step_reads_a_json_answer_of_many_chunks_whole(
+    start_runner: StartRunner,
+    session: aiohttp.ClientSession,
+    write_spec: Callable[[str], Path],
+    target_server: str,
+) -> None:
+    spec = write_spec(LARGE_ANSWER_SPEC.format(url=f"{target_server}/large?items=300"))
+    url = await start_runner(spec)
+    async with session.post(f"{url}/invoke", json={"inputs": {}}) as response:
+        body = await response.json()
+        assert response.status == 200, body
+    assert len(body["output"]["items"]) == 300  # about 300 KiB, well past one read's chunk
+
+
+async def test_an_http_answer_past_the_runners_limit_is_a_502_naming_the_limit(
+    start_runner: StartRunner,
+    session: aiohttp.ClientSession,
+    write_spec: Callable[[str], Path],
+    target_server: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(executing, "MAX_HTTP_RESPONSE_BYTES", 100_000)
+    spec = write_spec(LARGE_ANSWER_SPEC.format(url=f"{target_server}/large?items=300"))
+    url = await start_runner(spec)
+    async with session.post(f"{url}/invoke", json={"inputs": {}}) as response:
+        assert response.status == 502
+        body = await response.json()
+    assert body["error"]["step"] == "call"
+    assert "more than 100000 bytes" in body["error"]["message"]
 
 
 async def test_a_template_failing_at_render_time_names_the_step(
