@@ -31,6 +31,10 @@ class ServingLimits:
     """An idle keep-alive connection is closed after this long; kube's HTTP server's
     IdleTimeout is 90 s (it matches Go clients' own keep-alive). A connection serving a
     request, a watch or a stream is never idle."""
+    invoke_timeout_seconds: float = 300.0
+    """How long a subresource that relays to what a kind runs (a run's runners: `invoke`,
+    `proxy`) waits for the whole answer, a stream included (`--invoke-timeout`). In a
+    cluster, kube-apiserver's own request timeout also cuts `…/invoke` (not `…/proxy`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +56,6 @@ class ServerSettings:
     requestheader_allowed_names: tuple[str, ...] = ("front-proxy-client",)
     watch_cache: bool = True
     max_request_body_bytes: int = MAX_REQUEST_BODY_BYTES
-    upstream_timeout_seconds: float = 300.0
-    """How long a subresource that relays to what a kind runs (a run's runners) waits for
-    the whole answer, a stream included."""
     min_request_timeout_seconds: int = 1800
     bookmark_interval_seconds: float = 60.0
     version: str = "v1.37.0-plnt.1"

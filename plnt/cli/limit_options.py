@@ -1,5 +1,5 @@
 """The options `plnt up` and `plnt serve` share: how much one API server takes on at once
-and how long an idle connection stays open (an option group, see `option_groups`).
+how long an idle connection stays open, and how long an invoke waits for its runner (an option group, see `option_groups`).
 
 The in-flight flags are kube-apiserver's (`--max-requests-inflight`,
 `--max-mutating-requests-inflight`, 0 meaning no limit); plnt's defaults are sized for
@@ -47,12 +47,21 @@ class LimitOptions:
             help="Seconds an idle keep-alive connection stays open (watches are never idle).",
         ),
     ] = _DEFAULTS.idle_connection_timeout_seconds
+    invoke_timeout: Annotated[
+        float,
+        typer.Option(
+            min=0.001,
+            envvar="PLNT_INVOKE_TIMEOUT",
+            help="Seconds …/invoke and …/proxy wait for a runner's whole answer, streams too.",
+        ),
+    ] = _DEFAULTS.invoke_timeout_seconds
 
     def settings(self) -> ServingLimits:
         return ServingLimits(
             max_requests_inflight=self.max_requests_inflight,
             max_mutating_requests_inflight=self.max_mutating_requests_inflight,
             idle_connection_timeout_seconds=self.idle_connection_timeout,
+            invoke_timeout_seconds=self.invoke_timeout,
         )
 
 

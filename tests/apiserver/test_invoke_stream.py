@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.apiserver.conftest import BASE, Api
+from plnt.apiserver.settings import ServingLimits
+from tests.apiserver.conftest import BASE, Api, serving
 from tests.apiserver.test_invoke import (  # noqa: F401  (closed_endpoint is a fixture)
     closed_endpoint,
     run_with_traffic,
@@ -176,3 +177,22 @@ async def test_an_unreachable_runner_is_a_503_status_before_any_stream(
     reply = await api.call("POST", f"{BASE}/w/invoke?stream=true", body={"inputs": {"topic": "x"}})
     assert reply.status == 503
     assert reply.json["reason"] == "ServiceUnavailable"
+
+
+async def test_a_runner_slower_than_the_invoke_timeout_is_kubes_504_timeout_status(
+    etcd_endpoint: str, tmp_path: Path, gate: tuple[str, asyncio.Event, asyncio.Event]
+) -> None:
+    url, arrived, release = gate
+    spec = gated_spec(tmp_path, f"{url}/hold")
+    limits = ServingLimits(invoke_timeout_seconds=0.5)  # `--invoke-timeout 0.5`
+    async with (
+        serving(etcd_endpoint, tmp_path, limits=limits) as short_api,
+        runner_process("--spec", spec, "--backend-type", "echo") as (_, runner),
+    ):
+        await run_with_traffic(short_api, "slow", target(1, 100, runner))
+        reply = await short_api.call("POST", f"{BASE}/slow/invoke", body={"inputs": {"who": "x"}})
+        assert arrived.is_set()  # the runner was called and held at the gate past the limit
+        release.set()
+    assert reply.status == 504, reply.text
+    status = json.loads(reply.text)
+    assert (status["kind"], status["reason"], status["code"]) == ("Status", "Timeout", 504)

@@ -56,6 +56,7 @@ SERVE_FLAGS = {
     "max-requests-inflight",
     "max-mutating-requests-inflight",
     "idle-connection-timeout",
+    "invoke-timeout",
     "no-sagas",
 }
 API = "plnt-apiserver"
@@ -443,6 +444,7 @@ def test_temporal_dev_server_runs_start_dev_and_is_marked_not_for_production(
         ({"apiserver": {"authCache": {"tokenTTL": "ten seconds"}}}, "/apiserver/authCache"),
         ({"apiserver": {"maxRequestsInflight": -1}}, "/apiserver/maxRequestsInflight"),
         ({"apiserver": {"idleConnectionTimeout": 0}}, "/apiserver/idleConnectionTimeout"),
+        ({"apiserver": {"invokeTimeout": -5}}, "/apiserver/invokeTimeout"),
         ({"image": {"pullPolicy": "Sometimes"}}, "/image/pullPolicy"),
         ({"apiService": {"versionPriority": 0}}, "/apiService/versionPriority"),
     ],

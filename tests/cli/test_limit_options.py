@@ -51,6 +51,7 @@ def test_both_commands_pass_the_flags_to_their_servers(
         "--max-requests-inflight", "7",
         "--max-mutating-requests-inflight", "3",
         "--idle-connection-timeout", "12.5",
+        "--invoke-timeout", "900",
     ]  # fmt: skip
     for argv in (["up", "--state-dir", str(tmp_path), *flags], [*SERVE, *flags]):
         result = CliRunner().invoke(app, argv)
@@ -59,6 +60,7 @@ def test_both_commands_pass_the_flags_to_their_servers(
         max_requests_inflight=7,
         max_mutating_requests_inflight=3,
         idle_connection_timeout_seconds=12.5,
+        invoke_timeout_seconds=900.0,
     )
     assert recorded == [expected, expected]
 
@@ -84,6 +86,7 @@ def test_environment_variables_set_the_limits_and_defaults_fill_the_rest(
         ["--max-requests-inflight", "-1"],
         ["--max-mutating-requests-inflight", "-5"],
         ["--idle-connection-timeout", "0"],
+        ["--invoke-timeout", "0"],
     ],
 )
 def test_negative_limits_and_a_zero_timeout_are_refused_naming_the_flag(

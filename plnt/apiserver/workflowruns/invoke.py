@@ -27,8 +27,8 @@ Errors (raised as API errors; the caller's error middleware renders them): 400 B
 for a body that is not the envelope; 503 ServiceUnavailable when the run has no ready
 revision, or when the runner chosen (and one other, if there is one) cannot be reached; 504
 Timeout when the runner does not answer within the invoke timeout
-(`ServerSettings.upstream_timeout_seconds`). A connection failure is retried once on
-another endpoint; a timeout is not (the runner may be working on it).
+(`ServingLimits.invoke_timeout_seconds`, `--invoke-timeout`). A connection failure is
+retried once on another endpoint; a timeout is not (the runner may be working on it).
 
 `GET …/workflowruns/{name}/invocationlog` lists the last 100 invocations this API server
 made for the run, oldest first (time, revision, endpoint, status, durationMs, cache; `path`
@@ -74,7 +74,7 @@ T = TypeVar("T")
 async def upstream_context(app: web.Application) -> AsyncIterator[None]:
     """The pooled session to runners and the balancer, for the app's lifetime."""
     settings = app[keys.SETTINGS]
-    seconds = settings.upstream_timeout_seconds
+    seconds = settings.limits.invoke_timeout_seconds
     connector = aiohttp.TCPConnector(limit=1000, limit_per_host=0)
     session = aiohttp.ClientSession(
         connector=connector,
