@@ -1,5 +1,6 @@
-"""The options `plnt up` and `plnt serve` share: how much one API server takes on at once
-how long an idle connection stays open, and how long an invoke waits for its runner (an option group, see `option_groups`).
+"""The options `plnt up` and `plnt serve` share: how much one API server takes on at once,
+how long an idle connection stays open, and how long an invoke waits for its runner (an
+option group, see `option_groups`).
 
 The in-flight flags are kube-apiserver's (`--max-requests-inflight`,
 `--max-mutating-requests-inflight`, 0 meaning no limit); plnt's defaults are sized for
