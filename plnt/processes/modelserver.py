@@ -49,9 +49,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import aiohttp
-
-from plnt.processes import logtails, models, weights
+from plnt.processes import logtails, models, readiness, weights
 from plnt.processes.ports import free_port
 
 DEFAULT_THREADS = max(1, min((os.cpu_count() or 2) // 2, 4))
@@ -192,31 +190,26 @@ class ModelServer:
             )
 
     async def _wait_ready(self, *, retryable: bool) -> None:
-        process = self._process
-        assert process is not None
-        url = f"{self.endpoint}/models"
-        deadline = time.monotonic() + self.start_timeout
-        delay = 0.05
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
-            while True:
-                if process.poll() is not None:
-                    tail = self._tail()
-                    if retryable and "address already in use" in tail.lower():
-                        raise _PortRace
-                    raise models.ModelServerError(
-                        f"the model server exited with code {process.returncode}: {tail}"
-                    )
-                with contextlib.suppress(aiohttp.ClientError, TimeoutError):
-                    async with session.get(url) as response:
-                        if response.status == 200:
-                            return
-                if time.monotonic() > deadline:
-                    raise models.ModelServerError(
-                        f"the model server was not ready after {self.start_timeout:.0f} s: "
-                        f"{self._tail()}"
-                    )
-                await asyncio.sleep(delay)  # backoff between readiness probes
-                delay = min(delay * 2, 0.5)
+        assert self._process is not None
+
+        def exited(code: int) -> BaseException:
+            tail = self._tail()
+            if retryable and "address already in use" in tail.lower():
+                return _PortRace()
+            return models.ModelServerError(f"the model server exited with code {code}: {tail}")
+
+        def late() -> BaseException:
+            return models.ModelServerError(
+                f"the model server was not ready after {self.start_timeout:.0f} s: {self._tail()}"
+            )
+
+        await readiness.wait_until_answering(
+            f"{self.endpoint}/models",
+            self._process,
+            within_seconds=self.start_timeout,
+            exited=exited,
+            late=late,
+        )
 
     def _tail(self) -> str:
         return logtails.last_lines(self.log_file)

@@ -28,13 +28,10 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import aiohttp
-
-from plnt.processes import logtails
+from plnt.processes import logtails, readiness
 from plnt.processes.ports import free_port
 
 THROUGHPUT_PRAGMAS = ("journal_mode=wal", "synchronous=normal")
@@ -164,27 +161,18 @@ class TemporalDevServer:
             )
 
     async def _wait_ready(self) -> None:
-        process = self._process
-        assert process is not None
-        url = f"http://127.0.0.1:{self.http_port}/api/v1/namespaces/{self.namespace}"
-        deadline = time.monotonic() + self.start_timeout
-        delay = 0.05
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
-            while True:
-                if process.poll() is not None:
-                    raise TemporalProcessError(
-                        f"temporal exited with code {process.returncode}: {self._tail()}"
-                    )
-                with contextlib.suppress(aiohttp.ClientError, TimeoutError):
-                    async with session.get(url) as response:
-                        if response.status == 200:
-                            return
-                if time.monotonic() > deadline:
-                    raise TemporalProcessError(
-                        f"temporal not ready after {self.start_timeout:.0f} s: {self._tail()}"
-                    )
-                await asyncio.sleep(delay)  # backoff between readiness probes
-                delay = min(delay * 2, 0.5)
+        assert self._process is not None
+        await readiness.wait_until_answering(
+            f"http://127.0.0.1:{self.http_port}/api/v1/namespaces/{self.namespace}",
+            self._process,
+            within_seconds=self.start_timeout,
+            exited=lambda code: TemporalProcessError(
+                f"temporal exited with code {code}: {self._tail()}"
+            ),
+            late=lambda: TemporalProcessError(
+                f"temporal not ready after {self.start_timeout:.0f} s: {self._tail()}"
+            ),
+        )
 
     def _tail(self) -> str:
         return logtails.last_lines(self.log_file)
