@@ -39,6 +39,7 @@ from plnt.apiserver.controllers import namespaces as namespace_controller
 from plnt.apiserver.invocations import admission as invocation_admission
 from plnt.apiserver.invocations import keys as invocation_keys
 from plnt.apiserver.invocations import metering, starting
+from plnt.apiserver.namespaces import routes as namespace_routes
 from plnt.apiserver.namespaces import stores as namespace_stores
 from plnt.apiserver.workflowruns import deployhooks, invoke, routes
 from plnt.apiserver.workflowruns import keys as run_keys
@@ -262,6 +263,7 @@ def build_app(
         app.cleanup_ctx.append(_invocation_context)
     app.cleanup_ctx.append(invoke.upstream_context)
     endpoints.add_routes(app, standalone=standalone)
+    namespace_routes.add_routes(app, standalone=standalone)  # before the generic routes
     # `[\s\S]`, not `.`: a name may hold a line break and is still a resource path (404 Status).
     app.router.add_route("*", r"/apis/{tail:[\s\S]+}", resources.dispatch)
     app.router.add_route("*", r"/api/{tail:[\s\S]+}", resources.dispatch)

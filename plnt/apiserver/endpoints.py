@@ -27,7 +27,6 @@ from plnt.apiserver import (
     responses,
     selfreview,
 )
-from plnt.apiserver.namespaces import creating as namespace_creating
 from plnt.registry.catalog import CORE_RESOURCES, PLNT_RESOURCES
 from plnt.registry.definitions import ResourceDefinition
 from plnt.storage import errors as storage_errors
@@ -240,26 +239,6 @@ async def healthz(request: web.Request) -> web.Response:
     return await _health(request, "healthz", await _checks(request))
 
 
-async def namespace(request: web.Request) -> web.Response:
-    """Without Namespace objects of its own (under `plnt serve`, where the cluster has
-    them), every namespace exists and is Active.
-
-    kubectl looks a namespace up after a NotFound to tell "no such namespace" from
-    "no such object"; answering here keeps its message about the object. Standalone
-    plnt serves real Namespaces instead (`plnt.registry.namespaces`).
-    """
-    name = request.match_info["name"]
-    return responses.json_response(
-        {
-            "kind": "Namespace",
-            "apiVersion": "v1",
-            "metadata": {"name": name},
-            "spec": {"finalizers": ["kubernetes"]},
-            "status": {"phase": "Active"},
-        }
-    )
-
-
 async def metrics(request: web.Request) -> web.Response:
     body = request.app[keys.METRICS].exposition()
     response = web.Response(body=body)
@@ -289,8 +268,4 @@ def add_routes(app: web.Application, *, standalone: bool = False) -> None:
     r.add_get("/livez", livez)
     r.add_get("/readyz", readyz)
     r.add_get("/metrics", metrics)
-    if standalone:  # before the generic resource routes: kubectl may send protobuf
-        r.add_post("/api/v1/namespaces", namespace_creating.create)
-    else:
-        r.add_get("/api/v1/namespaces/{name}", namespace)
     selfreview.add_routes(app, rules=standalone)
