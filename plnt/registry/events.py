@@ -14,8 +14,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from plnt.api import errors
+from plnt.api.errors import Cause
 from plnt.api.events import Event, event_about
 from plnt.api.meta import parse_time
+from plnt.registry import eventrules
 from plnt.registry.definitions import READ_VERBS, VIEWERS, Grant, PrinterColumn, ResourceDefinition
 from plnt.registry.objects import Object, lookup
 from plnt.registry.options import WriteOptions
@@ -125,10 +127,26 @@ COLUMNS: tuple[PrinterColumn, ...] = (
 
 
 class EventStrategy(Strategy):
-    """Events have no status subresource and no generation semantics worth keeping."""
+    """kube's eventStrategy: no status subresource, no generation, kube's Event rules
+    (`eventrules`) and its time precisions."""
 
     def __init__(self) -> None:
         super().__init__(model=Event, has_status=False)
+
+    def prepare_for_create(self, obj: Object) -> None:
+        super().prepare_for_create(obj)
+        obj["metadata"].pop("generation", None)
+
+    def prepare_for_update(self, obj: Object, old: Object) -> None:
+        super().prepare_for_update(obj, old)
+        obj["metadata"].pop("generation", None)
+
+    def validate_semantics(self, obj: Object) -> list[Cause]:
+        return eventrules.causes(obj)
+
+    def canonicalize(self, obj: Object) -> None:
+        super().canonicalize(obj)
+        eventrules.normalise_times(obj)
 
 
 DEFINITION = ResourceDefinition(
