@@ -1,13 +1,15 @@
-"""`python -m plnt.bench apiserver|saga|deploys|proxy|harness [flags]`: one benchmark, its ratios.
+"""`python -m plnt.bench COMMAND [flags]`: one benchmark, its ratios.
 
     python -m plnt.bench apiserver --quick
     python -m plnt.bench saga --deploys 5 --duration 2
     python -m plnt.bench deploys --kubeconfig K --ref R --digest D --target kubernetes
+    python -m plnt.bench invocations --duration 10 --rss-objects 2000
     python -m plnt.bench proxy --concurrency 16 --duration 5
     python -m plnt.bench harness --rate 2000 --duration 5
 
-Each subcommand's flags are its own (`python -m plnt.bench saga --help`); this module
-only picks the command, so neither pays for the other's imports.
+COMMAND is apiserver, saga, deploys, invocations, proxy or harness. Each subcommand's
+flags are its own (`python -m plnt.bench saga --help`); this module only picks the
+command, so neither pays for the other's imports.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 USAGE = (
-    "usage: python -m plnt.bench {apiserver,saga,deploys,proxy,harness} [flags]"
+    "usage: python -m plnt.bench {apiserver,saga,deploys,invocations,proxy,harness} [flags]"
     "  (--help after one for its flags)"
 )
 
@@ -39,6 +41,12 @@ def _harness(argv: Sequence[str]) -> int:
     return harness_ceiling.main(argv)
 
 
+def _invocations(argv: Sequence[str]) -> int:
+    from plnt.bench import invocations_command
+
+    return invocations_command.main(argv)
+
+
 def _proxy(argv: Sequence[str]) -> int:
     from plnt.bench import proxy
 
@@ -55,6 +63,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "apiserver": _apiserver,
     "saga": _saga,
     "deploys": _deploys,
+    "invocations": _invocations,
     "proxy": _proxy,
     "harness": _harness,
 }

@@ -55,3 +55,16 @@ class SagaBenchSettings:
     create_concurrency: int = 30
     create_rounds: int = 2
     json_file: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InvocationBenchSettings:
+    """What `python -m plnt.bench invocations` was asked for (docs/benchmarks.md)."""
+
+    concurrency: int = 30
+    duration: float = 20.0
+    sequential_duration: float = 20.0
+    warmup: float = 2.0
+    rss_objects: int = 10_000
+    deploy_timeout: float = 120.0
+    json_file: Path | None = None

@@ -17,11 +17,14 @@ read its progress or result. A control that does not implement it (a test's in-m
 one) serves no benches. `BenchRunning` names the bench that keeps another from starting.
 
 `InvocationControl` starts and cancels the workflow of an Invocation (`plnt.sagas.invocation`):
-started after the Invocation's create, cancelled when it is deleted.
+started after the Invocation's create, cancelled when it is deleted; and lists the
+invocation workflows that run, so the API server can cancel those whose Invocation is gone
+(a delete whose cancel could not reach Temporal, then an API server restart).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -76,6 +79,19 @@ class BenchControl(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class RunningInvocation:
+    """An invocation workflow that runs, by the Invocation its id names."""
+
+    namespace: str
+    name: str
+    uid: str
+
+    def metadata(self) -> dict[str, Any]:
+        """The Invocation's identity as `cancel_invocation` reads it."""
+        return {"metadata": {"namespace": self.namespace, "name": self.name, "uid": self.uid}}
+
+
 @runtime_checkable
 class InvocationControl(Protocol):
     """The Invocation operations the request path needs (`plnt.sagas.invocation`)."""
@@ -88,6 +104,13 @@ class InvocationControl(Protocol):
 
     async def cancel_invocation(self, obj: dict[str, Any]) -> None:
         """Cancel the Invocation `obj`'s workflow, which closes its call to the runner;
-        nothing happens when none runs. `DeployUnavailable` when Temporal cannot be
-        reached."""
+        nothing happens when none runs. Only `obj`'s namespace, name and uid are read.
+        `DeployUnavailable` when Temporal cannot be reached."""
+        ...
+
+    async def running_invocations(self) -> list[RunningInvocation]:
+        """The invocation workflows running now on this installation's task queue
+        (finished calls waiting out their TTL included). Temporal's visibility lists them,
+        which may lag a start by a moment: a workflow just started can be missing, one
+        just ended still listed. `DeployUnavailable` when Temporal cannot be reached."""
         ...

@@ -101,6 +101,15 @@ def workflow_id(namespace: str, name: str, uid: str) -> str:
     return f"{WORKFLOW_ID_PREFIX}/{namespace}/{name}/{uid}"
 
 
+def ref_of_workflow_id(workflow: str) -> InvocationRef | None:
+    """The Invocation a `workflow_id` names; None for any other id (names and namespaces
+    hold no `/`, so the id splits back into exactly its parts)."""
+    parts = workflow.split("/")
+    if len(parts) != 4 or parts[0] != WORKFLOW_ID_PREFIX or not all(parts[1:]):
+        return None
+    return InvocationRef(parts[1], parts[2], parts[3])
+
+
 def fail(reason: str, message: str, *, step: str | None = None) -> ApplicationError:
     """An activity error the workflow reads back as `status.error` (retried when the
     reason is in `RETRIED`)."""
@@ -252,7 +261,11 @@ def _error_of(error: ActivityError, timeout_seconds: int) -> tuple[str, str, str
     return Reason.RUNNER_ERROR, str(cause or error), None
 
 
-@workflow.defn(name="Invocation")
+WORKFLOW_TYPE = "Invocation"
+"""The workflow's registered name: what Temporal's visibility lists it by."""
+
+
+@workflow.defn(name=WORKFLOW_TYPE)
 class InvocationWorkflow:
     """Pin, call, record, expire (see the module docstring)."""
 

@@ -14,7 +14,10 @@ heartbeat (so it answers even while no worker runs) or its result once it is don
 
 `start_invocation` and `cancel_invocation` serve Invocations (`control.InvocationControl`):
 one start of the Invocation's `invocation.InvocationWorkflow` (id `invocation/NS/NAME/UID`;
-a second start finds it running, or finished, and changes nothing), and one cancel of it.
+a second start finds it running, or finished, and changes nothing), one cancel of it, and
+`running_invocations`, one visibility query (`WorkflowType`, `ExecutionStatus`, `TaskQueue`:
+the task queue keeps another installation's invocations, on the same Temporal namespace,
+out of the answer).
 
 Errors: every Temporal RPC failure becomes `control.DeployUnavailable`.
 """
@@ -40,7 +43,7 @@ from plnt.sagas import bench as benches
 from plnt.sagas import deploy
 from plnt.sagas import invocation as invocations
 from plnt.sagas import values as v
-from plnt.sagas.control import BenchRunning, DeployUnavailable
+from plnt.sagas.control import BenchRunning, DeployUnavailable, RunningInvocation
 
 
 def desired_of(obj: dict[str, Any]) -> v.Desired:
@@ -138,6 +141,21 @@ class TemporalDeployControl:
             if error.status == RPCStatusCode.NOT_FOUND:
                 return  # never started, or finished: nothing to cancel
             raise DeployUnavailable(f"Temporal at {self._where()}: {error.message}") from error
+
+    async def running_invocations(self) -> list[RunningInvocation]:
+        query = (
+            f"WorkflowType = '{invocations.WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' "
+            f"AND TaskQueue = '{self.task_queue}'"
+        )
+        found: list[RunningInvocation] = []
+        try:
+            async for execution in self.client.list_workflows(query):
+                ref = invocations.ref_of_workflow_id(execution.id)
+                if ref is not None:
+                    found.append(RunningInvocation(ref.namespace, ref.name, ref.uid))
+        except RPCError as error:
+            raise DeployUnavailable(f"Temporal at {self._where()}: {error.message}") from error
+        return found
 
     # -- benches ----------------------------------------------------------------------
 

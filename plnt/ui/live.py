@@ -10,8 +10,8 @@ the same templates as the page itself. A message is one JSON object:
 * `{"error": MESSAGE}` — the API refused (its Status message, e.g. RBAC's 403).
 
 Nothing here polls: a message follows an event of a watch, except that while a saga
-step runs, the timeline is redrawn from the object already held every two seconds so the
-running bar grows.
+step or an Invocation runs, the page is redrawn from the objects already held every two
+seconds so the running bar and the durations grow.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from typing import Any
 from aiohttp import web
 
 from plnt.api import codec
-from plnt.client import ClientError, NotFound, PlntClient, WatchEvent, event_time
+from plnt.client import ApiError, ClientError, NotFound, PlntClient, WatchEvent, event_time
 from plnt.ui import following, keys, rendering, views
+from plnt.ui import invocations as invocation_views
 
 RUNNING_REDRAW_SECONDS = 2.0
 Message = dict[str, Any]
@@ -159,17 +160,65 @@ def _running(run: Mapping[str, Any] | None) -> bool:
     return any(step.get("state") == "Running" for step in saga)
 
 
+def invocations_fragment(
+    request: web.Request,
+    invocations: Mapping[str, Mapping[str, Any]],
+    *,
+    namespace: str,
+    run_name: str,
+    problem: str = "",
+) -> str:
+    """The Run page's list of the run's Invocations (the kind), newest first."""
+    return rendering.fragment(
+        request,
+        "run_invocations.html",
+        rows=invocation_views.invocation_object_rows(invocations.values(), now()),
+        namespace=namespace,
+        run_name=run_name,
+        problem=problem,
+    )
+
+
+def invocations_of(client: PlntClient, namespace: str, run_name: str) -> tuple[str, dict[str, str]]:
+    """The collection path and the field selector of one run's Invocations."""
+    path = client.collection_path(invocation_views.PLURAL, namespace=namespace)
+    return path, {"fieldSelector": f"spec.workflowRun={run_name}"}
+
+
+async def _or_refusal(source: AsyncIterator[tuple[str, Any]]) -> AsyncIterator[tuple[str, Any]]:
+    """`source`, ending with `("REFUSED", message)` when the API refuses it (RBAC may let a
+    user read runs but not Invocations: the rest of the page stays live)."""
+    try:
+        async for item in source:
+            yield item
+    except ApiError as error:
+        yield "REFUSED", _message_of(error)
+
+
 async def run(request: web.Request) -> web.StreamResponse:
-    """The Run page: the WorkflowRun (timeline, conditions, history, traffic) and its Events."""
+    """The Run page: the WorkflowRun (timeline, conditions, history, traffic), its
+    Invocations and its Events."""
     client = _client(request)
     namespace, name = request.match_info["namespace"], request.match_info["name"]
     runs_path = client.collection_path("workflowruns", namespace=namespace)
     events_path = f"/api/v1/namespaces/{namespace}/events"
+    invocations_path, invocations_params = invocations_of(client, namespace, name)
     held: dict[str, dict[str, Any]] = {}
     events: dict[str, dict[str, Any]] = {}
+    invocations: dict[str, dict[str, Any]] = {}
+    refused = {"message": ""}
 
     def idle() -> float | None:
-        return RUNNING_REDRAW_SECONDS if _running(held.get(name)) else None
+        running = _running(held.get(name)) or any(
+            invocation_views.invocation_object_row(obj, now()).running
+            for obj in invocations.values()
+        )
+        return RUNNING_REDRAW_SECONDS if running else None
+
+    def invocations_html() -> str:
+        return invocations_fragment(
+            request, invocations, namespace=namespace, run_name=name, problem=refused["message"]
+        )
 
     async def messages() -> AsyncIterator[Message | None]:
         sources = {
@@ -183,11 +232,21 @@ async def run(request: web.Request) -> web.StreamResponse:
                     "fieldSelector": f"involvedObject.kind=WorkflowRun,involvedObject.name={name}"
                 },
             ),
+            "invocations": _or_refusal(
+                following.follow(client, invocations_path, params=invocations_params)
+            ),
         }
         async for source, kind, obj in _merged(sources, idle=idle):
             if source == "events":
                 following.apply(events, kind, obj)
                 yield {"replace": {"run-events": events_fragment(request, events)}}
+                continue
+            if source == "invocations":
+                if kind == "REFUSED":
+                    refused["message"] = str(obj)
+                else:
+                    following.apply(invocations, kind, obj)
+                yield {"replace": {"run-invocations": invocations_html()}}
                 continue
             if source == "run":
                 following.apply(held, kind, obj)
@@ -196,7 +255,56 @@ async def run(request: web.Request) -> web.StreamResponse:
                 if source == "run":
                     yield {"error": f"workflowrun {name} does not exist (any more)"}
                 continue
-            yield {"replace": run_fragments(request, current)}
+            fragments = run_fragments(request, current)
+            if source == "":  # a tick: durations of running Invocations grow too
+                fragments["run-invocations"] = invocations_html()
+            yield {"replace": fragments}
+
+    return await _relay(request, messages())
+
+
+def invocation_fragment(request: web.Request, obj: Mapping[str, Any], *, namespace: str) -> str:
+    """The Invocation page's content: phase, output or error, trace."""
+    return rendering.fragment(
+        request,
+        "invocation_detail.html",
+        inv=invocation_views.invocation_view(obj, now()),
+        namespace=namespace,
+    )
+
+
+async def invocation(request: web.Request) -> web.StreamResponse:
+    """The Invocation page, following the one Invocation until the browser goes away."""
+    client = _client(request)
+    namespace, name = request.match_info["namespace"], request.match_info["invocation"]
+    path = client.collection_path(invocation_views.PLURAL, namespace=namespace)
+    held: dict[str, dict[str, Any]] = {}
+
+    def idle() -> float | None:
+        current = held.get(name)
+        running = current is not None and (
+            invocation_views.invocation_object_row(current, now()).running
+        )
+        return RUNNING_REDRAW_SECONDS if running else None
+
+    async def messages() -> AsyncIterator[Message | None]:
+        sources = {
+            "invocation": following.follow(
+                client, path, params={"fieldSelector": f"metadata.name={name}"}
+            )
+        }
+        async for _source, kind, obj in _merged(sources, idle=idle):
+            if kind != "TICK":
+                following.apply(held, kind, obj)
+            current = held.get(name)
+            if current is None:
+                yield {"error": f"invocation {name} does not exist (any more)"}
+                continue
+            yield {
+                "replace": {
+                    "invocation-detail": invocation_fragment(request, current, namespace=namespace)
+                }
+            }
 
     return await _relay(request, messages())
 

@@ -13,6 +13,7 @@ from aiohttp import web
 
 from plnt.client import ApiError, ClientError, PlntClient
 from plnt.ui import forms, keys, live, rendering, views
+from plnt.ui import invocations as invocation_views
 
 
 def _client(request: web.Request) -> PlntClient:
@@ -62,11 +63,40 @@ async def run(request: web.Request) -> web.StreamResponse:
         events = await client.events_for(name, namespace=namespace)
     except ApiError:
         events = []
+    path, params = live.invocations_of(client, namespace, name)
+    problem = ""
+    try:
+        invocations = await client.list_all(path, params=params)
+    except ApiError as error:
+        invocations, problem = [], error.message
     return rendering.page(
         request,
         "run.html",
         fragments=live.run_fragments(request, obj),
         events=live.events_fragment(request, {str(i): e for i, e in enumerate(events)}),
+        invocations=live.invocations_fragment(
+            request,
+            {str(i): item for i, item in enumerate(invocations)},
+            namespace=namespace,
+            run_name=name,
+            problem=problem,
+        ),
+        title=name,
+    )
+
+
+async def invocation(request: web.Request) -> web.StreamResponse:
+    """One Invocation: its phase, output or error, and step trace."""
+    client = _client(request)
+    namespace, name = request.match_info["namespace"], request.match_info["invocation"]
+    path = client.object_path(invocation_views.PLURAL, name, namespace=namespace)
+    obj = (await client.request("GET", path)).json()
+    return rendering.page(
+        request,
+        "invocation.html",
+        detail=live.invocation_fragment(request, obj, namespace=namespace),
+        invocation_name=name,
+        run_name=str((obj.get("spec") or {}).get("workflowRun") or ""),
         title=name,
     )
 

@@ -17,6 +17,7 @@ import pytest
 from plnt.apiserver import app as app_module
 from plnt.apiserver import pki as pki_module
 from plnt.apiserver.settings import ServerSettings
+from plnt.sagas.control import DeployControl
 from tests.support import tls
 from tests.support.etcd import etcd_endpoint_fixture
 
@@ -93,16 +94,23 @@ async def uncached_api(etcd_endpoint: str, tmp_path: Path) -> AsyncIterator[Api]
 
 @contextlib.asynccontextmanager
 async def serving(
-    etcd_endpoint: str, tmp_path: Path, *, handler_cancellation: bool = True, **overrides: Any
+    etcd_endpoint: str,
+    tmp_path: Path,
+    *,
+    handler_cancellation: bool = True,
+    deploy: DeployControl | None = None,
+    **overrides: Any,
 ) -> AsyncIterator[Api]:
-    settings = ServerSettings(
-        etcd_endpoints=(etcd_endpoint.removeprefix("http://"),),
-        etcd_prefix=f"/t-{uuid.uuid4().hex[:12]}",
-        pki_dir=tmp_path / "pki",
-        bookmark_interval_seconds=0.2,
-        **overrides,
-    )
-    application = app_module.build_app(settings)
+    """A server on a keyspace of its own (or `etcd_prefix=`'s, to serve it again after a
+    restart), with `deploy` as its saga control when given."""
+    options: dict[str, Any] = {
+        "etcd_endpoints": (etcd_endpoint.removeprefix("http://"),),
+        "etcd_prefix": f"/t-{uuid.uuid4().hex[:12]}",
+        "pki_dir": tmp_path / "pki",
+        "bookmark_interval_seconds": 0.2,
+    }
+    settings = ServerSettings(**{**options, **overrides})
+    application = app_module.build_app(settings, deploy=deploy)
     paths = pki_module.Pki.at(tmp_path / "pki")
     async with (
         tls.serve_https(

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from plnt.ui import actions, forms, views
+from plnt.ui import invocations as invocation_views
 
 NOW = datetime(2025, 1, 1, 12, 0, 10, tzinfo=UTC)
 
@@ -111,3 +112,21 @@ def test_the_latency_chart_groups_percentiles_on_one_scale() -> None:
     assert (tallest.label, tallest.percentile) == ("1", "p99")
     half = next(b for b in bars if b.label == "2" and b.percentile == "p99")
     assert half.height == pytest.approx(tallest.height / 2)
+
+
+def test_a_running_invocations_duration_runs_to_now_and_a_finished_ones_to_its_end() -> None:
+    meta = {"name": "a", "creationTimestamp": "2025-01-01T11:59:00Z"}
+    running = {
+        "metadata": meta,
+        "status": {"phase": "Running", "startTime": "2025-01-01T12:00:00Z"},
+    }
+    row = invocation_views.invocation_object_row(running, NOW)
+    assert (row.duration, row.age, row.running, row.tokens) == ("10 s", "1m10s", True, "")
+    finished = {
+        "metadata": meta,
+        "status": {"phase": "Failed", "startTime": "2025-01-01T12:00:00Z",
+                   "completionTime": "2025-01-01T12:00:04Z", "error": {"reason": "Timeout"},
+                   "usage": {"totalTokens": 9}},
+    }  # fmt: skip
+    row = invocation_views.invocation_object_row(finished, NOW)
+    assert (row.duration, row.reason, row.running, row.tokens) == ("4 s", "Timeout", False, "9")

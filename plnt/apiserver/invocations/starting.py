@@ -15,6 +15,20 @@ cancelling the deleted ones. At start-up the same loop starts every Invocation t
 not finished (a create stored just before a crash, or while Temporal was down), so a
 restarted API server converges; starts of workflows that ran already change nothing.
 
+A cancel that could not reach Temporal is remembered in memory only, so it is not what
+makes deletes durable: the **sweep** is. At start-up, and on every retry pass after a
+cancel or a sweep failed, the loop lists the invocation workflows Temporal runs
+(`InvocationControl.running_invocations`), then the Invocations stored (a consistent
+read, after the listing: a workflow is started only once its object is stored, so a
+listed workflow whose object is missing was deleted, not yet unseen), and cancels every
+workflow whose Invocation (namespace, name, uid: its id says them) is gone. A deleted
+Invocation therefore loses its call even when its API server restarted before Temporal
+was back; the state is Temporal's list and etcd's, nothing of this process. (A finalizer
+would also make the cancel durable, but it would hold every delete of an Invocation until
+Temporal answers, `kubectl delete` waiting on the workflow engine; the sweep leaves
+delete semantics alone, and the workflow ends by itself anyway when it next finds its
+Invocation gone: `plnt.sagas.invoking`.)
+
 Errors: none of its own; a failed start or cancel never fails the write.
 """
 
@@ -31,7 +45,7 @@ from plnt.registry.changes import Change
 from plnt.registry.objects import Object, lookup
 from plnt.registry.options import AgentWarning, ListOptions
 from plnt.registry.store import ResourceStore
-from plnt.sagas.control import InvocationControl
+from plnt.sagas.control import InvocationControl, RunningInvocation
 
 log = logging.getLogger("plnt.apiserver.invocations")
 
@@ -66,6 +80,8 @@ class InvocationHooks:
         self.control = control
         self.pending_starts: set[Key] = set()
         self.pending_cancels: dict[Key, Object] = {}
+        self.sweep_needed = True
+        """A sweep has not succeeded since start-up or since a cancel failed."""
         self._retry_initial = retry_initial_seconds
         self._retry_max = retry_max_seconds
         self._wake = asyncio.Event()
@@ -106,6 +122,7 @@ class InvocationHooks:
         except Exception as error:
             log.warning("cancelling invocation %s/%s failed: %s", *key, error)
             self.pending_cancels[key] = obj
+            self.sweep_needed = True
             self._wake.set()
             return [
                 AgentWarning(
@@ -132,12 +149,56 @@ class InvocationHooks:
             self._task = None
 
     async def converge(self) -> None:
-        """Start the workflow of every Invocation that has not finished (idempotent)."""
+        """Start the workflow of every Invocation that has not finished (idempotent), then
+        sweep."""
         assert self._store is not None
         page = await self._store.list("", ListOptions())
         for obj in page.items:
             if unfinished(obj) and not lookup(obj, "metadata", "deletionTimestamp"):
                 await self.start(obj)
+        await self.sweep()
+
+    async def sweep(self) -> list[RunningInvocation]:
+        """Cancel every running invocation workflow whose Invocation is gone (deleted, or
+        recreated with another uid); the ones cancelled. Sets `sweep_needed` when Temporal
+        could not be reached, clears it when the sweep went through."""
+        assert self._store is not None
+        try:
+            running = await self.control.running_invocations()
+        except Exception as error:
+            log.warning("listing invocation workflows failed: %s", error)
+            self.sweep_needed = True
+            self._wake.set()
+            return []
+        if not running:
+            self.sweep_needed = False
+            return []
+        page = await self._store.list("", ListOptions())  # consistent, after the listing
+        stored = {_key(obj): lookup(obj, "metadata", "uid") for obj in page.items}
+        orphans = [
+            found for found in running if stored.get((found.namespace, found.name)) != found.uid
+        ]
+        failed = False
+        for orphan in orphans:
+            log.info(
+                "cancelling invocation workflow %s/%s (uid %s): its Invocation is gone",
+                orphan.namespace,
+                orphan.name,
+                orphan.uid,
+            )
+            try:
+                await self.control.cancel_invocation(orphan.metadata())
+            except Exception as error:
+                log.warning(
+                    "cancelling invocation %s/%s failed: %s", orphan.namespace, orphan.name, error
+                )
+                failed = True
+            else:
+                self.pending_cancels.pop((orphan.namespace, orphan.name), None)
+        self.sweep_needed = failed
+        if failed:
+            self._wake.set()
+        return orphans
 
     async def retry_pending(self) -> bool:
         """Start the latest stored object of each pending key, cancel the deleted ones;
@@ -152,7 +213,9 @@ class InvocationHooks:
             await self.start(obj)
         for gone in list(self.pending_cancels.values()):
             await self.cancel(gone)
-        return not self.pending_starts and not self.pending_cancels
+        if self.sweep_needed:
+            await self.sweep()
+        return not self.pending_starts and not self.pending_cancels and not self.sweep_needed
 
     async def _run(self) -> None:
         delay = self._retry_initial
@@ -161,7 +224,7 @@ class InvocationHooks:
         except errors.APIError:
             log.exception("start-up invocation convergence could not list invocations")
         while True:
-            if not self.pending_starts and not self.pending_cancels:
+            if not self.pending_starts and not self.pending_cancels and not self.sweep_needed:
                 self._wake.clear()
                 await self._wake.wait()
                 delay = self._retry_initial

@@ -1,0 +1,83 @@
+"""The floor of the Invocation benchmark: a one-activity Temporal workflow and its worker.
+
+    python -m plnt.bench.bareflows --address HOST:PORT --task-queue Q
+
+`BareInvocation` runs one activity, `bare-call`, which answers at once: the least a
+durable call can cost on Temporal (one workflow start, one activity, the result read).
+The worker runs in a child process of its own, as plnt's worker runs inside `plnt up`,
+so neither shares this benchmark's event loop with the load generator. It prints
+`bareflows ready` once it polls, and stops on SIGINT/SIGTERM or when its stdin closes.
+
+Workflow code here is deterministic and does no I/O; the module imports nothing but
+Temporal, so the sandbox re-imports little.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from collections.abc import Sequence
+from datetime import timedelta
+
+from temporalio import activity, workflow
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+READY = "bareflows ready"
+WORKFLOW = "BareInvocation"
+ACTIVITY = "bare-call"
+
+
+@activity.defn(name=ACTIVITY)
+async def call(inputs: dict[str, str]) -> dict[str, str]:
+    """The call that does nothing: its answer is its input."""
+    return {"output": f"hello {inputs.get('topic', '')}"}
+
+
+@workflow.defn(name=WORKFLOW)
+class BareInvocation:
+    """One activity, its result returned."""
+
+    @workflow.run
+    async def run(self, inputs: dict[str, str]) -> dict[str, str]:
+        result: dict[str, str] = await workflow.execute_activity(
+            ACTIVITY, inputs, start_to_close_timeout=timedelta(seconds=30)
+        )
+        return result
+
+
+async def serve(address: str, task_queue: str) -> None:
+    # Run as `-m`, this module is `__main__`; the sandbox re-imports a workflow by its
+    # module's name, so the worker registers the ones of the importable module.
+    from plnt.bench import bareflows
+
+    client = await Client.connect(address)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    loop.add_reader(sys.stdin.fileno(), lambda: stop.set() if not sys.stdin.read(1) else None)
+    async with Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[bareflows.BareInvocation],
+        activities=[bareflows.call],
+        max_concurrent_activities=64,
+    ):
+        print(READY, flush=True)
+        await stop.wait()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m plnt.bench.bareflows")
+    p.add_argument("--address", required=True)
+    p.add_argument("--task-queue", required=True)
+    args = p.parse_args(argv)
+    asyncio.run(serve(args.address, args.task_queue))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,259 @@
+"""Load phases and the report of the Invocation benchmark (`python -m plnt.bench invocations`).
+
+Three questions, each answered against a floor measured in the same run:
+
+* **overhead**, at concurrency 1: a durable Invocation (POST it, then the shared watch
+  sees it `Succeeded`) against a synchronous `POST …/workflowruns/NAME/invoke` of the
+  same trivial workflow on the same run: p50 and p99 of each, and their differences;
+* **throughput**, at `concurrency`: Invocations finished per second against bare
+  Temporal executions of a one-activity workflow (`plnt.bench.bareflows`) on the same
+  Temporal server, started and waited for by this process's Temporal client;
+* **memory**: the resident set of an API server (the API server benchmark's child, with
+  its watch cache) holding `rss_objects` WorkflowRuns, then as many finished
+  Invocations besides, cloned from one this run's workflow finished.
+
+Why apart from the run (`invocations_running`): these need only HTTP, the plnt client and
+a Temporal client, so the report's arithmetic is tested without starting anything.
+
+Errors: none of its own; a failed call counts in `PhaseStats.errors`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from temporalio import client as temporal_client
+from temporalio.service import RPCError
+
+from plnt.bench import apiserver as harness
+from plnt.bench import bareflows
+from plnt.bench.settings import InvocationBenchSettings
+from plnt.client import errors as client_errors
+from plnt.client.clients import PlntClient
+from plnt.processes import tasks
+
+PhaseStats = harness.PhaseStats
+Operation = Callable[[int], Awaitable[bool]]
+
+OVERHEAD_TARGET_P50_MS = 100.0
+THROUGHPUT_TARGET = 0.5
+RSS_TARGET_MB = 200.0
+FINISHED = ("Succeeded", "Failed", "Cancelled")
+INPUTS = {"topic": "etcd"}
+CALL_WITHIN_S = 120.0
+
+
+@dataclass(slots=True)
+class InvocationResults:
+    sync: PhaseStats = field(default_factory=PhaseStats)
+    durable: PhaseStats = field(default_factory=PhaseStats)
+    durable_wide: PhaseStats = field(default_factory=PhaseStats)
+    bare_wide: PhaseStats = field(default_factory=PhaseStats)
+    rss_objects: int = 0
+    rss_started_bytes: int = 0
+    rss_runs_bytes: int = 0
+    rss_loaded_bytes: int = 0
+    template_bytes: int = 0
+    """Size of the finished Invocation cloned for the memory phase, as stored."""
+
+    def overhead_ms(self, q: float) -> float:
+        return self.durable.percentile_ms(q) - self.sync.percentile_ms(q)
+
+    @property
+    def throughput_ratio(self) -> float:
+        return self.durable_wide.rate / self.bare_wide.rate if self.bare_wide.rate else 0.0
+
+
+# -- the durable call ---------------------------------------------------------------------
+
+
+class Finishes:
+    """One watch of a namespace's Invocations that resolves, by name, the calls waiting
+    for their end: True when it Succeeded. The benchmark's `kubectl wait`, shared by every
+    call, as a client with many Invocations in flight would watch them."""
+
+    def __init__(self, client: PlntClient, namespace: str) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.waiting: dict[str, asyncio.Future[bool]] = {}
+
+    def expect(self, name: str) -> asyncio.Future[bool]:
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self.waiting[name] = future
+        return future
+
+    async def follow(self) -> None:
+        path = self.client.collection_path("invocations", namespace=self.namespace)
+        listed = (await self.client.request("GET", path, params={"limit": 1})).json()
+        revision = str(listed["metadata"]["resourceVersion"])
+        while True:
+            params: dict[str, str | int | bool] = {
+                "resourceVersion": revision,
+                "allowWatchBookmarks": True,
+            }
+            try:
+                async for event in self.client.watch(path, params=params):
+                    meta = event.object.get("metadata") or {}
+                    revision = str(meta.get("resourceVersion") or revision)
+                    phase = (event.object.get("status") or {}).get("phase")
+                    if event.type in ("ADDED", "MODIFIED") and phase in FINISHED:
+                        future = self.waiting.pop(str(meta.get("name")), None)
+                        if future is not None and not future.done():
+                            future.set_result(phase == "Succeeded")
+            except client_errors.Gone:  # fell behind the window: start from now
+                listed = (await self.client.request("GET", path, params={"limit": 1})).json()
+                revision = str(listed["metadata"]["resourceVersion"])
+
+    @contextlib.asynccontextmanager
+    async def following(self) -> AsyncIterator[None]:
+        async with tasks.running(self.follow(), name="invocation finishes"):
+            yield
+
+
+def manifest(name: str, run: str) -> bytes:
+    body = {
+        "apiVersion": "plnt.work/v1",
+        "kind": "Invocation",
+        "metadata": {"name": name},
+        "spec": {"workflowRun": run, "inputs": INPUTS},
+    }
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def durable_call(
+    session: aiohttp.ClientSession, url: str, finishes: Finishes, *, run: str, prefix: str
+) -> Operation:
+    """POST Invocation `{prefix}-{seq}`, then wait until the watch sees it Succeeded."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+
+    async def operation(seq: int) -> bool:
+        name = f"{prefix}-{seq:06d}"
+        finished = finishes.expect(name)
+        try:
+            async with session.post(url, data=manifest(name, run), headers=headers) as response:
+                await response.read()
+                if response.status != 201:
+                    return False
+            async with asyncio.timeout(CALL_WITHIN_S):
+                return await finished
+        except (aiohttp.ClientError, TimeoutError):
+            return False
+        finally:
+            finishes.waiting.pop(name, None)
+
+    return operation
+
+
+def bare_execution(client: temporal_client.Client, *, task_queue: str, prefix: str) -> Operation:
+    """Start `BareInvocation` `bare/{prefix}/{seq}` and wait for its result."""
+
+    async def operation(seq: int) -> bool:
+        try:
+            await client.execute_workflow(
+                bareflows.WORKFLOW, INPUTS, id=f"bare/{prefix}/{seq:06d}", task_queue=task_queue
+            )
+        except (RPCError, temporal_client.WorkflowFailureError):
+            return False
+        return True
+
+    return operation
+
+
+# -- the report ---------------------------------------------------------------------------
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def report(results: InvocationResults, settings: InvocationBenchSettings) -> list[str]:
+    """The human-readable table, with the ratios and the targets."""
+    lines = [
+        f"invocations: c=1 for {settings.sequential_duration:g} s, "
+        f"then c={settings.concurrency} for {settings.duration:g} s",
+        f"{'phase':<26}{'calls/s':>10}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}{'errors':>8}",
+    ]
+    for label, stats in (
+        ("sync invoke c=1", results.sync),
+        ("durable invocation c=1", results.durable),
+        (f"durable invocation c={settings.concurrency}", results.durable_wide),
+        (f"bare temporal c={settings.concurrency}", results.bare_wide),
+    ):
+        lines.append(
+            f"{label:<26}{stats.rate:>10.1f}{stats.percentile_ms(0.5):>10.2f}"
+            f"{stats.percentile_ms(0.95):>10.2f}{stats.percentile_ms(0.99):>10.2f}"
+            f"{stats.errors:>8}"
+        )
+    p50, p99 = results.overhead_ms(0.5), results.overhead_ms(0.99)
+    sync50 = results.sync.percentile_ms(0.5)
+    ratio50 = results.durable.percentile_ms(0.5) / sync50 if sync50 else 0.0
+    ratio = results.throughput_ratio
+    lines += [
+        f"overhead durable-sync p50 {p50:8.2f} ms  target <= {OVERHEAD_TARGET_P50_MS:g} ms  "
+        f"{_verdict(p50 <= OVERHEAD_TARGET_P50_MS)}",
+        f"overhead durable-sync p99 {p99:8.2f} ms",
+        f"ratio durable/sync p50    {ratio50:8.2f}",
+        f"ratio invocations/bare temporal c={settings.concurrency} {ratio:5.2f}  "
+        f"target >= {THROUGHPUT_TARGET:.2f}  {_verdict(ratio >= THROUGHPUT_TARGET)}",
+    ]
+    if results.rss_loaded_bytes:
+        mb = 2**20
+        loaded = results.rss_loaded_bytes / mb
+        per = (
+            (results.rss_loaded_bytes - results.rss_runs_bytes) / results.rss_objects / 1024
+            if results.rss_objects
+            else 0.0
+        )
+        lines += [
+            f"RSS api server {loaded:6.1f} MB with {results.rss_objects} finished Invocations "
+            f"beside {results.rss_objects} WorkflowRuns ({results.rss_runs_bytes / mb:.1f} MB "
+            f"with the runs alone, {results.rss_started_bytes / mb:.1f} MB empty)  "
+            f"target <= {RSS_TARGET_MB:.0f} MB  {_verdict(loaded <= RSS_TARGET_MB)}",
+            f"RSS per finished Invocation {per:6.2f} KiB (stored {results.template_bytes} B)",
+        ]
+    return lines
+
+
+def as_json(results: InvocationResults, settings: InvocationBenchSettings) -> dict[str, Any]:
+    """The results as one JSON object (`invocations_command` prints it last)."""
+
+    def phase(stats: PhaseStats) -> dict[str, float]:
+        return {
+            "rate": stats.rate,
+            "ops": stats.ops,
+            "errors": stats.errors,
+            "p50_ms": stats.percentile_ms(0.5),
+            "p95_ms": stats.percentile_ms(0.95),
+            "p99_ms": stats.percentile_ms(0.99),
+        }
+
+    sync50 = results.sync.percentile_ms(0.5)
+    return {
+        "concurrency": settings.concurrency,
+        "sync": phase(results.sync),
+        "durable": phase(results.durable),
+        "durable_wide": phase(results.durable_wide),
+        "bare_wide": phase(results.bare_wide),
+        "overhead_p50_ms": results.overhead_ms(0.5),
+        "overhead_p99_ms": results.overhead_ms(0.99),
+        "overhead_ratio_p50": results.durable.percentile_ms(0.5) / sync50 if sync50 else 0.0,
+        "throughput_ratio": results.throughput_ratio,
+        "rss": {
+            "objects": results.rss_objects,
+            "started": results.rss_started_bytes,
+            "runs": results.rss_runs_bytes,
+            "loaded": results.rss_loaded_bytes,
+            "template_bytes": results.template_bytes,
+        },
+        "targets": {
+            "overhead_p50_ms": OVERHEAD_TARGET_P50_MS,
+            "throughput_ratio": THROUGHPUT_TARGET,
+            "rss_mb": RSS_TARGET_MB,
+        },
+    }
