@@ -5,10 +5,13 @@ the Python environment (the `llm` extra brings llama-cpp-python and the weights)
 leave nothing running when it stops, and must bring the model back when it crashes
 (`plnt.processes.supervision` drives `exit_code()` and `arestart()`).
 
-The server is `python -m llama_cpp.server` (llama-cpp-python's `[server]` extra, FastAPI
-and uvicorn): `/v1/models`, `/v1/completions` and `/v1/chat/completions` with SSE, `usage`
-on answers that are not streamed (none in a stream, even when asked), and
-`POST /extras/tokenize/count`. It serves no Prometheus metrics.
+The server is llama-cpp-python's (its `[server]` extra, FastAPI and uvicorn), run as
+`python -m plnt.processes.llamaserving` with `python -m llama_cpp.server`'s arguments:
+`/v1/models`, `/v1/completions` and `/v1/chat/completions` with SSE, `usage` on answers
+that are not streamed (none in a stream, even when asked), and
+`POST /extras/tokenize/count`; plnt's entry point adds `GET /metrics` (the requests
+running and waiting, for backend probes) and answers `/v1/models` without waiting for the
+model (see `plnt.processes.llamaserving`).
 
 Lifecycle:
 
@@ -53,6 +56,9 @@ import aiohttp
 
 from plnt.processes import logtails, models, weights
 from plnt.processes.ports import free_port
+
+PROGRAM = "plnt.processes.llamaserving"
+"""The child's module: llama-cpp-python's server with its load at `/metrics` (see there)."""
 
 DEFAULT_THREADS = max(1, min((os.cpu_count() or 2) // 2, 4))
 """Half the machine's cores (at most 4): llama.cpp's threads wait for each other at every
@@ -132,7 +138,7 @@ class ModelServer:
     def command(self) -> list[str]:
         """The server's command line for the current port."""
         return [
-            self.python, "-m", "llama_cpp.server",
+            self.python, "-m", PROGRAM,
             "--model", str(self.weights_path),
             "--model_alias", self.pin.name,
             "--host", "127.0.0.1",

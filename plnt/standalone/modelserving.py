@@ -17,8 +17,9 @@ In the state directory:
 
 The PlntBackend: type `openai` (llama-cpp-python's server speaks the OpenAI API), the
 server's endpoint, its one model, `capacity.maxConcurrency` 1 (the server generates for
-one request at a time; a second waits for the first) and no `metricsEndpoint` (the
-server exposes no Prometheus metrics).
+one request at a time; a second waits for the first) and `metricsEndpoint` its
+`/metrics`, where plnt's entry point for the server reports the requests running and
+waiting (`plnt.processes.llamaserving`), so probes see its load.
 
 Errors: those of `plnt.processes.models`, for the caller to report.
 """
@@ -92,6 +93,7 @@ def backend_of(server: ModelServer) -> dict[str, Any]:
             "endpoint": server.endpoint,
             "models": [server.model],
             "capacity": {"maxConcurrency": 1},
+            "metricsEndpoint": f"{server.root}/metrics",
         },
     }
 
