@@ -3,7 +3,8 @@
 `measure` resolves each revision to one of its ready runners (from the run's
 `status.traffic`, read through the API when the attempt starts, so a retried attempt
 calls the runners that serve then), runs `plnt.harness.run` against their `/invoke`
-directly (the API server is not in the measured path; the result's targets say so) and
+(`/invoke?stream=true` when the spec asks for `stream`: time to first token and tokens
+per second then come with the results) directly (the API server is not in the measured path; the result's targets say so) and
 heartbeats the harness's progress every `BEAT_SECONDS`. A retried attempt reads the lost
 attempt's last heartbeat and starts the measurement again (see `plnt.sagas.bench`).
 
@@ -183,6 +184,7 @@ class BenchActivities:
         endpoints: list[harness.Endpoint] = []
         targets: list[dict[str, Any]] = []
         backend_metrics = await self._backend_metrics(obj)
+        query = "?stream=true" if request.spec.get("stream") else ""
         for target in request.targets:
             ready = _endpoints_of(obj, target.revision)
             if not ready:
@@ -191,7 +193,7 @@ class BenchActivities:
             endpoints.append(
                 harness.Endpoint(
                     label=target.label,
-                    invoke_url=f"{url}/invoke",
+                    invoke_url=f"{url}/invoke{query}",
                     runner_metrics_urls=(f"{url}/metrics",),
                     backend_metrics_url=backend_metrics,
                 )
@@ -200,7 +202,7 @@ class BenchActivities:
                 {
                     "label": target.label,
                     "revision": target.revision,
-                    "url": f"{url}/invoke",
+                    "url": f"{url}/invoke{query}",
                     "path": MEASURED_PATH,
                     "replicas": len(ready),
                 }
