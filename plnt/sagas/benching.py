@@ -3,9 +3,9 @@
 `measure` resolves each revision to one of its ready runners (from the run's
 `status.traffic`, read through the API when the attempt starts, so a retried attempt
 calls the runners that serve then), runs `plnt.harness.run` against their `/invoke`
-(`/invoke?stream=true` when the spec asks for `stream`: time to first token and tokens
-per second then come with the results) directly (the API server is not in the measured path; the result's targets say so) and
-heartbeats the harness's progress every `BEAT_SECONDS`. A retried attempt reads the lost
+directly (the API server is not in the measured path; the result's targets say so;
+`/invoke?stream=true` when the spec asks for `stream`, so time to first token and tokens
+per second come with the results) and heartbeats the harness's progress every `BEAT_SECONDS`. A retried attempt reads the lost
 attempt's last heartbeat and starts the measurement again (see `plnt.sagas.bench`).
 
 `report` writes `status.lastBench` and `status.benchHistory` only while the run has
