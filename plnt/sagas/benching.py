@@ -6,7 +6,8 @@ calls the runners that serve then), runs `plnt.harness.run` against their `/invo
 directly (the API server is not in the measured path; the result's targets say so;
 `/invoke?stream=true` when the spec asks for `stream`, so time to first token and tokens
 per second come with the results) and heartbeats the harness's progress every
-`BEAT_SECONDS`. A retried attempt reads the lost attempt's last heartbeat and starts the measurement again (see `plnt.sagas.bench`).
+`BEAT_SECONDS`. A retried attempt reads the lost attempt's last heartbeat and starts the
+measurement again (see `plnt.sagas.bench`).
 
 `report` writes `status.lastBench` and `status.benchHistory` only while the run has
 the uid the bench was started for (a JSON patch whose tests are the uid and the
