@@ -1,10 +1,11 @@
-"""`python -m plnt.bench apiserver|saga|deploys|proxy|harness [flags]`: one benchmark, its ratios.
+"""`python -m plnt.bench apiserver|saga|deploys|proxy|harness|model [flags]`: one benchmark.
 
     python -m plnt.bench apiserver --quick
     python -m plnt.bench saga --deploys 5 --duration 2
     python -m plnt.bench deploys --kubeconfig K --ref R --digest D --target kubernetes
     python -m plnt.bench proxy --concurrency 16 --duration 5
     python -m plnt.bench harness --rate 2000 --duration 5
+    python -m plnt.bench model --requests 6 --tokens 16
 
 Each subcommand's flags are its own (`python -m plnt.bench saga --help`); this module
 only picks the command, so neither pays for the other's imports.
@@ -16,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 USAGE = (
-    "usage: python -m plnt.bench {apiserver,saga,deploys,proxy,harness} [flags]"
+    "usage: python -m plnt.bench {apiserver,saga,deploys,proxy,harness,model} [flags]"
     "  (--help after one for its flags)"
 )
 
@@ -39,6 +40,12 @@ def _harness(argv: Sequence[str]) -> int:
     return harness_ceiling.main(argv)
 
 
+def _model(argv: Sequence[str]) -> int:
+    from plnt.bench import model
+
+    return model.main(argv)
+
+
 def _proxy(argv: Sequence[str]) -> int:
     from plnt.bench import proxy
 
@@ -57,6 +64,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "deploys": _deploys,
     "proxy": _proxy,
     "harness": _harness,
+    "model": _model,
 }
 
 

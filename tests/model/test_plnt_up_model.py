@@ -109,6 +109,9 @@ def test_plnt_up_serves_the_model_as_a_supervised_child_and_registers_its_backen
     try:
         with PlntServer(state, extra_args=("--model", PIN.name)) as server:
             assert any(f"Model {PIN.name} at http://127.0.0.1:" in line for line in server.output)
+            assert any(
+                f"Model {PIN.name} started: weights assembled" in line for line in server.output
+            )
             found = backend(kubectl)
             spec = found["spec"]
             assert (spec["type"], spec["models"]) == ("openai", [PIN.name])
