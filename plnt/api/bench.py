@@ -124,6 +124,13 @@ class BenchSpec(WireModel):
         le=MAX_TIMEOUT_SECONDS,
         description="Per-request timeout.",
     )
+    stream: bool | None = Field(
+        default=None,
+        description=(
+            "Ask each invocation for its NDJSON stream (`/invoke?stream=true`), so the results"
+            " carry time to first token and tokens per second of the workflow's model step."
+        ),
+    )
 
     @field_validator("revision", mode="before")
     @classmethod

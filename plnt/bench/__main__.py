@@ -6,8 +6,9 @@
     python -m plnt.bench invocations --duration 10 --rss-objects 2000
     python -m plnt.bench proxy --concurrency 16 --duration 5
     python -m plnt.bench harness --rate 2000 --duration 5
+    python -m plnt.bench model --requests 6 --tokens 16
 
-COMMAND is apiserver, saga, deploys, invocations, proxy or harness. Each subcommand's
+COMMAND is apiserver, saga, deploys, invocations, proxy, harness or model. Each subcommand's
 flags are its own (`python -m plnt.bench saga --help`); this module only picks the
 command, so neither pays for the other's imports.
 """
@@ -18,7 +19,8 @@ import sys
 from collections.abc import Callable, Sequence
 
 USAGE = (
-    "usage: python -m plnt.bench {apiserver,saga,deploys,invocations,proxy,harness} [flags]"
+    "usage: python -m plnt.bench {apiserver,saga,deploys,invocations,proxy,harness,model}"
+    " [flags]"
     "  (--help after one for its flags)"
 )
 
@@ -47,6 +49,12 @@ def _invocations(argv: Sequence[str]) -> int:
     return invocations_command.main(argv)
 
 
+def _model(argv: Sequence[str]) -> int:
+    from plnt.bench import model
+
+    return model.main(argv)
+
+
 def _proxy(argv: Sequence[str]) -> int:
     from plnt.bench import proxy
 
@@ -66,6 +74,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "invocations": _invocations,
     "proxy": _proxy,
     "harness": _harness,
+    "model": _model,
 }
 
 

@@ -111,6 +111,12 @@ def bench(
     request_timeout: Annotated[
         float, typer.Option("--request-timeout", help="Per-request timeout of the load, seconds.")
     ] = 30.0,
+    stream: Annotated[
+        bool,
+        typer.Option(
+            "--stream", help="Stream each invocation: adds time to first token and tokens/s."
+        ),
+    ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the Bench as JSON instead of a table.")
     ] = False,
@@ -128,6 +134,8 @@ def bench(
     follow = _truth(wait)
     spec: dict[str, Any] = {"durationSeconds": duration, "warmupSeconds": warmup}
     spec["timeoutSeconds"] = request_timeout
+    if stream:
+        spec["stream"] = True
     for key, value in (("rate", rate), ("concurrency", concurrency), ("revision", revision)):
         if value is not None:
             spec[key] = value

@@ -90,6 +90,8 @@ def up(
                 f"log {served.log_file}; terms: {served.terms})",
                 flush=True,
             )
+            if served.started:
+                print(f"Model {served.name} started: {served.started}", flush=True)
         print(f"plnt is ready at {parts.server}; export KUBECONFIG={parts.kubeconfig}", flush=True)
         print(f"Browser UI: plnt ui --kubeconfig {parts.kubeconfig}", flush=True)
 

@@ -5,10 +5,13 @@ the Python environment (the `llm` extra brings llama-cpp-python and the weights)
 leave nothing running when it stops, and must bring the model back when it crashes
 (`plnt.processes.supervision` drives `exit_code()` and `arestart()`).
 
-The server is `python -m llama_cpp.server` (llama-cpp-python's `[server]` extra, FastAPI
-and uvicorn): `/v1/models`, `/v1/completions` and `/v1/chat/completions` with SSE, `usage`
-on answers that are not streamed (none in a stream, even when asked), and
-`POST /extras/tokenize/count`. It serves no Prometheus metrics.
+The server is llama-cpp-python's (its `[server]` extra, FastAPI and uvicorn), run as
+`python -m plnt.processes.llamaserving` with `python -m llama_cpp.server`'s arguments:
+`/v1/models`, `/v1/completions` and `/v1/chat/completions` with SSE, `usage` on answers
+that are not streamed (none in a stream, even when asked), and
+`POST /extras/tokenize/count`; plnt's entry point adds `GET /metrics` (the requests
+running and waiting, for backend probes) and answers `/v1/models` without waiting for the
+model (see `plnt.processes.llamaserving`).
 
 Lifecycle:
 
@@ -52,6 +55,9 @@ from pathlib import Path
 from plnt.processes import logtails, models, readiness, weights
 from plnt.processes.ports import free_port
 
+PROGRAM = "plnt.processes.llamaserving"
+"""The child's module: llama-cpp-python's server with its load at `/metrics` (see there)."""
+
 DEFAULT_THREADS = max(1, min((os.cpu_count() or 2) // 2, 4))
 """Half the machine's cores (at most 4): llama.cpp's threads wait for each other at every
 layer, so when they outnumber the cores left free by the API server, the runners and the
@@ -64,8 +70,19 @@ class StartTimes:
     """Where the last start spent its time, in seconds (for the cold-start benchmark)."""
 
     verify: float
+    """Hashing the weights and comparing with the pin."""
     load: float
     """From spawning the server to its first 200 on `/v1/models`."""
+    assemble: float = 0.0
+    """Assembling the weights file from its package, when the caller did it and said so
+    (`plnt up --model` does; `ModelServer` itself is handed an assembled file)."""
+
+    def describe(self) -> str:
+        """`weights assembled 0.01 s, verified 0.31 s, server loaded 2.05 s`."""
+        return (
+            f"weights assembled {self.assemble:.2f} s, verified {self.verify:.2f} s, "
+            f"server loaded {self.load:.2f} s"
+        )
 
 
 class ModelServer:
@@ -130,7 +147,7 @@ class ModelServer:
     def command(self) -> list[str]:
         """The server's command line for the current port."""
         return [
-            self.python, "-m", "llama_cpp.server",
+            self.python, "-m", PROGRAM,
             "--model", str(self.weights_path),
             "--model_alias", self.pin.name,
             "--host", "127.0.0.1",

@@ -12,7 +12,10 @@ type and spec, for its load:
 * ollama: `GET {root}/api/ps`, the models held in memory. ollama reports no count of
   requests running or waiting, so its `inFlight`/`queueDepth` stay unknown (null);
 * `spec.metricsEndpoint` (any type): a DCGM exporter's `DCGM_FI_DEV_GPU_UTIL` and
-  `DCGM_FI_DEV_FB_USED`/`DCGM_FI_DEV_FB_FREE` per GPU, for `gpuHeadroom`.
+  `DCGM_FI_DEV_FB_USED`/`DCGM_FI_DEV_FB_FREE` per GPU, for `gpuHeadroom`; and, when the
+  type gave no load, the requests running and waiting it reports: vLLM's scheduler gauges,
+  or plnt's own model server's (`plnt_model_requests_running`/`_waiting`, served by
+  `plnt up --model`, whose PlntBackend names its `/metrics` here).
 
 `gpuHeadroom` is the number of GPUs the metrics endpoint reports below 90% utilisation
 and below 90% framebuffer use; 0 when vLLM's KV cache is at least 90% full (the server
@@ -199,6 +202,9 @@ async def measure(http: aiohttp.ClientSession, backend: Mapping[str, Any]) -> di
     if spec.get("metricsEndpoint"):
         text, detail = await probing.fetch_text(http, str(spec["metricsEndpoint"]))
         gpus = parse_dcgm(text) if text is not None else None
+        load = probing.parse_load(text) if text is not None else None
+        if load is not None and status["inFlight"] is None:
+            status["inFlight"], status["queueDepth"] = load.in_flight, load.queue_depth
         if text is None:
             log.info("GPU metrics of %s: %s", _name(backend), detail)
     declared = int((spec.get("capacity") or {}).get("gpus") or 0)

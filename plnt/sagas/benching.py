@@ -3,9 +3,11 @@
 `measure` resolves each revision to one of its ready runners (from the run's
 `status.traffic`, read through the API when the attempt starts, so a retried attempt
 calls the runners that serve then), runs `plnt.harness.run` against their `/invoke`
-directly (the API server is not in the measured path; the result's targets say so) and
-heartbeats the harness's progress every `BEAT_SECONDS`. A retried attempt reads the lost
-attempt's last heartbeat and starts the measurement again (see `plnt.sagas.bench`).
+directly (the API server is not in the measured path; the result's targets say so;
+`/invoke?stream=true` when the spec asks for `stream`, so time to first token and tokens
+per second come with the results) and heartbeats the harness's progress every
+`BEAT_SECONDS`. A retried attempt reads the lost attempt's last heartbeat and starts the
+measurement again (see `plnt.sagas.bench`).
 
 `report` writes `status.lastBench` and `status.benchHistory` only while the run has
 the uid the bench was started for (a JSON patch whose tests are the uid and the
@@ -183,6 +185,7 @@ class BenchActivities:
         endpoints: list[harness.Endpoint] = []
         targets: list[dict[str, Any]] = []
         backend_metrics = await self._backend_metrics(obj)
+        query = "?stream=true" if request.spec.get("stream") else ""
         for target in request.targets:
             ready = _endpoints_of(obj, target.revision)
             if not ready:
@@ -191,7 +194,7 @@ class BenchActivities:
             endpoints.append(
                 harness.Endpoint(
                     label=target.label,
-                    invoke_url=f"{url}/invoke",
+                    invoke_url=f"{url}/invoke{query}",
                     runner_metrics_urls=(f"{url}/metrics",),
                     backend_metrics_url=backend_metrics,
                 )
@@ -200,7 +203,7 @@ class BenchActivities:
                 {
                     "label": target.label,
                     "revision": target.revision,
-                    "url": f"{url}/invoke",
+                    "url": f"{url}/invoke{query}",
                     "path": MEASURED_PATH,
                     "replicas": len(ready),
                 }

@@ -113,6 +113,9 @@ class BackendLoad:
 # vLLM's scheduler gauges (one sample per served model); see docs/sagas.md, "Placement".
 _RUNNING = "vllm:num_requests_running"
 _WAITING = "vllm:num_requests_waiting"
+# plnt's model server (`plnt.processes.llamaserving`), which llama-cpp-python lacks.
+_PLNT_RUNNING = "plnt_model_requests_running"
+_PLNT_WAITING = "plnt_model_requests_waiting"
 
 
 def server_root(endpoint: str) -> URL:
@@ -136,18 +139,33 @@ def ollama_ps_url(endpoint: str) -> str:
     return str(root.with_path(f"{root.path.rstrip('/')}/api/ps", encoded=False))
 
 
+def parse_model_server_load(text: str) -> BackendLoad | None:
+    """The running and waiting counts plnt's own model server reports (`plnt up --model`,
+    `plnt.processes.llamaserving`), None if absent."""
+    return _load_of(text, _PLNT_RUNNING, _PLNT_WAITING)
+
+
+def parse_load(text: str) -> BackendLoad | None:
+    """vLLM's scheduler gauges, else plnt's model server's; None when neither is there."""
+    return parse_vllm_load(text) or parse_model_server_load(text)
+
+
 def parse_vllm_load(text: str) -> BackendLoad | None:
     """The running and waiting request counts in vLLM's metrics text (None if absent)."""
+    return _load_of(text, _RUNNING, _WAITING)
+
+
+def _load_of(text: str, running: str, waiting: str) -> BackendLoad | None:
     totals: dict[str, float] = {}
     try:
         for family in text_string_to_metric_families(text):
-            if family.name in (_RUNNING, _WAITING):
+            if family.name in (running, waiting):
                 totals[family.name] = sum(sample.value for sample in family.samples)
     except ValueError:
         return None
-    if _RUNNING not in totals:
+    if running not in totals:
         return None
-    return BackendLoad(round(totals[_RUNNING]), round(totals.get(_WAITING, 0.0)))
+    return BackendLoad(round(totals[running]), round(totals.get(waiting, 0.0)))
 
 
 async def fetch_text(session: aiohttp.ClientSession, url: str) -> tuple[str | None, str]:

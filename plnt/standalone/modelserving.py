@@ -17,8 +17,9 @@ In the state directory:
 
 The PlntBackend: type `openai` (llama-cpp-python's server speaks the OpenAI API), the
 server's endpoint, its one model, `capacity.maxConcurrency` 1 (the server generates for
-one request at a time; a second waits for the first) and no `metricsEndpoint` (the
-server exposes no Prometheus metrics).
+one request at a time; a second waits for the first) and `metricsEndpoint` its
+`/metrics`, where plnt's entry point for the server reports the requests running and
+waiting (`plnt.processes.llamaserving`), so probes see its load.
 
 Errors: those of `plnt.processes.models`, for the caller to report.
 """
@@ -26,7 +27,9 @@ Errors: those of `plnt.processes.models`, for the caller to report.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,13 +55,15 @@ async def start(pin: models.ModelPin, state_dir: Path) -> ModelServer:
     directory = state_dir / "models"
     directory.mkdir(parents=True, exist_ok=True)
     port_file = directory / f"{pin.name}.port"
+    began = time.perf_counter()
+    path = await weights.aassemble(pin)
+    assembled = time.perf_counter() - began
     server = ModelServer(
-        pin,
-        await weights.aassemble(pin),
-        log_file=directory / f"{pin.name}.log",
-        port=_remembered_port(port_file),
+        pin, path, log_file=directory / f"{pin.name}.log", port=_remembered_port(port_file)
     )
     await server.astart()
+    if server.started is not None:  # the start-up line reports where the time went
+        server.started = dataclasses.replace(server.started, assemble=assembled)
     port_file.write_text(f"{server.port}\n")
     return server
 
@@ -92,6 +97,7 @@ def backend_of(server: ModelServer) -> dict[str, Any]:
             "endpoint": server.endpoint,
             "models": [server.model],
             "capacity": {"maxConcurrency": 1},
+            "metricsEndpoint": f"{server.root}/metrics",
         },
     }
 

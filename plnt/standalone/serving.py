@@ -145,6 +145,8 @@ class ModelReady:
     endpoint: str
     log_file: Path
     terms: str
+    started: str = ""
+    """Where its start went: `weights assembled …, verified …, server loaded …`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,7 +339,8 @@ async def _register_model(kubeconfig: Path, model: ModelServer) -> ModelReady:
             await modelserving.register(api, model)
     except client_errors.ClientError as error:
         raise StandaloneError(f"the PlntBackend of {model.model} was refused: {error}") from error
-    return ModelReady(model.model, model.endpoint, model.log_file, model.pin.terms)
+    started = model.started.describe() if model.started is not None else ""
+    return ModelReady(model.model, model.endpoint, model.log_file, model.pin.terms, started)
 
 
 class ChildRestarts(Collector):

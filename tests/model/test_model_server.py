@@ -15,11 +15,13 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
-from plnt.processes import models, weights
+from plnt.processes import models, modelserver, weights
 from plnt.processes.modelserver import ModelServer
 from plnt.processes.supervision import Backoff, supervising
-from tests.support.model import PIN
+from plnt.sagas import probing
+from tests.support.model import COUNTING, PIN
 from tests.support.processes import kill_all, live_processes
 from tests.support.waiting import eventually
 
@@ -63,7 +65,7 @@ async def test_weights_that_are_not_the_pinned_bytes_are_refused_naming_both_dig
     actual = hashlib.sha256(copy.read_bytes()).hexdigest()
     assert (raised.value.expected, raised.value.actual) == (PIN.sha256, actual)
     assert PIN.sha256 in str(raised.value) and actual in str(raised.value)
-    assert server.pid is None and not live_processes("llama_cpp.server", str(copy))
+    assert server.pid is None and not live_processes(modelserver.PROGRAM, str(copy))
     assert not (tmp_path / "server.log").exists()  # nothing was spawned to write it
 
 
@@ -99,7 +101,7 @@ def test_without_the_extra_the_error_is_one_line_naming_what_to_install(
 
 def server_processes(port: int) -> set[int]:
     """Live model servers listening on `port` (found by their command line)."""
-    return live_processes("llama_cpp.server", f"--port {port} ")
+    return live_processes(modelserver.PROGRAM, f"--port {port} ")
 
 
 async def test_a_killed_model_server_is_restarted_on_its_port_by_its_supervisor(
@@ -133,3 +135,63 @@ async def test_a_stopped_model_server_leaves_no_process_and_stopping_again_is_a_
         kill_all(server_processes(server.port))
     assert code is not None and not server_processes(server.port)
     assert await server.astop() is None
+
+
+async def load_of(server: ModelServer) -> tuple[int, int, float]:
+    """(running, waiting, answered) as the server's `/metrics` reports them."""
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session,
+        session.get(f"{server.root}/metrics") as answer,
+    ):
+        assert answer.status == 200
+        text = await answer.text()
+    load = probing.parse_model_server_load(text)
+    assert load is not None, text
+    (answered,) = [
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "plnt_model_requests_total"
+    ]
+    return load.in_flight, load.queue_depth, answered
+
+
+async def test_the_model_server_reports_requests_running_and_waiting_and_lists_its_model_meanwhile(
+    model_server: ModelServer,
+) -> None:
+    _, _, before = await load_of(model_server)
+    body = {
+        "model": model_server.model,
+        "prompt": COUNTING,
+        "max_tokens": 48,
+        "temperature": 0,
+        "stream": True,
+    }
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as session,
+        session.post(f"{model_server.endpoint}/completions", json=body) as first,
+        session.post(f"{model_server.endpoint}/completions", json=body) as second,
+    ):
+        assert (first.status, second.status) == (200, 200)
+        await first.content.readline()  # the first answer streams: the model is busy
+        load = await eventually(
+            lambda: _busy(model_server), within=30, what="one running, one waiting"
+        )
+        assert load[:2] == (1, 1)
+        # The model list does not wait for the model: it answers while both are in flight.
+        assert await served_models(model_server.endpoint) == [PIN.name]
+        assert (await load_of(model_server))[:2] == (1, 1)
+        await first.read()
+        await second.read()
+    idle = await eventually(lambda: _idle(model_server), within=30, what="no request in flight")
+    assert idle[2] == before + 2
+
+
+async def _busy(server: ModelServer) -> tuple[int, int, float] | None:
+    load = await load_of(server)
+    return load if load[:2] == (1, 1) else None
+
+
+async def _idle(server: ModelServer) -> tuple[int, int, float] | None:
+    load = await load_of(server)
+    return load if load[:2] == (0, 0) else None

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from plnt.processes import models
+from plnt.processes import models, modelserver
 from tests.support.model import PIN
 from tests.support.plnt_server import Kubectl, PlntServer, wait_for
 from tests.support.processes import kill_all, live_processes
@@ -83,7 +83,7 @@ def served(endpoint: str) -> list[str] | None:
 
 
 def model_servers(port: int) -> set[int]:
-    return live_processes("llama_cpp.server", f"--port {port} ")
+    return live_processes(modelserver.PROGRAM, f"--port {port} ")
 
 
 def parent_of(pid: int) -> int:
@@ -109,14 +109,18 @@ def test_plnt_up_serves_the_model_as_a_supervised_child_and_registers_its_backen
     try:
         with PlntServer(state, extra_args=("--model", PIN.name)) as server:
             assert any(f"Model {PIN.name} at http://127.0.0.1:" in line for line in server.output)
+            assert any(
+                f"Model {PIN.name} started: weights assembled" in line for line in server.output
+            )
             found = backend(kubectl)
             spec = found["spec"]
             assert (spec["type"], spec["models"]) == ("openai", [PIN.name])
-            assert spec["capacity"]["maxConcurrency"] == 1 and "metricsEndpoint" not in spec
+            assert spec["capacity"]["maxConcurrency"] == 1
             endpoint = spec["endpoint"]
             assert endpoint.startswith("http://127.0.0.1:") and endpoint.endswith("/v1")
             port = int(endpoint.removeprefix("http://127.0.0.1:").removesuffix("/v1"))
             assert served(endpoint) == [PIN.name]
+            assert spec["metricsEndpoint"] == endpoint.removesuffix("/v1") + "/metrics"
             assert (state / "models" / f"{PIN.name}.log").stat().st_size > 0
 
             (first,) = model_servers(port)

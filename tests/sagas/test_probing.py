@@ -6,6 +6,7 @@ import aiohttp
 import pytest
 
 from plnt.harness import BenchResult, Percentiles
+from plnt.processes import llamaserving
 from plnt.sagas import probing
 from tests.support.llm import serving_llm
 
@@ -140,11 +141,18 @@ def test_vllm_load_sums_the_scheduler_gauges_over_models() -> None:
     assert probing.parse_vllm_load(text) == probing.BackendLoad(in_flight=5, queue_depth=7)
 
 
+def test_plnts_model_server_load_is_read_where_vllms_gauges_are_absent() -> None:
+    text = llamaserving.metrics_text(llamaserving.Load(in_flight=3), model="m")
+    assert probing.parse_vllm_load(text) is None
+    assert probing.parse_load(text) == probing.BackendLoad(in_flight=1, queue_depth=2)
+
+
 @pytest.mark.parametrize(
     "text", ["", "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1.0\n", "{{"]
 )
 def test_metrics_without_the_scheduler_gauges_give_no_load(text: str) -> None:
     assert probing.parse_vllm_load(text) is None
+    assert probing.parse_load(text) is None
 
 
 async def test_backend_load_reads_a_servers_metrics_and_tolerates_none() -> None:
