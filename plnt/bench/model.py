@@ -11,8 +11,9 @@ One run, on the pinned Gemma 3 270M (`plnt.processes.models.GEMMA3_270M`, the `l
 2. Etcd, the API server child (`apiserver_serving`, HTTPS with plnt's PKI) and one runner
    process of a one-step completion workflow on that server (its step cache off), published
    as a WorkflowRun's only traffic target (the proxy bench's `publish`).
-3. At concurrency 1 and 4, `--requests` streamed requests per path, one after another in
-   a closed loop, all asking for the same continuation at temperature 0: **direct** to the
+3. At concurrency 1 and 4, `--requests` streamed requests per path (at least one batch of
+   `concurrency`), in rounds: each round sends one batch down every path in turn, so load
+   drifting during the run falls on every path alike. All ask for the same continuation at temperature 0: **direct** to the
    model server (`/v1/completions`), through plnt's **proxy**
    (`…/workflowruns/NAME/proxy/v1/completions`), and a full workflow **invoke**
    (`…/workflowruns/NAME/invoke?stream=true`, NDJSON). Per request: time to first token
@@ -94,6 +95,11 @@ class Stream:
 class Phase:
     streams: list[Stream] = field(default_factory=list)
     errors: int = 0
+
+    def absorb(self, other: Phase) -> None:
+        """Add another batch of the same path's streams."""
+        self.streams.extend(other.streams)
+        self.errors += other.errors
 
     def ttft_p50_ms(self) -> float:
         return harness.percentile(sorted(s.ttft for s in self.streams), 0.5) * 1000.0
@@ -271,16 +277,22 @@ async def bench(settings: ModelSettings, workdir: Path) -> ModelResults:
                 "invoke": (tls, f"{run}/invoke?stream=true", {"inputs": {"prefix": PROMPT}}, True),
             }
             for concurrency in CONCURRENCIES:
-                for name in PATHS:
-                    session, url, body, ndjson = targets[name]
-                    results.phases[f"{name} c={concurrency}"] = await measure(
-                        session,
-                        url,
-                        body,
-                        ndjson=ndjson,
-                        concurrency=concurrency,
-                        requests=max(settings.requests, concurrency),
-                    )
+                # Interleaved: each round sends one batch down every path in turn, so a
+                # change in the machine's load during the run falls on all paths alike
+                # instead of on whichever path ran while it lasted.
+                rounds = max(1, -(-max(settings.requests, concurrency) // concurrency))
+                for _ in range(rounds):
+                    for name in PATHS:
+                        session, url, body, ndjson = targets[name]
+                        batch = await measure(
+                            session,
+                            url,
+                            body,
+                            ndjson=ndjson,
+                            concurrency=concurrency,
+                            requests=concurrency,
+                        )
+                        results.phase(name, concurrency).absorb(batch)
     finally:
         await server.astop()
     return results
