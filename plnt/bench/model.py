@@ -13,9 +13,9 @@ One run, on the pinned Gemma 3 270M (`plnt.processes.models.GEMMA3_270M`, the `l
    as a WorkflowRun's only traffic target (the proxy bench's `publish`).
 3. At concurrency 1 and 4, `--requests` streamed requests per path (at least one batch of
    `concurrency`), in rounds: each round sends one batch down every path in turn, so load
-   drifting during the run falls on every path alike. All ask for the same continuation at temperature 0: **direct** to the
-   model server (`/v1/completions`), through plnt's **proxy**
-   (`…/workflowruns/NAME/proxy/v1/completions`), and a full workflow **invoke**
+   drifting during the run falls on every path alike. All ask for the same continuation
+   at temperature 0: **direct** to the model server (`/v1/completions`), through plnt's
+   **proxy** (`…/workflowruns/NAME/proxy/v1/completions`), and a full workflow **invoke**
    (`…/workflowruns/NAME/invoke?stream=true`, NDJSON). Per request: time to first token
    (from sending to the first event carrying text) and decode speed (tokens after the
    first over the time from the first token to the last).

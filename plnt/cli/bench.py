@@ -279,10 +279,13 @@ def _percent(value: Any, reason: Any = None) -> str:
 
 
 def results_table(bench: dict[str, Any]) -> Table:
-    """One row per revision: throughput, latency percentiles, errors, cache, GPU."""
+    """One row per revision: throughput, latency percentiles, errors, cache, GPU; and time
+    to first token and tokens per second when the bench streamed (`--stream`)."""
     status = bench.get("status") or {}
+    results = status.get("results") or []
+    streamed = any(r.get("timeToFirstToken") or r.get("tokensPerSecond") for r in results)
     table = Table(title=f"bench {bench.get('metadata', {}).get('name', '')}", title_justify="left")
-    for header in (
+    headers = [
         "REVISION",
         "REQUESTS",
         "REQ/S (GOT / ASKED)",
@@ -294,16 +297,17 @@ def results_table(bench: dict[str, Any]) -> Table:
         "ERRORS",
         "CACHE HITS",
         "GPU",
-    ):
+    ]
+    if streamed:
+        headers[8:8] = ["TTFT P50", "TOK/S"]
+    for header in headers:
         justify = "left" if header == "REVISION" else "right"
         table.add_column(header, justify=justify)  # type: ignore[arg-type]
-    for target, result in zip(
-        status.get("targets") or [], status.get("results") or [], strict=False
-    ):
+    for target, result in zip(status.get("targets") or [], results, strict=False):
         latency = result.get("latency") or {}
         errors = result.get("errors") or {}
         error_count = sum(int(n) for n in errors.values())
-        table.add_row(
+        cells = [
             _target_name(target),
             str(result.get("requests", 0)),
             _rate(result),
@@ -315,7 +319,12 @@ def results_table(bench: dict[str, Any]) -> Table:
             f"{error_count} ({_percent(result.get('errorRate'))})",
             _percent(result.get("cacheHitRate"), result.get("cacheReason")),
             _percent(result.get("gpuUtilization"), result.get("gpuReason")),
-        )
+        ]
+        if streamed:
+            first_token = result.get("timeToFirstToken") or {}
+            rate = result.get("tokensPerSecond")
+            cells[8:8] = [_ms(first_token.get("p50Ms")), "-" if rate is None else f"{rate:.1f}"]
+        table.add_row(*cells)
     return table
 
 

@@ -134,6 +134,33 @@ def test_bench_results_written_to_a_pipe_keep_every_column_whole() -> None:
     assert max(len(line) for line in text.splitlines()) > 80
 
 
+def test_a_streamed_bench_prints_time_to_first_token_and_tokens_per_second() -> None:
+    def result(first_token_ms: float | None, rate: float | None) -> dict[str, Any]:
+        found: dict[str, Any] = {"requests": 8, "latency": {"p50Ms": 900.0}}
+        if first_token_ms is not None:
+            found["timeToFirstToken"] = {"p50Ms": first_token_ms}
+        found["tokensPerSecond"] = rate
+        return found
+
+    def printed(results: list[dict[str, Any]]) -> list[str]:
+        bench = {
+            "metadata": {"name": "b"},
+            "status": {"targets": [{"revision": 2}, {"revision": 1}], "results": results},
+        }
+        out = io.StringIO()
+        cli_bench.output_console(out).print(cli_bench.results_table(bench))
+        return out.getvalue().splitlines()
+
+    lines = printed([result(171.5, 21.25), result(None, None)])
+    header = next(line for line in lines if "REVISION" in line)
+    assert header.index("MAX") < header.index("TTFT P50") < header.index("TOK/S")
+    assert header.index("TOK/S") < header.index("ERRORS")
+    streamed_row = next(line for line in lines if "(r2)" in line)
+    assert "171.5 ms" in streamed_row and "21.2" in streamed_row
+    plain = printed([result(None, None), result(None, None)])
+    assert "TTFT P50" not in "".join(plain)  # a bench that did not stream: no empty columns
+
+
 def test_details_show_the_usage_and_whether_plnt_counted_it() -> None:
     def body(source: str) -> dict[str, Any]:
         return {"usage": {"prompt_tokens": 7, "completion_tokens": 16, "source": source}}
