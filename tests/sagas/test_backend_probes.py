@@ -146,12 +146,24 @@ def test_the_probed_condition_keeps_its_transition_time_until_it_flips() -> None
     assert stale[1]["lastTransitionTime"] == "2025-06-01T12:05:00Z"
 
 
+class Answer:
+    """A response whose body is `body`."""
+
+    def __init__(self, body: Any) -> None:
+        self.body = body
+
+    def json(self) -> Any:
+        return self.body
+
+
 class RecordingApi:
-    """The part of `PlntClient` the prober uses: lists, and status patches it records."""
+    """The part of `PlntClient` the prober uses: lists, and the status patches and Events
+    it records (with no body in the patch's answer, as a server that says nothing)."""
 
     def __init__(self, lists: list[Callable[[], Awaitable[list[dict[str, Any]]]]]) -> None:
         self.lists = lists
         self.patches: list[tuple[str, dict[str, Any]]] = []
+        self.posted: list[dict[str, Any]] = []
         self.changed = asyncio.Event()
 
     async def list_backends(self, *, all_namespaces: bool = False) -> list[dict[str, Any]]:
@@ -159,12 +171,18 @@ class RecordingApi:
         answer = self.lists.pop(0) if len(self.lists) > 1 else self.lists[0]
         return await answer()
 
-    def object_path(self, plural: str, name: str, *, namespace: str, subresource: str) -> str:
+    def object_path(self, plural: str, name: str, *, namespace: str, subresource: str = "") -> str:
         return f"/{plural}/{namespace}/{name}/{subresource}"
 
-    async def request(self, method: str, path: str, *, json: Any, content_type: str) -> None:
-        self.patches.append((path, json["status"]))
-        self.changed.set()
+    async def request(
+        self, method: str, path: str, *, json: Any = None, content_type: str = ""
+    ) -> Answer:
+        if method == "POST":
+            self.posted.append(json)
+        else:
+            self.patches.append((path, json["status"]))
+            self.changed.set()
+        return Answer(None)
 
 
 async def test_the_prober_survives_a_failed_round_and_records_the_next() -> None:
