@@ -8,8 +8,9 @@ read and the status written. The resourceVersion is what makes the Events right 
 several workers probe the same backend: a writer whose read is stale gets a 409, reads
 again and decides again against the newer status (which usually already holds the
 same measurement, so it finds no transition), so each transition is recorded by the one
-writer that made it. After `ATTEMPTS` conflicts in a row the write is given up; the next
-probe round writes again.
+writer that made it. A backend that was deleted, recreated or given a new spec meanwhile
+is not written (the measurement was of what it was); after `ATTEMPTS` conflicts in a row
+the write is given up too. The next probe round writes again.
 
 Events are written with the worker's `plnt.client.events.EventPoster` (repeats within
 its window counted into one Event); a failed Event write is logged, never raised, as
@@ -66,8 +67,8 @@ async def record(
             )
         except client_errors.Conflict:
             fresh = await _read(api, meta)
-            if fresh is None:
-                return None
+            if fresh is None or not _same_spec(backend, fresh):
+                return None  # gone, recreated or re-specified: what was measured is moot
             current = fresh
             continue
         except client_errors.ClientError as error:
@@ -113,6 +114,12 @@ async def _announce(
             await events.write(event)
         except client_errors.ClientError as error:
             log.info("event %s not recorded: %s", transition.reason, error)
+
+
+def _same_spec(measured: Mapping[str, Any], fresh: Mapping[str, Any]) -> bool:
+    """Whether `fresh` is the object and generation that was measured."""
+    before, after = measured.get("metadata") or {}, fresh.get("metadata") or {}
+    return all(before.get(key) == after.get(key) for key in ("uid", "generation"))
 
 
 def _merged(old: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:

@@ -168,3 +168,17 @@ async def test_a_probe_names_its_first_failing_request_as_its_error() -> None:
     assert missing_metrics["probeError"] == f"GET {llm.root}/metrics: HTTP 404"
     assert down["reachable"] is False and down["probeError"] == down["probe"]
     assert down["probeError"].startswith(f"GET {url}/models: ")
+
+
+async def test_a_backend_respecified_meanwhile_is_not_written_with_the_old_measurement() -> None:
+    api = OneBackendApi(backend({"reachable": True}))
+    listed = copy.deepcopy(api.backend)
+    api.backend["metadata"]["generation"] = 2  # a new endpoint, say
+    api.bump({})
+    written = await backend_status.record(
+        api,  # type: ignore[arg-type]
+        listed,
+        setting(reachable=False, probeError="refused"),
+        events=EventPoster(api),  # type: ignore[arg-type]
+    )
+    assert written is None and api.conflicts == 1 and api.writes == 0 and api.events == {}
