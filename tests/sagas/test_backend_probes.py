@@ -16,6 +16,7 @@ import aiohttp
 import pytest
 
 from plnt.api.meta import parse_time
+from plnt.client.events import EventPoster
 from plnt.sagas import backend_probes, placement
 from tests.support.llm import Gpu, serving_llm
 
@@ -216,9 +217,13 @@ async def test_a_backend_the_prober_cannot_probe_is_marked_stale_with_its_age() 
 
     api = RecordingApi([listing])
     async with aiohttp.ClientSession() as http:
-        prober = backend_probes.Prober(api, http, interval=1.0)  # type: ignore[arg-type]
+        events = EventPoster(api)  # type: ignore[arg-type]
+        prober = backend_probes.Prober(api, http, interval=1.0, events=events)  # type: ignore[arg-type]
         await prober.round()
     [(_, status)] = api.patches
+    [event] = api.posted  # the Probed condition flipped: one Warning Event
+    assert (event["type"], event["reason"]) == ("Warning", "ProbeStale")
+    assert event["message"] == status["conditions"][0]["message"]
     [condition] = status["conditions"]
     assert (condition["type"], condition["status"], condition["reason"]) == (
         "Probed",
