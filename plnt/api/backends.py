@@ -80,6 +80,12 @@ class PlntBackendStatus(WireModel):
     loaded_models: list[str] | None = Field(
         default=None, description="Models loaded in memory (ollama's GET /api/ps)."
     )
+    probe_error: str | None = Field(
+        default=None,
+        description="What the last probe's first failing request said (the reachability "
+        "check, then the type's load endpoint, then spec.metricsEndpoint); null when every "
+        "request answered.",
+    )
     last_probe_time: str | None = Field(default=None, description="When the last probe ran.")
     conditions: list[Condition] | None = Field(
         default=None, description="Probed: True (Fresh) or False (Stale, with the age)."

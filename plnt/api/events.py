@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field
@@ -101,3 +103,85 @@ def event_about(
         "lastTimestamp": now,
         "count": 1,
     }
+
+
+# -- repeats counted into one Event (client-go's event correlator) ---------------------
+
+SERIES_WINDOW = 600.0
+"""Seconds within which a repeat counts into the same Event (client-go: 10 minutes)."""
+REMEMBERED = 4096
+"""Distinct Events remembered for counting repeats (client-go's LRU is 4096 too)."""
+
+CorrelationKey = tuple[str, ...]
+
+
+def correlation_key(event: Mapping[str, Any]) -> CorrelationKey:
+    """What makes two Events the same: the object, type, reason, message and source."""
+    involved = event.get("involvedObject") or {}
+    source = event.get("source") or {}
+    return (
+        str(involved.get("kind", "")),
+        str(involved.get("namespace", "")),
+        str(involved.get("name", "")),
+        str(involved.get("uid", "")),
+        str(event.get("type", "")),
+        str(event.get("reason", "")),
+        str(event.get("message", "")),
+        str(source.get("component", "")),
+    )
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """An Event seen recently: patch `name` in `namespace` to `count` instead of creating."""
+
+    namespace: str
+    name: str
+    count: int
+
+    def patch(self) -> dict[str, Any]:
+        """The merge patch that counts one more repeat (kube's count and lastTimestamp)."""
+        return {"count": self.count, "lastTimestamp": now_rfc3339()}
+
+
+class EventCorrelator:
+    """Remembers the Events a writer created, so a repeat of one within `window` seconds
+    is counted into it (`count`, `lastTimestamp`) rather than written as a new Event.
+
+    No I/O: the writers — `plnt.kube.events` (the API server's, to the cluster) and
+    `plnt.client.events` (the worker's, through the API its kubeconfig names) — ask
+    `repeat_of` before writing and `remember` what they wrote.
+    """
+
+    def __init__(
+        self,
+        *,
+        window: float = SERIES_WINDOW,
+        remembered: int = REMEMBERED,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._window = window
+        self._remembered = remembered
+        self._clock = clock
+        # key → (namespace, name, count, clock time last written)
+        self._seen: OrderedDict[CorrelationKey, tuple[str, str, int, float]] = OrderedDict()
+
+    def repeat_of(self, event: Mapping[str, Any]) -> Repeat | None:
+        """The recent Event `event` repeats, with its count after this repeat; None: new."""
+        previous = self._seen.get(correlation_key(event))
+        if previous is None or self._clock() - previous[3] >= self._window:
+            return None
+        namespace, name, count, _ = previous
+        return Repeat(namespace, name, count + 1)
+
+    def remember(self, event: Mapping[str, Any], *, namespace: str, name: str, count: int) -> None:
+        """`event` was written as `namespace/name`, `count` times so far."""
+        key = correlation_key(event)
+        self._seen[key] = (namespace, name, count, self._clock())
+        self._seen.move_to_end(key)
+        while len(self._seen) > self._remembered:
+            self._seen.popitem(last=False)
+
+    def forget(self, event: Mapping[str, Any]) -> None:
+        """The Event `event` was counted into is gone (expired): the next one is new."""
+        self._seen.pop(correlation_key(event), None)

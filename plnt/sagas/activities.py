@@ -24,6 +24,7 @@ from plnt.api.events import event_about
 from plnt.api.workflowruns import TEARDOWN_FINALIZER, StepCacheSpec
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
+from plnt.client.events import EventPoster
 from plnt.harness import Progress
 from plnt.sagas import activitynames, backend_probes, invoking, placement, probing
 from plnt.sagas import values as v
@@ -83,6 +84,9 @@ class DeployActivities:
         self.kubernetes = kubernetes
         self.specs = specs
         self.probe_timeout = probe_timeout
+        self.backend_events = EventPoster(api)
+        """Where backend probes record their transitions' Events, the resolve activity's
+        and the worker's prober's alike, so repeats are counted into one Event."""
         self._session: aiohttp.ClientSession | None = None
 
     def all(self) -> list[Any]:
@@ -201,7 +205,9 @@ class DeployActivities:
         if not (request.name or request.selector is not None or request.gpu_class or pool):
             return v.Resolved(v.Backend(type="echo", model=request.model), attempt)
         listed = await self.api.list_backends(namespace=request.namespace)
-        backends = await backend_probes.probe_all(self._http(), self.api, listed)
+        backends = await backend_probes.probe_all(
+            self._http(), self.api, listed, events=self.backend_events
+        )
         try:
             choice = placement.choose(
                 backends,

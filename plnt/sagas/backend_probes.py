@@ -23,12 +23,17 @@ admits no more sequences, whatever the GPUs do); the declared `capacity.gpus` wh
 the KV cache is known and has room; null when nothing says. Unknown is written as null,
 never as a made-up 0 and never left over from an older probe.
 
-The status is written through the API's status subresource as a merge patch without a
-resourceVersion: several workers probing at once is harmless, because each write is a
-complete measurement stamped with its own `lastProbeTime`, the fields are observations
-(no counter is incremented, nothing is read-modify-written but the `Probed` condition,
-which every writer computes the same way), and the last write wins with a measurement
-at most one round old. A failed write is logged; the probe still counts for the caller.
+`probeError` is what the probe's first failing request said, in this order: the
+reachability check, the type's load endpoint (vLLM's `/metrics`, ollama's `/api/ps`),
+`spec.metricsEndpoint`; null when every request answered.
+
+The status is written through the API's status subresource by `backend_status.record`,
+which decides the new status from the one it read, writes it with that read's
+resourceVersion (a conflict reads again and decides again) and records one Event per
+transition (`backend_transitions`): a backend becoming unreachable or reachable again,
+a probe failing for a new reason, headroom reaching or leaving zero, `Probed` flipping;
+never an Event per probe. Each write is a complete measurement stamped with its own
+`lastProbeTime`. A failed write is logged; the probe still counts for the caller.
 
 Activity-side code: I/O through aiohttp and `plnt.client`.
 """
@@ -49,10 +54,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from plnt.api.meta import format_time, now_rfc3339
 from plnt.client import errors as client_errors
-from plnt.client import transport
 from plnt.client.clients import PlntClient
+from plnt.client.events import EventPoster
 from plnt.processes import tasks
-from plnt.sagas import placement, probing
+from plnt.sagas import backend_status, placement, probing
 
 log = logging.getLogger("plnt.sagas")
 
@@ -186,18 +191,25 @@ async def measure(http: aiohttp.ClientSession, backend: Mapping[str, Any]) -> di
         "kvCacheUsage": None,
         "gpuHeadroom": None,
         "loadedModels": None,
+        "probeError": None,
         "probe": up.detail,
     }
+    failures: list[str] = [] if up.ok else [up.detail]
     kv_cache: float | None = None
     if up.ok and spec.get("type") == "vllm":
-        text, _ = await probing.fetch_text(http, probing.metrics_url(endpoint))
+        text, detail = await probing.fetch_text(http, probing.metrics_url(endpoint))
+        if text is None:
+            failures.append(detail)
         load = probing.parse_vllm_load(text) if text is not None else None
         if load is not None:
             status["inFlight"], status["queueDepth"] = load.in_flight, load.queue_depth
         kv_cache = parse_kv_cache_usage(text) if text is not None else None
         status["kvCacheUsage"] = kv_cache
     if up.ok and spec.get("type") == "ollama":
-        status["loadedModels"] = await _ollama_models(http, endpoint)
+        text, detail = await probing.fetch_text(http, probing.ollama_ps_url(endpoint))
+        if text is None:
+            failures.append(detail)
+        status["loadedModels"] = _ollama_models(text)
     gpus = None
     if spec.get("metricsEndpoint"):
         text, detail = await probing.fetch_text(http, str(spec["metricsEndpoint"]))
@@ -206,14 +218,15 @@ async def measure(http: aiohttp.ClientSession, backend: Mapping[str, Any]) -> di
         if load is not None and status["inFlight"] is None:
             status["inFlight"], status["queueDepth"] = load.in_flight, load.queue_depth
         if text is None:
+            failures.append(detail)
             log.info("GPU metrics of %s: %s", _name(backend), detail)
     declared = int((spec.get("capacity") or {}).get("gpus") or 0)
     status["gpuHeadroom"] = gpu_headroom(gpus, kv_cache, declared=declared)
+    status["probeError"] = failures[0] if failures else None
     return status
 
 
-async def _ollama_models(http: aiohttp.ClientSession, endpoint: str) -> list[str] | None:
-    text, _ = await probing.fetch_text(http, probing.ollama_ps_url(endpoint))
+def _ollama_models(text: str | None) -> list[str] | None:
     try:
         return parse_ollama_ps(json.loads(text)) if text is not None else None
     except ValueError:
@@ -221,43 +234,48 @@ async def _ollama_models(http: aiohttp.ClientSession, endpoint: str) -> list[str
 
 
 async def probe_and_record(
-    http: aiohttp.ClientSession, api: PlntClient, backend: dict[str, Any]
+    http: aiohttp.ClientSession,
+    api: PlntClient,
+    backend: dict[str, Any],
+    *,
+    events: EventPoster | None = None,
 ) -> dict[str, Any]:
-    """Probe `backend`, write the result to its status, and return the backend with the
-    result merged in (unknown fields dropped) as placement reads it."""
+    """Probe `backend`, write the result to its status (with the Events of what changed,
+    given `events`), and return the backend with the result merged in (unknown fields
+    dropped) as placement reads it."""
     measured = await measure(http, backend)
     if not measured:
         return backend
     probe = measured.pop("probe")
-    old = backend.get("status") or {}
     message = f"{probe} in {measured['latencyMilliseconds']} ms"
-    measured["conditions"] = probed_condition(
-        old.get("conditions"), fresh=True, message=message, now=datetime.now(UTC)
-    )
-    await _record(api, backend["metadata"], measured)
+
+    def patch_for(current: Mapping[str, Any]) -> dict[str, Any]:
+        conditions = probed_condition(
+            current.get("conditions"), fresh=True, message=message, now=datetime.now(UTC)
+        )
+        return {**measured, "conditions": conditions}
+
+    written = await backend_status.record(api, backend, patch_for, events=events)
     if not measured["reachable"]:
         log.info("backend %s unreachable: %s", _name(backend), probe)
-    merged = {**old, **measured, "probe": probe}
+    if written is not None:
+        merged = {**(written.get("status") or {}), "probe": probe}
+    else:
+        merged = {**(backend.get("status") or {}), **patch_for(backend.get("status") or {})}
+        merged["probe"] = probe
     return {**backend, "status": {key: value for key, value in merged.items() if value is not None}}
 
 
 async def probe_all(
-    http: aiohttp.ClientSession, api: PlntClient, backends: list[dict[str, Any]]
+    http: aiohttp.ClientSession,
+    api: PlntClient,
+    backends: list[dict[str, Any]],
+    *,
+    events: EventPoster | None = None,
 ) -> list[dict[str, Any]]:
     """`backends`, each with the status a probe made now (see `probe_and_record`)."""
-    return list(await asyncio.gather(*(probe_and_record(http, api, b) for b in backends)))
-
-
-async def _record(api: PlntClient, meta: dict[str, Any], status: dict[str, Any]) -> None:
-    path = api.object_path(
-        "plntbackends", meta["name"], namespace=meta["namespace"], subresource="status"
-    )
-    try:
-        await api.request(
-            "PATCH", path, json={"status": status}, content_type=transport.MERGE_PATCH
-        )
-    except client_errors.ClientError as error:
-        log.warning("could not record the probe of %s: %s", meta["name"], error)
+    probes = (probe_and_record(http, api, b, events=events) for b in backends)
+    return list(await asyncio.gather(*probes))
 
 
 # -- the periodic prober --------------------------------------------------------------
@@ -273,10 +291,18 @@ class Prober:
     (reason Fresh) again.
     """
 
-    def __init__(self, api: PlntClient, http: aiohttp.ClientSession, *, interval: float) -> None:
+    def __init__(
+        self,
+        api: PlntClient,
+        http: aiohttp.ClientSession,
+        *,
+        interval: float,
+        events: EventPoster | None = None,
+    ) -> None:
         self.api = api
         self.http = http
         self.interval = interval
+        self.events = events
         self.rounds = 0
 
     @property
@@ -309,7 +335,7 @@ class Prober:
             async with slots:
                 try:
                     async with asyncio.timeout(self.budget):
-                        await probe_and_record(self.http, self.api, backend)
+                        await probe_and_record(self.http, self.api, backend, events=self.events)
                 except Exception as error:
                     log.warning("probing PlntBackend %s: %s", _name(backend), error)
                     await self._mark_if_stale(backend)
@@ -317,29 +343,34 @@ class Prober:
         await asyncio.gather(*(one(backend) for backend in backends))
 
     async def _mark_if_stale(self, backend: dict[str, Any]) -> None:
-        now = datetime.now(UTC)
-        age = placement.status_age(backend, now)
-        if age is None or not placement.is_stale(age, self.stale_after):
-            return
-        message = (
-            f"last probed {placement.format_age(age)} ago "
-            f"(stale after {placement.format_age(self.stale_after)})"
-        )
-        old = (backend.get("status") or {}).get("conditions")
-        conditions = probed_condition(old, fresh=False, message=message, now=now)
+        def patch_for(current: Mapping[str, Any]) -> dict[str, Any] | None:
+            now = datetime.now(UTC)
+            age = placement.status_age({"status": current}, now)
+            if age is None or not placement.is_stale(age, self.stale_after):
+                return None
+            message = (
+                f"last probed {placement.format_age(age)} ago "
+                f"(stale after {placement.format_age(self.stale_after)})"
+            )
+            old = current.get("conditions")
+            return {"conditions": probed_condition(old, fresh=False, message=message, now=now)}
+
         with contextlib.suppress(Exception):
-            await _record(self.api, backend["metadata"], {"conditions": conditions})
+            await backend_status.record(self.api, backend, patch_for, events=self.events)
 
 
 @contextlib.asynccontextmanager
-async def periodic(api: PlntClient, *, interval: float) -> AsyncIterator[Prober | None]:
+async def periodic(
+    api: PlntClient, *, interval: float, events: EventPoster | None = None
+) -> AsyncIterator[Prober | None]:
     """A `Prober` running in the background for the duration of the block (None and no
-    task for `interval` 0); cancelled and awaited on exit."""
+    task for `interval` 0), recording transitions' Events with `events`; cancelled and
+    awaited on exit."""
     if interval <= 0:
         yield None
         return
     async with aiohttp.ClientSession() as http:
-        prober = Prober(api, http, interval=interval)
+        prober = Prober(api, http, interval=interval, events=events)
         async with tasks.running(prober.run(), name="plnt-backend-prober"):
             yield prober
 

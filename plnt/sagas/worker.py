@@ -240,7 +240,10 @@ async def running(
     worker = build(client, activities, task_queue=task_queue, metrics=metrics, invocations=calls)
     try:
         await activities.start()
-        async with worker, backend_probes.periodic(activities.api, interval=probe_interval):
+        probing = backend_probes.periodic(
+            activities.api, interval=probe_interval, events=activities.backend_events
+        )
+        async with worker, probing:
             yield
     finally:
         await calls.close()

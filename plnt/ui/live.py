@@ -150,6 +150,14 @@ def run_fragments(request: web.Request, run: Mapping[str, Any]) -> dict[str, str
     }
 
 
+BACKEND_EVENTS = "involvedObject.kind=PlntBackend"
+"""The field selector of the Events the Backends page shows (the prober's transitions)."""
+
+
+def events_path(namespace: str) -> str:
+    return f"/api/v1/namespaces/{namespace}/events"
+
+
 def events_fragment(request: web.Request, events: Mapping[str, Mapping[str, Any]]) -> str:
     ordered = sorted(events.values(), key=event_time)
     return rendering.fragment(request, "run_events.html", events=ordered, now=now(), views=views)
@@ -201,7 +209,6 @@ async def run(request: web.Request) -> web.StreamResponse:
     client = _client(request)
     namespace, name = request.match_info["namespace"], request.match_info["name"]
     runs_path = client.collection_path("workflowruns", namespace=namespace)
-    events_path = f"/api/v1/namespaces/{namespace}/events"
     invocations_path, invocations_params = invocations_of(client, namespace, name)
     held: dict[str, dict[str, Any]] = {}
     events: dict[str, dict[str, Any]] = {}
@@ -227,7 +234,7 @@ async def run(request: web.Request) -> web.StreamResponse:
             ),
             "events": following.follow(
                 client,
-                events_path,
+                events_path(namespace),
                 params={
                     "fieldSelector": f"involvedObject.kind=WorkflowRun,involvedObject.name={name}"
                 },
@@ -329,22 +336,31 @@ async def invocations(request: web.Request) -> web.StreamResponse:
 
 
 async def backends(request: web.Request) -> web.StreamResponse:
-    """The backend selector's table, following every PlntBackend of the namespace."""
+    """The backend selector's table, following every PlntBackend of the namespace and the
+    Events about them (each backend's recent ones under its row)."""
     client = _client(request)
     namespace = request.match_info["namespace"]
     selected_run = request.query.get("run", "")
     current = request.query.get("current", "")
     path = client.collection_path("plntbackends", namespace=namespace)
     state: dict[str, dict[str, Any]] = {}
+    events: dict[str, dict[str, Any]] = {}
 
     async def messages() -> AsyncIterator[Message | None]:
-        async for kind, obj in following.follow(client, path):
-            following.apply(state, kind, obj)
+        sources = {
+            "backends": following.follow(client, path),
+            "events": following.follow(
+                client, events_path(namespace), params={"fieldSelector": BACKEND_EVENTS}
+            ),
+        }
+        async for source, kind, obj in _merged(sources, idle=lambda: None):
+            following.apply(events if source == "events" else state, kind, obj)
             rows = sorted((views.backend_row(b) for b in state.values()), key=lambda r: r.name)
             html = rendering.fragment(
                 request,
                 "backend_rows.html",
                 rows=rows,
+                events=views.backend_events(events.values(), now()),
                 run_name=selected_run,
                 current=current,
                 namespace=namespace,

@@ -106,6 +106,12 @@ async def backends(request: web.Request) -> web.StreamResponse:
     namespace = request.match_info["namespace"]
     run_name = request.query.get("run", "")
     items = await client.list_backends(namespace=namespace)
+    try:
+        events = await client.list_all(
+            live.events_path(namespace), params={"fieldSelector": live.BACKEND_EVENTS}
+        )
+    except ApiError:
+        events = []
     current = ""
     if run_name:
         obj = await client.get_workflowrun(run_name, namespace=namespace)
@@ -115,6 +121,7 @@ async def backends(request: web.Request) -> web.StreamResponse:
         request,
         "backends.html",
         rows=sorted((views.backend_row(b) for b in items), key=lambda r: r.name),
+        events=views.backend_events(events, live.now()),
         run_name=run_name,
         current=current,
         run_names=sorted(views.run_row(r, live.now()).name for r in runs_list),

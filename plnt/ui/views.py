@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from plnt.api.meta import parse_time
+from plnt.client.clients import event_time
 
 TIMELINE_WIDTH = 1000.0
 """Width of the timeline's drawing area in SVG user units (the viewBox scales it)."""
@@ -313,6 +314,52 @@ def backend_row(backend: Mapping[str, Any]) -> BackendRow:
         gpu_headroom=_known(status.get("gpuHeadroom")),
         models=", ".join(str(m) for m in models) or "—",
     )
+
+
+BACKEND_EVENTS_SHOWN = 5
+"""How many of a backend's Events the Backends page shows under it, newest first."""
+
+
+@dataclass(frozen=True, slots=True)
+class EventRow:
+    """One Event as a page lists it: kubectl's columns, the age since it last happened."""
+
+    type: str
+    reason: str
+    message: str
+    count: int
+    last_seen: str
+
+
+def _count(event: Mapping[str, Any]) -> int:
+    count = (event.get("series") or {}).get("count") or event.get("count") or 1
+    return count if isinstance(count, int) else 1
+
+
+def backend_events(
+    events: Iterable[Mapping[str, Any]], now: datetime, *, shown: int = BACKEND_EVENTS_SHOWN
+) -> dict[str, list[EventRow]]:
+    """Each PlntBackend's most recent Events (by the name of the backend they are about),
+    newest first, at most `shown` each; Events about other kinds are left out."""
+    by_backend: dict[str, list[Mapping[str, Any]]] = {}
+    for event in events:
+        involved = event.get("involvedObject") or {}
+        if involved.get("kind") != "PlntBackend" or not involved.get("name"):
+            continue
+        by_backend.setdefault(str(involved["name"]), []).append(event)
+    return {
+        name: [
+            EventRow(
+                type=str(e.get("type") or "Normal"),
+                reason=str(e.get("reason") or ""),
+                message=str(e.get("message") or e.get("note") or ""),
+                count=_count(e),
+                last_seen=age(event_time(e), now),
+            )
+            for e in sorted(found, key=event_time, reverse=True)[:shown]
+        ]
+        for name, found in by_backend.items()
+    }
 
 
 PERCENTILES = (("p50", "p50Ms"), ("p90", "p90Ms"), ("p95", "p95Ms"), ("p99", "p99Ms"))

@@ -53,3 +53,56 @@ def test_event_names_sort_in_creation_order() -> None:
     assert suffixes == sorted(suffixes)
     assert names == sorted(names)
     assert all(name.startswith("run.") for name in names)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def about(message: str, **changes: object) -> dict[str, object]:
+    event = events.event_about(
+        INVOLVED, type="Warning", reason="Flaky", message=message, component="plnt"
+    )
+    event.update(changes)
+    return event
+
+
+def test_a_repeat_within_the_window_counts_into_the_event_written_first() -> None:
+    clock = Clock()
+    correlator = events.EventCorrelator(window=600.0, clock=clock)
+    first = about("same")
+    assert correlator.repeat_of(first) is None
+    correlator.remember(first, namespace="team-a", name="first", count=1)
+    clock.now = 599.0
+    repeat = correlator.repeat_of(about("same"))  # another name and time, the same Event
+    assert repeat == events.Repeat("team-a", "first", 2)
+    assert set(repeat.patch()) == {"count", "lastTimestamp"} and repeat.patch()["count"] == 2
+    correlator.remember(first, namespace="team-a", name="first", count=2)
+    clock.now = 599.0 + 600.0
+    assert correlator.repeat_of(first) is None  # the window runs from the last write
+
+
+def test_another_message_type_reason_source_or_object_is_another_event() -> None:
+    correlator = events.EventCorrelator()
+    correlator.remember(about("same"), namespace="team-a", name="first", count=1)
+    assert correlator.repeat_of(about("other")) is None
+    assert correlator.repeat_of(about("same", type="Normal")) is None
+    assert correlator.repeat_of(about("same", reason="Steady")) is None
+    assert correlator.repeat_of(about("same", source={"component": "plnt-prober"})) is None
+    moved = about("same")
+    moved["involvedObject"] = {**moved["involvedObject"], "uid": "u-2"}  # type: ignore[dict-item]
+    assert correlator.repeat_of(moved) is None
+
+
+def test_forgotten_and_least_recent_events_are_new_again() -> None:
+    correlator = events.EventCorrelator(remembered=2)
+    for message in ("a", "b", "c"):
+        correlator.remember(about(message), namespace="team-a", name=message, count=1)
+    assert correlator.repeat_of(about("a")) is None  # evicted: only two are remembered
+    assert correlator.repeat_of(about("c")) == events.Repeat("team-a", "c", 2)
+    correlator.forget(about("c"))
+    assert correlator.repeat_of(about("c")) is None

@@ -2,7 +2,9 @@
 
 A second `plnt worker` probes every 0.2 s (on a task queue no saga uses, so it only
 probes); a vLLM stand-in with a DCGM exporter beside it (tests/support/llm.py: no GPU
-here) is registered, and its status follows what the stand-in reports.
+here) is registered, and its status follows what the stand-in reports. Each transition
+of that status is one Event, which the real kubectl lists; probes that change nothing
+record none, and a transition that happens again is counted into its Event.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from yarl import URL
 
 from tests.deploy.conftest import Stack, apply, backend_manifest
 from tests.support.llm import Gpu, threaded_llm
@@ -104,3 +107,86 @@ def test_a_metrics_endpoint_that_is_not_an_http_url_is_refused_by_admission(
     assert result.returncode != 0
     assert "spec.metricsEndpoint" in result.stderr
     assert "must be an http or https URL with a host" in result.stderr
+
+
+def backend_events(kubectl: Kubectl, namespace: str, name: str) -> list[tuple[str, str, int]]:
+    """(type, reason, count) of the backend's Events, as `kubectl get events` lists them
+    with kube's field selector, oldest first."""
+    selector = f"involvedObject.kind=PlntBackend,involvedObject.name={name}"
+    listed = kubectl.json("get", "events", "-n", namespace, "--field-selector", selector)
+    items = sorted(listed["items"], key=lambda e: e["metadata"]["name"])  # NAME.HEX(UnixNano)
+    return [(e["type"], e["reason"], e["count"]) for e in items]
+
+
+def probes_pass(kubectl: Kubectl, namespace: str, name: str, rounds: int) -> None:
+    """Wait until `rounds` more probes have been written (lastProbeTime has seconds)."""
+    seen = {status_of(kubectl, namespace, name).get("lastProbeTime")}
+    wait_for(
+        lambda: (
+            seen.add(status_of(kubectl, namespace, name).get("lastProbeTime")) or len(seen) > rounds
+        ),
+        timeout=30,
+        interval=0.3,
+        message=f"{rounds} more probes",
+    )
+
+
+def test_each_transition_of_a_backend_is_one_event_and_a_repeat_counts_into_it(
+    stack: Stack, kubectl: Kubectl, namespace: str, probing_worker: WorkerProcess
+) -> None:
+    def events_are(*expected: tuple[str, str, int]) -> list[tuple[str, str, int]]:
+        return wait_for(
+            lambda: (
+                (found := backend_events(kubectl, namespace, "flaky")) == list(expected) and found
+            ),
+            timeout=30,
+            interval=0.3,
+            message=f"the Events {expected}",
+        )
+
+    reachable = ("Normal", "BackendReachable", 1)
+    with threaded_llm(None, load=(1, 0)) as llm:
+        llm.kv_cache = 0.3
+        port = URL(llm.url).port
+        manifest = backend_manifest(
+            "flaky", "vllm", endpoint=llm.url, capacity={"maxConcurrency": 4, "gpus": 1}
+        )
+        apply(kubectl, namespace, manifest)
+        events_are(reachable)
+        probes_pass(kubectl, namespace, "flaky", 3)  # ≈ 15 probes of an unchanged backend
+        assert backend_events(kubectl, namespace, "flaky") == [reachable]
+
+        llm.kv_cache = 0.95
+        exhausted = ("Warning", "HeadroomExhausted", 1)
+        events_are(reachable, exhausted)
+        llm.kv_cache = 0.3
+        available = ("Normal", "HeadroomAvailable", 1)
+        events_are(reachable, exhausted, available)
+
+    earlier = [reachable, exhausted, available]
+    for times in (1, 2):  # stopped, then started again on the same port: twice
+        down = ("Warning", "BackendUnreachable", times)
+        events_are(*earlier, down, *([("Normal", "BackendReachable", 1)] if times > 1 else []))
+        probes_pass(kubectl, namespace, "flaky", 2)  # probes of a backend still down
+        assert backend_events(kubectl, namespace, "flaky")[3] == down
+        with threaded_llm(None, load=(1, 0), port=port) as llm:
+            llm.kv_cache = 0.3
+            events_are(*earlier, down, ("Normal", "BackendReachable", times))
+            probes_pass(kubectl, namespace, "flaky", 2)
+
+    table = kubectl.run(
+        "get", "events", "-n", namespace, "-o", "wide",
+        "--field-selector", "involvedObject.kind=PlntBackend",
+    ).stdout  # fmt: skip
+    assert "plntbackend/flaky" in table and "plnt-prober" in table
+    obj = kubectl.json("get", "-n", namespace, "plntbackend", "flaky")
+    listed = kubectl.json(
+        "get", "events", "-n", namespace, "--field-selector", "reason=BackendUnreachable"
+    )
+    [event] = listed["items"]
+    assert event["involvedObject"]["uid"] == obj["metadata"]["uid"]
+    assert event["involvedObject"]["apiVersion"] == "plnt.work/v1"
+    assert event["message"].startswith(f"GET {URL(llm.url).with_path('/v1/models')}: ")
+    assert event["lastTimestamp"] >= event["firstTimestamp"]
+    described = kubectl.run("describe", "-n", namespace, "plntbackend", "flaky").stdout
+    assert "BackendUnreachable" in described and "HeadroomExhausted" in described

@@ -16,6 +16,7 @@ import aiohttp
 import pytest
 
 from plnt.api.meta import parse_time
+from plnt.client.events import EventPoster
 from plnt.sagas import backend_probes, placement
 from tests.support.llm import Gpu, serving_llm
 
@@ -146,12 +147,24 @@ def test_the_probed_condition_keeps_its_transition_time_until_it_flips() -> None
     assert stale[1]["lastTransitionTime"] == "2025-06-01T12:05:00Z"
 
 
+class Answer:
+    """A response whose body is `body`."""
+
+    def __init__(self, body: Any) -> None:
+        self.body = body
+
+    def json(self) -> Any:
+        return self.body
+
+
 class RecordingApi:
-    """The part of `PlntClient` the prober uses: lists, and status patches it records."""
+    """The part of `PlntClient` the prober uses: lists, and the status patches and Events
+    it records (with no body in the patch's answer, as a server that says nothing)."""
 
     def __init__(self, lists: list[Callable[[], Awaitable[list[dict[str, Any]]]]]) -> None:
         self.lists = lists
         self.patches: list[tuple[str, dict[str, Any]]] = []
+        self.posted: list[dict[str, Any]] = []
         self.changed = asyncio.Event()
 
     async def list_backends(self, *, all_namespaces: bool = False) -> list[dict[str, Any]]:
@@ -159,12 +172,18 @@ class RecordingApi:
         answer = self.lists.pop(0) if len(self.lists) > 1 else self.lists[0]
         return await answer()
 
-    def object_path(self, plural: str, name: str, *, namespace: str, subresource: str) -> str:
+    def object_path(self, plural: str, name: str, *, namespace: str, subresource: str = "") -> str:
         return f"/{plural}/{namespace}/{name}/{subresource}"
 
-    async def request(self, method: str, path: str, *, json: Any, content_type: str) -> None:
-        self.patches.append((path, json["status"]))
-        self.changed.set()
+    async def request(
+        self, method: str, path: str, *, json: Any = None, content_type: str = ""
+    ) -> Answer:
+        if method == "POST":
+            self.posted.append(json)
+        else:
+            self.patches.append((path, json["status"]))
+            self.changed.set()
+        return Answer(None)
 
 
 async def test_the_prober_survives_a_failed_round_and_records_the_next() -> None:
@@ -198,9 +217,13 @@ async def test_a_backend_the_prober_cannot_probe_is_marked_stale_with_its_age() 
 
     api = RecordingApi([listing])
     async with aiohttp.ClientSession() as http:
-        prober = backend_probes.Prober(api, http, interval=1.0)  # type: ignore[arg-type]
+        events = EventPoster(api)  # type: ignore[arg-type]
+        prober = backend_probes.Prober(api, http, interval=1.0, events=events)  # type: ignore[arg-type]
         await prober.round()
     [(_, status)] = api.patches
+    [event] = api.posted  # the Probed condition flipped: one Warning Event
+    assert (event["type"], event["reason"]) == ("Warning", "ProbeStale")
+    assert event["message"] == status["conditions"][0]["message"]
     [condition] = status["conditions"]
     assert (condition["type"], condition["status"], condition["reason"]) == (
         "Probed",

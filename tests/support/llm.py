@@ -298,11 +298,16 @@ def _app(token: str | None, prefix: str, llm: LLM) -> web.Application:
 
 @contextlib.asynccontextmanager
 async def serving_llm(
-    token: str | None, *, prefix: str = "stand-in", load: tuple[int, int] | None = None
+    token: str | None,
+    *,
+    prefix: str = "stand-in",
+    load: tuple[int, int] | None = None,
+    port: int | None = None,
 ) -> AsyncIterator[LLM]:
-    """The stand-in on a free loopback port, closed on exit."""
+    """The stand-in on a free loopback port (or `port`, to start it again where an earlier
+    one served), closed on exit."""
     llm = LLM(load=load)
-    server = TestServer(_app(token, prefix, llm), host="127.0.0.1")
+    server = TestServer(_app(token, prefix, llm), host="127.0.0.1", port=port)
     await server.start_server()
     llm.url = str(server.make_url("/v1"))
     try:
@@ -313,7 +318,11 @@ async def serving_llm(
 
 @contextlib.contextmanager
 def threaded_llm(
-    token: str | None, *, prefix: str = "stand-in", load: tuple[int, int] | None = None
+    token: str | None,
+    *,
+    prefix: str = "stand-in",
+    load: tuple[int, int] | None = None,
+    port: int | None = None,
 ) -> Iterator[LLM]:
     """`serving_llm` on its own event loop in a daemon thread, stopped on exit."""
     started = threading.Event()
@@ -326,7 +335,7 @@ def threaded_llm(
         nonlocal stop, loop
         stop, loop = asyncio.Event(), asyncio.get_running_loop()
         try:
-            async with serving_llm(token, prefix=prefix, load=load) as llm:
+            async with serving_llm(token, prefix=prefix, load=load, port=port) as llm:
                 holder.append(llm)
                 started.set()
                 await stop.wait()

@@ -18,9 +18,11 @@ import yaml
 from playwright.sync_api import Browser, Page, expect
 
 from tests.deploy.conftest import Stack, apply, backend_manifest, workflowrun
+from tests.deploy.test_backend_probing import probing_worker
 from tests.support.browser import screenshot
 from tests.support.llm import threaded_llm, tokens_of
 from tests.support.plnt_server import REPO, Kubectl
+from tests.support.stack import WorkerProcess
 from tests.ui.conftest import (
     Hold,
     ThreadedApi,
@@ -30,6 +32,8 @@ from tests.ui.conftest import (
     start_ui,
     wait_ready,
 )
+
+__all__ = ["probing_worker"]  # a fixture: the worker that probes every 0.2 s
 
 DEPLOY = 90_000  # ms: a deploy on a busy 2-core machine
 CHAT = REPO / "examples" / "chat.workflow.yaml"
@@ -198,6 +202,40 @@ def test_rollback_rolls_back_and_the_history_shows_the_new_revision(
     expect(newest).to_contain_text("rollback to revision 1", timeout=DEPLOY)
     expect(newest).to_contain_text("promoted", timeout=DEPLOY)
     page.context.close()
+
+
+def test_the_backends_page_shows_each_backends_transitions_as_they_happen(
+    ui: UiServer,
+    browser: Browser,
+    kubectl: Kubectl,
+    namespace: str,
+    probing_worker: WorkerProcess,
+    screenshots: Path,
+) -> None:
+    with threaded_llm(None) as llm:
+        apply(kubectl, namespace, backend_manifest("flaky", "openai", endpoint=llm.url))
+        page = ui.open(browser, f"/ns/{namespace}/backends")
+        following(page, "#backends-body")
+        events = page.locator('tr[data-backend-events="flaky"]')
+        reachable = events.locator('tr[data-reason="BackendReachable"]')
+        expect(reachable).to_be_visible(timeout=30_000)  # followed, never reloaded
+        expect(reachable).to_contain_text("Normal")
+        page.evaluate("window.plntSamePage = true")
+    unreachable = events.locator('tr[data-reason="BackendUnreachable"]')
+    expect(unreachable).to_be_visible(timeout=30_000)
+    expect(unreachable).to_contain_text("Warning")
+    expect(unreachable.locator("td.message")).to_contain_text(f"GET {llm.url}/models: ")
+    expect(events.locator("tbody tr").first).to_have_attribute("data-reason", "BackendUnreachable")
+    cells = unreachable.locator("td")
+    expect(cells.nth(3)).to_have_text("1")  # count
+    assert page.evaluate("window.plntSamePage") is True
+    screenshot(page, screenshots, "backends-events")
+
+    again = ui.open(browser, f"/ns/{namespace}/backends")  # the page as it arrives
+    rows = again.locator('tr[data-backend-events="flaky"] tbody tr')
+    expect(rows).to_have_count(2)
+    page.context.close()
+    again.context.close()
 
 
 def test_switching_the_backend_starts_a_deploy(

@@ -130,3 +130,57 @@ def test_a_running_invocations_duration_runs_to_now_and_a_finished_ones_to_its_e
     }  # fmt: skip
     row = invocation_views.invocation_object_row(finished, NOW)
     assert (row.duration, row.reason, row.running, row.tokens) == ("4 s", "Timeout", False, "9")
+
+
+def backend_event(
+    name: str, reason: str, last: str, *, kind: str = "PlntBackend", **fields: object
+) -> dict[str, object]:
+    return {
+        "involvedObject": {"kind": kind, "name": name},
+        "type": "Warning" if reason.startswith("BackendUn") else "Normal",
+        "reason": reason,
+        "message": f"{reason} of {name}",
+        "firstTimestamp": "2025-01-01T11:00:00Z",
+        "lastTimestamp": last,
+        **fields,
+    }
+
+
+def test_each_backend_lists_its_recent_events_newest_first_with_count_and_age() -> None:
+    found = views.backend_events(
+        [
+            backend_event("gpu-a", "BackendReachable", "2025-01-01T12:00:00Z"),
+            backend_event("gpu-a", "BackendUnreachable", "2025-01-01T12:00:05Z", count=3),
+            backend_event("gpu-b", "HeadroomExhausted", "2025-01-01T11:58:10Z"),
+            backend_event("gpu-a", "Accepted", "2025-01-01T12:00:09Z", kind="WorkflowRun"),
+        ],
+        NOW,
+    )
+    assert set(found) == {"gpu-a", "gpu-b"}
+    unreachable, reachable = found["gpu-a"]
+    assert (unreachable.type, unreachable.reason, unreachable.count) == (
+        "Warning",
+        "BackendUnreachable",
+        3,
+    )
+    assert unreachable.message == "BackendUnreachable of gpu-a" and unreachable.last_seen == "5s"
+    assert (reachable.reason, reachable.count, reachable.last_seen) == (
+        "BackendReachable",
+        1,
+        "10s",
+    )
+    assert found["gpu-b"][0].last_seen == "2m00s"
+
+
+def test_a_backends_events_are_cut_to_the_most_recent_and_series_counts_win() -> None:
+    events = [
+        backend_event("gpu-a", f"R{i}", f"2025-01-01T12:00:0{i}Z") for i in range(8)
+    ] + [
+        backend_event(
+            "gpu-a", "Series", "2025-01-01T11:00:00Z",
+            series={"count": 7, "lastObservedTime": "2025-01-01T12:00:09Z"},
+        )
+    ]  # fmt: skip
+    shown = views.backend_events(events, NOW, shown=3)["gpu-a"]
+    assert [e.reason for e in shown] == ["Series", "R7", "R6"]
+    assert shown[0].count == 7
