@@ -47,12 +47,14 @@ def parse_dataset(data: bytes) -> list[ev.EvaluationCase]:
     try:
         document: Any = yaml.safe_load(text)
     except yaml.YAMLError:
+        document = None  # several JSON objects, one a line, are not one YAML document
+    if isinstance(document, dict) and set(document) == {"cases"}:
+        document = document["cases"]
+    elif not isinstance(document, list):  # JSON Lines (one line is also one YAML mapping)
         try:
             document = [json.loads(line) for line in text.splitlines() if line.strip()]
         except ValueError as error:
             raise InvalidDataset(f"neither YAML, JSON nor JSON Lines: {error}") from None
-    if isinstance(document, dict) and set(document) == {"cases"}:
-        document = document["cases"]
     if not isinstance(document, list) or not document:
         raise InvalidDataset("expected a non-empty list of cases (or {cases: [...]})")
     if len(document) > ev.MAX_CASES:
