@@ -115,7 +115,6 @@ def test_the_latency_chart_groups_percentiles_on_one_scale() -> None:
 
 
 def test_the_run_page_shows_each_cases_answers_canary_beside_stable_with_scores() -> None:
-
     record = {
         "revision": 2,
         "stableRevision": 1,
