@@ -8,8 +8,9 @@ import pydantic
 import pytest
 
 from plnt.api import evaluations as ev
-from plnt.api.workflowruns import WorkflowRunSpec
+from plnt.api.workflowruns import WorkflowRun, WorkflowRunSpec
 from plnt.registry import fieldcauses
+from plnt.registry.workflowruns.strategy import WorkflowRunStrategy
 
 DIGEST = "sha256:" + "0" * 64
 
@@ -119,3 +120,18 @@ def test_a_scorers_key_is_its_name_or_else_its_type() -> None:
     assert ev.Scorer.model_validate({"jsonSchema": {}}).key == "jsonSchema"
     assert ev.Scorer.model_validate({"equals": None}).type == "equals"  # null is a value
     assert ev.Scorer.model_validate({"contains": "x", "name": "has-x"}).key == "has-x"
+
+
+def test_a_dataset_reference_no_source_understands_is_refused_at_admission() -> None:
+
+    strategy = WorkflowRunStrategy(model=WorkflowRun)
+    dataset = {"ref": "ftp://nowhere/evals", "digest": DIGEST}
+    obj = {
+        "spec": {
+            "workflow": {"ref": "oci-layout:x:y", "digest": DIGEST},
+            "canary": {"evaluation": {"dataset": dataset}},
+        }
+    }
+    (cause,) = strategy.validate_semantics(obj)
+    assert cause.field == "spec.canary.evaluation.dataset.ref"
+    assert cause.message.startswith('Invalid value: "ftp://nowhere/evals"')
