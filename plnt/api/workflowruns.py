@@ -12,6 +12,7 @@ from pydantic import Field
 
 from plnt.api.base import WireModel
 from plnt.api.bench import BENCH_HISTORY, BenchRecord
+from plnt.api.evaluations import CanaryEvaluation, EvaluationRecord
 from plnt.api.meta import Condition, LabelSelector, ObjectMeta
 
 GROUP = "plnt.work"
@@ -139,6 +140,13 @@ class CanarySpec(WireModel):
         default=None, description="The smoke case; default: the spec's."
     )
     analysis: CanaryAnalysis | None = None
+    evaluation: CanaryEvaluation | None = Field(
+        default=None,
+        description=(
+            "The quality gate: cases run on the canary and the stable in one window, scored,"
+            " and held to per-scorer limits (after the analysis)."
+        ),
+    )
     drain_seconds: int = Field(
         default=0,
         ge=0,
@@ -252,6 +260,10 @@ class WorkflowRunStatus(WireModel):
     bench_history: list[BenchRecord] | None = Field(
         default=None,
         description=f"The last {BENCH_HISTORY} finished benches, oldest first (lastBench too).",
+    )
+    last_evaluation: EvaluationRecord | None = Field(
+        default=None,
+        description="The last quality gate (spec.canary.evaluation): scores against limits.",
     )
 
 

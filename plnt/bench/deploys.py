@@ -25,13 +25,34 @@ from plnt.client.transport import WatchEvent
 BenchError = harness.BenchError
 
 
-def workflowrun(name: str, *, ref: str, digest: str, target: str = "local") -> dict[str, Any]:
-    """A WorkflowRun of the published spec on the built-in echo backend, one replica."""
+def workflowrun(
+    name: str, *, ref: str, digest: str, target: str = "local", evaluation_cases: int = 0
+) -> dict[str, Any]:
+    """A WorkflowRun of the published spec on the built-in echo backend, one replica; with
+    `evaluation_cases`, a quality gate of that many cases (`evaluation`)."""
+    spec: dict[str, Any] = {"workflow": {"ref": ref, "digest": digest}, "replicas": 1}
+    spec["target"] = target
+    if evaluation_cases:
+        spec["canary"] = {"evaluation": evaluation(evaluation_cases)}
     return {
         "apiVersion": "plnt.work/v1",
         "kind": "WorkflowRun",
         "metadata": {"name": name},
-        "spec": {"workflow": {"ref": ref, "digest": digest}, "replicas": 1, "target": target},
+        "spec": spec,
+    }
+
+
+def evaluation(cases: int) -> dict[str, Any]:
+    """A quality gate for the fanout example: each case a topic its output must name."""
+    return {
+        "cases": [
+            {
+                "name": f"topic-{index}",
+                "inputs": {"topic": f"topic-{index}"},
+                "expect": [{"contains": f"topic-{index}"}, {"jsonSchema": {"type": "object"}}],
+            }
+            for index in range(cases)
+        ]
     }
 
 
@@ -65,12 +86,14 @@ async def deploy_once(
     digest: str,
     target: str = "local",
     within: float = 120.0,
+    evaluation_cases: int = 0,
 ) -> tuple[float, dict[str, Any]]:
     """Create a run and watch it until Ready; (seconds from create sent, the Ready object)."""
     began = time.perf_counter()
-    created = await client.create_workflowrun(
-        workflowrun(name, ref=ref, digest=digest, target=target), namespace=namespace
+    run = workflowrun(
+        name, ref=ref, digest=digest, target=target, evaluation_cases=evaluation_cases
     )
+    created = await client.create_workflowrun(run, namespace=namespace)
     latest: dict[str, Any] = created
     try:
         async with asyncio.timeout(within):

@@ -21,7 +21,7 @@ goes on).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,6 +136,16 @@ class SagaResults:
     """The floor under a deploy: runner starts, executed and forked (`runner_starts`)."""
     invoke: InvokeResults | None = None
     endpoint: str = ""
+    evaluation_ms: list[float] = field(default_factory=list)
+    """Per deploy with a quality gate: the evaluate step's own time (its record's)."""
+    evaluation_cases: int = 0
+
+
+def evaluation_milliseconds(obj: Mapping[str, Any]) -> float | None:
+    """How long a Ready run's quality gate took (`status.lastEvaluation`), if it had one."""
+    record = (obj.get("status") or {}).get("lastEvaluation") or {}
+    value = record.get("durationMilliseconds")
+    return float(value) if isinstance(value, int | float) else None
 
 
 # -- invocations --------------------------------------------------------------------------
@@ -246,6 +256,19 @@ def _runner_start_lines(starts: RunnerStarts | None, deploy_p50: float) -> list[
     return lines
 
 
+def _evaluation_lines(results: SagaResults) -> list[str]:
+    """The quality gate's share of each deploy: in total, and per case."""
+    gate, cases = results.evaluation_ms, results.evaluation_cases
+    if not gate or not cases:
+        return []
+    p50 = _seconds(gate, 0.5)
+    return [
+        f"quality gate ({cases} cases, canary only: a first deploy)"
+        f"  p50 {p50:.1f} ms  p95 {_seconds(gate, 0.95):.1f} ms"
+        f"  per case p50 {p50 / cases:.2f} ms"
+    ]
+
+
 def report(results: SagaResults, settings: InvokeSettings) -> list[str]:
     """The human-readable table."""
     lines: list[str] = []
@@ -261,6 +284,7 @@ def report(results: SagaResults, settings: InvokeSettings) -> list[str]:
             f"{_verdict(p50 <= DEPLOY_TARGET_P50_S)}",
         ]
         lines += _runner_start_lines(results.runner_starts, p50)
+        lines += _evaluation_lines(results)
     invoke = results.invoke
     if invoke is not None:
         lines += [
@@ -323,6 +347,14 @@ def as_json(results: SagaResults, settings: InvokeSettings) -> dict[str, Any]:
             "target_p50_s": DEPLOY_TARGET_P50_S,
         }
     }
+    if results.evaluation_ms and results.evaluation_cases:
+        gate = results.evaluation_ms
+        out["evaluation"] = {
+            "cases": results.evaluation_cases,
+            "p50_ms": _seconds(gate, 0.5),
+            "p95_ms": _seconds(gate, 0.95),
+            "per_case_p50_ms": _seconds(gate, 0.5) / results.evaluation_cases,
+        }
     starts = results.runner_starts
     if starts is not None and starts.executed and starts.forked:
         out["runner_start"] = {

@@ -69,6 +69,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--deploy-timeout", type=float, default=120.0, help="seconds a deploy may take (120)"
     )
+    p.add_argument(
+        "--evaluation-cases",
+        type=int,
+        default=0,
+        help="cases of a quality gate (spec.canary.evaluation) on every deploy (0: none)",
+    )
     p.add_argument("--json", type=Path, help="also write the results to this file")
     return p
 
@@ -80,6 +86,8 @@ def parse_args(argv: Sequence[str] | None = None) -> SagaBenchSettings:
         p.error("--deploys, --creates and --runner-starts cannot be negative")
     if args.deploys == 0 and args.creates == 0:
         p.error("nothing to do: --deploys and --creates are both 0")
+    if not 0 <= args.evaluation_cases <= 200:
+        p.error("--evaluation-cases must be between 0 and 200")
     if args.create_concurrency < 1 or args.create_rounds < 1:
         p.error("--create-concurrency and --create-rounds must be at least 1")
     return SagaBenchSettings(
@@ -94,6 +102,7 @@ def parse_args(argv: Sequence[str] | None = None) -> SagaBenchSettings:
         runner_starts=args.runner_starts,
         creates=args.creates,
         create_concurrency=args.create_concurrency,
+        evaluation_cases=args.evaluation_cases,
         create_rounds=args.create_rounds,
         json_file=args.json,
     )

@@ -126,8 +126,12 @@ async def deploys(
             ref=ref,
             digest=digest,
             within=settings.deploy_timeout,
+            evaluation_cases=settings.evaluation_cases,
         )
         results.deploy_seconds.append(seconds)
+        gate = saga.evaluation_milliseconds(obj)
+        if gate is not None:
+            results.evaluation_ms.append(gate)
         print(f"deploy {index + 1}/{settings.deploys}: {name} Ready in {seconds:.3f} s", flush=True)
         if index + 1 < settings.deploys:
             await deploying.delete_and_wait(client, name, namespace=NAMESPACE)
@@ -164,7 +168,7 @@ async def create_namespace(client: PlntClient, name: str = NAMESPACE) -> None:
 
 async def bench(settings: SagaBenchSettings, workdir: Path) -> saga.SagaResults:
     """Start Temporal and `plnt up` under `workdir`, deploy, then run the invoke phases."""
-    results = saga.SagaResults()
+    results = saga.SagaResults(evaluation_cases=settings.evaluation_cases)
     async with running_temporal(workdir) as temporal:
         print(f"temporal {temporal.address}", flush=True)
         async with running_plnt(workdir / "state", temporal.address) as plnt:

@@ -54,6 +54,8 @@ class SagaBenchSettings:
     creates: int = 300
     create_concurrency: int = 30
     create_rounds: int = 2
+    evaluation_cases: int = 0
+    """Cases of a quality gate (`spec.canary.evaluation`) on every deploy; 0: none."""
     json_file: Path | None = None
 
 

@@ -1,10 +1,10 @@
 """What a WorkflowRun's status says, as text: the reports of `status`, `timeline`, `history`.
 
 `status_text` summarises (phase, promoted revision, replicas, conditions, saga
-steps, recent events); `timeline_text` interleaves saga steps and events in time
-order; `history_text` lists the promoted revisions `rollback` can return to. Pure
-functions of the objects the client returned, so every report is testable without
-a server.
+steps, the last quality gate's scores, recent events); `timeline_text` interleaves
+saga steps and events in time order; `history_text` lists the promoted revisions
+`rollback` can return to. Pure functions of the objects the client returned, so every
+report is testable without a server.
 """
 
 from __future__ import annotations
@@ -79,6 +79,70 @@ def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.splitlines())
 
 
+def _rate(value: Any) -> str:
+    return f"{value:.2f}" if isinstance(value, int | float) else "-"
+
+
+def evaluation_lines(record: Mapping[str, Any] | None) -> list[str]:
+    """The last quality gate: its verdict, then each scorer's numbers against its limits
+    beside the stable's, then each case's answers side by side ([] without one)."""
+    if not record:
+        return []
+    verdict = "passed" if record.get("passed") else "failed"
+    stable = record.get("stableRevision")
+    beside = f" beside stable {stable}" if stable is not None else " (no stable)"
+    lines = [f"Evaluation:  revision {record.get('revision')}{beside}: {verdict}"]
+    rows = [
+        [
+            v.get("name"),
+            v.get("type"),
+            v.get("checks"),
+            _rate(v.get("winRate") if v.get("type") == "judge" else v.get("canaryPassRate")),
+            _rate(v.get("stablePassRate")),
+            _limits(v),
+            "ok" if v.get("passed") else "FAIL",
+        ]
+        for v in record.get("scorers") or []
+    ]
+    headers = ["Scorer", "Type", "Checks", "Canary", "Stable", "Limits", "Verdict"]
+    lines.append(_indent(printing.columns(headers, rows)) if rows else "  <no scorers>")
+    cases = [
+        [
+            c.get("name"),
+            _answer(c.get("canary")),
+            _answer(c.get("stable")) if c.get("stable") else "-",
+        ]
+        for c in record.get("cases") or []
+    ]
+    if cases:
+        lines.append(_indent(printing.columns(["Case", "Canary", "Stable"], cases)))
+    return lines
+
+
+def _limits(verdict: Mapping[str, Any]) -> str:
+    parts = []
+    if verdict.get("minPassRate") is not None:
+        parts.append(f"min {_rate(verdict['minPassRate'])}")
+    if verdict.get("maxRegression") is not None:
+        parts.append(
+            f"regression {_rate(verdict.get('regression'))} <= {_rate(verdict['maxRegression'])}"
+        )
+    if verdict.get("minWinRate") is not None:
+        parts.append(f"min win {_rate(verdict['minWinRate'])}")
+    return ", ".join(parts) or "-"
+
+
+def _answer(answer: Mapping[str, Any] | None) -> str:
+    """One answer in a cell: ✓/✗ per scorer, then the output on one line, cut."""
+    if not answer:
+        return "-"
+    marks = "".join("✓" if s.get("passed") else "✗" for s in answer.get("scores") or [])
+    shown = answer.get("error") or answer.get("output")
+    text = " ⏎ ".join(str(shown if shown is not None else "").splitlines())
+    text = text if len(text) <= 40 else text[:39] + "…"
+    return f"{marks} {text!r}".strip()
+
+
 def status_text(run: Mapping[str, Any], events: list[dict[str, Any]]) -> str:
     """The `plnt status` report."""
     meta = run.get("metadata") or {}
@@ -113,6 +177,9 @@ def status_text(run: Mapping[str, Any], events: list[dict[str, Any]]) -> str:
     lines.append("Saga:")
     headers = ["Step", "State", "Attempts", "Duration", "Message"]
     lines.append(_indent(printing.columns(headers, steps)) if steps else "  <none>")
+    evaluation = evaluation_lines(st.get("lastEvaluation"))
+    if evaluation:
+        lines.extend(evaluation)
     recent = events[-RECENT_EVENTS:]
     lines.append("Events:")
     headers = ["Age", "Type", "Reason", "Message"]

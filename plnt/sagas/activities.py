@@ -20,13 +20,22 @@ import aiohttp
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from plnt.api.evaluations import CanaryEvaluation
 from plnt.api.events import event_about
 from plnt.api.workflowruns import TEARDOWN_FINALIZER, StepCacheSpec
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.client.events import EventPoster
 from plnt.harness import Progress
-from plnt.sagas import activitynames, backend_probes, invoking, placement, probing
+from plnt.sagas import (
+    activitynames,
+    backend_probes,
+    evaluating,
+    invoking,
+    judging,
+    placement,
+    probing,
+)
 from plnt.sagas import values as v
 from plnt.sagas.failures import Failure
 from plnt.sagas.speccache import SpecCache
@@ -101,6 +110,7 @@ class DeployActivities:
             self.scale,
             self.smoke,
             self.analyze,
+            self.evaluate,
             self.retire,
             self.teardown,
             self.release,
@@ -463,4 +473,50 @@ class DeployActivities:
             activity.info().attempt,
             canary=verdict.canary.to_json(),
             stable=verdict.stable.to_json() if verdict.stable is not None else None,
+        )
+
+    @activity.defn(name=activitynames.EVALUATE)
+    async def evaluate(self, request: v.EvaluationRequest) -> v.EvaluationResult:
+        """Run the evaluation's cases on canary and stable side by side, and score them.
+
+        The verdict is returned, not raised: the workflow records it in status either way.
+        """
+        try:
+            evaluation = CanaryEvaluation.model_validate(request.evaluation)
+            cases = await evaluating.load_cases(evaluation, self.specs)
+        except spec_errors.DigestMismatch as error:
+            raise _fail(Failure.DIGEST_MISMATCH, f"evaluation dataset: {error}") from error
+        except spec_errors.SourceError as error:
+            raise _spec_failure(error) from error
+        except evaluating.InvalidDataset as error:
+            raise _fail(Failure.INVALID_DATASET, str(error)) from error
+        except ValueError as error:  # admission validated it: an older or foreign spec
+            raise _fail(Failure.INVALID_DATASET, f"spec.canary.evaluation: {error}") from error
+        judge = None
+        if names := judging.judge_backends(cases):
+            listed = await self.api.list_backends(namespace=request.namespace)
+            try:
+                targets = judging.targets_of(listed, names)
+            except judging.JudgeFailed as error:
+                raise _fail(Failure.JUDGE_FAILED, str(error), retryable=True) from error
+            judge = judging.Judge(self._http(), targets, timeout=self.probe_timeout)
+        try:
+            record = await evaluating.evaluate(
+                self._http(),
+                evaluation,
+                cases,
+                canary=request.canary,
+                stable=request.stable,
+                judge=judge,
+                progress=activity.heartbeat,
+            )
+        except probing.Unreachable as error:
+            raise _fail(Failure.UNREACHABLE, str(error), retryable=True) from error
+        except judging.JudgeFailed as error:
+            raise _fail(Failure.JUDGE_FAILED, str(error), retryable=True) from error
+        return v.EvaluationResult(
+            passed=record.passed,
+            message=record.message,
+            record=record.model_dump(mode="json", by_alias=True),
+            attempt=activity.info().attempt,
         )

@@ -19,6 +19,8 @@ INSTALL = "install"
 SCALE = "scale"
 SMOKE = "smoke"
 ANALYZE = "analyze"
+EVALUATE = "evaluate"
+"""The quality gate: the evaluation's cases on canary and stable, scored."""
 RETIRE = "retire"
 TEARDOWN = "teardown"
 RELEASE = "release"
@@ -36,6 +38,7 @@ DEPLOY = (
     SCALE,
     SMOKE,
     ANALYZE,
+    EVALUATE,
     RETIRE,
     TEARDOWN,
     RELEASE,

@@ -37,6 +37,12 @@ class Failure(enum.StrEnum):
     UNREACHABLE = "Unreachable"
     SMOKE_FAILED = "SmokeFailed"
     ANALYSIS_FAILED = "AnalysisFailed"
+    EVALUATION_FAILED = "EvaluationFailed"
+    """The quality gate: a scorer's pass rate (or a judge's win rate) broke its limit."""
+    INVALID_DATASET = "InvalidDataset"
+    """The evaluation's dataset is not a list of valid cases."""
+    JUDGE_FAILED = "JudgeFailed"
+    """A judge scorer's model could not be asked (retried, then the deploy fails)."""
     PROMOTE_FAILED = "PromoteFailed"
     INSUFFICIENT_CAPACITY = "InsufficientCapacity"
     """No node pool has room for the canary; nothing was installed (retried later)."""
@@ -79,6 +85,9 @@ _OWN_REASON = frozenset(
         Failure.CREDENTIALS_MISSING,
         Failure.SMOKE_FAILED,
         Failure.ANALYSIS_FAILED,
+        Failure.EVALUATION_FAILED,
+        Failure.INVALID_DATASET,
+        Failure.JUDGE_FAILED,
         Failure.TARGET_UNAVAILABLE,
         Failure.INSUFFICIENT_CAPACITY,
     }
@@ -94,6 +103,7 @@ SPEC_ERRORS = frozenset(
         Failure.INVALID_SPEC,
         Failure.INVALID_REFERENCE,
         Failure.SPEC_NOT_FOUND,
+        Failure.INVALID_DATASET,
     }
 )
 """A spec that cannot be used: no retry helps, a new generation must fix it."""
@@ -123,8 +133,19 @@ class Failed:
     attempts: int
 
 
+class GateFailed(Exception):
+    """A gate the workflow judged from an activity's answer (the quality gate): the step
+    fails as if its activity had raised `failure`, and the rollout compensates alike."""
+
+    def __init__(self, failure: Failure, message: str, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.failed = Failed(failure, message, attempts)
+
+
 def of(error: BaseException) -> Failed:
     """Read a failed activity's `Failure`; an untyped or unknown failure is `Failure.ERROR`."""
+    if isinstance(error, GateFailed):
+        return error.failed
     cause = error.__cause__ if isinstance(error, ActivityError) else None
     if isinstance(cause, ApplicationError):
         details = cause.details

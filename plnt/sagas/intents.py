@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from plnt.api.evaluations import CanaryEvaluation
 from plnt.api.workflowruns import CanaryAnalysis, CanarySpec, WorkflowRunSpec
 from plnt.sagas import values as v
 
@@ -62,6 +63,16 @@ class Intent:
     @property
     def analysis(self) -> CanaryAnalysis | None:
         return self.canary.analysis
+
+    @property
+    def evaluation(self) -> CanaryEvaluation | None:
+        return self.canary.evaluation
+
+    @property
+    def evaluation_json(self) -> dict[str, Any]:
+        """`spec.canary.evaluation` as stored (the activity reads it with the API's model)."""
+        canary = self.desired.spec.get("canary") or {}
+        return dict(canary.get("evaluation") or {})
 
     @property
     def smoke_input(self) -> dict[str, Any] | None:

@@ -74,6 +74,8 @@ class Reporter:
         self.timeline = tl.Timeline([tl.Step(**step_args(s)) for s in state.saga])
         self.conditions = tl.Conditions(dict(state.conditions))
         self.canary: Canary | None = None
+        self.evaluation: dict[str, Any] | None = None
+        """The last quality gate's record, written as `status.lastEvaluation` once set."""
 
     # -- publishing -----------------------------------------------------------------
 
@@ -91,6 +93,9 @@ class Reporter:
             start_to_close_timeout=timedelta(seconds=10),
             retry_policy=REPORT_RETRY,
         )
+        # Written once: the merge patch leaves it in place, and later reports (each one in
+        # the workflow's history) need not carry every case's answers again.
+        self.evaluation = None
 
     def set(self, kind: str, status: bool, reason: str, message: str, *, intent: Intent) -> None:
         """Set one condition as of now, for `intent`'s generation."""
@@ -234,6 +239,8 @@ class Reporter:
             "readyReplicas": stable.ready_replicas if stable else 0,
             "selector": f"plnt.work/run={state.run.name}",
         }
+        if self.evaluation is not None:
+            status["lastEvaluation"] = self.evaluation
         if stable is not None:
             status.update(
                 revision=stable.revision,

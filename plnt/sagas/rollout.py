@@ -36,7 +36,7 @@ async def roll_out(deploy: Deploy, steps: Sequence[Step] = STEPS) -> None:
     try:
         for step in steps:
             await _walk(deploy, step)
-    except (ActivityError, asyncio.CancelledError) as error:
+    except (ActivityError, f.GateFailed, asyncio.CancelledError) as error:
         controls = deploy.controls
         interrupted = isinstance(error, asyncio.CancelledError) or controls.interrupt is not None
         controls.committing = True  # compensation is not interrupted

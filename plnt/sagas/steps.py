@@ -1,4 +1,5 @@
-"""The steps of one deploy, in order: pull → resolve → install → smoke → analyze → promote.
+"""The steps of one deploy, in order: pull → resolve → install → smoke → analyze → evaluate →
+promote.
 
 Each step calls its activity with its own timeout and retry policy; failures retrying
 cannot fix are non-retryable by `Failure` (see `failures`). Install registers
@@ -266,6 +267,56 @@ def _p95_limit(analysis: CanaryAnalysis) -> float | None:
     return float(min(limits)) if limits else None
 
 
+class Evaluate(Step):
+    """The quality gate (`canary.evaluation`): cases on canary and stable, scored.
+
+    The activity runs and scores the cases and returns the record; the verdict is acted
+    on here, so the record reaches `status.lastEvaluation` whether the gate passed or not:
+    a failed gate raises `GateFailed`, and the rollout compensates exactly as for a failed
+    analysis (the canary's traffic back, the canary retired, a Warning Event).
+    """
+
+    name, phase = "evaluate", "SmokeTesting"
+    done, fails_as = "EvaluationPassed", "EvaluationFailed"
+
+    def skip(self, deploy: Deploy) -> str | None:
+        return None if deploy.intent.evaluation is not None else "no evaluation configured"
+
+    def enter(self, deploy: Deploy) -> str:
+        evaluation = deploy.intent.evaluation
+        assert evaluation is not None
+        cases = f"{len(evaluation.cases)} case(s)"
+        if evaluation.dataset is not None:
+            cases += f" and the dataset {evaluation.dataset.ref}"
+        beside = " and the stable" if deploy.state.stable is not None else ""
+        return f"running {cases} on the canary{beside}"
+
+    async def run(self, deploy: Deploy) -> Outcome:
+        stable = deploy.state.stable
+        result = await workflow.execute_activity(
+            activitynames.EVALUATE,
+            v.EvaluationRequest(
+                namespace=deploy.state.run.namespace,
+                canary=deploy.canary().endpoints,
+                stable=stable.endpoints if stable else [],
+                evaluation=deploy.intent.evaluation_json,
+            ),
+            result_type=v.EvaluationResult,
+            start_to_close_timeout=timedelta(minutes=30),
+            heartbeat_timeout=timedelta(minutes=2),
+            retry_policy=f.retry(3, non_retryable=f.SPEC_ERRORS),
+        )
+        deploy.reporter.evaluation = {
+            **result.record,
+            "revision": deploy.revision,
+            "stableRevision": stable.revision if stable else None,
+            "time": format_time(workflow.now()),
+        }
+        if not result.passed:
+            raise f.GateFailed(f.Failure.EVALUATION_FAILED, result.message, result.attempt)
+        return Outcome(result.message, result.attempt)
+
+
 class Promote(Step):
     """The commit point: traffic moves to the new revision, the old one is retired (after
     `canary.drainSeconds`, a durable timer, when the run sets one)."""
@@ -330,5 +381,13 @@ def describe_backend(backend: v.Backend, headroom: int | None = None) -> str:
     return f"backend {name}: {backend.type}{where}{model}{room}"
 
 
-STEPS: tuple[Step, ...] = (Pull(), Resolve(), Install(), Smoke(), Analyze(), Promote())
+STEPS: tuple[Step, ...] = (
+    Pull(),
+    Resolve(),
+    Install(),
+    Smoke(),
+    Analyze(),
+    Evaluate(),
+    Promote(),
+)
 """The deploy, in order."""

@@ -203,6 +203,30 @@ class AnalysisResult:
 
 
 @dataclass
+class EvaluationRequest:
+    """Run the evaluation's cases on the canary and the stable, and score them.
+
+    `evaluation` is `spec.canary.evaluation` as the API stored it (the history keeps the
+    API's JSON); `namespace` is where judge scorers' PlntBackends are looked up.
+    """
+
+    namespace: str
+    canary: list[str]
+    stable: list[str]
+    evaluation: dict[str, Any]
+
+
+@dataclass
+class EvaluationResult:
+    """The quality gate's verdict and its record (`status.lastEvaluation`, camelCase)."""
+
+    passed: bool
+    message: str
+    record: dict[str, Any]
+    attempt: int = 1
+
+
+@dataclass
 class Report:
     """A status to write (merge patch of the fields the saga owns) and an optional Event."""
 

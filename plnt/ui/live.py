@@ -147,6 +147,7 @@ def run_fragments(request: web.Request, run: Mapping[str, Any]) -> dict[str, str
         "run-timeline": rendering.fragment(request, "run_timeline.html", **context),
         "run-conditions": rendering.fragment(request, "run_conditions.html", **context),
         "run-history": rendering.fragment(request, "run_history.html", **context),
+        "run-evaluation": rendering.fragment(request, "run_evaluation.html", **context),
     }
 
 

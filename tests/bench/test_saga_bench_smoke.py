@@ -213,3 +213,20 @@ async def test_a_burst_sends_each_item_once_and_sorts_answers_started_deferred_f
     assert sorted(seen) == list(range(20))
     assert (stats.started, stats.deferred, stats.errors) == (12, 4, 4)
     assert len(stats.start_latencies) == 12
+
+
+def test_the_quality_gates_time_is_reported_in_total_and_per_case() -> None:
+    results = saga.SagaResults(
+        deploy_seconds=[1.0, 1.2], evaluation_ms=[100.0, 120.0, 110.0], evaluation_cases=10
+    )
+    lines = saga.report(results, saga.InvokeSettings())
+    gate = next(line for line in lines if line.startswith("quality gate (10 cases"))
+    assert "p50 110.0 ms" in gate and "per case p50 11.00 ms" in gate
+    document = saga.as_json(results, saga.InvokeSettings())
+    assert document["evaluation"]["per_case_p50_ms"] == pytest.approx(11.0)
+    run = deploys.workflowrun("r", ref="oci-layout:x:y", digest="d", evaluation_cases=2)
+    cases = run["spec"]["canary"]["evaluation"]["cases"]
+    assert [c["name"] for c in cases] == ["topic-0", "topic-1"]
+    ready = {"status": {"lastEvaluation": {"durationMilliseconds": 12.5}}}
+    assert saga.evaluation_milliseconds(ready) == 12.5
+    assert saga.evaluation_milliseconds({"status": {}}) is None

@@ -66,3 +66,49 @@ def test_history_of_a_run_with_nothing_promoted_is_no_report() -> None:
     promoted = {"status": {"revision": 1, "history": [{"revision": 1, "digest": "sha256:ab"}]}}
     assert reports.history_text(promoted) is not None
     assert reports.history_text(promoted).splitlines()[1].startswith("1*")  # type: ignore[union-attr]
+
+
+EVALUATION = {
+    "revision": 2,
+    "stableRevision": 1,
+    "passed": False,
+    "message": "evaluation failed: next pass rate 0.00 < min 1.00; stable 1.00 (0/1)",
+    "scorers": [
+        {
+            "name": "next",
+            "type": "regex",
+            "checks": 1,
+            "canaryPassRate": 0.0,
+            "stablePassRate": 1.0,
+            "regression": 1.0,
+            "minPassRate": 1.0,
+            "maxRegression": 0.0,
+            "passed": False,
+            "message": "…",
+        }
+    ],
+    "cases": [
+        {
+            "name": "after-4",
+            "canary": {"output": " the", "scores": [{"scorer": "next", "passed": False}]},
+            "stable": {"output": " 5, 6", "scores": [{"scorer": "next", "passed": True}]},
+        }
+    ],
+}
+
+
+def test_status_states_the_last_evaluations_numbers_and_answers_side_by_side() -> None:
+    run = {"metadata": {"name": "r"}, "spec": {}, "status": {"lastEvaluation": EVALUATION}}
+    text = reports.status_text(run, [])
+    assert "Evaluation:  revision 2 beside stable 1: failed" in text
+    scorer = next(line for line in text.splitlines() if line.strip().startswith("next"))
+    assert scorer.split()[:5] == ["next", "regex", "1", "0.00", "1.00"]
+    assert "min 1.00, regression 1.00 <= 0.00" in scorer and scorer.endswith("FAIL")
+    case = next(line for line in text.splitlines() if "after-4" in line)
+    assert "✗ ' the'" in case and "✓ ' 5, 6'" in case
+    assert text.index("Evaluation:") < text.index("Events:")
+
+
+def test_status_without_an_evaluation_says_nothing_of_one() -> None:
+    run = {"metadata": {"name": "r"}, "spec": {}, "status": {}}
+    assert "Evaluation" not in reports.status_text(run, [])

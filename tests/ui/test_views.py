@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import markupsafe
 import pytest
 
-from plnt.ui import actions, forms, views
+from plnt.ui import actions, forms, rendering, views
 from plnt.ui import invocations as invocation_views
 
 NOW = datetime(2025, 1, 1, 12, 0, 10, tzinfo=UTC)
@@ -184,3 +185,40 @@ def test_a_backends_events_are_cut_to_the_most_recent_and_series_counts_win() ->
     shown = views.backend_events(events, NOW, shown=3)["gpu-a"]
     assert [e.reason for e in shown] == ["Series", "R7", "R6"]
     assert shown[0].count == 7
+
+
+def test_the_run_page_shows_each_cases_answers_canary_beside_stable_with_scores() -> None:
+    record = {
+        "revision": 2,
+        "stableRevision": 1,
+        "passed": False,
+        "message": "evaluation failed: next pass rate 0.00 < min 1.00; stable 1.00 (0/1)",
+        "durationMilliseconds": 2100.0,
+        "scorers": [
+            {"name": "next", "type": "regex", "checks": 1, "canaryPassRate": 0.0,
+             "stablePassRate": 1.0, "minPassRate": 1.0, "maxRegression": 0.0, "passed": False},
+            {"name": "judge", "type": "judge", "checks": 1, "winRate": 0.5, "wins": 0,
+             "ties": 1, "losses": 0, "minWinRate": 0.5, "passed": True},
+        ],
+        "judges": [{"scorer": "judge", "backend": "j", "model": "m", "rubric": "<b>count</b>",
+                    "temperature": 0.0}],
+        "cases": [
+            {"name": "after-4",
+             "canary": {"output": " the <list>", "scores": [
+                 {"scorer": "next", "passed": False, "detail": "no match"}]},
+             "stable": {"output": {"n": 5}, "scores": [{"scorer": "next", "passed": True}]},
+             "judgements": [{"scorer": "judge", "canaryFirst": "canary",
+                             "stableFirst": "stable", "outcome": "tie"}]},
+        ],
+    }  # fmt: skip
+    template = rendering.environment().get_template("run_evaluation.html")
+    html = template.render(status={"lastEvaluation": record})
+    assert 'data-testid="evaluation"' in html and "failed" in html
+    assert "beside stable r1" in html and str(markupsafe.escape(record["message"])) in html
+    case = html[html.index('data-case="after-4"') :]
+    canary, stable = case.index('data-testid="canary"'), case.index('data-testid="stable"')
+    assert canary < case.index("the &lt;list&gt;") < stable  # escaped, in the canary's cell
+    assert stable < case.index("✓ next") and case.index("✗ next") < stable
+    assert "{&#34;n&#34;: 5}" in case or '{"n": 5}' in case  # JSON output as JSON
+    assert "judge: tie" in case and "&lt;b&gt;count&lt;/b&gt;" in html
+    assert "No evaluation has run" in template.render(status={})

@@ -100,9 +100,19 @@ class WorkflowRunStrategy(Strategy):
 
 
 def _reference_causes(obj: Object) -> list[errors.Cause]:
-    """A reference the pull could never resolve is refused at admission, not in the saga."""
-    ref = lookup(obj, "spec", "workflow", "ref")
-    digest = lookup(obj, "spec", "workflow", "digest")
+    """A reference the pull could never resolve is refused at admission, not in the saga:
+    the workflow spec's, and the evaluation dataset's (pulled by the same code)."""
+    return _pinned_causes(lookup(obj, "spec", "workflow") or {}, "spec.workflow") + _pinned_causes(
+        lookup(obj, "spec", "canary", "evaluation", "dataset") or {},
+        "spec.canary.evaluation.dataset",
+    )
+
+
+def _pinned_causes(pinned: Any, field: str) -> list[errors.Cause]:
+    """The causes of one `{ref, digest}` at `field`."""
+    if not isinstance(pinned, dict):
+        return []
+    ref, digest = pinned.get("ref"), pinned.get("digest")
     if not isinstance(ref, str) or not ref:
         return []  # the schema reports a missing or mistyped ref
     try:
@@ -110,7 +120,7 @@ def _reference_causes(obj: Object) -> list[errors.Cause]:
     except spec_errors.InvalidReference as error:
         return [
             errors.Cause(
-                "FieldValueInvalid", f"Invalid value: {go_quote(ref)}: {error}", "spec.workflow.ref"
+                "FieldValueInvalid", f"Invalid value: {go_quote(ref)}: {error}", f"{field}.ref"
             )
         ]
     if parsed.digest is not None and isinstance(digest, str) and parsed.digest != digest:
@@ -118,8 +128,8 @@ def _reference_causes(obj: Object) -> list[errors.Cause]:
             errors.Cause(
                 "FieldValueInvalid",
                 f"Invalid value: {go_quote(ref)}: pinned to {parsed.digest}, "
-                f"but spec.workflow.digest is {digest}",
-                "spec.workflow.ref",
+                f"but {field}.digest is {digest}",
+                f"{field}.ref",
             )
         ]
     return []

@@ -1,0 +1,174 @@
+"""The quality gate's I/O: the cases, their answers on canary and stable, the record.
+
+Cases come from `spec.canary.evaluation.cases` and from its pinned `dataset`, fetched and
+verified by the worker's spec cache exactly as a workflow spec is (the same sources, the
+same digest check: a mismatch names both digests). Each case is sent to the canary and to
+the stable revision at the same time, through the runners' own `POST /invoke` as the
+smoke case and the analysis do (`probing.invoke`), so both answer in the same window.
+The answers are scored by `scoring` (pure) and, for judge scorers, compared by a model
+(`judging`). The result is the `EvaluationRecord` the saga writes to
+`status.lastEvaluation`; whether it passed is for the workflow to act on.
+
+Errors: `InvalidDataset` (a dataset that is not cases: a new generation must fix it),
+the spec cache's `SourceError`s for the fetch, `probing.Unreachable` for a runner that
+cannot be reached (worth retrying), `judging.JudgeFailed` for a judge that does not
+answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import aiohttp
+import pydantic
+import yaml
+
+from plnt.api import evaluations as ev
+from plnt.sagas import judging, probing, scoring
+from plnt.sagas.speccache import SpecCache
+
+MAX_OUTPUT_CHARS = 400
+"""Output text kept per answer in the record (status is no place for long answers)."""
+
+
+class InvalidDataset(Exception):
+    """The dataset's bytes are not a list of valid cases."""
+
+
+def parse_dataset(data: bytes) -> list[ev.EvaluationCase]:
+    """Cases from a YAML/JSON document (a list, or `{cases: [...]}`) or from JSON Lines."""
+    if len(data) > ev.MAX_DATASET_BYTES:
+        raise InvalidDataset(f"{len(data)} bytes, more than {ev.MAX_DATASET_BYTES}")
+    text = data.decode("utf-8", errors="replace")
+    try:
+        document: Any = yaml.safe_load(text)
+    except yaml.YAMLError:
+        document = None  # several JSON objects, one a line, are not one YAML document
+    if isinstance(document, dict) and set(document) == {"cases"}:
+        document = document["cases"]
+    elif not isinstance(document, list):  # JSON Lines (one line is also one YAML mapping)
+        try:
+            document = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except ValueError as error:
+            raise InvalidDataset(f"neither YAML, JSON nor JSON Lines: {error}") from None
+    if not isinstance(document, list) or not document:
+        raise InvalidDataset("expected a non-empty list of cases (or {cases: [...]})")
+    if len(document) > ev.MAX_CASES:
+        raise InvalidDataset(f"{len(document)} cases, more than {ev.MAX_CASES}")
+    try:
+        cases = pydantic.TypeAdapter(list[ev.EvaluationCase]).validate_python(document)
+    except pydantic.ValidationError as error:
+        raise InvalidDataset("; ".join(_problem(item) for item in error.errors())) from None
+    return cases
+
+
+def _problem(item: Any) -> str:
+    """One validation problem as `cases[0].expect[1].regex: message`."""
+    path = "cases"
+    for part in item["loc"]:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return f"{path}: {item['msg']}"
+
+
+async def load_cases(evaluation: ev.CanaryEvaluation, specs: SpecCache) -> list[ev.EvaluationCase]:
+    """The inline cases, then the dataset's (verified against its pinned digest)."""
+    cases = list(evaluation.cases)
+    if evaluation.dataset is not None:
+        data = await specs.ensure(evaluation.dataset.ref, evaluation.dataset.digest)
+        try:
+            more = parse_dataset(data)
+        except InvalidDataset as error:
+            raise InvalidDataset(f"dataset {evaluation.dataset.ref}: {error}") from None
+        names = {case.name for case in cases}
+        clash = sorted(names & {case.name for case in more})
+        if clash:
+            raise InvalidDataset(
+                f"dataset {evaluation.dataset.ref}: case names also used inline: "
+                + ", ".join(clash)
+            )
+        cases.extend(more)
+    if len(cases) > ev.MAX_CASES:
+        raise InvalidDataset(f"{len(cases)} cases in all, more than {ev.MAX_CASES}")
+    return cases
+
+
+def kept(output: Any) -> Any:
+    """The output as the record keeps it: long text cut, large JSON as cut text."""
+    if isinstance(output, str):
+        return output if len(output) <= MAX_OUTPUT_CHARS else output[:MAX_OUTPUT_CHARS] + "…"
+    text = json.dumps(output, sort_keys=True, ensure_ascii=False)
+    return output if len(text) <= MAX_OUTPUT_CHARS else text[:MAX_OUTPUT_CHARS] + "…"
+
+
+async def answer(
+    session: aiohttp.ClientSession, endpoint: str, inputs: dict[str, Any]
+) -> tuple[ev.Answer, Any]:
+    """One invocation: the record's answer, and the whole output (for scorers and judges)."""
+    began = time.perf_counter()
+    status, body = await probing.invoke(session, endpoint, inputs)
+    milliseconds = round((time.perf_counter() - began) * 1000.0, 1)
+    if status != 200 or not isinstance(body, dict):
+        error = body.get("error", {}) if isinstance(body, dict) else {}
+        detail = error.get("message") if isinstance(error, dict) else None
+        return ev.Answer(error=f"HTTP {status}: {detail or body}", milliseconds=milliseconds), None
+    output = body.get("output")
+    return ev.Answer(output=kept(output), milliseconds=milliseconds), output
+
+
+Progress = Callable[[str], None]
+
+
+async def evaluate(
+    session: aiohttp.ClientSession,
+    evaluation: ev.CanaryEvaluation,
+    cases: Sequence[ev.EvaluationCase],
+    *,
+    canary: Sequence[str],
+    stable: Sequence[str],
+    judge: judging.Judge | None = None,
+    progress: Progress | None = None,
+) -> ev.EvaluationRecord:
+    """Run every case on canary and stable side by side, score, and judge the limits."""
+    began = time.perf_counter()
+    has_stable = bool(stable)
+    records: list[ev.CaseRecord] = []
+    for index, case in enumerate(cases):
+        calls = [answer(session, canary[index % len(canary)], case.inputs)]
+        if has_stable:
+            calls.append(answer(session, stable[index % len(stable)], case.inputs))
+        answers = await asyncio.gather(*calls)
+        (canary_answer, canary_output), *rest = answers
+        canary_answer.scores = scoring.score(case.expect, canary_answer)
+        record = ev.CaseRecord(name=case.name, inputs=case.inputs, canary=canary_answer)
+        if rest:
+            (stable_answer, stable_output) = rest[0]
+            stable_answer.scores = scoring.score(case.expect, stable_answer)
+            record.stable = stable_answer
+            for scorer in case.expect:
+                if scorer.judge is None:
+                    continue
+                if judge is None:
+                    raise judging.JudgeFailed(f"{scorer.key}: no judge client")
+                record.judgements.append(
+                    await judge.compare(
+                        scorer, case.inputs, canary_answer, canary_output, stable_answer,
+                        stable_output,
+                    )
+                )  # fmt: skip
+        records.append(record)
+        if progress is not None:
+            progress(f"case {index + 1}/{len(cases)} {case.name}")
+    found = scoring.verdicts(evaluation, cases, records, has_stable=has_stable)
+    return ev.EvaluationRecord(
+        passed=all(v.passed for v in found),
+        message=scoring.summary(found, cases=len(cases), has_stable=has_stable),
+        dataset=evaluation.dataset,
+        duration_milliseconds=round((time.perf_counter() - began) * 1000.0, 1),
+        scorers=found,
+        judges=judge.records(cases) if judge is not None and has_stable else [],
+        cases=records,
+    )
