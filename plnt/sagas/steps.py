@@ -63,10 +63,12 @@ async def move_route(deploy: Deploy, backends: list[v.RouteBackend]) -> v.Routed
     return routed
 
 
-async def announce_route(deploy: Deploy, backends: list[v.RouteBackend]) -> None:
-    """A move that is not a step of its own (promotion's, an undo): the move, then its Event."""
+async def announce_route(deploy: Deploy, backends: list[v.RouteBackend], why: str) -> None:
+    """A move that is not a step of its own (promotion's, an undo): the move, then its Event
+    (`why` tells moves to the same weights apart, which kube would count as one Event)."""
     routed = await move_route(deploy, backends)
-    await deploy.reporter.publish(deploy.intent, Event("Normal", "TrafficShifted", routed.message))
+    message = f"{routed.message} ({why})"
+    await deploy.reporter.publish(deploy.intent, Event("Normal", "TrafficShifted", message))
 
 
 class Pull(Step):
@@ -222,7 +224,7 @@ class Route(Step):
         revision = stable.revision
 
         async def route_back() -> None:
-            await announce_route(deploy, routing.withdrawn(revision))
+            await announce_route(deploy, routing.withdrawn(revision), "back to the stable revision")
 
         return Compensation("route back to the stable revision", route_back)
 
@@ -367,14 +369,16 @@ class Promote(Step):
         draining = old is not None and old.revision != new.revision
         if new.route is not None:  # applications' traffic too: 100/0 while the old drains
             plan = routing.promoted(new.revision, old.revision if old is not None else None)
-            await announce_route(deploy, plan)
+            await announce_route(deploy, plan, f"revision {new.revision} promoted")
         elif old is not None and old.route is not None:  # the run has no route any more
-            await announce_route(deploy, [])
+            await announce_route(deploy, [], "the run has no route any more")
         if old is not None and draining:
             if drain := intent.canary.drain_seconds:  # in-flight invocations finish
                 await workflow.sleep(drain)
             if new.route is not None:  # the drained revision leaves the route first
-                await announce_route(deploy, routing.drained(new.revision))
+                await announce_route(
+                    deploy, routing.drained(new.revision), f"revision {old.revision} drained"
+                )
             await retire(state.run, old.revision, old.target)
         if replicas != new.replicas:  # replicas: 0 keeps the revision but no process
             await scaling.scale(deploy.reporter, intent, new)
