@@ -6,7 +6,7 @@ status subresource (by the saga) and records what actually happened.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -186,6 +186,17 @@ class GatewayReference(WireModel):
     )
 
 
+Hostname = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=253,
+        pattern=r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+    ),
+]
+"""A host name as the Gateway API's HTTPRoute takes it (a leading `*.` is a wildcard)."""
+
+
 class RouteSpec(WireModel):
     """An HTTPRoute that sends applications' traffic to the run's revisions by the canary's weights.
 
@@ -199,7 +210,7 @@ class RouteSpec(WireModel):
     gateway: GatewayReference | None = Field(
         default=None, description="The Gateway to attach to; default: the cluster's."
     )
-    hostnames: list[str] | None = Field(
+    hostnames: list[Hostname] | None = Field(
         default=None,
         max_length=16,
         description="Host names the route matches; default: the cluster's (none: the Gateway's).",
