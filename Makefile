@@ -36,6 +36,7 @@ lint: install-dev
 	$(BIN)/lint-imports
 
 test: lint
+	tests/support/kube/gatewayapi/install.sh
 	$(BIN)/pytest tests --durations=25
 
 # Build the image offline with podman (a local Debian base, a host-built wheelhouse) and

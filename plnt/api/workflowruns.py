@@ -6,7 +6,7 @@ status subresource (by the saga) and records what actually happened.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -176,6 +176,62 @@ class StepCacheSpec(WireModel):
     max_entries: int = Field(default=1024, ge=0, description="Entries kept before eviction.")
 
 
+class GatewayReference(WireModel):
+    """The Gateway (gateway.networking.k8s.io/v1) a run's HTTPRoute attaches to."""
+
+    name: str = Field(min_length=1, max_length=253, description="Name of the Gateway.")
+    namespace: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=63,
+        description="Namespace of the Gateway; default: the run's.",
+    )
+    section_name: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=253,
+        description="One listener of the Gateway (its sectionName); default: every listener.",
+    )
+
+
+Hostname = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=253,
+        pattern=r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+    ),
+]
+"""A host name as the Gateway API's HTTPRoute takes it (a leading `*.` is a wildcard)."""
+
+
+class RouteSpec(WireModel):
+    """An HTTPRoute that sends applications' traffic to the run's revisions by the canary's weights.
+
+    Only with `target: kubernetes`, on a worker that manages routes (`plnt worker --routes`,
+    the chart's `worker.kubernetesTarget.routes.enabled`). Fields left out take the
+    cluster's defaults (the worker's `--routes`); `enabled: false` opts a run out of a
+    cluster that routes every run.
+    """
+
+    enabled: bool = Field(default=True, description="Whether the run has an HTTPRoute.")
+    gateway: GatewayReference | None = Field(
+        default=None, description="The Gateway to attach to; default: the cluster's."
+    )
+    hostnames: list[Hostname] | None = Field(
+        default=None,
+        max_length=16,
+        description="Host names the route matches; default: the cluster's (none: the Gateway's).",
+    )
+    path: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1024,
+        pattern=r"^/",
+        description="Path prefix the route matches; default: the cluster's, else /.",
+    )
+
+
 class WorkflowRunSpec(WireModel):
     """Desired state of a WorkflowRun."""
 
@@ -190,6 +246,13 @@ class WorkflowRunSpec(WireModel):
     )
     canary: CanarySpec | None = Field(default=None, description="Canary settings.")
     cache: StepCacheSpec | None = Field(default=None, description="Step cache settings.")
+    route: RouteSpec | None = Field(
+        default=None,
+        description=(
+            "A Gateway API HTTPRoute carrying the canary's weights to applications in the"
+            " cluster (target: kubernetes)."
+        ),
+    )
 
 
 class SagaStep(WireModel):

@@ -72,6 +72,16 @@ def worker(
             help="YAML values every runner release shares (image, gpuClasses, ingress ...).",
         ),
     ] = None,
+    routes: Annotated[
+        str | None,
+        typer.Option(
+            "--routes",
+            envvar="PLNT_ROUTES",
+            help="Keep a Gateway API HTTPRoute per routed run (target: kubernetes), with these "
+            'defaults as JSON: {"gateway": {"name", "namespace", "sectionName"}, "hostnames", '
+            '"path", "everyRun"} ({} : only runs that set spec.route).',
+        ),
+    ] = None,
     helm_storage_driver: Annotated[
         str, typer.Option("--helm-storage-driver", help="Where Helm keeps releases.")
     ] = "secret",
@@ -122,9 +132,18 @@ def worker(
             exit_now(int(exits.Code.USAGE))
             return
     from plnt.sagas import serving  # the Temporal SDK only when the command runs
+    from plnt.sagas.targets.routes import ClusterRoutes
 
+    try:
+        cluster_routes = ClusterRoutes.parse(routes) if routes is not None else None
+    except ValueError as error:
+        typer.echo(f"error: {error}", err=True)
+        exit_now(int(exits.Code.USAGE))
+        return
     cluster = (
-        serving.Cluster(runner_chart, kubeconfig, settings or {}, helm_storage_driver)
+        serving.Cluster(
+            runner_chart, kubeconfig, settings or {}, helm_storage_driver, cluster_routes
+        )
         if runner_chart
         else None
     )

@@ -114,6 +114,7 @@ class DeployActivities:
             self.retire,
             self.teardown,
             self.release,
+            self.route,
         ]
 
     def _http(self) -> aiohttp.ClientSession:
@@ -321,10 +322,12 @@ class DeployActivities:
 
     @activity.defn(name=activitynames.INSTALL)
     async def install(self, request: v.InstallRequest) -> v.Installed:
-        """Ensure the revision's replicas run and are ready (adopting live ones)."""
+        """Ensure the revision's replicas run and are ready (adopting live ones); say
+        whether the run has an HTTPRoute (checked before anything is installed)."""
         revision = await self._revision(request)
+        target = self._target(request.target)
+        route = self._route_of(target, request.run, request.route)
         try:
-            target = self._target(request.target)
             replicas = await target.install(revision, heartbeat=activity.heartbeat)
         except targets.InsufficientCapacity as error:
             # Not retried here: nodes come slowly; the saga tries again after its backoff.
@@ -334,7 +337,35 @@ class DeployActivities:
             raise _fail(Failure.CREDENTIALS_MISSING, str(error)) from error
         except targets.InstallFailed as error:
             raise _fail(Failure.INSTALL_FAILED, str(error), retryable=True) from error
-        return self._installed(replicas)
+        installed = self._installed(replicas)
+        installed.route = route
+        return installed
+
+    @staticmethod
+    def _route_of(target: targets.Target, run: v.RunRef, spec: dict[str, Any] | None) -> str | None:
+        if not isinstance(target, targets.Router):
+            if spec is not None and spec.get("enabled", True):
+                raise _fail(Failure.ROUTE_UNAVAILABLE, "spec.route needs target: kubernetes")
+            return None
+        try:
+            return target.route_of(run, spec)
+        except targets.TargetError as error:  # routes.RouteUnavailable
+            raise _fail(Failure.ROUTE_UNAVAILABLE, str(error)) from error
+
+    @activity.defn(name=activitynames.ROUTE)
+    async def route(self, request: v.RouteRequest) -> v.Routed:
+        """Move the run's HTTPRoute to `request.backends` (none: remove it); idempotent."""
+        target = self.kubernetes if request.target == "kubernetes" else self.target
+        if not isinstance(target, targets.Router):
+            return v.Routed(None, "no HTTPRoute: the worker has no cluster")
+        try:
+            route = target.route_of(request.run, request.route)
+            message = await target.route(request.run, request.route, request.backends)
+        except targets.TargetError as error:
+            raise _fail(Failure.ROUTE_FAILED, str(error), retryable=True) from error
+        return v.Routed(
+            route if request.backends else None, message, attempt=activity.info().attempt
+        )
 
     @activity.defn(name=activitynames.SCALE)
     async def scale(self, request: v.InstallRequest) -> v.Installed:

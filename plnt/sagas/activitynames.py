@@ -24,6 +24,8 @@ EVALUATE = "evaluate"
 RETIRE = "retire"
 TEARDOWN = "teardown"
 RELEASE = "release"
+ROUTE = "route"
+"""Set the weights of the run's HTTPRoute (Gateway API), or remove it."""
 
 PULL_POSITIONAL = "pull"
 """`pull-spec` as sagas that began before typed activity inputs schedule it."""
@@ -42,5 +44,6 @@ DEPLOY = (
     RETIRE,
     TEARDOWN,
     RELEASE,
+    ROUTE,
 )
 """Every activity a deploy schedules now (the positional forms left out)."""

@@ -49,6 +49,10 @@ class Failure(enum.StrEnum):
     TARGET_UNAVAILABLE = "TargetUnavailable"
     """The worker has no such target (`spec.target: kubernetes` without a cluster)."""
     SCALE_FAILED = "ScaleFailed"
+    ROUTE_UNAVAILABLE = "RouteUnavailable"
+    """The run asks for an HTTPRoute the worker cannot make (no `--routes`, no Gateway)."""
+    ROUTE_FAILED = "RouteFailed"
+    """kube-apiserver refused or did not take a move of the run's HTTPRoute (retried later)."""
     CONFLICT = "Conflict"
     ERROR = "Error"
     """Anything without a type of its own (a crash, a timeout): treated as transient."""
@@ -90,6 +94,8 @@ _OWN_REASON = frozenset(
         Failure.JUDGE_FAILED,
         Failure.TARGET_UNAVAILABLE,
         Failure.INSUFFICIENT_CAPACITY,
+        Failure.ROUTE_UNAVAILABLE,
+        Failure.ROUTE_FAILED,
     }
 )
 _REASON_OF = {
@@ -119,6 +125,7 @@ TRANSIENT = frozenset(
         Failure.ERROR,
         Failure.SCALE_FAILED,
         Failure.INSUFFICIENT_CAPACITY,
+        Failure.ROUTE_FAILED,
     }
 )
 """A registry or backend that is down, a runner that did not start, a secret not yet written."""

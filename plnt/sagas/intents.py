@@ -90,6 +90,12 @@ class Intent:
         """`spec.cache` as stored (the install activity reads it with the API's model)."""
         return dict(self.desired.spec.get("cache") or {})
 
+    @property
+    def route(self) -> dict[str, Any] | None:
+        """`spec.route` as stored (the target reads it with the API's model); None: unset."""
+        route = self.desired.spec.get("route")
+        return dict(route) if isinstance(route, dict) else None
+
     def resolve_request(self, namespace: str) -> v.ResolveRequest:
         backend = self.spec.backend
         selector = backend.selector if backend is not None else None

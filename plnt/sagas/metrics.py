@@ -58,7 +58,7 @@ schedule): their retry counters exist from the start, at 0."""
 ACTIVITY_OUTCOMES = ("succeeded", "failed", "cancelled")
 
 STEP_OUTCOMES = {"Succeeded": "succeeded", "Skipped": "skipped", "Failed": "failed"}
-STEPS = ("pull", "resolve", "install", "smoke", "analyze", "promote")
+STEPS = ("pull", "resolve", "install", "smoke", "route", "analyze", "promote")
 
 
 class SagaMetrics:

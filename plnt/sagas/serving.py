@@ -31,6 +31,7 @@ from plnt.sagas import worker
 from plnt.sagas.control import DeployUnavailable
 from plnt.sagas.starter import TemporalConnection
 from plnt.sagas.targets import local_scrape
+from plnt.sagas.targets.routes import ClusterRoutes
 
 
 class WorkerError(Exception):
@@ -45,6 +46,8 @@ class Cluster:
     kubeconfig: Path | None
     settings: dict[str, Any]
     storage_driver: str
+    routes: ClusterRoutes | None = None
+    """`--routes`: the worker keeps runs' Gateway API HTTPRoutes, with these defaults."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,7 @@ async def serve(
                         kubeconfig=cluster.kubeconfig,
                         settings=cluster.settings,
                         storage_driver=cluster.storage_driver,
+                        routes=cluster.routes,
                     )
                 )
             except ClusterError as error:

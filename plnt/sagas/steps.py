@@ -1,10 +1,14 @@
-"""The steps of one deploy, in order: pull → resolve → install → smoke → analyze → evaluate →
-promote.
+"""The steps of one deploy, in order: pull → resolve → install → smoke → route → analyze →
+evaluate → promote.
 
 Each step calls its activity with its own timeout and retry policy; failures retrying
 cannot fix are non-retryable by `Failure` (see `failures`). Install registers
-"retire the canary" and analyze "traffic back to the stable revision" before they
-run; promote is the commit point. `STEPS` is the list `rollout.roll_out` walks.
+"retire the canary", route "route back to the stable revision" (the run's Gateway API
+HTTPRoute, when it has one: `routing` has the weights of every move) and analyze
+"traffic back to the stable revision" before they run, so a failed canary's route is
+put back before its release is removed; promote is the commit point, and moves the
+route to the new revision, then drops the drained one. `STEPS` is the list
+`rollout.roll_out` walks.
 
 Replay: before typed activity inputs, pull and resolve took positional arguments.
 Histories recorded then (no `TYPED_INPUTS` marker) replay through the old activity
@@ -22,12 +26,12 @@ from temporalio.workflow import ActivityCancellationType
 with workflow.unsafe.imports_passed_through():
     from plnt.api.meta import format_time
     from plnt.api.workflowruns import CanaryAnalysis
-    from plnt.sagas import activitynames, scaling
+    from plnt.sagas import activitynames, routing, scaling
     from plnt.sagas import failures as f
     from plnt.sagas import values as v
     from plnt.sagas.compensation import Compensation
     from plnt.sagas.deploys import Deploy, Step
-    from plnt.sagas.reporting import Canary, Outcome
+    from plnt.sagas.reporting import Canary, Event, Outcome
 
 TYPED_INPUTS = "typed-activity-inputs"
 """The patch that gave pull and resolve one typed input each (`workflow.patched`)."""
@@ -44,6 +48,27 @@ async def retire(run: v.RunRef, revision: int, target: str) -> None:
         start_to_close_timeout=timedelta(minutes=1),
         retry_policy=f.retry(20),
     )
+
+
+async def move_route(deploy: Deploy, backends: list[v.RouteBackend]) -> v.Routed:
+    """Set the run's HTTPRoute to `backends` (none: remove it)."""
+    intent = deploy.intent
+    routed: v.Routed = await workflow.execute_activity(
+        activitynames.ROUTE,
+        v.RouteRequest(deploy.state.run, backends, intent.route, intent.spec.target),
+        result_type=v.Routed,
+        start_to_close_timeout=timedelta(minutes=1),
+        retry_policy=f.retry(10),
+    )
+    return routed
+
+
+async def announce_route(deploy: Deploy, backends: list[v.RouteBackend], why: str) -> None:
+    """A move that is not a step of its own (promotion's, an undo): the move, then its Event
+    (`why` tells moves to the same weights apart, which kube would count as one Event)."""
+    routed = await move_route(deploy, backends)
+    message = f"{routed.message} ({why})"
+    await deploy.reporter.publish(deploy.intent, Event("Normal", "TrafficShifted", message))
 
 
 class Pull(Step):
@@ -133,6 +158,7 @@ class Install(Step):
                 cache=deploy.intent.cache,
                 target=deploy.intent.spec.target,
                 gpu_class=deploy.intent.spec.gpu_class,
+                route=deploy.intent.route,
             ),
             result_type=v.Installed,
             start_to_close_timeout=timedelta(minutes=5),
@@ -167,6 +193,51 @@ class Smoke(Step):
             retry_policy=f.retry(3, non_retryable=f.SPEC_ERRORS | {f.Failure.SMOKE_FAILED}),
         )
         return Outcome(smoke.message, smoke.attempt, skipped=smoke.skipped)
+
+
+class Route(Step):
+    """The canary takes its weight of applications' traffic at the Gateway.
+
+    Applications in the cluster call the run's HTTPRoute, not plnt's `…/invoke`: the
+    route carries the same weights (the stable `100 - weight`, the canary `weight`) for
+    as long as the analysis and the pause run. Its undo puts the route back on the stable
+    revision; it is registered after install's, so it runs before the canary's release
+    is removed. Skipped when the run has no route, on a first deploy (the route is made
+    at promotion), and when nothing holds the canary's weight (no analysis, no pause).
+    """
+
+    name, phase, done, fails_as = "route", "SmokeTesting", "TrafficShifted", "RouteFailed"
+
+    def skip(self, deploy: Deploy) -> str | None:
+        if deploy.canary().route is None:
+            return "no HTTPRoute"
+        if deploy.state.stable is None:
+            return "a first deploy has no stable revision to share with; routed at promotion"
+        if ANALYZE.skip(deploy) is not None:
+            return "the canary takes no traffic before promotion"
+        return None
+
+    def compensation(self, deploy: Deploy) -> Compensation | None:
+        stable = deploy.state.stable
+        if stable is None:
+            return None
+        revision = stable.revision
+
+        async def route_back() -> None:
+            await announce_route(deploy, routing.withdrawn(revision), "back to the stable revision")
+
+        return Compensation("route back to the stable revision", route_back)
+
+    def enter(self, deploy: Deploy) -> str:
+        weight = deploy.intent.canary.weight
+        return f"HTTPRoute {deploy.canary().route}: the canary takes {weight}%"
+
+    async def run(self, deploy: Deploy) -> Outcome:
+        stable = deploy.state.stable
+        assert stable is not None, "skipped on a first deploy"
+        plan = routing.canary(stable.revision, deploy.revision, deploy.intent.canary.weight)
+        routed = await move_route(deploy, plan)
+        return Outcome(routed.message, routed.attempt)
 
 
 class Analyze(Step):
@@ -340,13 +411,24 @@ class Promote(Step):
             ready_replicas=installed.ready_replicas,
             fingerprint=intent.fingerprint,
             target=intent.spec.target,
+            route=installed.route,
         )
         state.stable, state.retries = new, 0
         _record(deploy, new)
         await deploy.reporter.publish(intent)  # traffic moves to the new revision first
-        if old is not None and old.revision != new.revision:
+        draining = old is not None and old.revision != new.revision
+        if new.route is not None:  # applications' traffic too: 100/0 while the old drains
+            plan = routing.promoted(new.revision, old.revision if old is not None else None)
+            await announce_route(deploy, plan, f"revision {new.revision} promoted")
+        elif old is not None and old.route is not None:  # the run has no route any more
+            await announce_route(deploy, [], "the run has no route any more")
+        if old is not None and draining:
             if drain := intent.canary.drain_seconds:  # in-flight invocations finish
                 await workflow.sleep(drain)
+            if new.route is not None:  # the drained revision leaves the route first
+                await announce_route(
+                    deploy, routing.drained(new.revision), f"revision {old.revision} drained"
+                )
             await retire(state.run, old.revision, old.target)
         if replicas != new.replicas:  # replicas: 0 keeps the revision but no process
             await scaling.scale(deploy.reporter, intent, new)
@@ -381,12 +463,15 @@ def describe_backend(backend: v.Backend, headroom: int | None = None) -> str:
     return f"backend {name}: {backend.type}{where}{model}{room}"
 
 
+ANALYZE = Analyze()
+
 STEPS: tuple[Step, ...] = (
     Pull(),
     Resolve(),
     Install(),
     Smoke(),
-    Analyze(),
+    Route(),
+    ANALYZE,
     Evaluate(),
     Promote(),
 )

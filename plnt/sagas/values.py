@@ -81,6 +81,8 @@ class Deployment:
     ready_replicas: int = 0
     fingerprint: str = ""
     target: str = "local"
+    route: str | None = None
+    """`NAMESPACE/NAME` of the HTTPRoute that sends applications' traffic to it, if any."""
 
 
 @dataclass
@@ -131,6 +133,8 @@ class InstallRequest:
     target: str = "local"
     """`spec.target`: which target makes the replicas ("local" or "kubernetes")."""
     gpu_class: str | None = None
+    route: dict[str, Any] | None = None
+    """`spec.route` as the API writes it (None: the cluster's default decides)."""
 
 
 @dataclass
@@ -139,6 +143,38 @@ class Installed:
 
     endpoints: list[str]
     ready_replicas: int
+    attempt: int = 1
+    route: str | None = None
+    """`NAMESPACE/NAME` of the run's HTTPRoute when the target routes the run (histories
+    recorded before routes decode None: no route moves)."""
+
+
+@dataclass
+class RouteBackend:
+    """One revision's Service in a route, with its weight (percent)."""
+
+    revision: int
+    weight: int
+
+
+@dataclass
+class RouteRequest:
+    """Make the run's HTTPRoute send traffic to `backends` (idempotent).
+
+    No backends, or a `route` that is disabled: remove the run's HTTPRoute."""
+
+    run: RunRef
+    backends: list[RouteBackend]
+    route: dict[str, Any] | None = None
+    target: str = "kubernetes"
+
+
+@dataclass
+class Routed:
+    """The route after a move: `NAMESPACE/NAME` (None: the run has none now)."""
+
+    route: str | None
+    message: str
     attempt: int = 1
 
 

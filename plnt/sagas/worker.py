@@ -44,6 +44,7 @@ from temporalio.api.common.v1 import Payload
 from plnt.client.clients import PlntClient
 from plnt.kube import connecting
 from plnt.kube.releases import HelmReleases
+from plnt.kube.routes import HTTPRoutes
 from plnt.kube.workloads import Workloads
 from plnt.processes import forkserver, tasks
 from plnt.sagas import backend_probes, bench, deploy, invocation, placement
@@ -57,6 +58,7 @@ from plnt.sagas.targets import local_scrape
 from plnt.sagas.targets.interface import Target
 from plnt.sagas.targets.kubernetes import KubernetesTarget
 from plnt.sagas.targets.local import LocalTarget
+from plnt.sagas.targets.routes import ClusterRoutes
 from plnt.workflowspec import sources
 
 
@@ -90,14 +92,21 @@ async def kubernetes_target(
     kubeconfig: Path | None,
     settings: dict[str, Any] | None = None,
     storage_driver: str = "secret",
+    routes: ClusterRoutes | None = None,
 ) -> AsyncIterator[KubernetesTarget]:
     """The Kubernetes target on the cluster `kubeconfig` names (None: as kubectl would
-    find it; in a pod, its service account), releasing its clients on exit."""
+    find it; in a pod, its service account), releasing its clients on exit. With
+    `routes`, it keeps runs' HTTPRoutes too."""
     releases = HelmReleases(kubeconfig=kubeconfig, storage_driver=storage_driver)
     try:
         async with connecting.api_client(kubeconfig) as api:
             yield KubernetesTarget(
-                releases=releases, workloads=Workloads(api), chart=chart, settings=settings
+                releases=releases,
+                workloads=Workloads(api),
+                chart=chart,
+                settings=settings,
+                cluster_routes=routes,
+                http_routes=HTTPRoutes(api) if routes is not None else None,
             )
     finally:
         releases.close()

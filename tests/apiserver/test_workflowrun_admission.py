@@ -31,3 +31,30 @@ async def test_a_reference_pinned_to_the_same_digest_is_accepted(api: Api) -> No
     body["spec"]["workflow"]["ref"] = f"oci-layout:examples:fanout@{DIGEST}"
     reply = await api.call("POST", BASE, body=body)
     assert reply.status == 201, reply.text
+
+
+async def test_a_route_on_local_runners_is_refused_naming_spec_route(api: Api) -> None:
+    body = workflowrun("routed-local")
+    body["spec"]["route"] = {"gateway": {"name": "public"}}
+    reply = await api.call("POST", BASE, body=body)
+    assert reply.status == 422, reply.text
+    causes = reply.json["details"]["causes"]
+    assert [c["field"] for c in causes] == ["spec.route"]
+    assert "spec.route needs spec.target: kubernetes" in causes[0]["message"]
+
+
+async def test_a_route_with_a_host_name_the_gateway_api_refuses_is_refused(api: Api) -> None:
+    body = workflowrun("routed-bad-host")
+    body["spec"].update(target="kubernetes", route={"hostnames": ["Not A Host"]})
+    reply = await api.call("POST", BASE, body=body)
+    assert reply.status == 422, reply.text
+    assert "spec.route.hostnames[0]" in [c["field"] for c in reply.json["details"]["causes"]]
+
+
+async def test_a_route_on_kubernetes_runners_is_accepted_as_written(api: Api) -> None:
+    body = workflowrun("routed")
+    route = {"gateway": {"name": "public", "sectionName": "https"}, "hostnames": ["*.example.com"]}
+    body["spec"].update(target="kubernetes", route=route)
+    reply = await api.call("POST", BASE, body=body)
+    assert reply.status == 201, reply.text
+    assert reply.json["spec"]["route"] == {"enabled": True, **route}

@@ -21,6 +21,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from plnt.cli import main as cli_main
+from plnt.sagas.targets import routes
 from tests.charts import rendering
 from tests.charts.rendering import NAMESPACE, Rendered
 
@@ -402,6 +403,40 @@ def test_the_kubernetes_target_gets_its_chart_shared_values_and_the_rights_helm_
         for rule in off.one("ClusterRole", "plnt-worker")["rules"]
         for g in rule["apiGroups"] for res in rule["resources"] for v in rule["verbs"]
     )  # fmt: skip
+
+
+def test_httproutes_are_off_by_default_and_on_pass_their_defaults_and_grant_their_rbac(
+    chart: helm_python.Chart,
+) -> None:
+    def routes_granted(r: Rendered) -> set[str]:
+        rules = r.one("ClusterRole", "plnt-worker")["rules"]
+        return {v for rule in rules if "httproutes" in rule["resources"] for v in rule["verbs"]}
+
+    def worker_args(r: Rendered) -> list[str]:
+        return list(rendering.container(r.one("Deployment", "plnt-worker"), "worker")["args"])
+
+    base = {"temporal": {"address": "t:7233"}}
+    off = rendering.render(chart, base)
+    assert "routes" not in rendering.flags(worker_args(off)[1:])
+    assert routes_granted(off) == set()
+
+    gateway = {"name": "public", "namespace": "gateways", "sectionName": "https"}
+    on_values = {"enabled": True, "gateway": gateway, "hostnames": ["models.example.com"]}
+    on = rendering.render(chart, {**base, "worker": {"kubernetesTarget": {"routes": on_values}}})
+    args = worker_args(on)
+    commands = typer.main.get_command(cli_main.app).commands  # type: ignore[attr-defined]
+    params = commands["worker"].make_context(args[0], args[1:]).params
+    parsed = routes.ClusterRoutes.parse(params["routes"])
+    assert parsed.gateway is not None and parsed.gateway.section_name == "https"
+    assert (parsed.hostnames, parsed.path, parsed.every_run) == (["models.example.com"], "/", False)
+    assert {"create", "patch", "delete", "get"} <= routes_granted(on)
+
+    bare = rendering.render(
+        chart, {**base, "worker": {"kubernetesTarget": {"routes": {"enabled": True}}}}
+    )
+    assert (
+        routes.ClusterRoutes.parse(rendering.flags(worker_args(bare)[1:])["routes"]).gateway is None
+    )
 
 
 # -- Temporal dev server --------------------------------------------------------------

@@ -9,12 +9,14 @@ The stand-in has `v1.plnt.work` registered, so the real kubectl, pointed at the
 stand-in with a token user, reaches plnt exactly as it would in a cluster. Its kubelet
 simulator runs the pods of `target: kubernetes` runs as real `plnt runner` processes on
 three simulated nodes (two in a cpu pool, one GPU node), and the worker installs them
-with `--runner-chart charts/workflow-runner`, as the chart configures it.
+with `--runner-chart charts/workflow-runner`, as the chart configures it, and keeps the
+HTTPRoutes of runs that ask for one (`--routes`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import ssl
 import sys
 import urllib.request
@@ -55,6 +57,9 @@ RUNNER_VALUES = {
 }
 """What every runner release shares (`--runner-values`): one class the GPU node can
 hold (one GPU) and one it cannot (two)."""
+ROUTES = {"gateway": {"name": "public", "namespace": "gateways"}, "path": "/"}
+"""The worker's `--routes`: runs that set `spec.route` get an HTTPRoute attached to this
+Gateway by default; runs that do not (every other test here) get none."""
 NODES = (
     kubelet.node("cpu-1", labels={"plnt.work/pool": "cpu"}),
     kubelet.node("cpu-2", labels={"plnt.work/pool": "cpu"}),
@@ -94,6 +99,8 @@ def grant_plnt_identities(cluster: standin.KubeStandIn) -> dict[str, str]:
                         "configmaps",
                         "secrets", "endpointslices", "horizontalpodautoscalers", "ingresses",
                         "poddisruptionbudgets", "servicemonitors")),
+        Rule(("get", "list", "watch", "create", "patch", "update", "delete"), user=worker,
+             api_groups=("gateway.networking.k8s.io",), resources=("httproutes",)),
     ):  # fmt: skip
         cluster.allow(rule)
     return {"apiserver": "apiserver-token", "worker": "worker-token"}
@@ -180,6 +187,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 "--runner-chart", chart,
                 "--runner-values", str(runner_values),
                 "--helm-storage-driver", HELM_STORAGE,
+                "--routes", json.dumps(ROUTES),
             ),
         )  # fmt: skip
         simulator = kube.start_kubelet(NODES)

@@ -29,7 +29,7 @@ from tests.support.stack import runner_pids, runner_pids_by_revision
 CLI_TIMEOUT = 120.0
 # The analyze step sends this many invocations: a deploy slow enough to act on mid-way.
 SLOW = {"analysis": {"requests": 3000, "maxErrorRate": 1.0}}
-SAGA_STEPS = ("pull", "resolve", "install", "smoke", "analyze", "promote")
+SAGA_STEPS = ("pull", "resolve", "install", "smoke", "route", "analyze", "evaluate", "promote")
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,8 @@ class ScriptedActivities:
         self.installs: list[tuple[int, datetime]] = []  # (revision, scheduled on server time)
         self.retired: list[int] = []
         self.retired_at: list[datetime] = []  # server time each retire was scheduled
+        self.moves: list[list[tuple[int, int]]] = []  # each HTTPRoute move's (revision, weight)
+        self.order: list[str] = []  # "route …" and "retire N", as they ran
         self.install_failures = 0
         self.hold_installs = asyncio.Event()  # set: installs wait for `release`
         self.release = asyncio.Event()
@@ -57,7 +59,9 @@ class ScriptedActivities:
         self._changed = asyncio.Event()
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.report, self.pull, self.resolve, self.install, self.retire, self.smoke]
+        return [
+            self.report, self.pull, self.resolve, self.install, self.retire, self.smoke, self.route,
+        ]  # fmt: skip
 
     def _note(self) -> None:
         self._changed.set()
@@ -109,7 +113,8 @@ class ScriptedActivities:
                 except TimeoutError:
                     continue
         url = f"http://127.0.0.1:1/r{request.revision}"
-        return v.Installed([url] * request.replicas, request.replicas)
+        route = f"{request.run.namespace}/{request.run.name}" if request.route else None
+        return v.Installed([url] * request.replicas, request.replicas, route=route)
 
     @activity.defn(name=activitynames.SMOKE)
     async def smoke(self, request: v.SmokeRequest) -> v.SmokeResult:
@@ -119,7 +124,16 @@ class ScriptedActivities:
     async def retire(self, request: v.RetireRequest) -> None:
         self.retired.append(request.revision)
         self.retired_at.append(activity.info().current_attempt_scheduled_time)
+        self.order.append(f"retire {request.revision}")
         self._note()
+
+    @activity.defn(name=activitynames.ROUTE)
+    async def route(self, request: v.RouteRequest) -> v.Routed:
+        plan = [(b.revision, b.weight) for b in request.backends]
+        self.moves.append(plan)
+        self.order.append(f"route {plan}")
+        self._note()
+        return v.Routed("default/timed", f"HTTPRoute default/timed: {plan}")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -351,3 +365,59 @@ async def test_retry_tries_a_failed_generation_again_at_once_and_is_refused_when
     first, second = (scheduled for _, scheduled in installs)
     assert (second - first).total_seconds() < 10
     assert await saga.update("retry") is False  # Ready: nothing waits for a retry
+
+
+async def test_an_aborted_canary_puts_the_route_back_before_its_release_is_removed(
+    saga: Saga,
+) -> None:
+    route = {"gateway": {"name": "public"}}
+    await saga.desire(spec("a", target="kubernetes", route=route))
+    await saga.settled(revision=1)
+    assert saga.activities.moves == [[(1, 100)]]
+    canary = {"weight": 25, "pauseSeconds": 3600}
+    await saga.desire(spec("b", target="kubernetes", route=route, canary=canary))
+    await saga.activities.until(analyzing(saga.activities), "analyze Running")
+    assert saga.activities.moves[-1] == [(1, 75), (2, 25)]
+    assert step(saga.activities.last_status(), "route")["state"] == "Succeeded"
+
+    assert await saga.update("abort") is True
+
+    await saga.activities.until(lambda: saga.activities.retired == [2], "canary retired")
+    assert saga.activities.order[-2:] == ["route [(1, 100)]", "retire 2"]
+    shifted = [m for reason, m in saga.activities.events() if reason == "TrafficShifted"]
+    assert shifted[-1].endswith("(back to the stable revision)")
+
+
+async def test_a_promoted_canary_routes_100_0_then_drops_the_drained_revision_before_retiring(
+    env: WorkflowEnvironment, saga: Saga
+) -> None:
+    route = {"gateway": {"name": "public"}}
+    await saga.desire(spec("a", target="kubernetes", route=route))
+    await saga.settled(revision=1)
+    canary = {"weight": 10, "pauseSeconds": 60, "drainSeconds": 30}
+    await saga.desire(spec("b", target="kubernetes", route=route, canary=canary))
+    await saga.activities.until(analyzing(saga.activities), "analyze Running")
+
+    await env.sleep(60)
+    await saga.activities.until(lambda: [(2, 100), (1, 0)] in saga.activities.moves, "100/0")
+    for _ in range(10):  # server time: the drain's timer may start just after a skip
+        if saga.activities.retired == [1]:
+            break
+        await env.sleep(30)
+
+    status = await saga.settled(revision=2)
+    assert saga.activities.moves == [[(1, 100)], [(1, 90), (2, 10)], [(2, 100), (1, 0)], [(2, 100)]]
+    assert saga.activities.order[-2:] == ["route [(2, 100)]", "retire 1"]
+    assert [(t["revision"], t["weight"]) for t in status["traffic"]] == [(2, 100)]
+
+
+async def test_a_run_without_a_route_moves_none_and_its_timeline_says_why(saga: Saga) -> None:
+    await saga.desire(spec("a"))
+    await saga.settled(revision=1)
+    await saga.desire(spec("b", canary={"pauseSeconds": 1}))
+    status = await saga.settled(revision=2)
+    assert saga.activities.moves == []
+    assert (step(status, "route")["state"], step(status, "route")["message"]) == (
+        "Skipped",
+        "no HTTPRoute",
+    )

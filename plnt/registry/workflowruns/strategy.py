@@ -88,6 +88,17 @@ class WorkflowRunStrategy(Strategy):
                 )
             )
         causes.extend(_reference_causes(obj))
+        route = lookup(obj, "spec", "route")
+        target = lookup(obj, "spec", "target") or "local"
+        if isinstance(route, dict) and route.get("enabled", True) and target != "kubernetes":
+            causes.append(
+                errors.Cause(
+                    "FieldValueInvalid",
+                    "Invalid value: an HTTPRoute carries the weights of runners in a cluster: "
+                    "spec.route needs spec.target: kubernetes",
+                    "spec.route",
+                )
+            )
         return causes
 
     def warnings(self, obj: Object) -> list[str]:

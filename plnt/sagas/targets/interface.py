@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from plnt.sagas.targets.runners import BackendConfig as BackendConfig
 from plnt.sagas.targets.runners import CacheConfig as CacheConfig
 from plnt.sagas.targets.runners import Revision as Revision
 from plnt.sagas.targets.runners import SecretKeyRef as SecretKeyRef
+from plnt.sagas.values import RouteBackend
 from plnt.sagas.values import RunRef as RunRef
 
 
@@ -86,4 +87,20 @@ class Target(Protocol):
 
     async def close(self) -> None:
         """Release what the target holds itself; replicas keep running."""
+        ...
+
+
+@runtime_checkable
+class Router(Protocol):
+    """A target that also sends applications' traffic to revisions (the Kubernetes
+    target's Gateway API HTTPRoute; see `routes`)."""
+
+    def route_of(self, run: RunRef, spec: dict[str, Any] | None) -> str | None:
+        """`NAMESPACE/NAME` of the run's route for its `spec.route`, or None (no route)."""
+        ...
+
+    async def route(
+        self, run: RunRef, spec: dict[str, Any] | None, backends: list[RouteBackend]
+    ) -> str:
+        """Set the route's weights to `backends` (none: remove it); what was done."""
         ...

@@ -9,7 +9,9 @@ with the cause read from its Pods (`ImagePullBackOff`, `CrashLoopBackOff` with t
 container's last message); one that runs out of time names what its Pods wait for
 (`Unschedulable: 0/3 nodes are available: …`). `scale` goes through the Deployment's
 `scale` subresource; `retire` uninstalls the release; `teardown` every release of the
-run. Every operation is idempotent, as the `Target` contract requires.
+run, and its HTTPRoute. With `routes` (the worker's `--routes`), `route` keeps a run's
+Gateway API HTTPRoute at the weights the saga sets (`targets.routes`). Every operation
+is idempotent, as the `Target` contract requires.
 """
 
 from __future__ import annotations
@@ -21,8 +23,11 @@ from typing import Any
 
 from plnt.kube.errors import ClusterError
 from plnt.kube.releases import HelmReleases
+from plnt.kube.routes import HTTPRoutes
 from plnt.kube.workloads import Object, Workloads
-from plnt.sagas.targets import capacity, interface, runners
+from plnt.sagas import routing
+from plnt.sagas.targets import capacity, interface, routes, runners
+from plnt.sagas.values import RouteBackend
 
 Heartbeat = Callable[[Any], None] | None
 
@@ -98,8 +103,12 @@ class KubernetesTarget:
         ready_timeout: float = 300.0,
         poll_interval: float = 0.5,
         pool_label: str = capacity.POOL_LABEL,
+        cluster_routes: routes.ClusterRoutes | None = None,
+        http_routes: HTTPRoutes | None = None,
     ) -> None:
         self.pool_label = pool_label
+        self.routes = cluster_routes if http_routes is not None else None
+        self.http_routes = http_routes
         self.releases = releases
         self.workloads = workloads
         self.chart = chart
@@ -232,8 +241,58 @@ class KubernetesTarget:
             found = await self.workloads.deployments(run.namespace, f"plnt.work/run-uid={run.uid}")
         except ClusterError as error:
             raise interface.TargetError(str(error)) from error
+        await self._unroute(run)  # applications stop being sent to what goes next
         for deployment in found:
             await self.retire(run, int(deployment["metadata"]["labels"]["plnt.work/revision"]))
+
+    # -- the run's HTTPRoute ----------------------------------------------------------
+
+    def route_of(self, run: interface.RunRef, spec: dict[str, Any] | None) -> str | None:
+        """`NAMESPACE/NAME` of the route `spec` (a run's `spec.route`) gives the run, or None.
+
+        Raises `routes.RouteUnavailable` when the run asks for one this worker cannot make.
+        """
+        if routes.wanted(spec, self.routes) is None:
+            return None
+        return f"{run.namespace}/{routes.route_name(run)}"
+
+    @property
+    def service_port(self) -> int:
+        """The port of every revision's Service (the chart's `service.port`)."""
+        return int((self.settings.get("service") or {}).get("port") or 80)
+
+    async def route(
+        self, run: interface.RunRef, spec: dict[str, Any] | None, backends: list[RouteBackend]
+    ) -> str:
+        """Make the run's HTTPRoute send its traffic to `backends`; without backends, or
+        when the run has no route (any more), remove it. What was done, for a human."""
+        wanted = routes.wanted(spec, self.routes)
+        name = routes.route_name(run)
+        if wanted is None or not backends:
+            removed = await self._unroute(run)
+            return f"HTTPRoute {run.namespace}/{name} removed" if removed else "no HTTPRoute"
+        assert self.http_routes is not None, "routes.wanted needs the worker's --routes"
+        route = routes.http_route(run, wanted, backends, port=self.service_port)
+        try:
+            await self.http_routes.apply(route)
+        except ClusterError as error:
+            raise interface.TargetError(str(error)) from error
+        return f"HTTPRoute {run.namespace}/{name}: {routing.describe(backends)}"
+
+    async def _unroute(self, run: interface.RunRef) -> bool:
+        """Remove the run's route (only the run's: its uid label must match)."""
+        if self.http_routes is None:
+            return False
+        name = routes.route_name(run)
+        try:
+            found = await self.http_routes.get(run.namespace, name)
+            labels = ((found or {}).get("metadata") or {}).get("labels") or {}
+            if found is None or labels.get("plnt.work/run-uid") != run.uid:
+                return False
+            uid = found["metadata"].get("uid")
+            return await self.http_routes.delete(run.namespace, name, uid=uid)
+        except ClusterError as error:
+            raise interface.TargetError(str(error)) from error
 
     async def start(self) -> None:
         """Nothing to prepare: the clients are opened by `worker.kubernetes_target`."""

@@ -7,7 +7,8 @@ labels it supports, kube's validation beyond the schema, its subresources (`stat
 `scale`) and its strategy (`prepare`: defaulting, status and generation rules; see
 `workloads`). The workload kinds of the Kubernetes target (Deployments, Services, Pods,
 Nodes, Secrets, EndpointSlices, HorizontalPodAutoscalers, Ingresses,
-PodDisruptionBudgets) are entries here like the others. No I/O here.
+PodDisruptionBudgets) and the Gateway API's HTTPRoutes are entries here like the others.
+No I/O here.
 """
 
 from __future__ import annotations
@@ -156,10 +157,13 @@ INGRESSES = _workload("networking.k8s.io", "v1", "Ingress", "ingresses", short_n
                       subresources=("status",))  # fmt: skip
 PDBS = _workload("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets",
                  short_names=("pdb",), subresources=("status",))  # fmt: skip
+HTTPROUTES = _workload("gateway.networking.k8s.io", "v1", "HTTPRoute", "httproutes",
+                       subresources=("status",))  # fmt: skip
+"""Gateway API routes, validated against the Gateway API's own schemas (`gateways`)."""
 
 VIEWS: tuple[View, ...] = (
     CORE_EVENTS, CONFIGMAPS, NAMESPACES, EVENTS_V1, DEPLOYMENTS, SERVICES, PODS, NODES,
-    SECRETS, ENDPOINT_SLICES, HPAS, INGRESSES, PDBS,
+    SECRETS, ENDPOINT_SLICES, HPAS, INGRESSES, PDBS, HTTPROUTES,
 )  # fmt: skip
 
 

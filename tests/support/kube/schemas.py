@@ -2,7 +2,8 @@
 
 Every object the stand-in accepts or stores is checked against the *strict* schema of
 its kind (unknown fields are errors) for `KUBERNETES_VERSION`, so the stand-in is never
-laxer than a cluster. `kubernetes_validate.validate` stops at the first error; here the
+laxer than a cluster; Gateway API kinds (HTTPRoute) against the Gateway API's own
+schemas instead (`gateways`). `kubernetes_validate.validate` stops at the first error; here the
 same schema files are loaded through the package and every error is reported, each as a
 metav1 StatusCause (`FieldValueInvalid`, `FieldValueRequired`, or `FieldValueTypeInvalid`
 ... worded after the JSON-schema error). Schema checks do not replace kube's own
@@ -20,7 +21,7 @@ import jsonschema
 import referencing
 from kubernetes_validate import utils as kv_utils
 
-from tests.support.kube import statuses
+from tests.support.kube import gateways, statuses
 
 KUBERNETES_VERSION = "1.37"
 
@@ -56,7 +57,12 @@ def _validator(kind: str, api_version: str) -> jsonschema.Draft202012Validator:
 
 
 def validate(obj: Mapping[str, Any]) -> list[statuses.Cause]:
-    """Every schema error of `obj` (by its own kind and apiVersion) as StatusCauses."""
+    """Every schema error of `obj` (by its own kind and apiVersion) as StatusCauses.
+
+    Gateway API kinds are checked against the Gateway API's own schemas (`gateways`).
+    """
+    if gateways.owns(str(obj.get("apiVersion", ""))):
+        return gateways.validate(obj)
     validator = _validator(str(obj.get("kind", "")), str(obj.get("apiVersion", "")))
     causes = []
     for error in sorted(validator.iter_errors(dict(obj)), key=lambda e: list(e.absolute_path)):

@@ -17,7 +17,7 @@ from typing import Any
 
 from kubernetes_validate import utils as kv_utils
 
-from tests.support.kube import schemas
+from tests.support.kube import gateways, schemas
 
 Obj = dict[str, Any]
 
@@ -117,5 +117,25 @@ UNKNOWN = Node({})
 
 
 def root(kind: str, api_version: str) -> Node:
-    """The schema of a whole object of `kind` in `api_version`."""
+    """The schema of a whole object of `kind` in `api_version`.
+
+    A Gateway API kind (no kubernetes-validate schema) is its ObjectMeta with `spec` and
+    `status` merged as atomic values: server-side apply then replaces a manager's spec
+    whole, which is what kube does for a CRD's lists without list-type markers and is an
+    approximation for its structs (one manager, plnt's worker, writes the spec).
+    """
+    if gateways.owns(api_version):
+        meta = {"$ref": "#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}
+        return Node(
+            {
+                "type": "object",
+                "properties": {
+                    "apiVersion": {"type": "string"},
+                    "kind": {"type": "string"},
+                    "metadata": _resolve(meta),
+                    "spec": {"x-kubernetes-map-type": "atomic"},
+                    "status": {"x-kubernetes-map-type": "atomic"},
+                },
+            }
+        )
     return Node(_resolve(_kind_schema(kind, api_version)))

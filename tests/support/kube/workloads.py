@@ -61,6 +61,7 @@ _DNS1035_TEXT = (
     "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
 )
 STATUS_KINDS = {
+    "HTTPRoute",
     "Deployment",
     "Service",
     "Pod",
@@ -70,7 +71,14 @@ STATUS_KINDS = {
     "PodDisruptionBudget",
 }
 # kinds whose registry counts spec changes in metadata.generation (Services and Nodes do not)
-SPEC_KINDS = {"Deployment", "Pod", "HorizontalPodAutoscaler", "Ingress", "PodDisruptionBudget"}
+SPEC_KINDS = {
+    "Deployment",
+    "Pod",
+    "HorizontalPodAutoscaler",
+    "Ingress",
+    "PodDisruptionBudget",
+    "HTTPRoute",
+}
 HASH_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
