@@ -162,7 +162,9 @@ async def test_served_objects_carry_the_last_refresh_time_and_every_write_is_405
     with pytest.raises(errors.MethodNotSupported) as refused:
         await store.delete("default", "summarize", DeleteOptions())
     assert refused.value.code == 405
-    assert str(refused.value) == 'delete is not supported on resources of kind "workflows.plnt.work"'
+    assert (
+        str(refused.value) == 'delete is not supported on resources of kind "workflows.plnt.work"'
+    )
     with pytest.raises(errors.MethodNotSupported):
         await store.create("default", obj, WriteOptions())
 
