@@ -99,7 +99,7 @@ def test_the_table_prints_latest_versions_and_a_short_digest() -> None:
 
     names = [c.name for c in tables.columns(workflows.DEFINITION)]
     assert names[:4] == ["Name", "Latest", "Versions", "Digest"] and names[-1] == "Age"
-    assert row[:4] == ["summarize", "2.0.0", "2.0.0,1.0.0", "sha256:" + ("v2".encode().hex() * 3)]
+    assert row[:4] == ["summarize", "2.0.0", "2.0.0,1.0.0", "sha256:" + (b"v2".hex() * 3)]
 
 
 async def test_a_refresh_that_finds_nothing_new_moves_no_resource_version() -> None:
