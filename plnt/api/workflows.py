@@ -142,3 +142,33 @@ def latest(obj: dict[str, Any]) -> dict[str, Any] | None:
         if version.get("valid") and version.get("version") == wanted:
             return dict(version)
     return None
+
+
+def run_manifest(
+    workflow: dict[str, Any], *, version: str | None = None, name: str | None = None
+) -> dict[str, Any]:
+    """The WorkflowRun that deploys a catalog Workflow's version (default: the newest valid
+    one), pinned to its digest: what the UI's Deploy action and `plnt catalog NAME
+    --manifest` fill in. ValueError when that version is missing, invalid or unread."""
+    meta = workflow.get("metadata") or {}
+    versions = (workflow.get("spec") or {}).get("versions") or []
+    if version is None:
+        chosen = latest(workflow)
+    else:
+        chosen = next(
+            (v for v in versions if version in (v.get("version"), v.get("tag")) and v.get("valid")),
+            None,
+        )
+    if chosen is None or not chosen.get("digest"):
+        wanted = f"version {version!r}" if version else "a valid version"
+        raise ValueError(f"workflow {meta.get('name')!r} has no {wanted} to deploy")
+    ref = str(chosen["ref"]).rsplit("@", 1)[0]  # the digest is its own field
+    run_meta: dict[str, Any] = {"name": name or meta.get("name")}
+    if meta.get("namespace"):
+        run_meta["namespace"] = meta["namespace"]
+    return {
+        "apiVersion": "plnt.work/v1",
+        "kind": "WorkflowRun",
+        "metadata": run_meta,
+        "spec": {"workflow": {"ref": ref, "digest": chosen["digest"]}, "replicas": 1},
+    }

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -185,3 +187,51 @@ def test_writes_are_refused_with_405_and_discovery_lists_only_read_verbs(
     row = next(line for line in resources.splitlines() if line.startswith("workflows "))
     assert row.split()[4] == "get,list,watch"
     assert kubectl.json("get", "workflow", "fanout", "-n", "default")["metadata"]["name"]
+
+
+def plnt(server: PlntServer, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "plnt", *args, "--kubeconfig", str(server.kubeconfig)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
+
+
+def test_plnt_catalog_lists_the_catalog_with_what_could_not_be_read(
+    server: PlntServer, kubectl: Kubectl
+) -> None:
+    listed(kubectl, "fanout", "halfdone", "summarize")
+
+    result = plnt(server, "catalog")
+
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["NAME", "LATEST", "VERSIONS", "DIGEST", "DESCRIPTION"]
+    fanout = next(line for line in lines if line.startswith("fanout "))
+    assert f"sha256:{digests.compute(FANOUT)[7:19]}" in fanout
+    assert "Summarise a topic from two angles" in fanout
+    assert any(line.strip().startswith("halfdone halfdone: InvalidSpec:") for line in lines)
+    assert any("oci://127.0.0.1:9/team/unreachable: Unavailable" in line for line in lines)
+
+
+def test_plnt_catalog_shows_one_workflow_and_its_manifest_deploys_the_pinned_digest(
+    server: PlntServer, kubectl: Kubectl
+) -> None:
+    listed(kubectl, "fanout")
+
+    shown = plnt(server, "catalog", "fanout")
+    manifest = plnt(server, "catalog", "fanout", "--manifest")
+    applied = kubectl.run("apply", "-f", "-", input=manifest.stdout)
+
+    assert shown.returncode == 0, shown.stderr
+    assert "Steps:" in shown.stdout and "join: transform (needs pros, cons)" in shown.stdout
+    assert "model (chat) for pros, cons" in shown.stdout
+    assert "workflowrun.plnt.work/fanout created" in applied.stdout
+    run = kubectl.json("get", "workflowrun", "fanout", "-n", "default")
+    assert run["spec"]["workflow"] == {
+        "ref": "oci-layout:examples:fanout",
+        "digest": digests.compute(FANOUT),
+    }
+    kubectl.run("delete", "workflowrun", "fanout", "-n", "default", "--wait=false")
