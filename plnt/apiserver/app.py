@@ -43,9 +43,10 @@ from plnt.apiserver.namespaces import routes as namespace_routes
 from plnt.apiserver.namespaces import stores as namespace_stores
 from plnt.apiserver.workflowruns import deployhooks, invoke, routes
 from plnt.apiserver.workflowruns import keys as run_keys
+from plnt.apiserver.workflows import refreshing as catalog_refreshing
 from plnt.processes import tasks
 from plnt.registry import events, invocations, workflowruns
-from plnt.registry.catalog import all_resources, core_resources
+from plnt.registry.catalog import IN_MEMORY, all_resources, core_resources
 from plnt.registry.definitions import ResourceDefinition
 from plnt.registry.events import EventWriter
 from plnt.registry.hooks import Admission, AfterWrite
@@ -54,6 +55,7 @@ from plnt.sagas.control import DeployControl, InvocationControl
 from plnt.storage.cache import CachedStore
 from plnt.storage.etcd import EtcdStore
 from plnt.storage.interface import Store
+from plnt.storage.memory import MemoryStore
 
 
 def build_authenticator(settings: settings_module.ServerSettings) -> authn.Authenticator:
@@ -79,7 +81,9 @@ def build_authorizer(settings: settings_module.ServerSettings) -> authz.Authoriz
 def _storage_context(
     settings: settings_module.ServerSettings, *, standalone: bool
 ) -> Callable[[web.Application], AsyncIterator[None]]:
-    resources = all_resources(standalone=standalone)
+    # The catalog's Workflows are rebuilt from their sources, so they live in memory
+    # (`catalog_refreshing.context`), not in etcd.
+    resources = tuple(d for d in all_resources(standalone=standalone) if d not in IN_MEMORY)
 
     async def context(app: web.Application) -> AsyncIterator[None]:
         ready = app[keys.READY]
@@ -253,6 +257,7 @@ def build_app(
     if isinstance(deploy, InvocationControl):
         app[invocation_keys.HOOKS] = starting.InvocationHooks(deploy)
     app.cleanup_ctx.append(_storage_context(settings, standalone=standalone))
+    app.cleanup_ctx.append(catalog_refreshing.context(MemoryStore))  # adds its store
     app.cleanup_ctx.append(benchgauges.context)
     app.cleanup_ctx.append(metering.context)
     if standalone:

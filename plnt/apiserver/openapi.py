@@ -233,40 +233,51 @@ def v3_document(
         item = collection + "/{name}"
         item_params = _path_params("namespace", "name") if d.namespaced else _path_params("name")
         coll_params = _path_params("namespace") if d.namespaced else []
-        paths[collection] = {
-            "parameters": coll_params,
-            "get": _v3_operation(d, "list", ref, gvk=gvk, params=_LIST_PARAMS),
-            "post": _v3_operation(
+        # Only the verbs the kind declares: a read-only kind publishes no write operation.
+        verbs = set(d.verbs)
+        collection_ops: dict[str, Any] = {"parameters": coll_params}
+        if "list" in verbs:
+            collection_ops["get"] = _v3_operation(d, "list", ref, gvk=gvk, params=_LIST_PARAMS)
+        if "create" in verbs:
+            collection_ops["post"] = _v3_operation(
                 d,
                 "post",
                 ref,
                 gvk=gvk,
                 params=_WRITE_PARAMS,
                 body_types=("application/json", "application/yaml"),
-            ),
-            "delete": _v3_operation(d, "deletecollection", ref, gvk=gvk, params=_LIST_PARAMS),
-        }
-        paths[item] = {
-            "parameters": item_params,
-            "get": _v3_operation(d, "get", ref, gvk=gvk),
-            "put": _v3_operation(
+            )
+        if "deletecollection" in verbs:
+            collection_ops["delete"] = _v3_operation(
+                d, "deletecollection", ref, gvk=gvk, params=_LIST_PARAMS
+            )
+        paths[collection] = collection_ops
+        item_ops: dict[str, Any] = {"parameters": item_params}
+        if "get" in verbs:
+            item_ops["get"] = _v3_operation(d, "get", ref, gvk=gvk)
+        if "update" in verbs:
+            item_ops["put"] = _v3_operation(
                 d,
                 "put",
                 ref,
                 gvk=gvk,
                 params=_WRITE_PARAMS,
                 body_types=("application/json", "application/yaml"),
-            ),
-            "patch": _v3_operation(
+            )
+        if "patch" in verbs:
+            item_ops["patch"] = _v3_operation(
                 d,
                 "patch",
                 ref,
                 gvk=gvk,
                 params=[*_WRITE_PARAMS, _query("force", "Force apply.")],
                 body_types=PATCH_CONTENT_TYPES,
-            ),
-            "delete": _v3_operation(d, "delete", ref, gvk=gvk, params=[_query("dryRun", "")]),
-        }
+            )
+        if "delete" in verbs:
+            item_ops["delete"] = _v3_operation(
+                d, "delete", ref, gvk=gvk, params=[_query("dryRun", "")]
+            )
+        paths[item] = item_ops
         for sub in d.subresources:
             sub_gvk = _gvk(d, kind=sub.kind, group=sub.group, version=sub.version)
             sub_ref = prefix + _sub_name(d, sub)
@@ -376,13 +387,23 @@ def v2_document(
                 out["consumes"] = list(consumes)
             return out
 
-        paths[collection] = {"get": op("list"), "post": op("post", consumes=("application/json",))}
-        paths[collection + "/{name}"] = {
-            "get": op("get"),
-            "put": op("put", consumes=("application/json",)),
-            "patch": op("patch", consumes=PATCH_CONTENT_TYPES),
-            "delete": op("delete"),
-        }
+        verbs = set(d.verbs)
+        collection_ops: dict[str, Any] = {}
+        if "list" in verbs:
+            collection_ops["get"] = op("list")
+        if "create" in verbs:
+            collection_ops["post"] = op("post", consumes=("application/json",))
+        paths[collection] = collection_ops
+        item_ops: dict[str, Any] = {}
+        if "get" in verbs:
+            item_ops["get"] = op("get")
+        if "update" in verbs:
+            item_ops["put"] = op("put", consumes=("application/json",))
+        if "patch" in verbs:
+            item_ops["patch"] = op("patch", consumes=PATCH_CONTENT_TYPES)
+        if "delete" in verbs:
+            item_ops["delete"] = op("delete")
+        paths[collection + "/{name}"] = item_ops
         for sub in d.subresources:
             target = prefix + _sub_name(d, sub)
             sgvk = _gvk(d, kind=sub.kind, group=sub.group, version=sub.version)

@@ -255,6 +255,7 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
         if info.verb not in ("get", "update", "patch"):
             raise errors.MethodNotSupported.of(d.group_resource, info.verb)
     handler = _VERBS.get(info.verb)
-    if handler is None:
+    if handler is None or (not info.subresource and info.verb not in d.verbs):
+        # A verb the kind does not declare (discovery does not list it): kube's 405.
         raise errors.MethodNotSupported.of(d.group_resource, info.verb)
     return await handler(request, store, info)

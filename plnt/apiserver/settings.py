@@ -38,6 +38,22 @@ class ServingLimits:
 
 
 @dataclass(frozen=True, slots=True)
+class CatalogSettings:
+    """Where the workflow catalog (`kubectl get workflows`) reads specs, and how often.
+
+    `sources_file` is the YAML file of sources (`plnt.registry.workflows.sources`), read
+    again at every refresh; without one the catalog reads `default_sources` (standalone:
+    every layout under the layout root, where `make up` pushes the examples). A relative
+    `oci-layout:` path is a layout under `layout_root`, as for the deploy worker.
+    """
+
+    sources_file: Path | None = None
+    default_sources: tuple[str, ...] = ()
+    refresh_seconds: float = 60.0
+    layout_root: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ServerSettings:
     """Where to listen, where etcd is, and how to authenticate and authorize."""
 
@@ -61,3 +77,4 @@ class ServerSettings:
     version: str = "v1.37.0-plnt.1"
     limits: ServingLimits = field(default_factory=ServingLimits)
     extra_sans: tuple[str, ...] = field(default=())
+    catalog: CatalogSettings = field(default_factory=CatalogSettings)

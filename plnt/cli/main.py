@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from plnt.cli import (
+    catalog,
     deploying,
     inspecting,
     invocation_objects,
@@ -38,6 +39,7 @@ for module in (
     inspecting,
     invoke,
     invocation_objects,
+    catalog,
     operations,
     tokens,
     ui,

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from plnt.cli import exits
+from plnt.cli.catalog_options import CatalogOptions, with_catalog_options
 from plnt.cli.limit_options import LimitOptions, with_limit_options
 from plnt.cli.temporal_options import TemporalOptions, with_temporal_options
 from plnt.cli.up import exit_now
@@ -48,6 +49,7 @@ def duration(text: str) -> float:
 
 @with_limit_options
 @with_temporal_options
+@with_catalog_options
 def serve(
     tls_cert_file: Annotated[Path, _option("--tls-cert-file", "Serving certificate (PEM).")],
     tls_private_key_file: Annotated[
@@ -91,6 +93,7 @@ def serve(
     *,
     temporal: TemporalOptions,
     limits: LimitOptions,
+    catalog: CatalogOptions,
     sagas: Annotated[
         bool,
         typer.Option(
@@ -125,6 +128,7 @@ def serve(
         unauthorized_cache_ttl=duration(unauthorized_ttl),
         sagas=sagas,
         limits=limits.settings(),
+        catalog=catalog.settings(),
     )
     code = exits.Code.OK
     try:

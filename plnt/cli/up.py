@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from plnt.cli.catalog_options import CatalogOptions, with_catalog_options
 from plnt.cli.limit_options import LimitOptions, with_limit_options
 
 # The server stack (aiohttp app, Temporal SDK) is imported inside the commands, so
@@ -26,6 +27,7 @@ def register(app: typer.Typer) -> None:
 
 
 @with_limit_options
+@with_catalog_options
 def up(
     state_dir: Annotated[
         Path, typer.Option("--state-dir", help="Where etcd data, certificates and kubeconfig live.")
@@ -68,6 +70,7 @@ def up(
     ] = None,
     *,
     limits: LimitOptions,
+    catalog: CatalogOptions,
 ) -> None:
     """Run etcd, Temporal, the plnt API server and the deploy worker until interrupted.
 
@@ -110,6 +113,7 @@ def up(
                 sagas=sagas,
                 model=model,
                 limits=limits.settings(),
+                catalog=catalog.settings(),
             ),
             on_ready=ready,
         )

@@ -25,6 +25,7 @@ from plnt.client.transport import Params, WatchEvent
 GROUP_VERSION = "plnt.work/v1"
 WORKFLOWRUNS = "workflowruns"
 PLNTBACKENDS = "plntbackends"
+WORKFLOWS = "workflows"
 LIST_CHUNK = 500
 NDJSON = "application/x-ndjson"
 PROXIED_INVOKE = "proxy/invoke"
@@ -378,6 +379,21 @@ class PlntClient(transport.Transport):
         path = self.collection_path(WORKFLOWRUNS, namespace=namespace)
         async for event in self.watch(path, params=params):
             yield event
+
+    # --- the workflow catalog -----------------------------------------------------------
+
+    async def list_workflows(
+        self, *, namespace: str | None = None, all_namespaces: bool = False
+    ) -> list[dict[str, Any]]:
+        """The catalog's Workflows of a namespace (or every namespace)."""
+        path = self.collection_path(WORKFLOWS, namespace=namespace, all_namespaces=all_namespaces)
+        return await self.list_all(path)
+
+    async def get_workflow(self, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        """The catalog's Workflow `name`."""
+        return _object(
+            await self.request("GET", self.object_path(WORKFLOWS, name, namespace=namespace))
+        )
 
     # --- PlntBackends and Events -------------------------------------------------------
 

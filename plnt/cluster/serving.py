@@ -27,6 +27,7 @@ from plnt.cluster.settings import ClusterSettings
 from plnt.kube import authconfig, connecting, events, reviews
 from plnt.kube.errors import ClusterError
 from plnt.processes import signals, tasks
+from plnt.registry.workflows import sources as catalog_sources
 from plnt.sagas import starter
 from plnt.sagas.control import DeployUnavailable
 
@@ -113,6 +114,11 @@ async def serve(
 ) -> None:
     """Serve until `stop` is set; `ServeError` (one line) when something cannot start."""
     _check_files(settings)
+    if settings.catalog.sources_file is not None:
+        try:
+            catalog_sources.load(settings.catalog.sources_file)
+        except catalog_sources.SourcesError as error:
+            raise ServeError(f"--catalog-sources {error}") from error
     try:
         tls = servingcerts.ReloadingServerContext(
             settings.tls_cert_file, settings.tls_private_key_file
@@ -158,6 +164,7 @@ async def _listen(
         host=settings.bind_address,
         port=settings.secure_port,
         limits=settings.limits,
+        catalog=settings.catalog,
     )
     control = starter.TemporalDeployControl(temporal) if temporal is not None else None
     application = app_module.build_app(server_settings, deploy=control, delegated=delegated)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from plnt.apiserver.settings import ServingLimits
+from plnt.apiserver.settings import CatalogSettings, ServingLimits
 from plnt.sagas.starter import TemporalConnection
 
 
@@ -37,6 +37,8 @@ class ClusterSettings:
     limits: ServingLimits = field(default_factory=ServingLimits)
     """`--max-requests-inflight`, `--max-mutating-requests-inflight`,
     `--idle-connection-timeout`."""
+    catalog: CatalogSettings = field(default_factory=CatalogSettings)
+    """`--catalog-sources`, `--catalog-refresh` (no sources file: an empty catalog)."""
 
     def files(self) -> dict[str, Path]:
         """Every file named by a flag, by the flag's name (checked before anything starts)."""
@@ -50,5 +52,6 @@ class ClusterSettings:
             "--kubeconfig": self.kubeconfig,
             "--authentication-kubeconfig": self.authentication_kubeconfig,
             "--authorization-kubeconfig": self.authorization_kubeconfig,
+            "--catalog-sources": self.catalog.sources_file,
         }
         return {flag: path for flag, path in named.items() if path is not None}

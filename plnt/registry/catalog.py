@@ -7,14 +7,17 @@ Standalone plnt also serves the core/v1 resources a cluster would otherwise prov
 
 from __future__ import annotations
 
-from plnt.registry import events, invocations, namespaces, plntbackends, workflowruns
+from plnt.registry import events, invocations, namespaces, plntbackends, workflowruns, workflows
 from plnt.registry.definitions import ResourceDefinition
 
 PLNT_RESOURCES: tuple[ResourceDefinition, ...] = (
     workflowruns.DEFINITION,
     plntbackends.DEFINITION,
     invocations.DEFINITION,
+    workflows.DEFINITION,
 )
+IN_MEMORY: tuple[ResourceDefinition, ...] = (workflows.DEFINITION,)
+"""Served from memory, not etcd: the catalog's Workflows, rebuilt from their sources."""
 CORE_RESOURCES: tuple[ResourceDefinition, ...] = (events.DEFINITION,)
 ALL_RESOURCES = PLNT_RESOURCES + CORE_RESOURCES
 STANDALONE_CORE_RESOURCES: tuple[ResourceDefinition, ...] = (

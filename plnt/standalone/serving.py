@@ -50,7 +50,7 @@ from temporalio import client as temporal_client
 
 from plnt.apiserver import app as app_module
 from plnt.apiserver import authn, authz, keys, pki, serving
-from plnt.apiserver.settings import ServerSettings, ServingLimits
+from plnt.apiserver.settings import CatalogSettings, ServerSettings, ServingLimits
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.processes import models, signals
@@ -58,10 +58,12 @@ from plnt.processes.etcd import EtcdProcess, EtcdProcessError
 from plnt.processes.modelserver import ModelServer
 from plnt.processes.supervision import Supervisor, supervising
 from plnt.processes.temporal import TemporalDevServer, TemporalProcessError
+from plnt.registry.workflows import sources as catalog_sources
 from plnt.sagas import starter, worker
 from plnt.sagas.control import DeployUnavailable
 from plnt.sagas.metrics import SagaMetrics
 from plnt.standalone import modelserving, scrape
+from plnt.workflowspec import scanning
 
 log = logging.getLogger("plnt.standalone")
 
@@ -88,6 +90,9 @@ class StandaloneSettings:
     model: str | None = None
     """A model of `plnt.processes.models.CATALOG` to serve beside plnt (the `llm` extra)."""
     limits: ServingLimits = field(default_factory=ServingLimits)
+    catalog: CatalogSettings = field(default_factory=CatalogSettings)
+    """The workflow catalog's sources file and refresh; without a file, every layout under
+    `STATE/layouts` (where `plnt push oci-layout:…` and `make up` put specs)."""
 
 
 TOKEN_FILE = "tokens.csv"
@@ -181,9 +186,13 @@ async def serve(
                 default_tokens.touch(mode=0o600)
         authn.TokenFileAuthenticator.from_file(token_file_of(settings))
         pin = None if settings.model is None else modelserving.check(settings.model)
+        if settings.catalog.sources_file is not None:
+            catalog_sources.load(settings.catalog.sources_file)
         paths = pki.ensure_pki(state / "pki")
     except (authz.PolicyError, authn.TokenFileError, pki.PkiError, models.ModelError) as error:
         raise StandaloneError(str(error)) from error
+    except catalog_sources.SourcesError as error:
+        raise StandaloneError(f"--catalog-sources {error}") from error
     model: ModelServer | None = None
     if pin is not None:  # first: weights that are not the pinned bytes start nothing at all
         try:
@@ -293,6 +302,11 @@ async def _serve_api(
         token_file=token_file_of(settings),
         policy_file=settings.policy_file,
         limits=settings.limits,
+        catalog=dataclasses.replace(
+            settings.catalog,
+            layout_root=state / "layouts",
+            default_sources=(scanning.EVERY_LAYOUT,),
+        ),
     )
     control = starter.TemporalDeployControl(temporal) if temporal is not None else None
     application = app_module.build_app(server_settings, deploy=control)

@@ -8,7 +8,7 @@ from pathlib import Path
 from aiohttp import web
 
 from plnt.client import ApiError, ClientError, PlntClient
-from plnt.ui import actions, keys, live, pages, rendering, security
+from plnt.ui import actions, catalog, keys, live, pages, rendering, security
 from plnt.ui.security import Handler
 from plnt.ui.settings import UiSettings
 
@@ -50,6 +50,9 @@ def build_app(settings: UiSettings, client: PlntClient) -> web.Application:
     routes.add_get(run + "/bench", pages.bench)
     routes.add_get("/ns/{namespace}/backends", pages.backends)
     routes.add_get("/ns/{namespace}/invocations/{invocation}", pages.invocation)
+    routes.add_get("/ns/{namespace}/catalog", catalog.page)
+    routes.add_get("/ns/{namespace}/catalog/{name}/deploy", catalog.deploy_page)
+    routes.add_post("/act/ns/{namespace}/catalog/{name}/deploy", catalog.deploy)
     routes.add_get("/live/ns/{namespace}/runs", live.runs)
     routes.add_get("/live" + run, live.run)
     routes.add_get("/live" + run + "/invocations", live.invocations)

@@ -34,6 +34,17 @@ EXTERNAL_ETCD_SERVERS = ["https://etcd-a.db.example:2379", "https://etcd-b.db.ex
 
 VALUES_SETS: dict[str, dict[str, Any] | None] = {
     "default": None,
+    "catalog": {
+        "apiserver": {
+            "catalog": {
+                "sources": [
+                    {"source": "oci://registry.example.com/team/summarize"},
+                    {"source": "s3://specs/prod/", "namespaces": ["default", "team-a"]},
+                ],
+                "refreshSeconds": 30,
+            }
+        }
+    },
     "ha": {
         "apiserver": {"replicas": 3, "podAntiAffinity": "hard"},
         "etcd": {"replicas": 3},

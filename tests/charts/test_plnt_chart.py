@@ -58,6 +58,8 @@ SERVE_FLAGS = {
     "max-mutating-requests-inflight",
     "idle-connection-timeout",
     "invoke-timeout",
+    "catalog-refresh",
+    "catalog-sources",
     "no-sagas",
 }
 API = "plnt-apiserver"

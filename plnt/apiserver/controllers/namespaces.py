@@ -237,7 +237,7 @@ async def controller_context(app: web.Application) -> AsyncIterator[None]:
     content = [
         store
         for store in stores.values()
-        if store.definition.namespaced and store.definition is not namespaces.SERVICES
+        if store.definition.namespaced and "delete" in store.definition.verbs
     ]
     controller = NamespaceController(namespace_store, content)
     await controller.adopt_existing()

@@ -43,6 +43,39 @@ class OciLayoutSource:
         """Write the spec, its manifest and the tag; return the pinned reference."""
         return await asyncio.to_thread(self._publish, data, ref)
 
+    async def tags(self, ref: references.LayoutRef) -> list[str]:
+        """Every tag `index.json` names, in its order (NotFound when it is no layout)."""
+        return await asyncio.to_thread(self._tags, ref)
+
+    async def resolve(self, ref: references.LayoutRef) -> digests.Digest:
+        """The spec digest `ref`'s tag names: its manifest's spec layer (no spec is read)."""
+        return await asyncio.to_thread(self._resolve, ref)
+
+    def _tags(self, ref: references.LayoutRef) -> list[str]:
+        root, text = Path(ref.path), str(ref)
+        if not (root / LAYOUT_FILE).is_file():
+            raise errors.NotFound(f"{text}: {root} is not an OCI image layout", ref=text)
+        tags = []
+        for entry in _read_index(root, ref=text, limit=self._limits.max_bytes).get("manifests", []):
+            tag = (entry.get("annotations") or {}).get(artifacts.REF_NAME_ANNOTATION)
+            if isinstance(tag, str) and tag not in tags:
+                tags.append(tag)
+        return tags
+
+    def _resolve(self, ref: references.LayoutRef) -> digests.Digest:
+        root, text = Path(ref.path), str(ref)
+        if not (root / LAYOUT_FILE).is_file():
+            raise errors.NotFound(f"{text}: {root} is not an OCI image layout", ref=text)
+        manifest_digest = _lookup_tag(
+            root, ref.tag or DEFAULT_TAG, ref=text, limit=self._limits.max_bytes
+        )
+        manifest = _read_blob(
+            root, manifest_digest, limit=self._limits.max_manifest_bytes, ref=text
+        )
+        layer = artifacts.spec_layer(manifest, ref=text)
+        _check_size(layer.size, self._limits.max_bytes, ref=text)
+        return layer.digest
+
     def _fetch(self, ref: references.LayoutRef, digest: digests.Digest | None) -> bytes:
         root = Path(ref.path)
         text = str(ref)

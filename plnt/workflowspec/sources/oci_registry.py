@@ -15,14 +15,19 @@ module adds what a pinned, bounded pull needs and oras does not do:
 
 A pull by digest fetches the blob directly (`GET /v2/<repo>/blobs/<digest>`): the digest is
 the spec's, not the manifest's. A pull by tag fetches the manifest (OCI Accept headers),
-finds the single spec layer, then fetches and verifies that blob.
+finds the single spec layer, then fetches and verifies that blob. The catalog lists a
+repository's tags (`GET /v2/<repo>/tags/list`, every page its `Link` header names) and
+resolves a tag to its spec digest from the manifest alone (`resolve`), so a spec it has
+already read is not fetched again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
+import json
 import tempfile
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +78,22 @@ class OciRegistrySource:
             digest=digests.compute(data),
         )
 
+    async def tags(self, ref: references.OciRef) -> list[str]:
+        """Every tag of `ref`'s repository, as the registry lists them (all pages)."""
+        return await retrying.call(
+            lambda: asyncio.to_thread(self._tags, ref),
+            limits=self._limits,
+            what=f"listing the tags of {ref}",
+        )
+
+    async def resolve(self, ref: references.OciRef) -> digests.Digest:
+        """The spec digest `ref`'s tag names: its manifest's spec layer (no blob is read)."""
+        return await retrying.call(
+            lambda: asyncio.to_thread(self._resolve, ref),
+            limits=self._limits,
+            what=f"resolving {ref}",
+        )
+
     def _client(self, ref: references.OciRef) -> _Registry:
         plain_http = self._settings.plain_http
         if plain_http is None:
@@ -85,30 +106,66 @@ class OciRegistrySource:
             ref=str(ref),
         )
 
+    def _tags(self, ref: references.OciRef) -> list[str]:
+        text = str(ref)
+        registry = self._client(ref)
+        found: list[str] = []
+        try:
+            container = registry.get_container(_container_name(ref, tag_only=True))
+            url: str | None = f"{registry.prefix}://{container.tags_url(N=1000)}"
+            while url is not None:
+                page = registry.read_limited(
+                    url,
+                    accept="application/json",
+                    limit=self._limits.max_manifest_bytes,
+                    ref=text,
+                    missing=f"repository {ref.repository}",
+                    keep_link=True,
+                )
+                found += _tag_names(page.data, ref=text)
+                url = _next_page(url, page.link)
+        finally:
+            registry.session.close()
+        return found
+
+    def _resolve(self, ref: references.OciRef) -> digests.Digest:
+        registry = self._client(ref)
+        try:
+            container = registry.get_container(_container_name(ref, tag_only=True))
+            return self._spec_layer(registry, container, ref).digest
+        finally:
+            registry.session.close()
+
+    def _spec_layer(
+        self, registry: _Registry, container: Any, ref: references.OciRef
+    ) -> artifacts.Descriptor:
+        """The spec layer of the manifest `ref`'s tag names, within the size limit."""
+        text = str(ref)
+        manifest = registry.read_limited(
+            f"{registry.prefix}://{container.manifest_url()}",
+            accept=artifacts.ACCEPT,
+            limit=self._limits.max_manifest_bytes,
+            ref=text,
+            missing=f"tag {ref.tag or DEFAULT_TAG!r} of {ref.repository}",
+        ).data
+        layer = artifacts.spec_layer(manifest, ref=text)
+        if layer.size > self._limits.max_bytes:
+            raise errors.TooLarge(
+                f"{text}: the spec layer is {layer.size} bytes, over the limit of "
+                f"{self._limits.max_bytes} bytes",
+                limit=self._limits.max_bytes,
+                size=layer.size,
+                ref=text,
+            )
+        return layer
+
     def _fetch(self, ref: references.OciRef, digest: digests.Digest | None) -> bytes:
         text = str(ref)
         registry = self._client(ref)
         try:
             container = registry.get_container(_container_name(ref))
             if digest is None:
-                manifest_url = f"{registry.prefix}://{container.manifest_url()}"
-                manifest = registry.read_limited(
-                    manifest_url,
-                    accept=artifacts.ACCEPT,
-                    limit=self._limits.max_manifest_bytes,
-                    ref=text,
-                    missing=f"tag {ref.tag or DEFAULT_TAG!r} of {ref.repository}",
-                )
-                layer = artifacts.spec_layer(manifest, ref=text)
-                if layer.size > self._limits.max_bytes:
-                    raise errors.TooLarge(
-                        f"{text}: the spec layer is {layer.size} bytes, over the limit of "
-                        f"{self._limits.max_bytes} bytes",
-                        limit=self._limits.max_bytes,
-                        size=layer.size,
-                        ref=text,
-                    )
-                digest = layer.digest
+                digest = self._spec_layer(registry, container, ref).digest
             blob_url = f"{registry.prefix}://{container.get_blob_url(digest)}"
             data = registry.read_limited(
                 blob_url,
@@ -116,7 +173,7 @@ class OciRegistrySource:
                 limit=self._limits.max_bytes,
                 ref=text,
                 missing=f"blob {digest} in {ref.repository}",
-            )
+            ).data
         finally:
             registry.session.close()
         digests.verify(data, digest, ref=text)
@@ -204,9 +261,12 @@ class _Registry(oras.provider.Registry):  # type: ignore[misc]
             )
         return response
 
-    def read_limited(self, url: str, *, accept: str, limit: int, ref: str, missing: str) -> bytes:
+    def read_limited(
+        self, url: str, *, accept: str, limit: int, ref: str, missing: str, keep_link: bool = False
+    ) -> _Read:
         """GET `url` and return at most `limit` bytes; refuse more before reading them all."""
         response = self.do_request(url, "GET", headers={"Accept": accept}, stream=True)
+        link = response.headers.get("Link") if keep_link else None
         with response:
             if response.status_code == 404:
                 raise errors.NotFound(f"{ref}: {missing} was not found", ref=ref)
@@ -227,7 +287,7 @@ class _Registry(oras.provider.Registry):  # type: ignore[misc]
             raise errors.TooLarge(
                 f"{ref}: the content exceeds the limit of {limit} bytes", limit=limit, ref=ref
             )
-        return data
+        return _Read(data, link)
 
     def _send(self, method: str, url: str, **kwargs: Any) -> requests.Response:
         try:
@@ -278,6 +338,38 @@ class _Registry(oras.provider.Registry):  # type: ignore[misc]
         if self._has_credentials:
             return f"{self._ref}: the registry rejected the credentials (HTTP 401 from {url})"
         return f"{self._ref}: the registry requires credentials and none were given (HTTP 401)"
+
+
+class _Read:
+    """A bounded read: the body, and the `Link` header when a page of a list was asked for."""
+
+    __slots__ = ("data", "link")
+
+    def __init__(self, data: bytes, link: str | None) -> None:
+        self.data = data
+        self.link = link
+
+
+def _tag_names(page: bytes, *, ref: str) -> list[str]:
+    """The `tags` of one page of a tag list (`null` when the repository has none)."""
+    try:
+        document = json.loads(page)
+    except ValueError as exc:
+        raise errors.ProtocolError(f"{ref}: the tag list is not JSON", ref=ref) from exc
+    tags = document.get("tags") if isinstance(document, dict) else None
+    if tags is None:
+        return []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise errors.ProtocolError(f"{ref}: the tag list has no list of tags", ref=ref)
+    return list(tags)
+
+
+def _next_page(url: str, link: str | None) -> str | None:
+    """The next page the distribution spec's `Link: <…>; rel="next"` names, if any."""
+    if not link or 'rel="next"' not in link:
+        return None
+    target = link.split(";", 1)[0].strip().strip("<>")
+    return urllib.parse.urljoin(url, target)
 
 
 def _container_name(ref: references.OciRef, *, tag_only: bool = False) -> str:

@@ -59,6 +59,26 @@ class S3Source:
             )
         return await asyncio.to_thread(self._publish, data, ref)
 
+    async def keys(self, bucket: str, prefix: str) -> list[tuple[str, str]]:
+        """(key, ETag) of every object under `prefix`, in key order (all pages).
+
+        The ETag changes whenever the bytes do, so a lister may keep what it read of a key
+        until its ETag changes; it is never trusted as the digest.
+        """
+        return await asyncio.to_thread(self._keys, bucket, prefix)
+
+    def _keys(self, bucket: str, prefix: str) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = []
+        ref = references.S3Ref(bucket=bucket, key=prefix or "/")
+        with self._translated(ref):
+            pages = (
+                self._s3().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+            )
+            for page in pages:
+                for item in page.get("Contents", []):
+                    found.append((str(item["Key"]), str(item.get("ETag", ""))))
+        return found
+
     def _s3(self) -> Any:
         with self._lock:
             if self._client is None:
