@@ -285,6 +285,9 @@ class CaseRecord(WireModel):
     canary: Answer
     stable: Answer | None = None
     judgements: list[Judgement] = Field(default_factory=list)
+    shadow: bool | None = Field(
+        default=None, description="A live invocation mirrored to the canary (spec.canary.shadow)."
+    )
 
 
 class ScorerVerdict(WireModel):
@@ -330,3 +333,9 @@ class EvaluationRecord(WireModel):
     scorers: list[ScorerVerdict] = Field(default_factory=list)
     judges: list[JudgeRecord] = Field(default_factory=list)
     cases: list[CaseRecord] = Field(default_factory=list)
+    shadow_comparisons: int | None = Field(
+        default=None, description="Shadow pairs scored (spec.canary.shadow)."
+    )
+    shadow_dropped: int | None = Field(
+        default=None, description="Mirrored calls the API servers dropped (queue full)."
+    )

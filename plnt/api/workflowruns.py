@@ -14,6 +14,7 @@ from plnt.api.base import WireModel
 from plnt.api.bench import BENCH_HISTORY, BenchRecord
 from plnt.api.evaluations import CanaryEvaluation, EvaluationRecord
 from plnt.api.meta import Condition, LabelSelector, ObjectMeta
+from plnt.api.shadows import CanaryShadow, ShadowWindow
 
 GROUP = "plnt.work"
 VERSION = "v1"
@@ -145,6 +146,14 @@ class CanarySpec(WireModel):
         description=(
             "The quality gate: cases run on the canary and the stable in one window, scored,"
             " and held to per-scorer limits (after the analysis)."
+        ),
+    )
+    shadow: CanaryShadow | None = Field(
+        default=None,
+        description=(
+            "Shadow traffic: a share of live invocations answered by the stable is mirrored"
+            " to the canary while it is under analysis, and the pairs are scored by the"
+            " quality gate (needs evaluation)."
         ),
     )
     drain_seconds: int = Field(
@@ -287,6 +296,10 @@ class TrafficTarget(WireModel):
     weight: int = Field(ge=0, le=100, description="Percent of invocations sent to it.")
     endpoints: list[str] = Field(
         default_factory=list, description="Base URLs of its ready runner replicas."
+    )
+    shadow: ShadowWindow | None = Field(
+        default=None,
+        description="On the canary under analysis: live calls to the stable are mirrored to it.",
     )
 
 

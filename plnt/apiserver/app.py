@@ -41,7 +41,7 @@ from plnt.apiserver.invocations import keys as invocation_keys
 from plnt.apiserver.invocations import metering, starting
 from plnt.apiserver.namespaces import routes as namespace_routes
 from plnt.apiserver.namespaces import stores as namespace_stores
-from plnt.apiserver.workflowruns import deployhooks, invoke, routes
+from plnt.apiserver.workflowruns import deployhooks, invoke, routes, shadowing
 from plnt.apiserver.workflowruns import keys as run_keys
 from plnt.apiserver.workflows import refreshing as catalog_refreshing
 from plnt.processes import tasks
@@ -267,6 +267,7 @@ def build_app(
     if invocation_keys.HOOKS in app:
         app.cleanup_ctx.append(_invocation_context)
     app.cleanup_ctx.append(invoke.upstream_context)
+    app.cleanup_ctx.append(shadowing.context)  # after the session: stopped before it closes
     endpoints.add_routes(app, standalone=standalone)
     namespace_routes.add_routes(app, standalone=standalone)  # before the generic routes
     # `[\s\S]`, not `.`: a name may hold a line break and is still a resource path (404 Status).

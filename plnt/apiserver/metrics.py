@@ -99,6 +99,11 @@ class Metrics:
             buckets=_BUCKETS,
             registry=self.registry,
         )
+        self.shadow_dropped = Counter(
+            "plnt_apiserver_shadow_dropped",
+            "Live invocations not mirrored to a canary under shadow because its queue was full.",
+            registry=self.registry,
+        )
         if in_flight is not None:
             self.registry.register(InFlightCollector(in_flight))
 

@@ -337,6 +337,15 @@ class PlntClient(transport.Transport):
         )
         return (await self.request("GET", path)).json()
 
+    async def shadow_pairs(
+        self, name: str, *, revision: int, namespace: str | None = None
+    ) -> dict[str, Any]:
+        """The shadow traffic pairs the answering API server holds for canary `revision`
+        (`…/shadow`, a `WorkflowRunShadowList`)."""
+        path = self.object_path(WORKFLOWRUNS, name, namespace=namespace, subresource="shadow")
+        answer = await self.request("GET", path, params={"revision": str(revision)})
+        return _object(answer)
+
     async def rollback(
         self, name: str, *, to_revision: int | None = None, namespace: str | None = None
     ) -> dict[str, Any]:

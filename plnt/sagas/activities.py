@@ -20,8 +20,10 @@ import aiohttp
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from plnt.api import evaluations as ev
 from plnt.api.evaluations import CanaryEvaluation
 from plnt.api.events import event_about
+from plnt.api.shadows import CanaryShadow
 from plnt.api.workflowruns import TEARDOWN_FINALIZER, StepCacheSpec
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
@@ -35,6 +37,7 @@ from plnt.sagas import (
     judging,
     placement,
     probing,
+    shadowing,
 )
 from plnt.sagas import values as v
 from plnt.sagas.failures import Failure
@@ -506,6 +509,26 @@ class DeployActivities:
             stable=verdict.stable.to_json() if verdict.stable is not None else None,
         )
 
+    async def _shadow_pairs(
+        self, request: v.EvaluationRequest, shadow: CanaryShadow
+    ) -> shadowing.Collected:
+        """The shadow pairs of the canary revision, read until enough or the timeout."""
+
+        async def read() -> dict[str, Any]:
+            return await self.api.shadow_pairs(
+                request.name, revision=request.revision, namespace=request.namespace
+            )
+
+        try:
+            return await shadowing.collect(
+                read,
+                want=shadow.min_comparisons,
+                timeout_seconds=shadow.timeout_seconds,
+                beat=activity.heartbeat,
+            )
+        except client_errors.ClientError as error:  # the API server: worth retrying
+            raise _fail(Failure.UNREACHABLE, f"shadow traffic: {error}", retryable=True) from error
+
     @activity.defn(name=activitynames.EVALUATE)
     async def evaluate(self, request: v.EvaluationRequest) -> v.EvaluationResult:
         """Run the evaluation's cases on canary and stable side by side, and score them.
@@ -514,6 +537,7 @@ class DeployActivities:
         """
         try:
             evaluation = CanaryEvaluation.model_validate(request.evaluation)
+            shadow = CanaryShadow.model_validate(request.shadow) if request.shadow else None
             cases = await evaluating.load_cases(evaluation, self.specs)
         except spec_errors.DigestMismatch as error:
             raise _fail(Failure.DIGEST_MISMATCH, f"evaluation dataset: {error}") from error
@@ -524,13 +548,22 @@ class DeployActivities:
         except ValueError as error:  # admission validated it: an older or foreign spec
             raise _fail(Failure.INVALID_DATASET, f"spec.canary.evaluation: {error}") from error
         judge = None
-        if names := judging.judge_backends(cases):
+        shadow_expect = (shadow.expect or []) if shadow is not None else []
+        shadow_judges = [ev.EvaluationCase(name="shadow", expect=shadow_expect)]
+        if names := judging.judge_backends([*cases, *shadow_judges]):
             listed = await self.api.list_backends(namespace=request.namespace)
             try:
                 targets = judging.targets_of(listed, names)
             except judging.JudgeFailed as error:
                 raise _fail(Failure.JUDGE_FAILED, str(error), retryable=True) from error
             judge = judging.Judge(self._http(), targets, timeout=self.probe_timeout)
+        scored: list[evaluating.Scored] = []
+        shortfall: str | None = None
+        collected: shadowing.Collected | None = None
+        if shadow is not None and request.stable:
+            collected = await self._shadow_pairs(request, shadow)
+            scored = shadowing.cases_of(collected.pairs, shadow)
+            shortfall = shadowing.shortfall(collected, shadow)
         try:
             record = await evaluating.evaluate(
                 self._http(),
@@ -540,11 +573,16 @@ class DeployActivities:
                 stable=request.stable,
                 judge=judge,
                 progress=activity.heartbeat,
+                scored=scored,
+                shortfall=shortfall,
             )
         except probing.Unreachable as error:
             raise _fail(Failure.UNREACHABLE, str(error), retryable=True) from error
         except judging.JudgeFailed as error:
             raise _fail(Failure.JUDGE_FAILED, str(error), retryable=True) from error
+        if collected is not None:
+            record.shadow_comparisons = len(collected.pairs)
+            record.shadow_dropped = collected.dropped
         return v.EvaluationResult(
             passed=record.passed,
             message=record.message,

@@ -21,6 +21,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -122,6 +123,37 @@ async def answer(
 Progress = Callable[[str], None]
 
 
+@dataclass
+class Scored:
+    """A case answered elsewhere (a shadow pair): its scorers, its record with the
+    deterministic scores applied, and both whole outputs for judge scorers."""
+
+    case: ev.EvaluationCase
+    record: ev.CaseRecord
+    canary_output: Any
+    stable_output: Any
+
+
+async def _judge(
+    judge: judging.Judge | None,
+    case: ev.EvaluationCase,
+    record: ev.CaseRecord,
+    canary_output: Any,
+    stable_output: Any,
+) -> None:
+    assert record.stable is not None
+    for scorer in case.expect:
+        if scorer.judge is None:
+            continue
+        if judge is None:
+            raise judging.JudgeFailed(f"{scorer.key}: no judge client")
+        record.judgements.append(
+            await judge.compare(
+                scorer, case.inputs, record.canary, canary_output, record.stable, stable_output
+            )
+        )
+
+
 async def evaluate(
     session: aiohttp.ClientSession,
     evaluation: ev.CanaryEvaluation,
@@ -131,8 +163,14 @@ async def evaluate(
     stable: Sequence[str],
     judge: judging.Judge | None = None,
     progress: Progress | None = None,
+    scored: Sequence[Scored] = (),
+    shortfall: str | None = None,
 ) -> ev.EvaluationRecord:
-    """Run every case on canary and stable side by side, score, and judge the limits."""
+    """Run every case on canary and stable side by side, score, and judge the limits.
+
+    `scored` are cases answered elsewhere (shadow pairs, with a stable) judged and held to
+    the same limits; `shortfall`, when set, fails the gate with that reason first.
+    """
     began = time.perf_counter()
     has_stable = bool(stable)
     records: list[ev.CaseRecord] = []
@@ -148,27 +186,28 @@ async def evaluate(
             (stable_answer, stable_output) = rest[0]
             stable_answer.scores = scoring.score(case.expect, stable_answer)
             record.stable = stable_answer
-            for scorer in case.expect:
-                if scorer.judge is None:
-                    continue
-                if judge is None:
-                    raise judging.JudgeFailed(f"{scorer.key}: no judge client")
-                record.judgements.append(
-                    await judge.compare(
-                        scorer, case.inputs, canary_answer, canary_output, stable_answer,
-                        stable_output,
-                    )
-                )  # fmt: skip
+            await _judge(judge, case, record, canary_output, stable_output)
         records.append(record)
         if progress is not None:
             progress(f"case {index + 1}/{len(cases)} {case.name}")
-    found = scoring.verdicts(evaluation, cases, records, has_stable=has_stable)
+    for index, more in enumerate(scored):
+        await _judge(judge, more.case, more.record, more.canary_output, more.stable_output)
+        records.append(more.record)
+        if progress is not None:
+            progress(f"shadow comparison {index + 1}/{len(scored)}")
+    every = [*cases, *(more.case for more in scored)]
+    found = scoring.verdicts(evaluation, every, records, has_stable=has_stable)
+    message = scoring.summary(found, cases=len(cases), has_stable=has_stable)
+    if scored:
+        message = message.replace(" case(s)", f" case(s) and {len(scored)} shadow comparison(s)", 1)
+    if shortfall is not None:
+        message = f"evaluation failed: {shortfall}; " + message.split(": ", 1)[1]
     return ev.EvaluationRecord(
-        passed=all(v.passed for v in found),
-        message=scoring.summary(found, cases=len(cases), has_stable=has_stable),
+        passed=shortfall is None and all(v.passed for v in found),
+        message=message,
         dataset=evaluation.dataset,
         duration_milliseconds=round((time.perf_counter() - began) * 1000.0, 1),
         scorers=found,
-        judges=judge.records(cases) if judge is not None and has_stable else [],
+        judges=judge.records(every) if judge is not None and has_stable else [],
         cases=records,
     )

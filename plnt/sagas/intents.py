@@ -75,6 +75,12 @@ class Intent:
         return dict(canary.get("evaluation") or {})
 
     @property
+    def shadow_json(self) -> dict[str, Any] | None:
+        """`spec.canary.shadow` as stored; None when unset."""
+        shadow = (self.desired.spec.get("canary") or {}).get("shadow")
+        return dict(shadow) if isinstance(shadow, dict) else None
+
+    @property
     def smoke_input(self) -> dict[str, Any] | None:
         """The run's smoke inputs; None (not `{}`) when it sets none, so the spec's are used."""
         smoke = self.canary.smoke

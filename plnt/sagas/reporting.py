@@ -55,6 +55,8 @@ class Canary:
     digest: str
     endpoints: list[str]
     weight: int
+    shadow: dict[str, Any] | None = None
+    """The shadow window (`{percent, queueSize, since}`) while live calls are mirrored."""
 
 
 @dataclass(frozen=True)
@@ -263,14 +265,15 @@ class Reporter:
             }
         ]
         if canary is not None:
-            traffic.append(
-                {
-                    "revision": canary.revision,
-                    "digest": canary.digest,
-                    "weight": canary.weight,
-                    "endpoints": canary.endpoints,
-                }
-            )
+            entry: dict[str, Any] = {
+                "revision": canary.revision,
+                "digest": canary.digest,
+                "weight": canary.weight,
+                "endpoints": canary.endpoints,
+            }
+            if canary.shadow is not None:
+                entry["shadow"] = canary.shadow
+            traffic.append(entry)
         return traffic
 
     def snapshot(self, pending: v.Desired | None) -> v.ControllerState:

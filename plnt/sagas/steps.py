@@ -25,6 +25,7 @@ from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from plnt.api.meta import format_time
+    from plnt.api.shadows import CanaryShadow
     from plnt.api.workflowruns import CanaryAnalysis
     from plnt.sagas import activitynames, routing, scaling
     from plnt.sagas import failures as f
@@ -255,8 +256,13 @@ class Analyze(Step):
     def _pause(deploy: Deploy) -> int:
         return deploy.intent.canary.pause_seconds if deploy.state.stable is not None else 0
 
+    @staticmethod
+    def _shadow(deploy: Deploy) -> CanaryShadow | None:
+        """The shadow (`canary.shadow`) when a stable exists whose live calls to mirror."""
+        return deploy.intent.canary.shadow if deploy.state.stable is not None else None
+
     def skip(self, deploy: Deploy) -> str | None:
-        if deploy.intent.analysis is not None or self._pause(deploy):
+        if deploy.intent.analysis is not None or self._pause(deploy) or self._shadow(deploy):
             return None
         reason = "no analysis configured"
         if deploy.intent.canary.pause_seconds and deploy.state.stable is None:
@@ -275,14 +281,20 @@ class Analyze(Step):
 
     def enter(self, deploy: Deploy) -> str:
         weight = deploy.intent.canary.weight
+        shadow = self._shadow(deploy)
+        window = None
+        if shadow is not None:  # the API servers mirror the stable's calls while it is set
+            since = format_time(workflow.now())
+            window = {"percent": shadow.percent, "queueSize": shadow.queue_size, "since": since}
         if deploy.state.stable is not None:
             installed = deploy.canary()
             deploy.reporter.canary = Canary(
-                deploy.revision, deploy.digest, installed.endpoints, weight
+                deploy.revision, deploy.digest, installed.endpoints, weight, window
             )
         pause = self._pause(deploy)
         held = f" for {pause} s" if pause else ""
-        return f"canary takes {weight}% of invocations{held}"
+        mirrored = f"; {shadow.percent}% of the stable's mirrored to it" if shadow else ""
+        return f"canary takes {weight}% of invocations{held}{mirrored}"
 
     async def run(self, deploy: Deploy) -> Outcome:
         verdicts: list[str] = []
@@ -360,10 +372,15 @@ class Evaluate(Step):
         if evaluation.dataset is not None:
             cases += f" and the dataset {evaluation.dataset.ref}"
         beside = " and the stable" if deploy.state.stable is not None else ""
-        return f"running {cases} on the canary{beside}"
+        shadow = deploy.intent.canary.shadow if deploy.state.stable is not None else None
+        wants = f", then waiting for {shadow.min_comparisons} shadow comparisons" if shadow else ""
+        return f"running {cases} on the canary{beside}{wants}"
 
     async def run(self, deploy: Deploy) -> Outcome:
         stable = deploy.state.stable
+        shadowed = deploy.intent.canary.shadow if stable is not None else None
+        shadow = deploy.intent.shadow_json if shadowed is not None else None
+        waits = shadowed.timeout_seconds if shadowed is not None else 0
         result = await workflow.execute_activity(
             activitynames.EVALUATE,
             v.EvaluationRequest(
@@ -371,9 +388,12 @@ class Evaluate(Step):
                 canary=deploy.canary().endpoints,
                 stable=stable.endpoints if stable else [],
                 evaluation=deploy.intent.evaluation_json,
+                name=deploy.state.run.name,
+                revision=deploy.revision,
+                shadow=shadow,
             ),
             result_type=v.EvaluationResult,
-            start_to_close_timeout=timedelta(minutes=30),
+            start_to_close_timeout=timedelta(minutes=30, seconds=waits),
             heartbeat_timeout=timedelta(minutes=2),
             retry_policy=f.retry(3, non_retryable=f.SPEC_ERRORS),
         )

@@ -243,13 +243,20 @@ class EvaluationRequest:
     """Run the evaluation's cases on the canary and the stable, and score them.
 
     `evaluation` is `spec.canary.evaluation` as the API stored it (the history keeps the
-    API's JSON); `namespace` is where judge scorers' PlntBackends are looked up.
+    API's JSON); `namespace` is where judge scorers' PlntBackends are looked up. With
+    `shadow`, the pairs of shadow traffic for canary `revision` are collected and scored too.
     """
 
     namespace: str
     canary: list[str]
     stable: list[str]
     evaluation: dict[str, Any]
+    name: str = ""
+    """The run, whose shadow pairs are read (with `shadow`)."""
+    revision: int = 0
+    """The canary revision whose shadow pairs count."""
+    shadow: dict[str, Any] | None = None
+    """`spec.canary.shadow` as stored, when the canary was shadowed beside a stable."""
 
 
 @dataclass

@@ -102,6 +102,7 @@ def test_the_default_policy_gives_each_kinds_grants_merged_by_group_and_verbs() 
                 "workflowruns/status",
                 "workflowruns/scale",
                 "workflowruns/bench",
+                "workflowruns/shadow",
             ],
         },
         {

@@ -25,6 +25,7 @@ SUBRESOURCES = [
     "workflowruns/proxy",
     "workflowruns/invocationlog",
     "workflowruns/invocations",
+    "workflowruns/shadow",
     "plntbackends/status",
 ]
 
@@ -93,6 +94,7 @@ def test_view_reads_every_kind_and_invocations_and_writes_nothing(rendered: Rend
         "plntbackends",
         "workflowruns/invocationlog",
         "workflowruns/invocations",
+        "workflowruns/shadow",
     ):
         for verb in READ:
             assert rbac_allows(rules, group=GROUP, resource=resource, verb=verb), resource
@@ -113,6 +115,7 @@ def test_edit_and_admin_cover_every_subresource_with_the_verbs_kube_authorizes(
         "plntbackends/status": READ,
         "workflowruns/invocationlog": READ,
         "workflowruns/invocations": READ,
+        "workflowruns/shadow": READ,
         "workflowruns/scale": ["get", "update", "patch"],
         "workflowruns/proxy": ["get", "create"],
         **{f"workflowruns/{a}": ["create"] for a in ACTIONS},

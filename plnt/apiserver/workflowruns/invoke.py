@@ -62,7 +62,7 @@ from plnt.api.meta import now_rfc3339
 from plnt.api.usage import Usage
 from plnt.apiserver import keys, negotiation, params, responses
 from plnt.apiserver.requestinfo import RequestInfo
-from plnt.apiserver.workflowruns import invocationwatch, relay, traffic
+from plnt.apiserver.workflowruns import invocationwatch, relay, shadowing, traffic
 from plnt.apiserver.workflowruns import keys as run_keys
 from plnt.registry.store import ResourceStore
 
@@ -161,6 +161,8 @@ class _Route:
     began: float
     upstream_seconds: float = 0.0
     sent_at: float = 0.0
+    shadow: shadowing.Window | None = None
+    """The run's open shadow window, when the saga has one open (`status.traffic`)."""
 
     def own_ms(self, now: float) -> float:
         """Time spent in the API server so far, the upstream time of finished tries excluded."""
@@ -230,7 +232,8 @@ async def _route(request: web.Request, store: ResourceStore, info: RequestInfo) 
         raise errors.ServiceUnavailable(
             f"workflowrun {info.name} has no ready revision", retry_after_seconds=1
         )
-    return _Route(targets=targets, target=target, endpoint=endpoint, began=began)
+    shadow = shadowing.window_of(obj.get("status"))
+    return _Route(targets=targets, target=target, endpoint=endpoint, began=began, shadow=shadow)
 
 
 async def forward(
@@ -318,6 +321,7 @@ def _buffered(
         "Server-Timing": ", ".join([*answer.timings, f"apiserver;dur={own_ms:.3f}"]),
         "Content-Type": answer.passed.get("Content-Type", responses.JSON_CONTENT_TYPE),
     }
+    _mirror(request, info, route, call, answer.status, body=answer.body)
     return web.Response(status=answer.status, body=answer.body, headers=headers)
 
 
@@ -368,7 +372,50 @@ async def _relay(
     )
     with contextlib.suppress(ConnectionError):
         await out.write_eof()
+    _mirror(request, info, route, call, outcome.status, output=outcome.output)
     return out
+
+
+def _mirror(
+    request: web.Request,
+    info: RequestInfo,
+    route: _Route,
+    call: Call,
+    status: int,
+    *,
+    output: Any = None,
+    body: bytes | None = None,
+) -> None:
+    """Offer an invocation the stable answered to the canary under shadow, if one is.
+
+    Never blocks and does no I/O (the shadower's tasks send it), so the caller's answer
+    does not wait for it; only invocations (`POST /invoke`) answered 200 by a revision
+    other than the canary are offered, and only the window's sampled share is queued.
+    """
+    window = route.shadow
+    if (
+        window is None
+        or status != 200
+        or call.method != "POST"
+        or call.path != "/invoke"
+        or route.target.revision == window.revision
+    ):
+        return
+    shadower = request.app[run_keys.SHADOWER]
+    if not shadower.sampled(window):
+        return
+    shadower.offer(
+        shadowing.Mirror(
+            namespace=info.namespace,
+            name=info.name,
+            window=window,
+            body=call.body,
+            stable_revision=route.target.revision,
+            stable_ms=(time.perf_counter() - route.began) * 1000.0,
+            stable_output=output,
+            stable_body=body,
+        )
+    )
 
 
 def _decoded(answer: bytes) -> Any:

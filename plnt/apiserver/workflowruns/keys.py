@@ -9,10 +9,12 @@ from __future__ import annotations
 import aiohttp
 from aiohttp import web
 
-from plnt.apiserver.workflowruns import deployhooks, traffic
+from plnt.apiserver.workflowruns import deployhooks, shadowing, traffic
 
 DEPLOY_HOOKS = web.AppKey("deploy_hooks", deployhooks.DeployHooks)
 """Present only with a DeployControl."""
 INVOKER = web.AppKey("invoker", traffic.Invoker)
 UPSTREAM = web.AppKey("upstream", aiohttp.ClientSession)
 """The one client session to runners (connection pooling), open while the app runs."""
+SHADOWER = web.AppKey("shadower", shadowing.Shadower)
+"""Mirrored calls to a canary under shadow, and the pairs they left (`shadowing.context`)."""

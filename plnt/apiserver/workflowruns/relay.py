@@ -59,6 +59,8 @@ class Outcome:
     cache: CacheOutcome = CacheOutcome.OFF
     first_token_at: float | None = None
     usage: Usage | None = None
+    output: object = None
+    """An NDJSON `result` line's output (for shadow traffic's pairs)."""
 
 
 class CoalescedStreamResponse(web.StreamResponse):
@@ -122,7 +124,8 @@ def _ndjson_outcome(last: _LastLine) -> Outcome | None:
     if not isinstance(line, dict):
         return None
     if line.get("type") == "result":
-        return Outcome(200, CacheOutcome.of_answer(line), usage=Usage.of_answer(line))
+        cache = CacheOutcome.of_answer(line)
+        return Outcome(200, cache, usage=Usage.of_answer(line), output=line.get("output"))
     status = line.get("status")
     if line.get("type") == "error" and isinstance(status, int):
         return Outcome(status)
@@ -190,7 +193,7 @@ async def pass_through(
             last.finish()
             outcome = (_sse_outcome if sse else _ndjson_outcome)(last)
             if outcome is not None:
-                return Outcome(outcome.status, outcome.cache, first, outcome.usage)
+                return Outcome(outcome.status, outcome.cache, first, outcome.usage, outcome.output)
             status, kind, why = 502, "bad_gateway", "ended the stream without a result"
         await _send(out, _error_tail(media, status, kind, f"the runner at {endpoint} {why}"))
         return Outcome(status, CacheOutcome.OFF, first)

@@ -7,7 +7,15 @@ not here: the generic handlers serve it, as every kind's part-of-the-object subr
 from __future__ import annotations
 
 from plnt.apiserver import kinds
-from plnt.apiserver.workflowruns import bench, invoke, openai_errors, proxy, rollback, scale
+from plnt.apiserver.workflowruns import (
+    bench,
+    invoke,
+    openai_errors,
+    proxy,
+    rollback,
+    scale,
+    shadowing,
+)
 from plnt.registry import workflowruns
 
 HTTP = kinds.KindHttp(
@@ -24,5 +32,6 @@ HTTP = kinds.KindHttp(
         "promote": kinds.Subresource(rollback.handle_promote),
         "retry": kinds.Subresource(rollback.handle_retry),
         "bench": kinds.Subresource(bench.handle_bench),
+        "shadow": kinds.Subresource(shadowing.handle_shadow),
     },
 )

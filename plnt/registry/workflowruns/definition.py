@@ -3,11 +3,12 @@
 The served subresources are `status`, `scale`, and the runtime operations `invoke`,
 `invocationlog` (the log of recent calls; `invocations`, its name before the Invocation
 kind took the plural, still answers, with a deprecation warning), `proxy` (the runners' own
-HTTP API, OpenAI's included), `rollback`, `abort`, `promote`, `retry` and `bench` (served
-by `plnt.apiserver.workflowruns`; a bench's checks are `bench.py` here). Each declares
-what the generic machinery cannot derive: the schemas of its body and of an answer that is
-not a kind of its own (the OpenAPI documents), and whether it is long-running (no
-max-in-flight slot). The kind's share of the standalone default policy is its `grants`.
+HTTP API, OpenAI's included), `rollback`, `abort`, `promote`, `retry`, `bench` and
+`shadow` (the pairs of shadow traffic), served by `plnt.apiserver.workflowruns` (a bench's
+checks are `bench.py` here). Each declares what the generic machinery cannot derive: the
+schemas of its body and of an answer that is not a kind of its own (the OpenAPI
+documents), and whether it is long-running (no max-in-flight slot). The kind's share of
+the standalone default policy is its `grants`.
 
 A server that deploys runs (one with a DeployControl) uses `with_teardown()`, whose
 strategy adds the `plnt.work/teardown` finalizer on create so deleting a run waits until
@@ -22,6 +23,7 @@ from typing import Any
 
 from plnt.api.bench import Bench
 from plnt.api.invocations import InvokeRequest
+from plnt.api.shadows import ShadowList
 from plnt.api.workflowruns import GROUP, KIND, VERSION, WorkflowRun, WorkflowRunRollback
 from plnt.registry import tables
 from plnt.registry.definitions import (
@@ -162,6 +164,12 @@ DEFINITION = ResourceDefinition(
             answer=_BENCH,  # the bench started, then its progress and results
             long_running=True,  # it measures the runners for seconds to minutes
         ),
+        Subresource(
+            "shadow",
+            "WorkflowRunShadowList",
+            ("get",),
+            answer=Schema("WorkflowRunShadowList", model=ShadowList),
+        ),
     ),
     columns=(
         PrinterColumn(
@@ -197,7 +205,7 @@ DEFINITION = ResourceDefinition(
     field_labels=lambda obj: {"status.phase": str(lookup(obj, "status", "phase") or "")},
     grants=(
         # Viewers read runs and follow a bench's progress.
-        Grant(VIEWERS, READ_VERBS, ("", "status", "scale", "bench")),
+        Grant(VIEWERS, READ_VERBS, ("", "status", "scale", "bench", "shadow")),
         # Invokers invoke, start and follow benches and use the OpenAI endpoint (GET
         # /v1/models, POST /v1/chat/completions through `proxy`), but edit nothing.
         Grant(INVOKERS, ("create",), ("invoke",)),

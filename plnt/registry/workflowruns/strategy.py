@@ -99,6 +99,16 @@ class WorkflowRunStrategy(Strategy):
                     "spec.route",
                 )
             )
+        canary = lookup(obj, "spec", "canary")
+        if isinstance(canary, dict) and canary.get("shadow") and not canary.get("evaluation"):
+            causes.append(
+                errors.Cause(
+                    "FieldValueInvalid",
+                    "Invalid value: shadow comparisons are scored by the quality gate: "
+                    "spec.canary.shadow needs spec.canary.evaluation",
+                    "spec.canary.shadow",
+                )
+            )
         return causes
 
     def warnings(self, obj: Object) -> list[str]:

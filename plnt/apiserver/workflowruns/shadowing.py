@@ -1,0 +1,318 @@
+"""Shadow traffic: live invocations the stable answered, mirrored to the canary under analysis.
+
+The saga opens a *window* by writing `shadow: {percent, queueSize, since}` into the
+canary's `status.traffic` entry while the canary is analysed, and closes it by removing
+the entry (promotion, rollback). While it is open, an invocation (`…/invoke`,
+`…/proxy/invoke`, plain or streamed) that was routed to another revision and answered 200
+is, after its caller's answer is complete, *offered* here: a sampled `percent` of them is
+queued, the rest ignored. Nothing of it can slow the caller: `offer` never blocks and
+does no I/O, and a run that already holds `queueSize` mirrored calls (queued or in
+flight) has the new one dropped and counted (the `plnt_apiserver_shadow_dropped`
+counter, and `dropped` in the read path's answer).
+
+A small pool of background tasks (`context`, a cleanup context: started with the app,
+cancelled before the runner session closes) sends each mirrored call to a canary
+endpoint's `POST /invoke` (not streamed: only the answer is compared), logs it in the
+invocation log with `"shadow": true`, and keeps the pair (inputs, the stable's answer,
+the canary's) in the `ShadowLog`: the last `PAIRS_KEPT` per run, in memory, per process.
+`GET …/workflowruns/NAME/shadow?revision=N` answers them (`handle_shadow`); with several
+API server replicas each holds its own pairs, and the reader collects distinct ids over
+repeated reads.
+
+Errors: none raised; a canary that fails or cannot be reached is a pair with its error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from plnt.api import codec, errors
+from plnt.api import shadows as wire
+from plnt.api.headers import CACHE_HEADER, CacheOutcome
+from plnt.api.meta import now_rfc3339
+from plnt.apiserver import keys, responses
+from plnt.apiserver.requestinfo import RequestInfo
+from plnt.apiserver.workflowruns import keys as run_keys
+from plnt.registry.store import ResourceStore
+
+WORKERS = 8
+"""Mirrored calls in flight at once per API server process."""
+SHADOW_RUNS = 10_000
+"""Runs whose pairs are kept (least recently recorded dropped)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The canary under shadow: its revision, endpoints and the window's settings."""
+
+    revision: int
+    endpoints: tuple[str, ...]
+    percent: int
+    queue_size: int
+
+
+def window_of(status: Any) -> Window | None:
+    """The open shadow window of a WorkflowRun status, if a traffic entry has one."""
+    traffic = status.get("traffic") if isinstance(status, dict) else None
+    for entry in traffic or []:
+        shadow = entry.get("shadow") if isinstance(entry, dict) else None
+        if not isinstance(shadow, dict):
+            continue
+        endpoints = tuple(str(e).rstrip("/") for e in entry.get("endpoints") or [] if e)
+        percent = shadow.get("percent")
+        if not endpoints or not isinstance(percent, int) or percent <= 0:
+            return None
+        size = shadow.get("queueSize")
+        return Window(
+            revision=int(entry.get("revision") or 0),
+            endpoints=endpoints,
+            percent=min(percent, 100),
+            queue_size=size if isinstance(size, int) and size > 0 else wire.DEFAULT_QUEUE_SIZE,
+        )
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Mirror:
+    """One live invocation to send to the canary, and what the stable answered to it."""
+
+    namespace: str
+    name: str
+    window: Window
+    body: bytes
+    stable_revision: int
+    stable_ms: float
+    stable_output: Any = None
+    stable_body: bytes | None = None
+    """A buffered answer's bytes, decoded by the worker (not on the caller's path)."""
+
+
+@dataclass
+class _Pairs:
+    pairs: deque[dict[str, Any]]
+    dropped: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class ShadowLog:
+    """The last `size` pairs per run and the calls dropped per canary revision."""
+
+    size: int = wire.PAIRS_KEPT
+    runs: int = SHADOW_RUNS
+    _runs: OrderedDict[tuple[str, str], _Pairs] = field(default_factory=OrderedDict)
+
+    def _of(self, namespace: str, name: str) -> _Pairs:
+        key = (namespace, name)
+        found = self._runs.get(key)
+        if found is None:
+            found = self._runs[key] = _Pairs(deque(maxlen=self.size))
+            if len(self._runs) > self.runs:
+                self._runs.popitem(last=False)
+        else:
+            self._runs.move_to_end(key)
+        return found
+
+    def record(self, namespace: str, name: str, pair: dict[str, Any]) -> None:
+        self._of(namespace, name).pairs.append(pair)
+
+    def drop(self, namespace: str, name: str, revision: int) -> None:
+        dropped = self._of(namespace, name).dropped
+        dropped[revision] = dropped.get(revision, 0) + 1
+
+    def pairs(self, namespace: str, name: str, revision: int | None = None) -> list[dict[str, Any]]:
+        """Oldest first; only those whose canary was `revision` when one is given."""
+        found = self._runs.get((namespace, name))
+        if found is None:
+            return []
+        return [p for p in found.pairs if revision is None or p["canary"]["revision"] == revision]
+
+    def dropped(self, namespace: str, name: str, revision: int | None = None) -> int:
+        found = self._runs.get((namespace, name))
+        if found is None:
+            return 0
+        if revision is None:
+            return sum(found.dropped.values())
+        return found.dropped.get(revision, 0)
+
+
+class Shadower:
+    """Sampling and the bounded queue of mirrored calls (no I/O here: `context` sends)."""
+
+    def __init__(
+        self,
+        *,
+        rng: random.Random | None = None,
+        on_drop: Callable[[], None] | None = None,
+        log: ShadowLog | None = None,
+    ) -> None:
+        self._rng = rng or random.Random()
+        self._on_drop = on_drop
+        self.log = log or ShadowLog()
+        self.queue: asyncio.Queue[Mirror] = asyncio.Queue()
+        self.held: dict[tuple[str, str], int] = {}
+        """Mirrored calls per run queued or in flight; at most the window's queueSize."""
+
+    def sampled(self, window: Window) -> bool:
+        """Whether one call is in the window's sampled share."""
+        return window.percent >= 100 or self._rng.random() * 100.0 < window.percent
+
+    def offer(self, mirror: Mirror) -> bool:
+        """Queue `mirror`, or drop and count it when its run holds `queueSize` already."""
+        key = (mirror.namespace, mirror.name)
+        held = self.held.get(key, 0)
+        if held >= mirror.window.queue_size:
+            self.log.drop(mirror.namespace, mirror.name, mirror.window.revision)
+            if self._on_drop is not None:
+                self._on_drop()
+            return False
+        self.held[key] = held + 1
+        self.queue.put_nowait(mirror)
+        return True
+
+    def done(self, mirror: Mirror) -> None:
+        """One mirrored call finished (sent, failed, or abandoned at shutdown)."""
+        key = (mirror.namespace, mirror.name)
+        left = self.held.get(key, 0) - 1
+        if left > 0:
+            self.held[key] = left
+        else:
+            self.held.pop(key, None)
+
+
+def _loads(data: bytes | None) -> Any:
+    try:
+        return codec.loads(data) if data else None
+    except ValueError:
+        return None
+
+
+def _output(body: Any) -> Any:
+    return body.get("output") if isinstance(body, dict) else None
+
+
+def _error(status: int, body: Any) -> str:
+    detail = body.get("error") if isinstance(body, dict) else None
+    message = detail.get("message") if isinstance(detail, dict) else None
+    return f"HTTP {status}: {message or body}"
+
+
+async def send(app: web.Application, mirror: Mirror) -> dict[str, Any]:
+    """Send one mirrored call to the canary; record the pair and the log entry; answer the pair."""
+    invoker = app[run_keys.INVOKER]
+    session = app[run_keys.UPSTREAM]
+    window = mirror.window
+    endpoint = invoker.balancer.pick_endpoint(window.endpoints) or window.endpoints[0]
+    began = time.perf_counter()
+    status, body, cache = 0, None, CacheOutcome.OFF.value
+    problem: str | None = None
+    with invoker.balancer.track(endpoint):
+        try:
+            async with session.post(
+                f"{endpoint}/invoke",
+                data=mirror.body,
+                headers={"Content-Type": "application/json"},
+            ) as answer:
+                status, data = answer.status, await answer.read()
+                body = _loads(data)
+                cache = answer.headers.get(CACHE_HEADER) or CacheOutcome.of_answer(body)
+        except TimeoutError:
+            status, problem = 504, f"the canary at {endpoint} did not answer in time"
+        except aiohttp.ClientError as error:
+            status, problem = 502, f"the canary at {endpoint} could not be reached ({error})"
+    milliseconds = round((time.perf_counter() - began) * 1000.0, 3)
+    invoker.log.record(
+        mirror.namespace,
+        mirror.name,
+        {
+            "time": now_rfc3339(),
+            "revision": window.revision,
+            "endpoint": endpoint,
+            "status": status,
+            "durationMs": milliseconds,
+            "cache": cache,
+            "shadow": True,
+        },
+    )
+    canary: dict[str, Any] = {"revision": window.revision, "status": status}
+    if problem is None and status == 200:
+        canary["output"] = _output(body)
+    else:
+        canary["error"] = problem or _error(status, body)
+    canary["durationMs"] = milliseconds
+    stable_output = (
+        _output(_loads(mirror.stable_body))
+        if mirror.stable_body is not None
+        else mirror.stable_output
+    )
+    envelope = _loads(mirror.body)
+    inputs = envelope.get("inputs") if isinstance(envelope, dict) else None
+    pair = {
+        "id": uuid.uuid4().hex,
+        "time": now_rfc3339(),
+        "inputs": inputs if isinstance(inputs, dict) else {},
+        "stable": {
+            "revision": mirror.stable_revision,
+            "status": 200,
+            "output": stable_output,
+            "durationMs": round(mirror.stable_ms, 3),
+        },
+        "canary": canary,
+    }
+    app[run_keys.SHADOWER].log.record(mirror.namespace, mirror.name, pair)
+    return pair
+
+
+async def _work(app: web.Application, shadower: Shadower) -> None:
+    while True:
+        mirror = await shadower.queue.get()
+        try:
+            await send(app, mirror)
+        finally:
+            shadower.done(mirror)
+
+
+async def context(app: web.Application) -> AsyncIterator[None]:
+    """The shadower and its pool of senders, for the app's lifetime (after the session)."""
+    counter = app[keys.METRICS].shadow_dropped
+    shadower = app[run_keys.SHADOWER] = Shadower(on_drop=counter.inc)
+    workers = [asyncio.create_task(_work(app, shadower)) for _ in range(WORKERS)]
+    try:
+        yield
+    finally:
+        for worker in workers:
+            worker.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+
+
+async def handle_shadow(
+    request: web.Request, store: ResourceStore, info: RequestInfo
+) -> web.StreamResponse:
+    """`GET …/shadow[?revision=N]`: this API server's pairs (oldest first) and drops."""
+    if info.verb != "get":
+        raise errors.MethodNotSupported.of(store.definition.group_resource, info.verb)
+    await store.get(info.namespace, info.name)  # 404 for a run that does not exist
+    raw = request.query.get("revision")
+    revision: int | None = None
+    if raw:
+        try:
+            revision = int(raw)
+        except ValueError as error:
+            raise errors.BadRequest(f"revision: not a number: {raw!r}") from error
+    log = request.app[run_keys.SHADOWER].log
+    pairs = log.pairs(info.namespace, info.name, revision)
+    answer = wire.ShadowList(
+        revision=revision,
+        dropped=log.dropped(info.namespace, info.name, revision),
+        items=[wire.ShadowPair.model_validate(p) for p in pairs],
+    )
+    return responses.json_response(answer.to_wire())
