@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 
 from plnt.bench import apiserver as harness
-from plnt.bench import consistent_reads
+from plnt.bench import consistent_reads, reports
 from plnt.bench.settings import ApiBenchSettings
 
 GET_RAW_TARGET = 1.0
@@ -50,10 +50,6 @@ def _median_ms(stats: harness.PhaseStats | None) -> float:
     return stats.percentile_ms(0.5) if stats is not None else 0.0
 
 
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
 def report(results: Results, settings: ApiBenchSettings) -> list[str]:
     """The printed report: one row per phase, then the ratio lines."""
     lines = [
@@ -88,7 +84,7 @@ def report(results: Results, settings: ApiBenchSettings) -> list[str]:
         lines.append(
             f"RSS api server        {loaded:6.1f} MB with {settings.objects} WorkflowRuns "
             f"cached ({started:.1f} MB before)  target <= {RSS_TARGET_MB:.0f} MB  "
-            f"{_verdict(loaded <= RSS_TARGET_MB)}"
+            f"{reports.verdict(loaded <= RSS_TARGET_MB)}"
         )
     if results.reads:
         lines += consistent_reads.report_lines(results.reads)
@@ -103,14 +99,14 @@ def _ratio_lines(results: Results) -> list[str]:
         get_raw = _ratio(results.api["get"], results.raw.get("get"))
         lines += [
             f"ratio GET api/raw     {get_raw:6.2f}  target >= {GET_RAW_TARGET:.2f}  "
-            f"{_verdict(get_raw >= GET_RAW_TARGET)}",
+            f"{reports.verdict(get_raw >= GET_RAW_TARGET)}",
             f"ratio GET api/bare    {_ratio(results.api['get'], results.bare.get('get')):6.2f}",
         ]
     if "create" in results.api:
         create_raw = _ratio(results.api["create"], results.raw.get("create"))
         lines += [
             f"ratio CREATE api/raw  {create_raw:6.2f}  target >= {CREATE_RAW_TARGET:.2f}  "
-            f"{_verdict(create_raw >= CREATE_RAW_TARGET)}",
+            f"{reports.verdict(create_raw >= CREATE_RAW_TARGET)}",
             f"ratio CREATE api/bare "
             f"{_ratio(results.api['create'], results.bare.get('create')):6.2f}",
         ]
@@ -140,7 +136,7 @@ def _watch_lines(watch: harness.WatchStats, settings: ApiBenchSettings) -> list[
         f"create p50 {ms(watch.create_latencies, 0.5):.1f} ms",
         _watch_cpu_line(watch),
         f"ratio WATCH p99 ms    {p99:6.1f}  target <= {WATCH_P99_TARGET_MS:.0f} ms, "
-        f"all delivered ({'yes' if watch.all_delivered else 'no'})  {_verdict(ok)}",
+        f"all delivered ({'yes' if watch.all_delivered else 'no'})  {reports.verdict(ok)}",
     ]
 
 

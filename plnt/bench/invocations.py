@@ -32,7 +32,7 @@ from temporalio import client as temporal_client
 from temporalio.service import RPCError
 
 from plnt.bench import apiserver as harness
-from plnt.bench import bareflows
+from plnt.bench import bareflows, reports
 from plnt.bench.settings import InvocationBenchSettings
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
@@ -168,16 +168,12 @@ def bare_execution(client: temporal_client.Client, *, task_queue: str, prefix: s
 # -- the report ---------------------------------------------------------------------------
 
 
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
 def report(results: InvocationResults, settings: InvocationBenchSettings) -> list[str]:
     """The human-readable table, with the ratios and the targets."""
     lines = [
         f"invocations: c=1 for {settings.sequential_duration:g} s, "
         f"then c={settings.concurrency} for {settings.duration:g} s",
-        f"{'phase':<26}{'calls/s':>10}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}{'errors':>8}",
+        reports.phase_header(26),
     ]
     for label, stats in (
         ("sync invoke c=1", results.sync),
@@ -185,22 +181,18 @@ def report(results: InvocationResults, settings: InvocationBenchSettings) -> lis
         (f"durable invocation c={settings.concurrency}", results.durable_wide),
         (f"bare temporal c={settings.concurrency}", results.bare_wide),
     ):
-        lines.append(
-            f"{label:<26}{stats.rate:>10.1f}{stats.percentile_ms(0.5):>10.2f}"
-            f"{stats.percentile_ms(0.95):>10.2f}{stats.percentile_ms(0.99):>10.2f}"
-            f"{stats.errors:>8}"
-        )
+        lines.append(reports.phase_row(label, stats, width=26))
     p50, p99 = results.overhead_ms(0.5), results.overhead_ms(0.99)
     sync50 = results.sync.percentile_ms(0.5)
     ratio50 = results.durable.percentile_ms(0.5) / sync50 if sync50 else 0.0
     ratio = results.throughput_ratio
     lines += [
         f"overhead durable-sync p50 {p50:8.2f} ms  target <= {OVERHEAD_TARGET_P50_MS:g} ms  "
-        f"{_verdict(p50 <= OVERHEAD_TARGET_P50_MS)}",
+        f"{reports.verdict(p50 <= OVERHEAD_TARGET_P50_MS)}",
         f"overhead durable-sync p99 {p99:8.2f} ms",
         f"ratio durable/sync p50    {ratio50:8.2f}",
         f"ratio invocations/bare temporal c={settings.concurrency} {ratio:5.2f}  "
-        f"target >= {THROUGHPUT_TARGET:.2f}  {_verdict(ratio >= THROUGHPUT_TARGET)}",
+        f"target >= {THROUGHPUT_TARGET:.2f}  {reports.verdict(ratio >= THROUGHPUT_TARGET)}",
     ]
     if results.rss_loaded_bytes:
         mb = 2**20
@@ -214,7 +206,7 @@ def report(results: InvocationResults, settings: InvocationBenchSettings) -> lis
             f"RSS api server {loaded:6.1f} MB with {results.rss_objects} finished Invocations "
             f"beside {results.rss_objects} WorkflowRuns ({results.rss_runs_bytes / mb:.1f} MB "
             f"with the runs alone, {results.rss_started_bytes / mb:.1f} MB empty)  "
-            f"target <= {RSS_TARGET_MB:.0f} MB  {_verdict(loaded <= RSS_TARGET_MB)}",
+            f"target <= {RSS_TARGET_MB:.0f} MB  {reports.verdict(loaded <= RSS_TARGET_MB)}",
             f"RSS per finished Invocation {per:6.2f} KiB (stored {results.template_bytes} B)",
         ]
     return lines
@@ -223,23 +215,13 @@ def report(results: InvocationResults, settings: InvocationBenchSettings) -> lis
 def as_json(results: InvocationResults, settings: InvocationBenchSettings) -> dict[str, Any]:
     """The results as one JSON object (`invocations_command` prints it last)."""
 
-    def phase(stats: PhaseStats) -> dict[str, float]:
-        return {
-            "rate": stats.rate,
-            "ops": stats.ops,
-            "errors": stats.errors,
-            "p50_ms": stats.percentile_ms(0.5),
-            "p95_ms": stats.percentile_ms(0.95),
-            "p99_ms": stats.percentile_ms(0.99),
-        }
-
     sync50 = results.sync.percentile_ms(0.5)
     return {
         "concurrency": settings.concurrency,
-        "sync": phase(results.sync),
-        "durable": phase(results.durable),
-        "durable_wide": phase(results.durable_wide),
-        "bare_wide": phase(results.bare_wide),
+        "sync": reports.phase_json(results.sync),
+        "durable": reports.phase_json(results.durable),
+        "durable_wide": reports.phase_json(results.durable_wide),
+        "bare_wide": reports.phase_json(results.bare_wide),
         "overhead_p50_ms": results.overhead_ms(0.5),
         "overhead_p99_ms": results.overhead_ms(0.99),
         "overhead_ratio_p50": results.durable.percentile_ms(0.5) / sync50 if sync50 else 0.0,

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from plnt.bench import invocations, invocations_running
+from plnt.bench import invocations, invocations_running, reports
 from plnt.bench.settings import InvocationBenchSettings
 
 
@@ -70,11 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="plnt-bench-invocations-") as tmp:
         results = asyncio.run(invocations_running.bench(settings, Path(tmp)))
-    for line in invocations.report(results, settings):
-        print(line)
-    print(f"total {time.monotonic() - started:.0f}s, {os.cpu_count()} CPUs")
-    document = invocations.as_json(results, settings)
-    if settings.json_file is not None:
-        settings.json_file.write_text(json.dumps(document, indent=2) + "\n")
-    print(json.dumps(document, separators=(",", ":")), flush=True)
+    reports.emit(
+        invocations.report(results, settings),
+        invocations.as_json(results, settings),
+        started=started,
+        json_file=settings.json_file,
+    )
     return 0

@@ -45,36 +45,15 @@ import aiohttp
 
 from plnt.apiserver import pki
 from plnt.bench import apiserver as harness
-from plnt.bench import apiserver_running, children, proxy
+from plnt.bench import apiserver_running, children, continuations, proxy
 from plnt.bench.saga import http_session
 from plnt.processes import models, weights
 from plnt.processes.etcd import EtcdProcess
 from plnt.processes.modelserver import ModelServer
 
 PIN = models.GEMMA3_270M
-PROMPT = "1, 2, 3, 4,"
-WORKFLOW = "continue"
 CONCURRENCIES = (1, 4)
 PATHS = ("direct", "proxy", "invoke")
-
-
-def spec_text(tokens: int) -> str:
-    """A workflow whose output is one completion step's (its tokens stream)."""
-    return f"""apiVersion: microagents.plnt.work/v1
-kind: Workflow
-metadata: {{name: {WORKFLOW}}}
-inputs: {{type: object, properties: {{prefix: {{type: string}}}}, required: [prefix]}}
-chat: {{input: prefix}}
-steps:
-  - id: more
-    kind: model
-    mode: completion
-    prompt: "{{{{ inputs.prefix }}}}"
-    maxTokens: {tokens}
-    temperature: 0
-    seed: 0
-output: steps.more.output
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,7 +200,7 @@ async def cold_start(workdir: Path, settings: ModelSettings) -> tuple[ModelServe
 def _direct_body(settings: ModelSettings) -> dict[str, Any]:
     return {
         "model": PIN.name,
-        "prompt": PROMPT,
+        "prompt": continuations.PROMPT,
         "max_tokens": settings.tokens,
         "temperature": 0,
         "seed": 0,
@@ -245,7 +224,7 @@ async def bench(settings: ModelSettings, workdir: Path) -> ModelResults:
     server, results.cold = await cold_start(workdir, settings)
     try:
         spec = workdir / "continue.workflow.yaml"
-        spec.write_text(spec_text(settings.tokens))
+        spec.write_text(continuations.spec_text(settings.tokens))
         paths = pki.ensure_pki(workdir / "pki")
         context = harness.client_ssl_context(
             ca_cert=paths.ca_cert, client_cert=paths.admin_cert, client_key=paths.admin_key
@@ -262,8 +241,8 @@ async def bench(settings: ModelSettings, workdir: Path) -> ModelResults:
             run = f"{api.base}/apis/plnt.work/v1/namespaces/{proxy.NAMESPACE}/workflowruns/"
             run += proxy.NAME
             completion = {
-                "model": WORKFLOW,
-                "prompt": PROMPT,
+                "model": continuations.WORKFLOW,
+                "prompt": continuations.PROMPT,
                 "stream": True,
             }
             targets: dict[str, tuple[aiohttp.ClientSession, str, dict[str, Any], bool]] = {
@@ -274,7 +253,12 @@ async def bench(settings: ModelSettings, workdir: Path) -> ModelResults:
                     False,
                 ),
                 "proxy": (tls, f"{run}/proxy/v1/completions", completion, False),
-                "invoke": (tls, f"{run}/invoke?stream=true", {"inputs": {"prefix": PROMPT}}, True),
+                "invoke": (
+                    tls,
+                    f"{run}/invoke?stream=true",
+                    {"inputs": {"prefix": continuations.PROMPT}},
+                    True,
+                ),
             }
             for concurrency in CONCURRENCIES:
                 # Interleaved: each round sends one batch down every path in turn, so a

@@ -43,7 +43,7 @@ import aiohttp
 
 from plnt.apiserver import pki
 from plnt.bench import apiserver as harness
-from plnt.bench import apiserver_running, children
+from plnt.bench import apiserver_running, children, reports
 from plnt.bench.saga import OVERHEAD_TARGET_MS, THROUGHPUT_TARGET, http_session, measure
 from plnt.processes.etcd import EtcdProcess
 
@@ -242,10 +242,6 @@ async def bench(settings: ProxySettings, workdir: Path) -> ProxyResults:
         return results
 
 
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
 def report(results: ProxyResults, settings: ProxySettings) -> list[str]:
     """The printed lines: one per target, each a ratio or a difference."""
     p50 = PhaseStats.percentile_ms
@@ -261,13 +257,13 @@ def report(results: ProxyResults, settings: ProxySettings) -> list[str]:
         f"({len(results.direct_ttft)} streams)",
         f"ratio chat throughput proxy/direct {results.throughput_ratio:.2f} "
         f"(target >= {THROUGHPUT_TARGET}) "
-        f"{_verdict(results.throughput_ratio >= THROUGHPUT_TARGET)}",
+        f"{reports.verdict(results.throughput_ratio >= THROUGHPUT_TARGET)}",
         f"overhead chat p50 c=1 {results.overhead_ms:.3f} ms "
         f"(target <= {OVERHEAD_TARGET_MS} ms) "
-        f"{_verdict(results.overhead_ms <= OVERHEAD_TARGET_MS)}",
+        f"{reports.verdict(results.overhead_ms <= OVERHEAD_TARGET_MS)}",
         f"overhead ttft p50 c=1 {results.ttft_overhead_ms:.3f} ms "
         f"(target <= {OVERHEAD_TARGET_MS} ms) "
-        f"{_verdict(results.ttft_overhead_ms <= OVERHEAD_TARGET_MS)}",
+        f"{reports.verdict(results.ttft_overhead_ms <= OVERHEAD_TARGET_MS)}",
     ]
     return lines
 

@@ -28,6 +28,7 @@ from typing import Any
 import aiohttp
 
 from plnt.bench import apiserver as harness
+from plnt.bench import reports
 from plnt.bench.runner_starts import RunnerStarts
 
 PhaseStats = harness.PhaseStats
@@ -231,10 +232,6 @@ def _seconds(values: Sequence[float], q: float) -> float:
     return harness.percentile(values, q)
 
 
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
 def _runner_start_lines(starts: RunnerStarts | None, deploy_p50: float) -> list[str]:
     """The floor rows under apply → Ready, and what the saga adds above a forked start."""
     if starts is None or not starts.executed or not starts.forked:
@@ -281,7 +278,7 @@ def report(results: SagaResults, settings: InvokeSettings) -> list[str]:
             f"{'apply -> Ready':<22}{p50:>10.3f}{_seconds(deploys, 0.95):>10.3f}"
             f"{max(deploys):>10.3f}{deploys[0]:>10.3f}",
             f"target deploy p50      {p50:6.3f} s  target <= {DEPLOY_TARGET_P50_S:g} s  "
-            f"{_verdict(p50 <= DEPLOY_TARGET_P50_S)}",
+            f"{reports.verdict(p50 <= DEPLOY_TARGET_P50_S)}",
         ]
         lines += _runner_start_lines(results.runner_starts, p50)
         lines += _evaluation_lines(results)
@@ -290,7 +287,7 @@ def report(results: SagaResults, settings: InvokeSettings) -> list[str]:
         lines += [
             f"invoke: concurrency {settings.concurrency} for {settings.duration:g} s, "
             f"then 1 for {settings.sequential_duration:g} s; runner {results.endpoint}",
-            f"{'phase':<22}{'calls/s':>10}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}{'errors':>8}",
+            reports.phase_header(22),
         ]
         wide = [("api", invoke.api), ("direct", invoke.direct)]
         wide += [(stats.floor.label, stats.wide) for stats in invoke.floors]
@@ -298,17 +295,13 @@ def report(results: SagaResults, settings: InvokeSettings) -> list[str]:
         one += [(stats.floor.label, stats.sequential) for stats in invoke.floors]
         for suffix, group in ((f"c={settings.concurrency}", wide), ("c=1", one)):
             for name, stats in group:
-                lines.append(
-                    f"{f'{name} {suffix}':<22}{stats.rate:>10.1f}{stats.percentile_ms(0.5):>10.2f}"
-                    f"{stats.percentile_ms(0.95):>10.2f}{stats.percentile_ms(0.99):>10.2f}"
-                    f"{stats.errors:>8}"
-                )
+                lines.append(reports.phase_row(f"{name} {suffix}", stats, width=22))
         ratio, overhead = invoke.throughput_ratio, invoke.overhead_ms
         lines += [
             f"ratio invoke api/direct {ratio:6.2f}  target >= {THROUGHPUT_TARGET:.2f}  "
-            f"{_verdict(ratio >= THROUGHPUT_TARGET)}",
+            f"{reports.verdict(ratio >= THROUGHPUT_TARGET)}",
             f"overhead p50 c=1        {overhead:6.2f} ms  target <= {OVERHEAD_TARGET_MS:g} ms  "
-            f"{_verdict(overhead <= OVERHEAD_TARGET_MS)}",
+            f"{reports.verdict(overhead <= OVERHEAD_TARGET_MS)}",
             f"overhead p50 c={settings.concurrency:<8} {invoke.concurrent_overhead_ms:6.2f} ms",
         ]
         for floor in invoke.floors:
@@ -325,16 +318,6 @@ def report(results: SagaResults, settings: InvokeSettings) -> list[str]:
 
 def as_json(results: SagaResults, settings: InvokeSettings) -> dict[str, Any]:
     """The results as one JSON object (`saga_command` prints it as its last line)."""
-
-    def phase(stats: PhaseStats) -> dict[str, float]:
-        return {
-            "rate": stats.rate,
-            "ops": stats.ops,
-            "errors": stats.errors,
-            "p50_ms": stats.percentile_ms(0.5),
-            "p95_ms": stats.percentile_ms(0.95),
-            "p99_ms": stats.percentile_ms(0.99),
-        }
 
     deploys = results.deploy_seconds
     out: dict[str, Any] = {
@@ -374,10 +357,10 @@ def as_json(results: SagaResults, settings: InvokeSettings) -> dict[str, Any]:
         out["invoke"] = {
             "concurrency": settings.concurrency,
             "duration_s": settings.duration,
-            "api": phase(invoke.api),
-            "direct": phase(invoke.direct),
-            "api_sequential": phase(invoke.api_sequential),
-            "direct_sequential": phase(invoke.direct_sequential),
+            "api": reports.phase_json(invoke.api),
+            "direct": reports.phase_json(invoke.direct),
+            "api_sequential": reports.phase_json(invoke.api_sequential),
+            "direct_sequential": reports.phase_json(invoke.direct_sequential),
             "throughput_ratio": invoke.throughput_ratio,
             "overhead_p50_ms": invoke.overhead_ms,
             "concurrent_overhead_p50_ms": invoke.concurrent_overhead_ms,
@@ -388,8 +371,8 @@ def as_json(results: SagaResults, settings: InvokeSettings) -> dict[str, Any]:
             key = stats.floor.key
             out["invoke"].update(
                 {
-                    key: phase(stats.wide),
-                    f"{key}_sequential": phase(stats.sequential),
+                    key: reports.phase_json(stats.wide),
+                    f"{key}_sequential": reports.phase_json(stats.sequential),
                     f"{key}_throughput_ratio": invoke.ratio_to_direct(stats.wide),
                     f"{key}_overhead_p50_ms": invoke.overhead_to_direct_ms(stats.sequential),
                 }

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from plnt.bench import saga, saga_running, starts, starts_running
+from plnt.bench import reports, saga, saga_running, starts, starts_running
 from plnt.bench.settings import SagaBenchSettings
 
 
@@ -123,13 +121,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             results = asyncio.run(saga_running.bench(settings, Path(tmp)))
     invoke = saga_running.invoke_settings(settings)
     lines = starts.report(burst) if burst is not None else []
-    for line in lines + saga.report(results, invoke):
-        print(line)
-    print(f"total {time.monotonic() - started:.0f}s, {os.cpu_count()} CPUs")
     document = saga.as_json(results, invoke) if settings.deploys else {}
     if burst is not None:
         document["creates"] = starts.as_json(burst)
-    if settings.json_file is not None:
-        settings.json_file.write_text(json.dumps(document, indent=2) + "\n")
-    print(json.dumps(document, separators=(",", ":")), flush=True)
+    reports.emit(
+        lines + saga.report(results, invoke),
+        document,
+        started=started,
+        json_file=settings.json_file,
+    )
     return 0

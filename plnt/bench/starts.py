@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plnt.bench import apiserver as harness
+from plnt.bench import reports
 
 CREATE_RATIO_TARGET = 0.9
 
@@ -151,10 +152,6 @@ async def burst(
 # -- the report ---------------------------------------------------------------------------
 
 
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
 def report(results: BurstResults) -> list[str]:
     s = results.settings
     lines = [
@@ -174,7 +171,7 @@ def report(results: BurstResults) -> list[str]:
     lines.append(
         f"ratio creates/bare starts {results.ratio:5.2f}  ({results.plnt_rate:.1f} vs "
         f"{results.floor_rate:.1f} started/s, means)  target >= {CREATE_RATIO_TARGET:.1f}  "
-        f"{_verdict(results.ratio >= CREATE_RATIO_TARGET)}"
+        f"{reports.verdict(results.ratio >= CREATE_RATIO_TARGET)}"
     )
     return lines
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from plnt.api.meta import parse_time
 from plnt.ui import views
 
 PLURAL = "invocations"
@@ -36,10 +35,10 @@ class InvocationObjectRow:
 
 def invocation_duration(status: Mapping[str, Any], now: datetime) -> str:
     """`startTime` to `completionTime`, or to now while it runs: kubectl's DURATION."""
-    start = _moment(status.get("startTime"))
+    start = views.parsed_time(status.get("startTime"))
     if start is None:
         return ""
-    end = _moment(status.get("completionTime"))
+    end = views.parsed_time(status.get("completionTime"))
     if end is None:
         end = None if status.get("phase") in FINISHED_PHASES else now
     if end is None:
@@ -165,12 +164,3 @@ def invocation_view(obj: Mapping[str, Any], now: datetime) -> InvocationView:
         usage=usage_text,
         trace=trace,
     )
-
-
-def _moment(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return parse_time(value)
-    except ValueError:
-        return None

@@ -22,7 +22,8 @@ COMPENSATION_STEP = "rollback"
 """The saga's timeline entry that records a deploy's compensation (docs/sagas.md)."""
 
 
-def _time(value: Any) -> datetime | None:
+def parsed_time(value: Any) -> datetime | None:
+    """A timestamp as the API wrote it; None when it is missing or malformed."""
     if not isinstance(value, str) or not value:
         return None
     try:
@@ -49,7 +50,7 @@ def duration_text(seconds: float | None) -> str:
 
 def age(timestamp: Any, now: datetime) -> str:
     """kubectl's AGE column, roughly: the time since `timestamp`."""
-    moment = _time(timestamp)
+    moment = parsed_time(timestamp)
     if moment is None:
         return ""
     return duration_text(max(0.0, (now - moment).total_seconds())).replace(" ", "")
@@ -84,7 +85,7 @@ def timeline(saga: Sequence[Mapping[str, Any]] | None, now: datetime) -> Timelin
     precision, so a bar is at least a sliver wide and shown after the one before it.
     """
     steps = list(saga or [])
-    starts = [t for t in (_time(s.get("startTime")) for s in steps) if t is not None]
+    starts = [t for t in (parsed_time(s.get("startTime")) for s in steps) if t is not None]
     if not starts:
         rows = tuple(
             TimelineRow(
@@ -104,7 +105,7 @@ def timeline(saga: Sequence[Mapping[str, Any]] | None, now: datetime) -> Timelin
     origin = min(starts)
     ends: list[datetime] = []
     for step in steps:
-        end = _time(step.get("endTime"))
+        end = parsed_time(step.get("endTime"))
         if end is None and step.get("state") == "Running":
             end = now
         if end is not None:
@@ -116,8 +117,8 @@ def timeline(saga: Sequence[Mapping[str, Any]] | None, now: datetime) -> Timelin
     rows_list: list[TimelineRow] = []
     for step in steps:
         state = str(step.get("state", "Pending"))
-        start = _time(step.get("startTime"))
-        end = _time(step.get("endTime")) or (now if state == "Running" else None)
+        start = parsed_time(step.get("startTime"))
+        end = parsed_time(step.get("endTime")) or (now if state == "Running" else None)
         seconds = None if start is None or end is None else (end - start).total_seconds()
         x = 0.0 if start is None else (start - origin).total_seconds() * scale
         width = 0.0 if seconds is None else max(seconds * scale, minimum)

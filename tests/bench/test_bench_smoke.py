@@ -105,7 +105,7 @@ def test_python_m_plnt_bench_names_its_commands_when_given_none_it_knows() -> No
         cwd=REPO,
     )
     assert result.returncode == 2
-    assert "{apiserver,saga,deploys,proxy,harness}" in result.stderr
+    assert "{apiserver,saga,deploys,invocations,proxy,harness,model}" in result.stderr
 
 
 def test_the_deploys_report_gives_the_median_and_the_90th_percentile_by_nearest_rank() -> None:

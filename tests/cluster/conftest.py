@@ -20,6 +20,7 @@ import json
 import ssl
 import sys
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -205,3 +206,29 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             local.stop_all(state / "runners")
             kill_all(runner_pids(state))
             temporal.stop()
+
+
+@pytest.fixture
+def namespace(cluster: Cluster) -> str:
+    """A fresh namespace of the stand-in cluster."""
+    name = f"ns-{uuid.uuid4().hex[:8]}"
+    cluster.standin.add_namespace(name)
+    return name
+
+
+@pytest.fixture
+def user(cluster: Cluster, namespace: str, tmp_path: Path) -> Kubectl:
+    """kubectl as a developer who may do anything with plnt.work in `namespace`, only."""
+    token = f"dev-{namespace}"
+    cluster.standin.add_user(token, token)
+    cluster.standin.allow(
+        Rule(("*",), user=token, api_groups=("plnt.work",), resources=("*",), namespace=namespace)
+    )
+    return cluster.kubectl(token, tmp_path / "dev")
+
+
+@pytest.fixture
+def admin(cluster: Cluster, tmp_path: Path) -> Kubectl:
+    """kubectl as the cluster's admin (`system:masters`): what the tests inspect it with."""
+    cluster.standin.add_user("cluster-admin-token", "cluster-admin", ["system:masters"])
+    return cluster.kubectl("cluster-admin-token", tmp_path / "admin")

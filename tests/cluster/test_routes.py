@@ -11,42 +11,16 @@ applies is validated by the stand-in against the Gateway API's own schemas.
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from tests.cluster.conftest import Cluster
 from tests.cluster.test_aggregated import published, run_manifest
-from tests.support.kube.policy import Rule
 from tests.support.plnt_server import Kubectl, wait_for
 
 RUN = "chat"
-
-
-@pytest.fixture
-def namespace(cluster: Cluster) -> str:
-    name = f"r-{uuid.uuid4().hex[:8]}"
-    cluster.standin.add_namespace(name)
-    return name
-
-
-@pytest.fixture
-def user(cluster: Cluster, namespace: str, tmp_path: Path) -> Kubectl:
-    token = f"dev-{namespace}"
-    cluster.standin.add_user(token, token)
-    cluster.standin.allow(
-        Rule(("*",), user=token, api_groups=("plnt.work",), resources=("*",), namespace=namespace)
-    )
-    return cluster.kubectl(token, tmp_path / "dev")
-
-
-@pytest.fixture
-def admin(cluster: Cluster, tmp_path: Path) -> Kubectl:
-    cluster.standin.add_user("cluster-admin-token", "cluster-admin", ["system:masters"])
-    return cluster.kubectl("cluster-admin-token", tmp_path / "admin")
 
 
 def manifest(cluster: Cluster, tag: str) -> dict[str, Any]:

@@ -31,13 +31,14 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from plnt.api import codec
+from plnt.bench import continuations
 from plnt.client import transport
 from plnt.client.clients import PlntClient
 from plnt.processes.modelserver import ModelServer
 from plnt.processes.supervision import Backoff, supervising
 from plnt.standalone import modelserving
 from tests.deploy.conftest import Api, Stack, condition_of, settled, step_of, workflowrun
-from tests.support.model import COUNTING, PIN, complete, continue_spec
+from tests.support.model import COUNTING, PIN, complete
 from tests.support.namespaces import create_namespace
 from tests.support.stack import WorkerProcess
 from tests.support.waiting import eventually
@@ -45,7 +46,7 @@ from tests.support.waiting import eventually
 NAME = "on-the-model"
 TOKENS = 16
 """Tokens per answer: long enough that an answer is still flowing a read after its first."""
-SPEC = continue_spec(max_tokens=TOKENS, name="continue")
+SPEC = continuations.spec_text(TOKENS, smoke=True)
 ANALYSIS = {"requests": 4, "maxErrorRate": 0.0, "maxP95Milliseconds": 60_000}
 """Four requests per revision (canary and stable side by side), none may fail; the p95
 limit is there only so the verdict names the p95 it measured."""

@@ -17,14 +17,15 @@ from typing import Any
 import aiohttp
 import openai
 
+from plnt.bench import continuations
 from plnt.processes.modelserver import ModelServer
 from plnt.runner import settings
 from plnt.workflowspec import documents, smoke
 from tests.runner.conftest import EXAMPLES, StartRunner
-from tests.support.model import COUNTING, complete, continue_spec, tokenize_count
+from tests.support.model import COUNTING, complete, tokenize_count
 
 TOKENS = 12
-CONTINUE = continue_spec(max_tokens=TOKENS)
+CONTINUE = continuations.spec_text(TOKENS, smoke=True)
 
 
 def backend_of(server: ModelServer) -> settings.BackendConfig:

@@ -11,7 +11,8 @@ server by its PID when the session ends, also after a failure.
 
 `complete(server, prompt, ...)` and `tokenize_count(server, text)` call the server
 directly, bypassing plnt: what tests compare plnt's answers and counts with;
-`continue_spec()` is a workflow whose tokens stream (its output is the completion step's).
+the workflow whose tokens stream is `plnt.bench.continuations.spec_text`, which the model
+benchmark runs too.
 """
 
 from __future__ import annotations
@@ -24,38 +25,13 @@ from typing import Any
 
 import pytest
 
+from plnt.bench import continuations
 from plnt.processes import models, weights
 from plnt.processes.modelserver import ModelServer
 
 PIN = models.GEMMA3_270M
-COUNTING = "1, 2, 3, 4,"
+COUNTING = continuations.PROMPT
 """A prefix this base model continues with ` 5, 6, 7, …` at temperature 0."""
-
-
-def continue_spec(*, max_tokens: int = 12, name: str = "continue") -> str:
-    """A workflow whose output *is* one completion step's output, so its tokens stream as
-    the model generates them (`examples/complete.workflow.yaml` ends in a transform, which
-    streams nothing until it is done). A chat's last user message (or a text completion's
-    prompt) is the prefix; temperature 0 and seed 0 make the continuation reproducible."""
-    return f"""
-apiVersion: microagents.plnt.work/v1
-kind: Workflow
-metadata: {{name: {name}}}
-inputs: {{type: object, properties: {{prefix: {{type: string}}}}, required: [prefix]}}
-chat: {{input: prefix}}
-steps:
-  - id: more
-    kind: model
-    mode: completion
-    prompt: "{{{{ inputs.prefix }}}}"
-    maxTokens: {max_tokens}
-    temperature: 0
-    seed: 0
-output: steps.more.output
-smoke:
-  inputs: {{prefix: "{COUNTING}"}}
-  expect: {{contains: "5"}}
-"""
 
 
 @pytest.fixture(scope="session")

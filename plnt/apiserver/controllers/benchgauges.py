@@ -2,10 +2,10 @@
 
 A bench runs as a saga and writes its result into the run's status, wherever it ran; the
 API server is the one place every such write passes, and it already holds every run in
-its watch cache. So the server follows WorkflowRuns with a watch on its own store (a
-memory subscription when the watch cache is on) and keeps each run's last results, and
-the `BenchGauges` collector turns them into gauges when /metrics is scraped. Every
-replica of the server exports the same values: dashboards aggregate them with `max`.
+its watch cache. So the server follows WorkflowRuns on its own store
+(`plnt.apiserver.following`) and keeps each run's last results, and the `BenchGauges`
+collector turns them into gauges when /metrics is scraped. Every replica of the server
+exports the same values: dashboards aggregate them with `max`.
 
 `status.lastBench` holds one result in the harness's JSON form (`BenchResult.to_json`,
 camelCase), or a compare run's results as `{"results": [...]}`; each result's `label`
@@ -17,28 +17,18 @@ DCGM's percent, so it is divided by 100.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import logging
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 from aiohttp import web
 from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
 
-from plnt.apiserver import keys
-from plnt.processes import tasks
+from plnt.apiserver import following
 from plnt.registry import workflowruns
-from plnt.storage import errors as storage_errors
-from plnt.storage.interface import KeyValue, Store
-
-log = logging.getLogger("plnt.apiserver")
 
 _QUANTILES = (("0.5", "p50Ms"), ("0.9", "p90Ms"), ("0.95", "p95Ms"), ("0.99", "p99Ms"))
 _MAX = ("1", "maxMs")
 _LABELS = ["namespace", "workflowrun", "revision"]
-_RETRY_SECONDS = 1.0
 
 
 def results_of(last_bench: Any) -> list[Mapping[str, Any]]:
@@ -54,7 +44,7 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-class BenchGauges(Collector):
+class BenchGauges(following.Gauges):
     """The last bench results per run, exported as gauges when scraped."""
 
     def __init__(self) -> None:
@@ -146,47 +136,8 @@ def _percentiles(family: GaugeMetricFamily, labels: list[str], value: Any) -> No
             family.add_metric([*labels, quantile], milliseconds / 1000.0)
 
 
-def _decode(kv: KeyValue | None) -> Mapping[str, Any] | None:
-    if kv is None:
-        return None
-    try:
-        obj = json.loads(kv.value)
-    except ValueError:
-        return None
-    return obj if isinstance(obj, Mapping) else None
-
-
-async def follow(store: Store, gauges: BenchGauges) -> None:
-    """Keep `gauges` equal to every WorkflowRun's last bench: list, then watch; on a lost
-    or expired watch, list again (the cache resumes etcd, so this is rare)."""
-    prefix = workflowruns.DEFINITION.key_prefix()
-    while True:
-        try:
-            listed = await store.list(prefix, consistent=False)
-            gauges.clear()
-            for kv in listed.items:
-                if (obj := _decode(kv)) is not None:
-                    gauges.update(obj)
-            async with store.watch(prefix, after_revision=listed.revision) as events:
-                async for event in events:
-                    if event.type == "DELETED":
-                        if (obj := _decode(event.kv)) is not None:
-                            gauges.forget(obj)
-                    elif (obj := _decode(event.kv)) is not None:
-                        gauges.update(obj)
-        except storage_errors.StorageError as error:
-            log.info("bench gauges: watch ended (%s); listing again", error)
-        except Exception:  # the gauges must outlive any surprise; say it and start over
-            log.exception("bench gauges: following WorkflowRuns failed; listing again")
-        await asyncio.sleep(_RETRY_SECONDS)  # after an end or a loss, not in a tight loop
-
-
 async def context(app: web.Application) -> AsyncIterator[None]:
     """An aiohttp cleanup context (after storage): follow WorkflowRuns while serving."""
-    gauges = BenchGauges()
-    app[keys.METRICS].registry.register(gauges)
-    try:
-        async with tasks.running(follow(app[keys.STORAGE], gauges), name="bench gauges"):
-            yield
-    finally:
-        app[keys.METRICS].registry.unregister(gauges)
+    prefix = workflowruns.DEFINITION.key_prefix()
+    async with following.exported(app, BenchGauges(), prefix=prefix, name="bench gauges"):
+        yield

@@ -1,9 +1,8 @@
 """Invocation metrics: how many Invocations are in each phase, and how long finished ones took.
 
 * `plnt_invocations{phase}` (gauge): Invocations stored now, by phase. Like the bench
-  gauges, it follows the Invocations with a watch on the server's own store (a memory
-  subscription with the watch cache), so every replica exports the same values
-  (aggregate with `max`).
+  gauges, it follows the Invocations on the server's own store (`plnt.apiserver.following`),
+  so every replica exports the same values (aggregate with `max`).
 * `plnt_invocations_finished_total{phase}` (counter) and
   `plnt_invocation_duration_seconds{phase}` (histogram, from `status.startTime` — or the
   creation when it never started — to `status.completionTime`): counted by the after-write
@@ -13,9 +12,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
-import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
@@ -24,23 +20,17 @@ from aiohttp import web
 from prometheus_client import Counter as CounterMetric
 from prometheus_client import Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.registry import CollectorRegistry
 
 from plnt.api.invocations import FINISHED_PHASES
 from plnt.api.meta import parse_time
-from plnt.apiserver import keys
-from plnt.processes import tasks
+from plnt.apiserver import following
 from plnt.registry import invocations
 from plnt.registry.changes import Change
 from plnt.registry.objects import Object, lookup
 from plnt.registry.options import AgentWarning
-from plnt.storage import errors as storage_errors
-from plnt.storage.interface import KeyValue, Store
-
-log = logging.getLogger("plnt.apiserver")
 
 DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
-_RETRY_SECONDS = 1.0
 
 
 def _phase(obj: Mapping[str, Any] | None) -> str:
@@ -61,17 +51,22 @@ def seconds_taken(obj: Object) -> float | None:
         return None
 
 
-class PhaseGauge(Collector):
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    metadata = obj.get("metadata") or {}
+    return str(metadata.get("namespace", "")), str(metadata.get("name", ""))
+
+
+class PhaseGauge(following.Gauges):
     """Invocations by phase, from the ones the server follows."""
 
     def __init__(self) -> None:
-        self._phases: dict[str, str] = {}
+        self._phases: dict[tuple[str, str], str] = {}
 
-    def update(self, key: str, obj: Mapping[str, Any]) -> None:
-        self._phases[key] = _phase(obj)
+    def update(self, obj: Mapping[str, Any]) -> None:
+        self._phases[_key(obj)] = _phase(obj)
 
-    def forget(self, key: str) -> None:
-        self._phases.pop(key, None)
+    def forget(self, obj: Mapping[str, Any]) -> None:
+        self._phases.pop(_key(obj), None)
 
     def clear(self) -> None:
         self._phases.clear()
@@ -117,47 +112,8 @@ class FinishMeter:
         return []
 
 
-def _decode(kv: KeyValue | None) -> Mapping[str, Any] | None:
-    if kv is None:
-        return None
-    try:
-        obj = json.loads(kv.value)
-    except ValueError:
-        return None
-    return obj if isinstance(obj, Mapping) else None
-
-
-async def follow(store: Store, gauge: PhaseGauge) -> None:
-    """Keep `gauge` equal to the stored Invocations: list, then watch; list again on a loss."""
-    prefix = invocations.DEFINITION.key_prefix()
-    while True:
-        try:
-            listed = await store.list(prefix, consistent=False)
-            gauge.clear()
-            for kv in listed.items:
-                if (obj := _decode(kv)) is not None:
-                    gauge.update(kv.key, obj)
-            async with store.watch(prefix, after_revision=listed.revision) as events:
-                async for event in events:
-                    if event.kv is None:
-                        continue  # progress: nothing changed
-                    if event.type == "DELETED":
-                        gauge.forget(event.kv.key)
-                    elif (obj := _decode(event.kv)) is not None:
-                        gauge.update(event.kv.key, obj)
-        except storage_errors.StorageError as error:
-            log.info("invocation gauge: watch ended (%s); listing again", error)
-        except Exception:  # the gauge must outlive any surprise; say it and start over
-            log.exception("invocation gauge: following Invocations failed; listing again")
-        await asyncio.sleep(_RETRY_SECONDS)  # after an end or a loss, not in a tight loop
-
-
 async def context(app: web.Application) -> AsyncIterator[None]:
     """An aiohttp cleanup context (after storage): follow Invocations while serving."""
-    gauge = PhaseGauge()
-    app[keys.METRICS].registry.register(gauge)
-    try:
-        async with tasks.running(follow(app[keys.STORAGE], gauge), name="invocation gauge"):
-            yield
-    finally:
-        app[keys.METRICS].registry.unregister(gauge)
+    prefix = invocations.DEFINITION.key_prefix()
+    async with following.exported(app, PhaseGauge(), prefix=prefix, name="invocation gauge"):
+        yield

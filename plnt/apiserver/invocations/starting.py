@@ -9,11 +9,12 @@ workflow, which closes the workflow's call to the runner, and the runner cancels
 backend call.
 
 When Temporal cannot be reached the write still stands: the hook returns a warning
-(`Warning: 299 plnt "…"`) and a background loop retries with exponential backoff, starting
-the *latest* stored object (a pending Invocation deleted meanwhile is forgotten) and
-cancelling the deleted ones. At start-up the same loop starts every Invocation that has
-not finished (a create stored just before a crash, or while Temporal was down), so a
-restarted API server converges; starts of workflows that ran already change nothing.
+(`Warning: 299 plnt "…"`) and a background loop (`plnt.apiserver.retrying.RetryLoop`)
+retries with exponential backoff, starting the *latest* stored object (a pending
+Invocation deleted meanwhile is forgotten) and cancelling the deleted ones. At start-up
+the same loop starts every Invocation that has not finished (a create stored just before a
+crash, or while Temporal was down), so a restarted API server converges; starts of
+workflows that ran already change nothing.
 
 A cancel that could not reach Temporal is remembered in memory only, so it is not what
 makes deletes durable: the **sweep** is. At start-up, and on every retry pass after a
@@ -34,13 +35,12 @@ Errors: none of its own; a failed start or cancel never fails the write.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from typing import Any
 
 from plnt.api import errors
 from plnt.api.invocations import FINISHED_PHASES
+from plnt.apiserver import retrying
 from plnt.registry.changes import Change
 from plnt.registry.objects import Object, lookup
 from plnt.registry.options import AgentWarning, ListOptions
@@ -49,8 +49,6 @@ from plnt.sagas.control import InvocationControl, RunningInvocation
 
 log = logging.getLogger("plnt.apiserver.invocations")
 
-RETRY_INITIAL_SECONDS = 0.5
-RETRY_MAX_SECONDS = 30.0
 AGENT = "plnt"
 
 Key = tuple[str, str]
@@ -74,19 +72,23 @@ class InvocationHooks:
         self,
         control: InvocationControl,
         *,
-        retry_initial_seconds: float = RETRY_INITIAL_SECONDS,
-        retry_max_seconds: float = RETRY_MAX_SECONDS,
+        retry_initial_seconds: float = retrying.RETRY_INITIAL_SECONDS,
+        retry_max_seconds: float = retrying.RETRY_MAX_SECONDS,
     ) -> None:
         self.control = control
         self.pending_starts: set[Key] = set()
         self.pending_cancels: dict[Key, Object] = {}
         self.sweep_needed = True
         """A sweep has not succeeded since start-up or since a cancel failed."""
-        self._retry_initial = retry_initial_seconds
-        self._retry_max = retry_max_seconds
-        self._wake = asyncio.Event()
         self._store: ResourceStore | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._retries = retrying.RetryLoop(
+            "invocation hook retries",
+            converge=self.converge,
+            retry=self.retry_pending,
+            pending=self._pending,
+            initial_seconds=retry_initial_seconds,
+            max_seconds=retry_max_seconds,
+        )
 
     async def after_write(self, change: Change) -> list[AgentWarning]:
         """Start the workflow of a new Invocation; cancel the one of a deleted Invocation."""
@@ -103,7 +105,7 @@ class InvocationHooks:
         except Exception as error:  # the write is stored: never fail it
             log.warning("starting invocation %s/%s failed: %s", *key, error)
             self.pending_starts.add(key)
-            self._wake.set()
+            self._retries.wake()
             return [
                 AgentWarning(
                     AGENT,
@@ -123,7 +125,7 @@ class InvocationHooks:
             log.warning("cancelling invocation %s/%s failed: %s", *key, error)
             self.pending_cancels[key] = obj
             self.sweep_needed = True
-            self._wake.set()
+            self._retries.wake()
             return [
                 AgentWarning(
                     AGENT,
@@ -139,14 +141,10 @@ class InvocationHooks:
     def start_loop(self, store: ResourceStore) -> None:
         """Begin the background loop over `store` (the Invocation store)."""
         self._store = store
-        self._task = asyncio.create_task(self._run(), name="invocation hook retries")
+        self._retries.start()
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._retries.close()
 
     async def converge(self) -> None:
         """Start the workflow of every Invocation that has not finished (idempotent), then
@@ -168,7 +166,7 @@ class InvocationHooks:
         except Exception as error:
             log.warning("listing invocation workflows failed: %s", error)
             self.sweep_needed = True
-            self._wake.set()
+            self._retries.wake()
             return []
         if not running:
             self.sweep_needed = False
@@ -197,7 +195,7 @@ class InvocationHooks:
                 self.pending_cancels.pop((orphan.namespace, orphan.name), None)
         self.sweep_needed = failed
         if failed:
-            self._wake.set()
+            self._retries.wake()
         return orphans
 
     async def retry_pending(self) -> bool:
@@ -215,23 +213,7 @@ class InvocationHooks:
             await self.cancel(gone)
         if self.sweep_needed:
             await self.sweep()
-        return not self.pending_starts and not self.pending_cancels and not self.sweep_needed
+        return not self._pending()
 
-    async def _run(self) -> None:
-        delay = self._retry_initial
-        try:
-            await self.converge()
-        except errors.APIError:
-            log.exception("start-up invocation convergence could not list invocations")
-        while True:
-            if not self.pending_starts and not self.pending_cancels and not self.sweep_needed:
-                self._wake.clear()
-                await self._wake.wait()
-                delay = self._retry_initial
-            await asyncio.sleep(delay)  # the call that put the key here just failed
-            try:
-                done = await self.retry_pending()
-            except errors.APIError:
-                log.exception("invocation retry could not read invocations")
-                done = False
-            delay = self._retry_initial if done else min(delay * 2, self._retry_max)
+    def _pending(self) -> bool:
+        return bool(self.pending_starts or self.pending_cancels or self.sweep_needed)

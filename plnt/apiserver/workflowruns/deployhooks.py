@@ -15,9 +15,10 @@ deletecollection, rollback), so none can forget it.
 When the saga service is down (`DeployUnavailable`) the write still stands: the hook
 returns a warning (agent `plnt`) that the store adds to the write's result, so the answer
 gets a `Warning: 299 plnt "…"` header, and the key goes to a retry loop with exponential
-backoff that resubmits the *latest* stored object. The same loop first resubmits, at
-start-up, every run whose `status.observedGeneration` lags `metadata.generation` or that
-is being deleted, so a restart of the API server converges.
+backoff (`plnt.apiserver.retrying.RetryLoop`) that resubmits the *latest* stored object.
+The same loop first resubmits, at start-up, every run whose `status.observedGeneration`
+lags `metadata.generation` or that is being deleted, so a restart of the API server
+converges.
 
 Errors: none of its own. `DeployUnavailable` (and any other failure of `submit`, which
 is logged) never fails the write; it becomes a warning and a retry.
@@ -25,12 +26,11 @@ is logged) never fails the write; it becomes a warning and a retry.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from typing import Any
 
 from plnt.api import errors
+from plnt.apiserver import retrying
 from plnt.registry.changes import Change, generation
 from plnt.registry.definitions import Object
 from plnt.registry.options import AgentWarning, ListOptions
@@ -39,8 +39,6 @@ from plnt.sagas.control import DeployControl, DeployUnavailable
 
 log = logging.getLogger("plnt.apiserver.deploy")
 
-RETRY_INITIAL_SECONDS = 0.5
-RETRY_MAX_SECONDS = 30.0
 AGENT = "plnt"
 """The agent of the deploy warnings (`Warning: 299 plnt "…"`)."""
 
@@ -67,16 +65,20 @@ class DeployHooks:
         self,
         deploy: DeployControl,
         *,
-        retry_initial_seconds: float = RETRY_INITIAL_SECONDS,
-        retry_max_seconds: float = RETRY_MAX_SECONDS,
+        retry_initial_seconds: float = retrying.RETRY_INITIAL_SECONDS,
+        retry_max_seconds: float = retrying.RETRY_MAX_SECONDS,
     ) -> None:
         self.deploy = deploy
         self.pending: set[Key] = set()
-        self._retry_initial = retry_initial_seconds
-        self._retry_max = retry_max_seconds
-        self._wake = asyncio.Event()
         self._store: ResourceStore | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._retries = retrying.RetryLoop(
+            "deploy hook retries",
+            converge=self.converge,
+            retry=self.retry_pending,
+            pending=lambda: bool(self.pending),
+            initial_seconds=retry_initial_seconds,
+            max_seconds=retry_max_seconds,
+        )
 
     async def after_write(self, change: Change) -> list[AgentWarning]:
         """Submit what the saga must see: a creation, a new generation, a deletion started.
@@ -98,7 +100,7 @@ class DeployHooks:
             if not isinstance(error, DeployUnavailable):
                 log.exception("deploy submit of %s/%s failed", *key)
             self.pending.add(key)
-            self._wake.set()
+            self._retries.wake()
             return [
                 AgentWarning(
                     AGENT,
@@ -114,14 +116,10 @@ class DeployHooks:
     def start(self, store: ResourceStore) -> None:
         """Begin the background loop over `store` (the WorkflowRun store)."""
         self._store = store
-        self._task = asyncio.create_task(self._run(), name="deploy hook retries")
+        self._retries.start()
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._retries.close()
 
     async def converge(self) -> None:
         """Submit every run the saga has not caught up with (after a restart)."""
@@ -142,23 +140,3 @@ class DeployHooks:
                 continue
             await self.submit(obj)
         return not self.pending
-
-    async def _run(self) -> None:
-        delay = self._retry_initial
-        try:
-            await self.converge()
-        except errors.APIError:
-            log.exception("start-up deploy convergence could not list workflowruns")
-        while True:
-            if not self.pending:
-                self._wake.clear()
-                await self._wake.wait()
-                delay = self._retry_initial
-            # Back off before every retry: the submit that put the key here just failed.
-            await asyncio.sleep(delay)
-            try:
-                done = await self.retry_pending()
-            except errors.APIError:
-                log.exception("deploy retry could not read workflowruns")
-                done = False
-            delay = self._retry_initial if done else min(delay * 2, self._retry_max)
