@@ -69,6 +69,10 @@ heartbeats every second, and at once when a step finishes)."""
 CALL_ATTEMPTS = 20
 """Tries of the call activity (each tries every ready replica); `timeoutSeconds` bounds
 them too."""
+LOCAL_RETRY_THRESHOLD = timedelta(milliseconds=500)
+"""The report is a local activity (run inside the workflow task, no round trip of its
+own); a retry of it due in more than this waits on a durable Temporal timer rather than
+in the worker's memory, so a long wait (the API server down) is in the history."""
 
 
 class Reason(enum.StrEnum):
@@ -94,6 +98,9 @@ class Reason(enum.StrEnum):
 
 
 RETRIED = frozenset({Reason.NOT_READY, Reason.RUNNER_LOST})
+NEVER_RETRIED = frozenset(r.value for r in Reason if r not in RETRIED)
+RETRY_INITIAL = timedelta(seconds=1)
+RETRY_MAXIMUM = timedelta(seconds=10)
 
 
 def workflow_id(namespace: str, name: str, uid: str) -> str:
@@ -145,10 +152,15 @@ class InvocationRequest:
 
 @dataclass
 class Pinned:
-    """The revision the call goes to, resolved once when the call starts."""
+    """The revision the call goes to, resolved once when the call starts.
+
+    `endpoints`: its ready replicas as the run listed them when it was pinned, so the
+    call's first attempt need not read the run again (later attempts do).
+    """
 
     revision: int
     digest: str = ""
+    endpoints: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -249,25 +261,66 @@ def _error_of(error: ActivityError, timeout_seconds: int) -> tuple[str, str, str
     cause = error.cause
     if error.retry_state == RetryState.TIMEOUT and not isinstance(cause, TimeoutError):
         last = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
-        return Reason.TIMEOUT, f"did not finish within {timeout_seconds} s ({last})", None
-    if isinstance(cause, TimeoutError):
-        if cause.type in (TimeoutType.SCHEDULE_TO_CLOSE, TimeoutType.START_TO_CLOSE):
+        return _timed_out(timeout_seconds, last)
+    return _reason_of(cause or error, timeout_seconds)
+
+
+def _reason_of(failure: BaseException, timeout_seconds: int) -> tuple[str, str, str | None]:
+    """(reason, message, step) of one attempt's failure."""
+    if isinstance(failure, TimeoutError):
+        if failure.type in (TimeoutType.SCHEDULE_TO_CLOSE, TimeoutType.START_TO_CLOSE):
             return Reason.TIMEOUT, f"did not finish within {timeout_seconds} s", None
-        return Reason.RUNNER_LOST, f"the call was lost ({cause.message})", None
-    if isinstance(cause, ApplicationError):
-        details = cause.details[0] if cause.details else {}
+        return Reason.RUNNER_LOST, f"the call was lost ({failure.message})", None
+    if isinstance(failure, ApplicationError):
+        details = failure.details[0] if failure.details else {}
         step = details.get("step") if isinstance(details, dict) else None
-        return cause.type or Reason.RUNNER_ERROR, cause.message, step
-    return Reason.RUNNER_ERROR, str(cause or error), None
+        return failure.type or Reason.RUNNER_ERROR, failure.message, step
+    return Reason.RUNNER_ERROR, str(failure), None
+
+
+def _timed_out(timeout_seconds: int, last: str) -> tuple[str, str, str | None]:
+    return Reason.TIMEOUT, f"did not finish within {timeout_seconds} s ({last})", None
+
+
+def _retried(failure: BaseException) -> bool:
+    """Whether an attempt that failed so is tried again, as `_retries` decides for the
+    activities Temporal retries: an activity's own error unless it is marked final or its
+    reason is one that is never retried."""
+    if not isinstance(failure, ApplicationError) or failure.non_retryable:
+        return False
+    return failure.type not in NEVER_RETRIED
+
+
+def _backoff(attempt: int) -> timedelta:
+    """The wait after failed attempt `attempt` (1, 2, …): `_retries`' schedule."""
+    wait: timedelta = RETRY_INITIAL * 2 ** (attempt - 1)
+    return min(wait, RETRY_MAXIMUM)
+
+
+class _Ended(Exception):
+    """The pin failed for good: the call is not made (reason, message, step)."""
+
+    def __init__(self, reason: str, message: str, step: str | None = None) -> None:
+        super().__init__(message)
+        self.reason, self.message, self.step = reason, message, step
 
 
 WORKFLOW_TYPE = "Invocation"
 """The workflow's registered name: what Temporal's visibility lists it by."""
 
 
-@workflow.defn(name=WORKFLOW_TYPE)
+@workflow.defn(name=WORKFLOW_TYPE, sandboxed=False)
 class InvocationWorkflow:
-    """Pin, call, record, expire (see the module docstring)."""
+    """Pin, call, record, expire (see the module docstring).
+
+    Not sandboxed: every Invocation is a new workflow, and building Temporal's sandbox
+    for one (re-importing this module, its dataclasses and enums, behind restricted
+    proxies) cost more than all its workflow tasks together — tens of milliseconds on
+    each call's critical path. What the sandbox would check at run time is held here
+    otherwise: this module imports only Temporal and `plnt.api` (import-linter's
+    contracts), reads no clock but `workflow.now()`, and the replay tests run every
+    scenario's history through it.
+    """
 
     @workflow.run
     async def run(self, request: InvocationRequest) -> InvocationOutcome:
@@ -276,13 +329,7 @@ class InvocationWorkflow:
         pinned: Pinned | None = None
         phase, reason = "Succeeded", ""
         try:
-            pinned = await workflow.execute_activity(
-                RESOLVE_ACTIVITY,
-                request,
-                result_type=Pinned,
-                schedule_to_close_timeout=timeout,
-                retry_policy=_retries(),
-            )
+            pinned = await self._pin(request, deadline)
             called = await workflow.execute_activity(
                 CALL_ACTIVITY,
                 CallRequest(request, pinned, _stamp(workflow.now())),
@@ -293,6 +340,9 @@ class InvocationWorkflow:
                 cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             )
             fields = succeeded(called, pinned, _stamp(workflow.now()))
+        except _Ended as ended:
+            phase, reason = "Failed", ended.reason
+            fields = failed(phase, reason, ended.message, _stamp(workflow.now()), ended.step)
         except ActivityError as error:
             if not isinstance(error.cause, CancelledError):
                 reason, message, step = _error_of(error, request.timeout_seconds)
@@ -300,11 +350,11 @@ class InvocationWorkflow:
                 fields = failed(phase, reason, message, _stamp(workflow.now()), step)
             else:  # the call stopped because the workflow was cancelled
                 phase, reason, fields = _cancelled()
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, CancelledError):
             phase, reason, fields = _cancelled()
         if pinned is not None:
             fields.setdefault("revision", pinned.revision)
-        kept = await workflow.execute_activity(
+        kept = await workflow.execute_local_activity(
             REPORT_ACTIVITY,
             StatusReport(request.invocation, fields, finished=True),
             result_type=bool,
@@ -314,6 +364,7 @@ class InvocationWorkflow:
                 maximum_interval=timedelta(seconds=10),
                 maximum_attempts=0,  # until the API server answers: the end must be recorded
             ),
+            local_retry_threshold=LOCAL_RETRY_THRESHOLD,
         )
         if kept:
             await workflow.sleep(timedelta(seconds=request.ttl_seconds_after_finished))
@@ -329,6 +380,42 @@ class InvocationWorkflow:
             )
         return InvocationOutcome(phase, reason, fields)
 
+    async def _pin(self, request: InvocationRequest, deadline: datetime) -> Pinned:
+        """Pin the revision (`invocation-resolve`, a local activity: no round trip of its
+        own), tried again after a retryable failure (no promoted revision or no ready
+        replica yet, the API server away) on `_retries`' schedule, each wait a durable
+        timer, for at most `CALL_ATTEMPTS` tries and never past the timeout.
+
+        The loop is here rather than in the local activity's retry policy so that the wait
+        is on the workflow's clock (the timeout is `Timeout` naming the last failure,
+        whatever the worker's clock says) and every try is in the history.
+        """
+        timeout_seconds = request.timeout_seconds
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                pinned: Pinned = await workflow.execute_local_activity(
+                    RESOLVE_ACTIVITY,
+                    request,
+                    result_type=Pinned,
+                    schedule_to_close_timeout=max(deadline - workflow.now(), timedelta(seconds=1)),
+                    retry_policy=RetryPolicy(maximum_attempts=1),
+                )
+                return pinned
+            except (ActivityError, ApplicationError, TimeoutError) as error:
+                # a local activity's failure may come wrapped in ActivityError or bare
+                failure = error.cause if isinstance(error, ActivityError) else error
+                if isinstance(failure, CancelledError):
+                    raise
+                reason, message, step = _reason_of(failure or error, timeout_seconds)
+                if not _retried(failure or error) or attempt >= CALL_ATTEMPTS:
+                    raise _Ended(reason, message, step) from None
+                wait = _backoff(attempt)
+                if workflow.now() + wait >= deadline:
+                    raise _Ended(*_timed_out(timeout_seconds, message)) from None
+                await workflow.sleep(wait)
+
 
 def _cancelled() -> tuple[str, str, dict[str, Any]]:
     message = "the invocation was cancelled (its Invocation was deleted)"
@@ -341,9 +428,9 @@ def _cancelled() -> tuple[str, str, dict[str, Any]]:
 
 def _retries() -> RetryPolicy:
     return RetryPolicy(
-        initial_interval=timedelta(seconds=1),
+        initial_interval=RETRY_INITIAL,
         backoff_coefficient=2.0,
-        maximum_interval=timedelta(seconds=10),
+        maximum_interval=RETRY_MAXIMUM,
         maximum_attempts=CALL_ATTEMPTS,
-        non_retryable_error_types=[r.value for r in Reason if r not in RETRIED],
+        non_retryable_error_types=sorted(NEVER_RETRIED),
     )

@@ -32,6 +32,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import aiohttp
@@ -53,6 +54,9 @@ NDJSON = "application/x-ndjson"
 READY_TIMEOUT = aiohttp.ClientTimeout(total=2.0)
 CALL_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=5.0)
 """A call lasts as long as its workflow does (the schedule-to-close timeout bounds it)."""
+PINNED_FRESH = timedelta(seconds=5)
+"""A call's first attempt started within this of its scheduling calls the replicas the pin
+listed; a later one (the worker was lost in between) reads the run again."""
 
 
 class InvocationActivities:
@@ -110,15 +114,20 @@ class InvocationActivities:
 
     @activity.defn(name=inv.RESOLVE_ACTIVITY)
     async def resolve(self, request: inv.InvocationRequest) -> inv.Pinned:
-        """Pin the revision the spec selects (waiting, by retries, for one that is ready)."""
-        if await self._invocation(request.invocation) is None:
-            raise inv.fail(inv.Reason.INVOCATION_GONE, "the Invocation was deleted")
+        """Pin the revision the spec selects (waiting, by retries, for one that is ready).
+
+        A local activity: one read of the run. The Invocation itself is not read here: the
+        call's first status write (or the write saying what this waits for) finds it gone.
+        """
         run = await self._run(request)
         try:
             return pinning.pin(run, request.revision)
         except ApplicationError as error:
-            if error.type == inv.Reason.NOT_READY:  # say what it waits for
-                await self._write(request.invocation, {"message": f"waiting: {error.message}"})
+            if error.type != inv.Reason.NOT_READY:
+                raise
+            # say what it waits for
+            if not await self._write(request.invocation, {"message": f"waiting: {error.message}"}):
+                raise inv.fail(inv.Reason.INVOCATION_GONE, "the Invocation was deleted") from None
             raise
 
     # -- call --------------------------------------------------------------------------
@@ -131,13 +140,7 @@ class InvocationActivities:
             info.heartbeat_details[0] if info.heartbeat_details else None
         )
         revision = call.pinned.revision
-        run = await self._run(call.request)
-        if pinning.traffic_entry(run, revision) is None:
-            raise inv.fail(
-                inv.Reason.REVISION_NOT_SERVING,
-                f"revision {revision} of workflowrun {call.request.run} no longer serves",
-            )
-        ready = pinning.endpoints_of(run, revision)
+        ready = await self._endpoints(call, info)
         order = [e for e in ready if e not in progress.lost] + [
             e for e in ready if e in progress.lost
         ]
@@ -167,6 +170,21 @@ class InvocationActivities:
             inv.Reason.RUNNER_LOST,
             f"no ready replica of revision {revision} finished the call ({'; '.join(problems)})",
         )
+
+    async def _endpoints(self, call: inv.CallRequest, info: activity.Info) -> list[str]:
+        """The pinned revision's ready replicas: as pinned, on a first attempt started at
+        once (the run was read just before); read from the run again otherwise."""
+        fresh = info.started_time - info.scheduled_time < PINNED_FRESH
+        if info.attempt == 1 and fresh and call.pinned.endpoints:
+            return list(call.pinned.endpoints)
+        revision = call.pinned.revision
+        run = await self._run(call.request)
+        if pinning.traffic_entry(run, revision) is None:
+            raise inv.fail(
+                inv.Reason.REVISION_NOT_SERVING,
+                f"revision {revision} of workflowrun {call.request.run} no longer serves",
+            )
+        return pinning.endpoints_of(run, revision)
 
     async def _ready(self, endpoint: str) -> bool:
         try:
@@ -296,8 +314,27 @@ class InvocationActivities:
     async def _write(
         self, ref: inv.InvocationRef, fields: dict[str, Any], *, finished: bool = False
     ) -> bool:
-        """Set `fields` in status (None removes one) while the Invocation is `ref`: a JSON
-        patch whose tests are the uid and the resourceVersion, read again when one fails."""
+        """Set `fields` in status (None removes one) while the Invocation is `ref`.
+
+        First without reading it: one JSON patch that tests the uid and sets each field (the
+        end also copies `metadata.generation` to `observedGeneration`), which only the
+        named fields' writers can race with. When a test or a path fails (another uid, no
+        status), read it and write the whole status, testing the uid and the
+        resourceVersion, read again when one fails. False when it is gone or another one.
+        """
+        patch: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/uid", "value": ref.uid}]
+        for key, value in fields.items():
+            path = "/status/" + key.replace("~", "~0").replace("/", "~1")
+            patch.append({"op": "add", "path": path, "value": value})
+            if value is None:  # added first, so that the removal cannot miss
+                patch.append({"op": "remove", "path": path})
+        if finished:
+            patch.append(
+                {"op": "copy", "from": "/metadata/generation", "path": "/status/observedGeneration"}
+            )
+        written = await self._patch_status(ref, patch)
+        if written is not None:
+            return written
         for _ in range(10):
             obj = await self._invocation(ref)
             if obj is None:
@@ -319,25 +356,34 @@ class InvocationActivities:
                 },
                 {"op": "add", "path": "/status", "value": status},
             ]
-            try:
-                await self.api.request(
-                    "PATCH",
-                    self._path(ref, "status"),
-                    json=patch,
-                    content_type="application/json-patch+json",
-                )
-                return True
-            except client_errors.Conflict:
-                continue
-            except client_errors.Invalid as error:
-                if any(cause.field == "patch" for cause in error.causes):
-                    continue  # a test failed: written in between, read again
-                raise ApplicationError(
-                    f"the status was refused: {error}", type="InvalidStatus", non_retryable=True
-                ) from error
-            except client_errors.NotFound:
-                return False
+            written = await self._patch_status(ref, patch)
+            if written is not None:
+                return written
         raise ApplicationError("status kept changing underneath", type="Conflict")
+
+    async def _patch_status(
+        self, ref: inv.InvocationRef, patch: list[dict[str, Any]]
+    ) -> bool | None:
+        """One JSON patch of the status: True when written, False when the Invocation is
+        gone, None when a test or a path failed or it was written in between (read again)."""
+        try:
+            await self.api.request(
+                "PATCH",
+                self._path(ref, "status"),
+                json=patch,
+                content_type="application/json-patch+json",
+            )
+        except client_errors.Conflict:
+            return None
+        except client_errors.Invalid as error:
+            if any(cause.field == "patch" for cause in error.causes):
+                return None  # a test or a path failed
+            raise ApplicationError(
+                f"the status was refused: {error}", type="InvalidStatus", non_retryable=True
+            ) from error
+        except client_errors.NotFound:
+            return False
+        return True
 
     @activity.defn(name=inv.EXPIRE_ACTIVITY)
     async def expire(self, ref: inv.InvocationRef) -> None:

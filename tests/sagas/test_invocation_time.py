@@ -209,6 +209,24 @@ async def test_a_run_not_ready_yet_is_waited_for(running: Running) -> None:
     await running.replayed(handle, "waited-for-a-revision")
 
 
+async def test_a_run_never_ready_fails_with_reason_timeout_naming_what_it_waited_for(
+    running: Running,
+) -> None:
+    running.scripted.not_ready = 1_000  # the pin's retries wait on durable timers
+    handle = await running.start(timeout_seconds=30)
+    outcome = await asyncio.wait_for(handle.result(), DEADLINE)
+    assert (outcome.phase, outcome.reason) == ("Failed", "Timeout")
+    assert running.scripted.calls == []
+    (report,) = [r for _, r in running.scripted.reports]
+    assert report.fields["error"] == {
+        "reason": "Timeout",
+        "message": "did not finish within 30 s (workflowrun r has no promoted revision yet)",
+    }
+    assert "revision" not in report.fields
+    assert 1_000 - running.scripted.not_ready >= 3
+    await running.replayed(handle, "never-ready")
+
+
 async def test_cancelling_the_workflow_stops_the_call_before_the_end_is_recorded(
     running: Running,
 ) -> None:
@@ -231,6 +249,7 @@ KEPT = sorted(HISTORIES.glob("invocation-*.json"))
 async def test_every_scenario_has_a_kept_history() -> None:
     assert [path.stem for path in KEPT] == [
         "invocation-cancelled",
+        "invocation-never-ready",
         "invocation-step-failed",
         "invocation-succeeded-ttl",
         "invocation-timeout",

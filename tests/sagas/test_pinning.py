@@ -39,7 +39,8 @@ SERVING = run(
 def test_a_selector_pins_the_revision_it_names_with_its_digest(
     selector: str, revision: int, digest: str
 ) -> None:
-    assert pinning.pin(SERVING, selector) == inv.Pinned(revision=revision, digest=digest)
+    endpoints = pinning.endpoints_of(SERVING, revision)
+    assert pinning.pin(SERVING, selector) == inv.Pinned(revision, digest, endpoints)
     assert pinning.endpoints_of(SERVING, 3) == ["http://a", "http://b"]
 
 
