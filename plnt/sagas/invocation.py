@@ -174,13 +174,18 @@ class CallRequest:
 
 @dataclass
 class Called:
-    """The runner's answer, as status keeps it."""
+    """The runner's answer, as status keeps it.
+
+    `completion_time`: set when the call activity recorded the success in status itself
+    (then the workflow does not report it again).
+    """
 
     output: Any
     trace: list[dict[str, Any]]
     attempts: int
     endpoint: str
     usage: dict[str, Any] | None = None
+    completion_time: str = ""
 
 
 @dataclass
@@ -204,7 +209,7 @@ class InvocationOutcome:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
-def _stamp(moment: datetime) -> str:
+def stamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -327,46 +332,35 @@ class InvocationWorkflow:
         timeout = timedelta(seconds=request.timeout_seconds)
         deadline = workflow.now() + timeout
         pinned: Pinned | None = None
-        phase, reason = "Succeeded", ""
+        phase, reason, recorded = "Succeeded", "", False
         try:
             pinned = await self._pin(request, deadline)
             called = await workflow.execute_activity(
                 CALL_ACTIVITY,
-                CallRequest(request, pinned, _stamp(workflow.now())),
+                CallRequest(request, pinned, stamp(workflow.now())),
                 result_type=Called,
                 schedule_to_close_timeout=max(deadline - workflow.now(), timedelta(seconds=1)),
                 heartbeat_timeout=HEARTBEAT_TIMEOUT,
                 retry_policy=_retries(),
                 cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             )
-            fields = succeeded(called, pinned, _stamp(workflow.now()))
+            recorded = bool(called.completion_time)  # the call wrote its success itself
+            fields = succeeded(called, pinned, called.completion_time or stamp(workflow.now()))
         except _Ended as ended:
             phase, reason = "Failed", ended.reason
-            fields = failed(phase, reason, ended.message, _stamp(workflow.now()), ended.step)
+            fields = failed(phase, reason, ended.message, stamp(workflow.now()), ended.step)
         except ActivityError as error:
             if not isinstance(error.cause, CancelledError):
                 reason, message, step = _error_of(error, request.timeout_seconds)
                 phase = "Failed"
-                fields = failed(phase, reason, message, _stamp(workflow.now()), step)
+                fields = failed(phase, reason, message, stamp(workflow.now()), step)
             else:  # the call stopped because the workflow was cancelled
                 phase, reason, fields = _cancelled()
         except (asyncio.CancelledError, CancelledError):
             phase, reason, fields = _cancelled()
         if pinned is not None:
             fields.setdefault("revision", pinned.revision)
-        kept = await workflow.execute_local_activity(
-            REPORT_ACTIVITY,
-            StatusReport(request.invocation, fields, finished=True),
-            result_type=bool,
-            start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=RetryPolicy(
-                initial_interval=timedelta(milliseconds=200),
-                maximum_interval=timedelta(seconds=10),
-                maximum_attempts=0,  # until the API server answers: the end must be recorded
-            ),
-            local_retry_threshold=LOCAL_RETRY_THRESHOLD,
-        )
-        if kept:
+        if recorded or await self._report(StatusReport(request.invocation, fields, finished=True)):
             await workflow.sleep(timedelta(seconds=request.ttl_seconds_after_finished))
             await workflow.execute_activity(
                 EXPIRE_ACTIVITY,
@@ -379,6 +373,23 @@ class InvocationWorkflow:
                 ),
             )
         return InvocationOutcome(phase, reason, fields)
+
+    async def _report(self, report: StatusReport) -> bool:
+        """Record the end (`invocation-report`, a local activity), retried until the API
+        server answers; False when the Invocation is gone."""
+        kept: bool = await workflow.execute_local_activity(
+            REPORT_ACTIVITY,
+            report,
+            result_type=bool,
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=RetryPolicy(
+                initial_interval=timedelta(milliseconds=200),
+                maximum_interval=timedelta(seconds=10),
+                maximum_attempts=0,  # until the API server answers: the end must be recorded
+            ),
+            local_retry_threshold=LOCAL_RETRY_THRESHOLD,
+        )
+        return kept
 
     async def _pin(self, request: InvocationRequest, deadline: datetime) -> Pinned:
         """Pin the revision (`invocation-resolve`, a local activity: no round trip of its
@@ -422,7 +433,7 @@ def _cancelled() -> tuple[str, str, dict[str, Any]]:
     return (
         "Cancelled",
         Reason.CANCELLED,
-        failed("Cancelled", Reason.CANCELLED, message, _stamp(workflow.now()), None),
+        failed("Cancelled", Reason.CANCELLED, message, stamp(workflow.now()), None),
     )
 
 

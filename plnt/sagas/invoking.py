@@ -32,7 +32,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -44,7 +44,7 @@ from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.processes import tasks
 from plnt.sagas import invocation as inv
-from plnt.sagas import pinning, resuming
+from plnt.sagas import pinning, recording, resuming
 from plnt.sagas import values as v
 
 log = logging.getLogger("plnt.sagas.invocations")
@@ -82,19 +82,6 @@ class InvocationActivities:
 
     # -- reading -----------------------------------------------------------------------
 
-    def _path(self, ref: inv.InvocationRef, subresource: str = "") -> str:
-        return self.api.object_path(
-            PLURAL, ref.name, namespace=ref.namespace, subresource=subresource
-        )
-
-    async def _invocation(self, ref: inv.InvocationRef) -> dict[str, Any] | None:
-        """The Invocation, or None when it is gone or was recreated (another uid)."""
-        try:
-            obj: dict[str, Any] = (await self.api.request("GET", self._path(ref))).json()
-        except client_errors.NotFound:
-            return None
-        return obj if (obj.get("metadata") or {}).get("uid") == ref.uid else None
-
     async def _run(self, request: inv.InvocationRequest) -> dict[str, Any]:
         """The run the Invocation was admitted for; `WorkflowRunGone` when it is not there."""
         namespace = request.invocation.namespace
@@ -126,7 +113,9 @@ class InvocationActivities:
             if error.type != inv.Reason.NOT_READY:
                 raise
             # say what it waits for
-            if not await self._write(request.invocation, {"message": f"waiting: {error.message}"}):
+            if not await recording.write(
+                self.api, request.invocation, {"message": f"waiting: {error.message}"}
+            ):
                 raise inv.fail(inv.Reason.INVOCATION_GONE, "the Invocation was deleted") from None
             raise
 
@@ -139,6 +128,8 @@ class InvocationActivities:
         progress = resuming.Progress.of(
             info.heartbeat_details[0] if info.heartbeat_details else None
         )
+        if info.attempt > 1 and (ended := await self._ended_before(call)) is not None:
+            return ended
         revision = call.pinned.revision
         ready = await self._endpoints(call, info)
         order = [e for e in ready if e not in progress.lost] + [
@@ -156,20 +147,74 @@ class InvocationActivities:
                     problems.append(f"{endpoint} is not ready")
                     continue
                 progress.tries += 1
-                await self._running(call, endpoint, progress, problems)
                 try:
-                    answer = await self._stream(endpoint, call.request, progress)
+                    answer = await self._calling(call, endpoint, progress, problems)
                 except resuming.Lost as lost:
                     if endpoint not in progress.lost:
                         progress.lost.append(endpoint)
                     problems.append(f"{endpoint}: {lost}")
                     progress.beat()
                     continue
-                return self._called(answer, endpoint, progress)
+                return await self._finish(call, self._called(answer, endpoint, progress))
         raise inv.fail(
             inv.Reason.RUNNER_LOST,
             f"no ready replica of revision {revision} finished the call ({'; '.join(problems)})",
         )
+
+    async def _ended_before(self, call: inv.CallRequest) -> inv.Called | None:
+        """The success an earlier attempt recorded before its worker was lost (its
+        completion never reached Temporal), so it is neither called nor written again;
+        None when the call has not ended. `InvocationGone` when the Invocation is."""
+        obj = await recording.read(self.api, call.request.invocation)
+        if obj is None:
+            raise inv.fail(inv.Reason.INVOCATION_GONE, "the Invocation was deleted")
+        status = obj.get("status") or {}
+        if status.get("phase") != "Succeeded" or not status.get("completionTime"):
+            return None
+        return inv.Called(
+            output=status.get("output"),
+            trace=[t for t in status.get("trace") or [] if isinstance(t, dict)],
+            attempts=int(status.get("attempts") or 1),
+            endpoint=str(status.get("endpoint") or ""),
+            usage=status.get("usage"),
+            completion_time=str(status["completionTime"]),
+        )
+
+    async def _calling(
+        self, call: inv.CallRequest, endpoint: str, progress: resuming.Progress, problems: list[str]
+    ) -> dict[str, Any]:
+        """One streamed call, with the status saying so written meanwhile rather than
+        before: the write does not delay the call. The answer is returned only once the
+        write is done, so no later write lands before it; when the write finds the
+        Invocation gone (or fails), the call is stopped and that is raised."""
+        stream = asyncio.ensure_future(self._stream(endpoint, call.request, progress))
+        try:
+            await self._running(call, endpoint, progress, problems)
+        except BaseException:
+            stream.cancel()
+            await asyncio.wait([stream])
+            if not stream.cancelled():
+                stream.exception()  # the write's failure is the one that counts
+            raise
+        return await stream
+
+    async def _finish(self, call: inv.CallRequest, called: inv.Called) -> inv.Called:
+        """Record the success in status at once, as the workflow's report would (one try:
+        the workflow's report records it when this could not, so a failure here is no
+        failure of the call); `completion_time` says it was recorded."""
+        at = inv.stamp(datetime.now(UTC))
+        fields = inv.succeeded(called, call.pinned, at)
+        fields["revision"] = call.pinned.revision
+        try:
+            recorded = await recording.write(
+                self.api, call.request.invocation, fields, finished=True
+            )
+        except (client_errors.ClientError, ApplicationError) as error:
+            log.info("the end of %s is left to its workflow: %s", call.request.invocation, error)
+            recorded = False
+        if recorded:
+            called.completion_time = at
+        return called
 
     async def _endpoints(self, call: inv.CallRequest, info: activity.Info) -> list[str]:
         """The pinned revision's ready replicas: as pinned, on a first attempt started at
@@ -219,7 +264,7 @@ class InvocationActivities:
                 }
             ],
         }
-        if not await self._write(call.request.invocation, fields):
+        if not await recording.write(self.api, call.request.invocation, fields):
             raise inv.fail(inv.Reason.INVOCATION_GONE, "the Invocation was deleted")
 
     async def _stream(
@@ -309,81 +354,9 @@ class InvocationActivities:
     @activity.defn(name=inv.REPORT_ACTIVITY)
     async def report(self, report: inv.StatusReport) -> bool:
         """Write the fields into the Invocation's status; False when it is gone."""
-        return await self._write(report.invocation, report.fields, finished=report.finished)
-
-    async def _write(
-        self, ref: inv.InvocationRef, fields: dict[str, Any], *, finished: bool = False
-    ) -> bool:
-        """Set `fields` in status (None removes one) while the Invocation is `ref`.
-
-        First without reading it: one JSON patch that tests the uid and sets each field (the
-        end also copies `metadata.generation` to `observedGeneration`), which only the
-        named fields' writers can race with. When a test or a path fails (another uid, no
-        status), read it and write the whole status, testing the uid and the
-        resourceVersion, read again when one fails. False when it is gone or another one.
-        """
-        patch: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/uid", "value": ref.uid}]
-        for key, value in fields.items():
-            path = "/status/" + key.replace("~", "~0").replace("/", "~1")
-            patch.append({"op": "add", "path": path, "value": value})
-            if value is None:  # added first, so that the removal cannot miss
-                patch.append({"op": "remove", "path": path})
-        if finished:
-            patch.append(
-                {"op": "copy", "from": "/metadata/generation", "path": "/status/observedGeneration"}
-            )
-        written = await self._patch_status(ref, patch)
-        if written is not None:
-            return written
-        for _ in range(10):
-            obj = await self._invocation(ref)
-            if obj is None:
-                return False
-            status = dict(obj.get("status") or {})
-            for key, value in fields.items():
-                if value is None:
-                    status.pop(key, None)
-                else:
-                    status[key] = value
-            if finished:
-                status["observedGeneration"] = obj["metadata"].get("generation") or 1
-            patch = [
-                {"op": "test", "path": "/metadata/uid", "value": ref.uid},
-                {
-                    "op": "test",
-                    "path": "/metadata/resourceVersion",
-                    "value": obj["metadata"]["resourceVersion"],
-                },
-                {"op": "add", "path": "/status", "value": status},
-            ]
-            written = await self._patch_status(ref, patch)
-            if written is not None:
-                return written
-        raise ApplicationError("status kept changing underneath", type="Conflict")
-
-    async def _patch_status(
-        self, ref: inv.InvocationRef, patch: list[dict[str, Any]]
-    ) -> bool | None:
-        """One JSON patch of the status: True when written, False when the Invocation is
-        gone, None when a test or a path failed or it was written in between (read again)."""
-        try:
-            await self.api.request(
-                "PATCH",
-                self._path(ref, "status"),
-                json=patch,
-                content_type="application/json-patch+json",
-            )
-        except client_errors.Conflict:
-            return None
-        except client_errors.Invalid as error:
-            if any(cause.field == "patch" for cause in error.causes):
-                return None  # a test or a path failed
-            raise ApplicationError(
-                f"the status was refused: {error}", type="InvalidStatus", non_retryable=True
-            ) from error
-        except client_errors.NotFound:
-            return False
-        return True
+        return await recording.write(
+            self.api, report.invocation, report.fields, finished=report.finished
+        )
 
     @activity.defn(name=inv.EXPIRE_ACTIVITY)
     async def expire(self, ref: inv.InvocationRef) -> None:
@@ -394,7 +367,7 @@ class InvocationActivities:
             "preconditions": {"uid": ref.uid},
         }
         with contextlib.suppress(client_errors.NotFound, client_errors.Conflict):
-            await self.api.request("DELETE", self._path(ref), json=options)
+            await self.api.request("DELETE", recording.path(self.api, ref), json=options)
 
 
 async def delete_invocations_of(api: PlntClient, run: v.RunRef) -> int:

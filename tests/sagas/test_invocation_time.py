@@ -53,6 +53,7 @@ class Scripted:
         self.holding = asyncio.Event()
         self.cancelled = asyncio.Event()
         self.exists = True
+        self.call_records_end = False
 
     def all(self) -> list[Callable[..., Any]]:
         return [self.resolve, self.call, self.report, self.expire]
@@ -78,13 +79,16 @@ class Scripted:
             except asyncio.CancelledError:
                 self.cancelled.set()
                 raise
-        return inv.Called(
+        called = inv.Called(
             output={"answer": 42},
             trace=[{"id": "answer", "kind": "model"}],
             attempts=1,
             endpoint="http://127.0.0.1:1",
             usage={"promptTokens": 3, "completionTokens": 4, "totalTokens": 7},
         )
+        if self.call_records_end:  # as the real call does when its status write succeeds
+            called.completion_time = inv.stamp(activity.info().current_attempt_scheduled_time)
+        return called
 
     @activity.defn(name=inv.REPORT_ACTIVITY)
     async def report(self, report: inv.StatusReport) -> bool:
@@ -158,6 +162,22 @@ async def test_a_finished_invocation_is_deleted_when_its_ttl_runs_out(running: R
     (expired_at,) = running.scripted.expired
     assert 3600 <= (expired_at - finished_at).total_seconds() < 3660
     await running.replayed(handle, "succeeded-ttl")
+
+
+async def test_a_success_the_call_recorded_is_not_reported_again_and_expires_after_its_ttl(
+    running: Running,
+) -> None:
+    running.scripted.call_records_end = True
+    handle = await running.start(ttl_seconds_after_finished=3600)
+    outcome = await asyncio.wait_for(handle.result(), DEADLINE)
+    assert running.scripted.reports == []
+    (called_at,) = running.scripted.calls
+    assert outcome.phase == "Succeeded"
+    assert outcome.fields["completionTime"] == inv.stamp(called_at)
+    assert outcome.fields["output"] == {"answer": 42} and outcome.fields["revision"] == 3
+    (expired_at,) = running.scripted.expired
+    assert 3600 <= (expired_at - called_at).total_seconds() < 3660
+    await running.replayed(handle, "succeeded-recorded-by-the-call")
 
 
 async def test_a_ttl_of_zero_deletes_at_once_and_a_vanished_invocation_is_not_expired(
@@ -251,6 +271,7 @@ async def test_every_scenario_has_a_kept_history() -> None:
         "invocation-cancelled",
         "invocation-never-ready",
         "invocation-step-failed",
+        "invocation-succeeded-recorded-by-the-call",
         "invocation-succeeded-ttl",
         "invocation-timeout",
         "invocation-waited-for-a-revision",
