@@ -57,11 +57,10 @@ from temporalio.workflow import ActivityCancellationType
 with workflow.unsafe.imports_passed_through():
     from plnt.api.invocations import COMPLETE, FAILED, STALLED, WORKFLOW_ID_PREFIX
 
-RESOLVE_ACTIVITY = "invocation-resolve"
 CALL_ACTIVITY = "invocation-call"
 REPORT_ACTIVITY = "invocation-report"
 EXPIRE_ACTIVITY = "invocation-expire"
-ACTIVITIES = (RESOLVE_ACTIVITY, CALL_ACTIVITY, REPORT_ACTIVITY, EXPIRE_ACTIVITY)
+ACTIVITIES = (CALL_ACTIVITY, REPORT_ACTIVITY, EXPIRE_ACTIVITY)
 
 HEARTBEAT_TIMEOUT = timedelta(seconds=5)
 """How long a call may go without a heartbeat before its worker counts as lost (the call
@@ -98,9 +97,6 @@ class Reason(enum.StrEnum):
 
 
 RETRIED = frozenset({Reason.NOT_READY, Reason.RUNNER_LOST})
-NEVER_RETRIED = frozenset(r.value for r in Reason if r not in RETRIED)
-RETRY_INITIAL = timedelta(seconds=1)
-RETRY_MAXIMUM = timedelta(seconds=10)
 
 
 def workflow_id(namespace: str, name: str, uid: str) -> str:
@@ -152,11 +148,7 @@ class InvocationRequest:
 
 @dataclass
 class Pinned:
-    """The revision the call goes to, resolved once when the call starts.
-
-    `endpoints`: its ready replicas as the run listed them when it was pinned, so the
-    call's first attempt need not read the run again (later attempts do).
-    """
+    """The revision a call goes to, as the run listed it when it was pinned."""
 
     revision: int
     digest: str = ""
@@ -165,16 +157,14 @@ class Pinned:
 
 @dataclass
 class CallRequest:
-    """What `invocation-call` needs: whom to call, with what, and since when."""
+    """What `invocation-call` needs: which Invocation, of which run, with what."""
 
     request: InvocationRequest
-    pinned: Pinned
-    start_time: str
 
 
 @dataclass
 class Called:
-    """The runner's answer, as status keeps it.
+    """The runner's answer, as status keeps it, and the revision that gave it.
 
     `completion_time`: set when the call activity recorded the success in status itself
     (then the workflow does not report it again).
@@ -184,6 +174,7 @@ class Called:
     trace: list[dict[str, Any]]
     attempts: int
     endpoint: str
+    revision: int
     usage: dict[str, Any] | None = None
     completion_time: str = ""
 
@@ -224,13 +215,14 @@ def condition(kind: str, reason: str, message: str, at: str) -> dict[str, Any]:
     }
 
 
-def succeeded(called: Called, pinned: Pinned, at: str) -> dict[str, Any]:
+def succeeded(called: Called, at: str) -> dict[str, Any]:
     """The status of a call that succeeded."""
-    message = f"succeeded on revision {pinned.revision}"
+    message = f"succeeded on revision {called.revision}"
     if called.attempts > 1:
         message += f" after {called.attempts} attempts"
     return {
         "phase": "Succeeded",
+        "revision": called.revision,
         "completionTime": at,
         "output": called.output,
         "usage": called.usage,
@@ -266,48 +258,16 @@ def _error_of(error: ActivityError, timeout_seconds: int) -> tuple[str, str, str
     cause = error.cause
     if error.retry_state == RetryState.TIMEOUT and not isinstance(cause, TimeoutError):
         last = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
-        return _timed_out(timeout_seconds, last)
-    return _reason_of(cause or error, timeout_seconds)
-
-
-def _reason_of(failure: BaseException, timeout_seconds: int) -> tuple[str, str, str | None]:
-    """(reason, message, step) of one attempt's failure."""
-    if isinstance(failure, TimeoutError):
-        if failure.type in (TimeoutType.SCHEDULE_TO_CLOSE, TimeoutType.START_TO_CLOSE):
+        return Reason.TIMEOUT, f"did not finish within {timeout_seconds} s ({last})", None
+    if isinstance(cause, TimeoutError):
+        if cause.type in (TimeoutType.SCHEDULE_TO_CLOSE, TimeoutType.START_TO_CLOSE):
             return Reason.TIMEOUT, f"did not finish within {timeout_seconds} s", None
-        return Reason.RUNNER_LOST, f"the call was lost ({failure.message})", None
-    if isinstance(failure, ApplicationError):
-        details = failure.details[0] if failure.details else {}
+        return Reason.RUNNER_LOST, f"the call was lost ({cause.message})", None
+    if isinstance(cause, ApplicationError):
+        details = cause.details[0] if cause.details else {}
         step = details.get("step") if isinstance(details, dict) else None
-        return failure.type or Reason.RUNNER_ERROR, failure.message, step
-    return Reason.RUNNER_ERROR, str(failure), None
-
-
-def _timed_out(timeout_seconds: int, last: str) -> tuple[str, str, str | None]:
-    return Reason.TIMEOUT, f"did not finish within {timeout_seconds} s ({last})", None
-
-
-def _retried(failure: BaseException) -> bool:
-    """Whether an attempt that failed so is tried again, as `_retries` decides for the
-    activities Temporal retries: an activity's own error unless it is marked final or its
-    reason is one that is never retried."""
-    if not isinstance(failure, ApplicationError) or failure.non_retryable:
-        return False
-    return failure.type not in NEVER_RETRIED
-
-
-def _backoff(attempt: int) -> timedelta:
-    """The wait after failed attempt `attempt` (1, 2, …): `_retries`' schedule."""
-    wait: timedelta = RETRY_INITIAL * 2 ** (attempt - 1)
-    return min(wait, RETRY_MAXIMUM)
-
-
-class _Ended(Exception):
-    """The pin failed for good: the call is not made (reason, message, step)."""
-
-    def __init__(self, reason: str, message: str, step: str | None = None) -> None:
-        super().__init__(message)
-        self.reason, self.message, self.step = reason, message, step
+        return cause.type or Reason.RUNNER_ERROR, cause.message, step
+    return Reason.RUNNER_ERROR, str(cause or error), None
 
 
 WORKFLOW_TYPE = "Invocation"
@@ -330,25 +290,19 @@ class InvocationWorkflow:
     @workflow.run
     async def run(self, request: InvocationRequest) -> InvocationOutcome:
         timeout = timedelta(seconds=request.timeout_seconds)
-        deadline = workflow.now() + timeout
-        pinned: Pinned | None = None
         phase, reason, recorded = "Succeeded", "", False
         try:
-            pinned = await self._pin(request, deadline)
             called = await workflow.execute_activity(
                 CALL_ACTIVITY,
-                CallRequest(request, pinned, stamp(workflow.now())),
+                CallRequest(request),
                 result_type=Called,
-                schedule_to_close_timeout=max(deadline - workflow.now(), timedelta(seconds=1)),
+                schedule_to_close_timeout=timeout,
                 heartbeat_timeout=HEARTBEAT_TIMEOUT,
                 retry_policy=_retries(),
                 cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             )
             recorded = bool(called.completion_time)  # the call wrote its success itself
-            fields = succeeded(called, pinned, called.completion_time or stamp(workflow.now()))
-        except _Ended as ended:
-            phase, reason = "Failed", ended.reason
-            fields = failed(phase, reason, ended.message, stamp(workflow.now()), ended.step)
+            fields = succeeded(called, called.completion_time or stamp(workflow.now()))
         except ActivityError as error:
             if not isinstance(error.cause, CancelledError):
                 reason, message, step = _error_of(error, request.timeout_seconds)
@@ -356,10 +310,8 @@ class InvocationWorkflow:
                 fields = failed(phase, reason, message, stamp(workflow.now()), step)
             else:  # the call stopped because the workflow was cancelled
                 phase, reason, fields = _cancelled()
-        except (asyncio.CancelledError, CancelledError):
+        except asyncio.CancelledError:
             phase, reason, fields = _cancelled()
-        if pinned is not None:
-            fields.setdefault("revision", pinned.revision)
         if recorded or await self._report(StatusReport(request.invocation, fields, finished=True)):
             await workflow.sleep(timedelta(seconds=request.ttl_seconds_after_finished))
             await workflow.execute_activity(
@@ -391,42 +343,6 @@ class InvocationWorkflow:
         )
         return kept
 
-    async def _pin(self, request: InvocationRequest, deadline: datetime) -> Pinned:
-        """Pin the revision (`invocation-resolve`, a local activity: no round trip of its
-        own), tried again after a retryable failure (no promoted revision or no ready
-        replica yet, the API server away) on `_retries`' schedule, each wait a durable
-        timer, for at most `CALL_ATTEMPTS` tries and never past the timeout.
-
-        The loop is here rather than in the local activity's retry policy so that the wait
-        is on the workflow's clock (the timeout is `Timeout` naming the last failure,
-        whatever the worker's clock says) and every try is in the history.
-        """
-        timeout_seconds = request.timeout_seconds
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                pinned: Pinned = await workflow.execute_local_activity(
-                    RESOLVE_ACTIVITY,
-                    request,
-                    result_type=Pinned,
-                    schedule_to_close_timeout=max(deadline - workflow.now(), timedelta(seconds=1)),
-                    retry_policy=RetryPolicy(maximum_attempts=1),
-                )
-                return pinned
-            except (ActivityError, ApplicationError, TimeoutError) as error:
-                # a local activity's failure may come wrapped in ActivityError or bare
-                failure = error.cause if isinstance(error, ActivityError) else error
-                if isinstance(failure, CancelledError):
-                    raise
-                reason, message, step = _reason_of(failure or error, timeout_seconds)
-                if not _retried(failure or error) or attempt >= CALL_ATTEMPTS:
-                    raise _Ended(reason, message, step) from None
-                wait = _backoff(attempt)
-                if workflow.now() + wait >= deadline:
-                    raise _Ended(*_timed_out(timeout_seconds, message)) from None
-                await workflow.sleep(wait)
-
 
 def _cancelled() -> tuple[str, str, dict[str, Any]]:
     message = "the invocation was cancelled (its Invocation was deleted)"
@@ -439,9 +355,9 @@ def _cancelled() -> tuple[str, str, dict[str, Any]]:
 
 def _retries() -> RetryPolicy:
     return RetryPolicy(
-        initial_interval=RETRY_INITIAL,
+        initial_interval=timedelta(seconds=1),
         backoff_coefficient=2.0,
-        maximum_interval=RETRY_MAXIMUM,
+        maximum_interval=timedelta(seconds=10),
         maximum_attempts=CALL_ATTEMPTS,
-        non_retryable_error_types=sorted(NEVER_RETRIED),
+        non_retryable_error_types=[r.value for r in Reason if r not in RETRIED],
     )

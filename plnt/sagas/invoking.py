@@ -32,7 +32,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -54,9 +54,6 @@ NDJSON = "application/x-ndjson"
 READY_TIMEOUT = aiohttp.ClientTimeout(total=2.0)
 CALL_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=5.0)
 """A call lasts as long as its workflow does (the schedule-to-close timeout bounds it)."""
-PINNED_FRESH = timedelta(seconds=5)
-"""A call's first attempt started within this of its scheduling calls the replicas the pin
-listed; a later one (the worker was lost in between) reads the run again."""
 
 
 class InvocationActivities:
@@ -68,7 +65,7 @@ class InvocationActivities:
 
     def all(self) -> list[Any]:
         """Every activity, for `Worker(activities=...)`."""
-        return [self.resolve, self.call, self.report, self.expire]
+        return [self.call, self.report, self.expire]
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -97,41 +94,25 @@ class InvocationActivities:
             )
         return run
 
-    # -- resolve -----------------------------------------------------------------------
-
-    @activity.defn(name=inv.RESOLVE_ACTIVITY)
-    async def resolve(self, request: inv.InvocationRequest) -> inv.Pinned:
-        """Pin the revision the spec selects (waiting, by retries, for one that is ready).
-
-        A local activity: one read of the run. The Invocation itself is not read here: the
-        call's first status write (or the write saying what this waits for) finds it gone.
-        """
-        run = await self._run(request)
-        try:
-            return pinning.pin(run, request.revision)
-        except ApplicationError as error:
-            if error.type != inv.Reason.NOT_READY:
-                raise
-            # say what it waits for
-            if not await recording.write(
-                self.api, request.invocation, {"message": f"waiting: {error.message}"}
-            ):
-                raise inv.fail(inv.Reason.INVOCATION_GONE, "the Invocation was deleted") from None
-            raise
-
     # -- call --------------------------------------------------------------------------
 
     @activity.defn(name=inv.CALL_ACTIVITY)
     async def call(self, call: inv.CallRequest) -> inv.Called:
-        """Call ready replicas of the pinned revision until one answers (module docstring)."""
+        """Pin the revision (on the attempt that first gets that far), then call ready
+        replicas of it until one answers (module docstring)."""
         info = activity.info()
         progress = resuming.Progress.of(
             info.heartbeat_details[0] if info.heartbeat_details else None
         )
         if info.attempt > 1 and (ended := await self._ended_before(call)) is not None:
             return ended
-        revision = call.pinned.revision
-        ready = await self._endpoints(call, info)
+        if progress.revision is None:
+            pinned = await self._pin(call.request)
+            progress.pinned(pinned.revision, pinned.digest, inv.stamp(datetime.now(UTC)))
+            ready = pinned.endpoints
+        else:
+            ready = await self._endpoints(call.request, progress.revision)
+        revision = progress.revision
         order = [e for e in ready if e not in progress.lost] + [
             e for e in ready if e in progress.lost
         ]
@@ -176,6 +157,7 @@ class InvocationActivities:
             trace=[t for t in status.get("trace") or [] if isinstance(t, dict)],
             attempts=int(status.get("attempts") or 1),
             endpoint=str(status.get("endpoint") or ""),
+            revision=int(status.get("revision") or 0),
             usage=status.get("usage"),
             completion_time=str(status["completionTime"]),
         )
@@ -203,8 +185,7 @@ class InvocationActivities:
         the workflow's report records it when this could not, so a failure here is no
         failure of the call); `completion_time` says it was recorded."""
         at = inv.stamp(datetime.now(UTC))
-        fields = inv.succeeded(called, call.pinned, at)
-        fields["revision"] = call.pinned.revision
+        fields = inv.succeeded(called, at)
         try:
             recorded = await recording.write(
                 self.api, call.request.invocation, fields, finished=True
@@ -216,18 +197,27 @@ class InvocationActivities:
             called.completion_time = at
         return called
 
-    async def _endpoints(self, call: inv.CallRequest, info: activity.Info) -> list[str]:
-        """The pinned revision's ready replicas: as pinned, on a first attempt started at
-        once (the run was read just before); read from the run again otherwise."""
-        fresh = info.started_time - info.scheduled_time < PINNED_FRESH
-        if info.attempt == 1 and fresh and call.pinned.endpoints:
-            return list(call.pinned.endpoints)
-        revision = call.pinned.revision
-        run = await self._run(call.request)
+    async def _pin(self, request: inv.InvocationRequest) -> inv.Pinned:
+        """The revision the spec selects, from one read of the run; a `NotReady` failure
+        (retried) says in status what it waits for."""
+        run = await self._run(request)
+        try:
+            return pinning.pin(run, request.revision)
+        except ApplicationError as error:
+            if error.type != inv.Reason.NOT_READY:
+                raise
+            waiting = {"message": f"waiting: {error.message}"}
+            if not await recording.write(self.api, request.invocation, waiting):
+                raise inv.fail(inv.Reason.INVOCATION_GONE, "the Invocation was deleted") from None
+            raise
+
+    async def _endpoints(self, request: inv.InvocationRequest, revision: int) -> list[str]:
+        """The ready replicas of the revision an earlier attempt pinned, read again."""
+        run = await self._run(request)
         if pinning.traffic_entry(run, revision) is None:
             raise inv.fail(
                 inv.Reason.REVISION_NOT_SERVING,
-                f"revision {revision} of workflowrun {call.request.run} no longer serves",
+                f"revision {revision} of workflowrun {request.run} no longer serves",
             )
         return pinning.endpoints_of(run, revision)
 
@@ -242,15 +232,14 @@ class InvocationActivities:
         self, call: inv.CallRequest, endpoint: str, progress: resuming.Progress, problems: list[str]
     ) -> None:
         """Say in status which replica is called now, and why again when it is a retry."""
-        revision = call.pinned.revision
-        message = f"calling revision {revision} at {endpoint}"
+        message = f"calling revision {progress.revision} at {endpoint}"
         if problems:
             message += f" ({'; '.join(problems)})"
         fields: dict[str, Any] = {
             "phase": "Running",
-            "revision": revision,
-            "digest": call.pinned.digest or None,
-            "startTime": call.start_time,
+            "revision": progress.revision,
+            "digest": progress.digest or None,
+            "startTime": progress.start_time,
             "endpoint": endpoint,
             "attempts": progress.tries,
             "message": message,
@@ -258,7 +247,7 @@ class InvocationActivities:
                 {
                     "type": RECONCILING,
                     "status": "True",
-                    "lastTransitionTime": call.start_time,
+                    "lastTransitionTime": progress.start_time,
                     "reason": "Running",
                     "message": message,
                 }
@@ -333,6 +322,7 @@ class InvocationActivities:
             trace=trace,
             attempts=progress.tries,
             endpoint=endpoint,
+            revision=progress.revision or 0,
             usage=resuming.usage(answer),
         )
 

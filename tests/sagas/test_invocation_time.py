@@ -56,17 +56,13 @@ class Scripted:
         self.call_records_end = False
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.resolve, self.call, self.report, self.expire]
-
-    @activity.defn(name=inv.RESOLVE_ACTIVITY)
-    async def resolve(self, request: inv.InvocationRequest) -> inv.Pinned:
-        if self.not_ready:
-            self.not_ready -= 1
-            raise inv.fail(inv.Reason.NOT_READY, "workflowrun r has no promoted revision yet")
-        return inv.Pinned(revision=3, digest="sha256:" + "ab" * 32)
+        return [self.call, self.report, self.expire]
 
     @activity.defn(name=inv.CALL_ACTIVITY)
     async def call(self, call: inv.CallRequest) -> inv.Called:
+        if self.not_ready:  # the pin, which the call's first attempts make, fails
+            self.not_ready -= 1
+            raise inv.fail(inv.Reason.NOT_READY, "workflowrun r has no promoted revision yet")
         self.calls.append(activity.info().current_attempt_scheduled_time)
         if self.call_fails_with is not None:
             raise inv.fail(self.call_fails_with, "the step failed", step="answer")
@@ -84,6 +80,7 @@ class Scripted:
             trace=[{"id": "answer", "kind": "model"}],
             attempts=1,
             endpoint="http://127.0.0.1:1",
+            revision=3,
             usage={"promptTokens": 3, "completionTokens": 4, "totalTokens": 7},
         )
         if self.call_records_end:  # as the real call does when its status write succeeds
@@ -232,7 +229,7 @@ async def test_a_run_not_ready_yet_is_waited_for(running: Running) -> None:
 async def test_a_run_never_ready_fails_with_reason_timeout_naming_what_it_waited_for(
     running: Running,
 ) -> None:
-    running.scripted.not_ready = 1_000  # the pin's retries wait on durable timers
+    running.scripted.not_ready = 1_000  # the call is retried with backoff until the timeout
     handle = await running.start(timeout_seconds=30)
     outcome = await asyncio.wait_for(handle.result(), DEADLINE)
     assert (outcome.phase, outcome.reason) == ("Failed", "Timeout")
