@@ -4,25 +4,37 @@ The API server starts `InvocationWorkflow` right after an Invocation's create (t
 `starter.TemporalDeployControl.start_invocation`; id `invocation/NS/NAME/UID`, so a
 recreated Invocation is a new call and starting one twice changes nothing). The workflow:
 
-1. **pins a revision** (`invocation-resolve`): `stable` is the run's promoted revision,
-   `canary` the other revision taking traffic, a number that revision while it serves. A
-   run with no promoted revision yet is waited for; a revision that does not exist or no
-   longer serves fails the Invocation at once;
-2. **calls a runner of that revision** (`invocation-call`): a ready replica's
-   `/invoke?stream=true`, asking each finished step's output (`stepOutputs`). The outputs
-   are heartbeat details, so when the replica dies mid-call the activity goes on with
-   another ready replica of the same revision, and when the worker dies the next attempt
-   (on another worker, after `HEARTBEAT_TIMEOUT`) does, handing the finished steps back
-   (`completedSteps`): they are not run again. Status says `Running`, the replica and the
-   attempt as each call starts;
-3. **records the end** (`invocation-report`): Succeeded with the output, tokens, trace and
-   attempts, or Failed with a reason (`Reason` below), in status, with kstatus's
-   conditions (`Complete` or `Failed`; `Stalled` on failure) and `observedGeneration`;
-4. **keeps the finished Invocation** for `spec.ttlSecondsAfterFinished` (a durable timer),
+1. **calls a runner** (`invocation-call`, one activity, retried): its attempt first
+   **pins a revision** from one read of the run — `stable` is the run's promoted
+   revision, `canary` the other revision taking traffic, a number that revision while it
+   serves. A run with no promoted revision (or no ready replica) yet fails the attempt
+   with `NotReady`, retried with backoff; a revision that does not exist or no longer
+   serves fails the Invocation at once. The pinned revision is kept in the activity's
+   heartbeat details, so every later attempt calls the same one. Then a ready replica's
+   `/invoke?stream=true`, asking each finished step's output (`stepOutputs`). The
+   outputs are heartbeat details too, so when the replica dies mid-call the activity
+   goes on with another ready replica of the same revision, and when the worker dies the
+   next attempt (on another worker, after `HEARTBEAT_TIMEOUT`) does, handing the
+   finished steps back (`completedSteps`): they are not run again. Status says `Running`,
+   the replica and the attempt as each call starts, and a success is recorded by the
+   activity itself as soon as the runner answered;
+2. **records the end** otherwise (`invocation-report`, a local activity: it runs inside
+   the workflow task that handles the call's end, with no round trip of its own):
+   Succeeded with the output, tokens, trace and attempts (when the call could not record
+   it), or Failed with a reason (`Reason` below), in status, with kstatus's conditions
+   (`Complete` or `Failed`; `Stalled` on failure) and `observedGeneration`; retried until
+   the API server answers;
+3. **keeps the finished Invocation** for `spec.ttlSecondsAfterFinished` (a durable timer),
    then deletes it (`invocation-expire`).
 
-`spec.timeoutSeconds` bounds steps 1 and 2 together (each activity's schedule-to-close
-timeout is what remains of it); running out fails the Invocation with reason `Timeout`.
+`spec.timeoutSeconds` bounds the call, its waits and retries included (its
+schedule-to-close timeout); running out fails the Invocation with reason `Timeout`.
+
+On the critical path of a call that succeeds at once there are two workflow tasks (the
+start, which schedules the call and receives it eagerly, and the end's) and one activity;
+the status a watcher waits for is written before the second task. (Until this shape, the
+pin and the report were activities of their own, each a round trip through Temporal; the
+kind was not released with that history, so no `workflow.patched` marks the change.)
 
 Cancelling the workflow (the Invocation was deleted) cancels the call activity and waits
 until it stopped: its connection to the runner is closed, so the runner cancels the

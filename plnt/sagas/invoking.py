@@ -1,12 +1,16 @@
-"""The invocation workflow's activities: pin a revision, call a runner, record, expire.
+"""The invocation workflow's activities: call a runner (pinning a revision), record, expire.
 
 Every side effect of an Invocation, each idempotent, through plnt's HTTP API
 (`plnt.client`) and the runners' own `/invoke`; never storage or the registry, so a worker
 can run anywhere that reaches the API server, the runners and Temporal.
 
-`call` is the one that lasts. It asks a ready replica of the pinned revision for its
-stream with each finished step's output (`stepOutputs`), keeps those outputs as its
-heartbeat details (sent at once when a step finishes, and every `BEAT_SECONDS`), and:
+`call` is the one that lasts. Its attempt first pins the revision (one read of the run:
+`pinning`), unless an earlier attempt did (the heartbeat details say which). It asks a
+ready replica of that revision for its stream with each finished step's output
+(`stepOutputs`), keeps those outputs as its heartbeat details (sent at once when a step
+finishes, and every `BEAT_SECONDS`), writes `Running` in status while the stream starts,
+records a success in status itself as soon as the runner answered (the workflow's
+`report` records it when that write failed), and:
 
 * when the replica dies mid-call (the connection breaks, or the stream ends without a
   last line), calls the next ready replica of the same revision at once, handing it the
@@ -14,11 +18,14 @@ heartbeat details (sent at once when a step finishes, and every `BEAT_SECONDS`),
 * when this worker dies, Temporal notices the missing heartbeat and runs the next
   attempt on another worker, which starts from the last heartbeat's details the same way;
 * when it is cancelled (the Invocation was deleted), its connection to the runner closes,
-  so the runner cancels the invocation and the backend call.
+  so the runner cancels the invocation and the backend call;
+* when an attempt after the first finds the success already recorded (the worker that
+  recorded it was lost before Temporal heard of it), it returns that, calling no one.
 
 A runner's refusal (invalid inputs) or a failed step is the Invocation's failure, not
 retried: the runner already retried the step as its spec says. Which revision and which
-replicas: `pinning`; the stream and the progress carried across attempts: `resuming`.
+replicas: `pinning`; the stream and the progress carried across attempts: `resuming`;
+the status writes: `recording`.
 
 Errors: `invocation.fail(reason, …)` (`ApplicationError` typed by `invocation.Reason`),
 retried by Temporal only for `NotReady` and `RunnerLost`.

@@ -1,8 +1,9 @@
 """Reading a runner's streamed `/invoke` for a durable invocation, and what it carries over.
 
-`Progress` is what a call has done so far — the outputs of the steps that finished, the
-replicas that were lost, the calls made — kept as the call activity's heartbeat details,
-so an attempt on another replica or worker starts from it (`completedSteps`). The rest
+`Progress` is what a call has done so far — the revision it pinned, the outputs of the
+steps that finished, the replicas that were lost, the calls made — kept as the call
+activity's heartbeat details, so an attempt on another replica or worker calls the same
+revision and starts from it (`completedSteps`). The rest
 reads the NDJSON stream whatever the length of its lines and turns a runner's error body
 into the Invocation's failure. No I/O here beyond reading the response handed in.
 """
