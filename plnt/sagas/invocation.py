@@ -4,25 +4,37 @@ The API server starts `InvocationWorkflow` right after an Invocation's create (t
 `starter.TemporalDeployControl.start_invocation`; id `invocation/NS/NAME/UID`, so a
 recreated Invocation is a new call and starting one twice changes nothing). The workflow:
 
-1. **pins a revision** (`invocation-resolve`): `stable` is the run's promoted revision,
-   `canary` the other revision taking traffic, a number that revision while it serves. A
-   run with no promoted revision yet is waited for; a revision that does not exist or no
-   longer serves fails the Invocation at once;
-2. **calls a runner of that revision** (`invocation-call`): a ready replica's
-   `/invoke?stream=true`, asking each finished step's output (`stepOutputs`). The outputs
-   are heartbeat details, so when the replica dies mid-call the activity goes on with
-   another ready replica of the same revision, and when the worker dies the next attempt
-   (on another worker, after `HEARTBEAT_TIMEOUT`) does, handing the finished steps back
-   (`completedSteps`): they are not run again. Status says `Running`, the replica and the
-   attempt as each call starts;
-3. **records the end** (`invocation-report`): Succeeded with the output, tokens, trace and
-   attempts, or Failed with a reason (`Reason` below), in status, with kstatus's
-   conditions (`Complete` or `Failed`; `Stalled` on failure) and `observedGeneration`;
-4. **keeps the finished Invocation** for `spec.ttlSecondsAfterFinished` (a durable timer),
+1. **calls a runner** (`invocation-call`, one activity, retried): its attempt first
+   **pins a revision** from one read of the run — `stable` is the run's promoted
+   revision, `canary` the other revision taking traffic, a number that revision while it
+   serves. A run with no promoted revision (or no ready replica) yet fails the attempt
+   with `NotReady`, retried with backoff; a revision that does not exist or no longer
+   serves fails the Invocation at once. The pinned revision is kept in the activity's
+   heartbeat details, so every later attempt calls the same one. Then a ready replica's
+   `/invoke?stream=true`, asking each finished step's output (`stepOutputs`). The
+   outputs are heartbeat details too, so when the replica dies mid-call the activity
+   goes on with another ready replica of the same revision, and when the worker dies the
+   next attempt (on another worker, after `HEARTBEAT_TIMEOUT`) does, handing the
+   finished steps back (`completedSteps`): they are not run again. Status says `Running`,
+   the replica and the attempt as each call starts, and a success is recorded by the
+   activity itself as soon as the runner answered;
+2. **records the end** otherwise (`invocation-report`, a local activity: it runs inside
+   the workflow task that handles the call's end, with no round trip of its own):
+   Succeeded with the output, tokens, trace and attempts (when the call could not record
+   it), or Failed with a reason (`Reason` below), in status, with kstatus's conditions
+   (`Complete` or `Failed`; `Stalled` on failure) and `observedGeneration`; retried until
+   the API server answers;
+3. **keeps the finished Invocation** for `spec.ttlSecondsAfterFinished` (a durable timer),
    then deletes it (`invocation-expire`).
 
-`spec.timeoutSeconds` bounds steps 1 and 2 together (each activity's schedule-to-close
-timeout is what remains of it); running out fails the Invocation with reason `Timeout`.
+`spec.timeoutSeconds` bounds the call, its waits and retries included (its
+schedule-to-close timeout); running out fails the Invocation with reason `Timeout`.
+
+On the critical path of a call that succeeds at once there are two workflow tasks (the
+start, which schedules the call and receives it eagerly, and the end's) and one activity;
+the status a watcher waits for is written before the second task. (Until this shape, the
+pin and the report were activities of their own, each a round trip through Temporal; the
+kind was not released with that history, so no `workflow.patched` marks the change.)
 
 Cancelling the workflow (the Invocation was deleted) cancels the call activity and waits
 until it stopped: its connection to the runner is closed, so the runner cancels the
@@ -57,11 +69,10 @@ from temporalio.workflow import ActivityCancellationType
 with workflow.unsafe.imports_passed_through():
     from plnt.api.invocations import COMPLETE, FAILED, STALLED, WORKFLOW_ID_PREFIX
 
-RESOLVE_ACTIVITY = "invocation-resolve"
 CALL_ACTIVITY = "invocation-call"
 REPORT_ACTIVITY = "invocation-report"
 EXPIRE_ACTIVITY = "invocation-expire"
-ACTIVITIES = (RESOLVE_ACTIVITY, CALL_ACTIVITY, REPORT_ACTIVITY, EXPIRE_ACTIVITY)
+ACTIVITIES = (CALL_ACTIVITY, REPORT_ACTIVITY, EXPIRE_ACTIVITY)
 
 HEARTBEAT_TIMEOUT = timedelta(seconds=5)
 """How long a call may go without a heartbeat before its worker counts as lost (the call
@@ -69,6 +80,10 @@ heartbeats every second, and at once when a step finishes)."""
 CALL_ATTEMPTS = 20
 """Tries of the call activity (each tries every ready replica); `timeoutSeconds` bounds
 them too."""
+LOCAL_RETRY_THRESHOLD = timedelta(milliseconds=500)
+"""The report is a local activity (run inside the workflow task, no round trip of its
+own); a retry of it due in more than this waits on a durable Temporal timer rather than
+in the worker's memory, so a long wait (the API server down) is in the history."""
 
 
 class Reason(enum.StrEnum):
@@ -145,30 +160,35 @@ class InvocationRequest:
 
 @dataclass
 class Pinned:
-    """The revision the call goes to, resolved once when the call starts."""
+    """The revision a call goes to, as the run listed it when it was pinned."""
 
     revision: int
     digest: str = ""
+    endpoints: list[str] = field(default_factory=list)
 
 
 @dataclass
 class CallRequest:
-    """What `invocation-call` needs: whom to call, with what, and since when."""
+    """What `invocation-call` needs: which Invocation, of which run, with what."""
 
     request: InvocationRequest
-    pinned: Pinned
-    start_time: str
 
 
 @dataclass
 class Called:
-    """The runner's answer, as status keeps it."""
+    """The runner's answer, as status keeps it, and the revision that gave it.
+
+    `completion_time`: set when the call activity recorded the success in status itself
+    (then the workflow does not report it again).
+    """
 
     output: Any
     trace: list[dict[str, Any]]
     attempts: int
     endpoint: str
+    revision: int
     usage: dict[str, Any] | None = None
+    completion_time: str = ""
 
 
 @dataclass
@@ -192,7 +212,7 @@ class InvocationOutcome:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
-def _stamp(moment: datetime) -> str:
+def stamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -207,13 +227,14 @@ def condition(kind: str, reason: str, message: str, at: str) -> dict[str, Any]:
     }
 
 
-def succeeded(called: Called, pinned: Pinned, at: str) -> dict[str, Any]:
+def succeeded(called: Called, at: str) -> dict[str, Any]:
     """The status of a call that succeeded."""
-    message = f"succeeded on revision {pinned.revision}"
+    message = f"succeeded on revision {called.revision}"
     if called.attempts > 1:
         message += f" after {called.attempts} attempts"
     return {
         "phase": "Succeeded",
+        "revision": called.revision,
         "completionTime": at,
         "output": called.output,
         "usage": called.usage,
@@ -265,57 +286,45 @@ WORKFLOW_TYPE = "Invocation"
 """The workflow's registered name: what Temporal's visibility lists it by."""
 
 
-@workflow.defn(name=WORKFLOW_TYPE)
+@workflow.defn(name=WORKFLOW_TYPE, sandboxed=False)
 class InvocationWorkflow:
-    """Pin, call, record, expire (see the module docstring)."""
+    """Pin, call, record, expire (see the module docstring).
+
+    Not sandboxed: every Invocation is a new workflow, and building Temporal's sandbox
+    for one (re-importing this module, its dataclasses and enums, behind restricted
+    proxies) cost more than all its workflow tasks together — tens of milliseconds on
+    each call's critical path. What the sandbox would check at run time is held here
+    otherwise: this module imports only Temporal and `plnt.api` (import-linter's
+    contracts), reads no clock but `workflow.now()`, and the replay tests run every
+    scenario's history through it.
+    """
 
     @workflow.run
     async def run(self, request: InvocationRequest) -> InvocationOutcome:
         timeout = timedelta(seconds=request.timeout_seconds)
-        deadline = workflow.now() + timeout
-        pinned: Pinned | None = None
-        phase, reason = "Succeeded", ""
+        phase, reason, recorded = "Succeeded", "", False
         try:
-            pinned = await workflow.execute_activity(
-                RESOLVE_ACTIVITY,
-                request,
-                result_type=Pinned,
-                schedule_to_close_timeout=timeout,
-                retry_policy=_retries(),
-            )
             called = await workflow.execute_activity(
                 CALL_ACTIVITY,
-                CallRequest(request, pinned, _stamp(workflow.now())),
+                CallRequest(request),
                 result_type=Called,
-                schedule_to_close_timeout=max(deadline - workflow.now(), timedelta(seconds=1)),
+                schedule_to_close_timeout=timeout,
                 heartbeat_timeout=HEARTBEAT_TIMEOUT,
                 retry_policy=_retries(),
                 cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             )
-            fields = succeeded(called, pinned, _stamp(workflow.now()))
+            recorded = bool(called.completion_time)  # the call wrote its success itself
+            fields = succeeded(called, called.completion_time or stamp(workflow.now()))
         except ActivityError as error:
             if not isinstance(error.cause, CancelledError):
                 reason, message, step = _error_of(error, request.timeout_seconds)
                 phase = "Failed"
-                fields = failed(phase, reason, message, _stamp(workflow.now()), step)
+                fields = failed(phase, reason, message, stamp(workflow.now()), step)
             else:  # the call stopped because the workflow was cancelled
                 phase, reason, fields = _cancelled()
         except asyncio.CancelledError:
             phase, reason, fields = _cancelled()
-        if pinned is not None:
-            fields.setdefault("revision", pinned.revision)
-        kept = await workflow.execute_activity(
-            REPORT_ACTIVITY,
-            StatusReport(request.invocation, fields, finished=True),
-            result_type=bool,
-            start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=RetryPolicy(
-                initial_interval=timedelta(milliseconds=200),
-                maximum_interval=timedelta(seconds=10),
-                maximum_attempts=0,  # until the API server answers: the end must be recorded
-            ),
-        )
-        if kept:
+        if recorded or await self._report(StatusReport(request.invocation, fields, finished=True)):
             await workflow.sleep(timedelta(seconds=request.ttl_seconds_after_finished))
             await workflow.execute_activity(
                 EXPIRE_ACTIVITY,
@@ -329,13 +338,30 @@ class InvocationWorkflow:
             )
         return InvocationOutcome(phase, reason, fields)
 
+    async def _report(self, report: StatusReport) -> bool:
+        """Record the end (`invocation-report`, a local activity), retried until the API
+        server answers; False when the Invocation is gone."""
+        kept: bool = await workflow.execute_local_activity(
+            REPORT_ACTIVITY,
+            report,
+            result_type=bool,
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=RetryPolicy(
+                initial_interval=timedelta(milliseconds=200),
+                maximum_interval=timedelta(seconds=10),
+                maximum_attempts=0,  # until the API server answers: the end must be recorded
+            ),
+            local_retry_threshold=LOCAL_RETRY_THRESHOLD,
+        )
+        return kept
+
 
 def _cancelled() -> tuple[str, str, dict[str, Any]]:
     message = "the invocation was cancelled (its Invocation was deleted)"
     return (
         "Cancelled",
         Reason.CANCELLED,
-        failed("Cancelled", Reason.CANCELLED, message, _stamp(workflow.now()), None),
+        failed("Cancelled", Reason.CANCELLED, message, stamp(workflow.now()), None),
     )
 
 

@@ -1,12 +1,16 @@
-"""The invocation workflow's activities: pin a revision, call a runner, record, expire.
+"""The invocation workflow's activities: call a runner (pinning a revision), record, expire.
 
 Every side effect of an Invocation, each idempotent, through plnt's HTTP API
 (`plnt.client`) and the runners' own `/invoke`; never storage or the registry, so a worker
 can run anywhere that reaches the API server, the runners and Temporal.
 
-`call` is the one that lasts. It asks a ready replica of the pinned revision for its
-stream with each finished step's output (`stepOutputs`), keeps those outputs as its
-heartbeat details (sent at once when a step finishes, and every `BEAT_SECONDS`), and:
+`call` is the one that lasts. Its attempt first pins the revision (one read of the run:
+`pinning`), unless an earlier attempt did (the heartbeat details say which). It asks a
+ready replica of that revision for its stream with each finished step's output
+(`stepOutputs`), keeps those outputs as its heartbeat details (sent at once when a step
+finishes, and every `BEAT_SECONDS`), writes `Running` in status while the stream starts,
+records a success in status itself as soon as the runner answered (the workflow's
+`report` records it when that write failed), and:
 
 * when the replica dies mid-call (the connection breaks, or the stream ends without a
   last line), calls the next ready replica of the same revision at once, handing it the
@@ -14,11 +18,14 @@ heartbeat details (sent at once when a step finishes, and every `BEAT_SECONDS`),
 * when this worker dies, Temporal notices the missing heartbeat and runs the next
   attempt on another worker, which starts from the last heartbeat's details the same way;
 * when it is cancelled (the Invocation was deleted), its connection to the runner closes,
-  so the runner cancels the invocation and the backend call.
+  so the runner cancels the invocation and the backend call;
+* when an attempt after the first finds the success already recorded (the worker that
+  recorded it was lost before Temporal heard of it), it returns that, calling no one.
 
 A runner's refusal (invalid inputs) or a failed step is the Invocation's failure, not
 retried: the runner already retried the step as its spec says. Which revision and which
-replicas: `pinning`; the stream and the progress carried across attempts: `resuming`.
+replicas: `pinning`; the stream and the progress carried across attempts: `resuming`;
+the status writes: `recording`.
 
 Errors: `invocation.fail(reason, …)` (`ApplicationError` typed by `invocation.Reason`),
 retried by Temporal only for `NotReady` and `RunnerLost`.
@@ -32,6 +39,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -43,7 +51,7 @@ from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.processes import tasks
 from plnt.sagas import invocation as inv
-from plnt.sagas import pinning, resuming
+from plnt.sagas import pinning, recording, resuming
 from plnt.sagas import values as v
 
 log = logging.getLogger("plnt.sagas.invocations")
@@ -64,7 +72,7 @@ class InvocationActivities:
 
     def all(self) -> list[Any]:
         """Every activity, for `Worker(activities=...)`."""
-        return [self.resolve, self.call, self.report, self.expire]
+        return [self.call, self.report, self.expire]
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -77,19 +85,6 @@ class InvocationActivities:
             await self._session.close()
 
     # -- reading -----------------------------------------------------------------------
-
-    def _path(self, ref: inv.InvocationRef, subresource: str = "") -> str:
-        return self.api.object_path(
-            PLURAL, ref.name, namespace=ref.namespace, subresource=subresource
-        )
-
-    async def _invocation(self, ref: inv.InvocationRef) -> dict[str, Any] | None:
-        """The Invocation, or None when it is gone or was recreated (another uid)."""
-        try:
-            obj: dict[str, Any] = (await self.api.request("GET", self._path(ref))).json()
-        except client_errors.NotFound:
-            return None
-        return obj if (obj.get("metadata") or {}).get("uid") == ref.uid else None
 
     async def _run(self, request: inv.InvocationRequest) -> dict[str, Any]:
         """The run the Invocation was admitted for; `WorkflowRunGone` when it is not there."""
@@ -106,38 +101,25 @@ class InvocationActivities:
             )
         return run
 
-    # -- resolve -----------------------------------------------------------------------
-
-    @activity.defn(name=inv.RESOLVE_ACTIVITY)
-    async def resolve(self, request: inv.InvocationRequest) -> inv.Pinned:
-        """Pin the revision the spec selects (waiting, by retries, for one that is ready)."""
-        if await self._invocation(request.invocation) is None:
-            raise inv.fail(inv.Reason.INVOCATION_GONE, "the Invocation was deleted")
-        run = await self._run(request)
-        try:
-            return pinning.pin(run, request.revision)
-        except ApplicationError as error:
-            if error.type == inv.Reason.NOT_READY:  # say what it waits for
-                await self._write(request.invocation, {"message": f"waiting: {error.message}"})
-            raise
-
     # -- call --------------------------------------------------------------------------
 
     @activity.defn(name=inv.CALL_ACTIVITY)
     async def call(self, call: inv.CallRequest) -> inv.Called:
-        """Call ready replicas of the pinned revision until one answers (module docstring)."""
+        """Pin the revision (on the attempt that first gets that far), then call ready
+        replicas of it until one answers (module docstring)."""
         info = activity.info()
         progress = resuming.Progress.of(
             info.heartbeat_details[0] if info.heartbeat_details else None
         )
-        revision = call.pinned.revision
-        run = await self._run(call.request)
-        if pinning.traffic_entry(run, revision) is None:
-            raise inv.fail(
-                inv.Reason.REVISION_NOT_SERVING,
-                f"revision {revision} of workflowrun {call.request.run} no longer serves",
-            )
-        ready = pinning.endpoints_of(run, revision)
+        if info.attempt > 1 and (ended := await self._ended_before(call)) is not None:
+            return ended
+        if progress.revision is None:
+            pinned = await self._pin(call.request)
+            progress.pinned(pinned.revision, pinned.digest, inv.stamp(datetime.now(UTC)))
+            ready = pinned.endpoints
+        else:
+            ready = await self._endpoints(call.request, progress.revision)
+        revision = progress.revision
         order = [e for e in ready if e not in progress.lost] + [
             e for e in ready if e in progress.lost
         ]
@@ -153,20 +135,98 @@ class InvocationActivities:
                     problems.append(f"{endpoint} is not ready")
                     continue
                 progress.tries += 1
-                await self._running(call, endpoint, progress, problems)
                 try:
-                    answer = await self._stream(endpoint, call.request, progress)
+                    answer = await self._calling(call, endpoint, progress, problems)
                 except resuming.Lost as lost:
                     if endpoint not in progress.lost:
                         progress.lost.append(endpoint)
                     problems.append(f"{endpoint}: {lost}")
                     progress.beat()
                     continue
-                return self._called(answer, endpoint, progress)
+                return await self._finish(call, self._called(answer, endpoint, progress))
         raise inv.fail(
             inv.Reason.RUNNER_LOST,
             f"no ready replica of revision {revision} finished the call ({'; '.join(problems)})",
         )
+
+    async def _ended_before(self, call: inv.CallRequest) -> inv.Called | None:
+        """The success an earlier attempt recorded before its worker was lost (its
+        completion never reached Temporal), so it is neither called nor written again;
+        None when the call has not ended. `InvocationGone` when the Invocation is."""
+        obj = await recording.read(self.api, call.request.invocation)
+        if obj is None:
+            raise inv.fail(inv.Reason.INVOCATION_GONE, "the Invocation was deleted")
+        status = obj.get("status") or {}
+        if status.get("phase") != "Succeeded" or not status.get("completionTime"):
+            return None
+        return inv.Called(
+            output=status.get("output"),
+            trace=[t for t in status.get("trace") or [] if isinstance(t, dict)],
+            attempts=int(status.get("attempts") or 1),
+            endpoint=str(status.get("endpoint") or ""),
+            revision=int(status.get("revision") or 0),
+            usage=status.get("usage"),
+            completion_time=str(status["completionTime"]),
+        )
+
+    async def _calling(
+        self, call: inv.CallRequest, endpoint: str, progress: resuming.Progress, problems: list[str]
+    ) -> dict[str, Any]:
+        """One streamed call, with the status saying so written meanwhile rather than
+        before: the write does not delay the call. The answer is returned only once the
+        write is done, so no later write lands before it; when the write finds the
+        Invocation gone (or fails), the call is stopped and that is raised."""
+        stream = asyncio.ensure_future(self._stream(endpoint, call.request, progress))
+        try:
+            await self._running(call, endpoint, progress, problems)
+        except BaseException:
+            stream.cancel()
+            await asyncio.wait([stream])
+            if not stream.cancelled():
+                stream.exception()  # the write's failure is the one that counts
+            raise
+        return await stream
+
+    async def _finish(self, call: inv.CallRequest, called: inv.Called) -> inv.Called:
+        """Record the success in status at once, as the workflow's report would (one try:
+        the workflow's report records it when this could not, so a failure here is no
+        failure of the call); `completion_time` says it was recorded."""
+        at = inv.stamp(datetime.now(UTC))
+        fields = inv.succeeded(called, at)
+        try:
+            recorded = await recording.write(
+                self.api, call.request.invocation, fields, finished=True
+            )
+        except (client_errors.ClientError, ApplicationError) as error:
+            log.info("the end of %s is left to its workflow: %s", call.request.invocation, error)
+            recorded = False
+        if recorded:
+            called.completion_time = at
+        return called
+
+    async def _pin(self, request: inv.InvocationRequest) -> inv.Pinned:
+        """The revision the spec selects, from one read of the run; a `NotReady` failure
+        (retried) says in status what it waits for."""
+        run = await self._run(request)
+        try:
+            return pinning.pin(run, request.revision)
+        except ApplicationError as error:
+            if error.type != inv.Reason.NOT_READY:
+                raise
+            waiting = {"message": f"waiting: {error.message}"}
+            if not await recording.write(self.api, request.invocation, waiting):
+                raise inv.fail(inv.Reason.INVOCATION_GONE, "the Invocation was deleted") from None
+            raise
+
+    async def _endpoints(self, request: inv.InvocationRequest, revision: int) -> list[str]:
+        """The ready replicas of the revision an earlier attempt pinned, read again."""
+        run = await self._run(request)
+        if pinning.traffic_entry(run, revision) is None:
+            raise inv.fail(
+                inv.Reason.REVISION_NOT_SERVING,
+                f"revision {revision} of workflowrun {request.run} no longer serves",
+            )
+        return pinning.endpoints_of(run, revision)
 
     async def _ready(self, endpoint: str) -> bool:
         try:
@@ -179,15 +239,14 @@ class InvocationActivities:
         self, call: inv.CallRequest, endpoint: str, progress: resuming.Progress, problems: list[str]
     ) -> None:
         """Say in status which replica is called now, and why again when it is a retry."""
-        revision = call.pinned.revision
-        message = f"calling revision {revision} at {endpoint}"
+        message = f"calling revision {progress.revision} at {endpoint}"
         if problems:
             message += f" ({'; '.join(problems)})"
         fields: dict[str, Any] = {
             "phase": "Running",
-            "revision": revision,
-            "digest": call.pinned.digest or None,
-            "startTime": call.start_time,
+            "revision": progress.revision,
+            "digest": progress.digest or None,
+            "startTime": progress.start_time,
             "endpoint": endpoint,
             "attempts": progress.tries,
             "message": message,
@@ -195,13 +254,13 @@ class InvocationActivities:
                 {
                     "type": RECONCILING,
                     "status": "True",
-                    "lastTransitionTime": call.start_time,
+                    "lastTransitionTime": progress.start_time,
                     "reason": "Running",
                     "message": message,
                 }
             ],
         }
-        if not await self._write(call.request.invocation, fields):
+        if not await recording.write(self.api, call.request.invocation, fields):
             raise inv.fail(inv.Reason.INVOCATION_GONE, "the Invocation was deleted")
 
     async def _stream(
@@ -270,6 +329,7 @@ class InvocationActivities:
             trace=trace,
             attempts=progress.tries,
             endpoint=endpoint,
+            revision=progress.revision or 0,
             usage=resuming.usage(answer),
         )
 
@@ -291,53 +351,9 @@ class InvocationActivities:
     @activity.defn(name=inv.REPORT_ACTIVITY)
     async def report(self, report: inv.StatusReport) -> bool:
         """Write the fields into the Invocation's status; False when it is gone."""
-        return await self._write(report.invocation, report.fields, finished=report.finished)
-
-    async def _write(
-        self, ref: inv.InvocationRef, fields: dict[str, Any], *, finished: bool = False
-    ) -> bool:
-        """Set `fields` in status (None removes one) while the Invocation is `ref`: a JSON
-        patch whose tests are the uid and the resourceVersion, read again when one fails."""
-        for _ in range(10):
-            obj = await self._invocation(ref)
-            if obj is None:
-                return False
-            status = dict(obj.get("status") or {})
-            for key, value in fields.items():
-                if value is None:
-                    status.pop(key, None)
-                else:
-                    status[key] = value
-            if finished:
-                status["observedGeneration"] = obj["metadata"].get("generation") or 1
-            patch = [
-                {"op": "test", "path": "/metadata/uid", "value": ref.uid},
-                {
-                    "op": "test",
-                    "path": "/metadata/resourceVersion",
-                    "value": obj["metadata"]["resourceVersion"],
-                },
-                {"op": "add", "path": "/status", "value": status},
-            ]
-            try:
-                await self.api.request(
-                    "PATCH",
-                    self._path(ref, "status"),
-                    json=patch,
-                    content_type="application/json-patch+json",
-                )
-                return True
-            except client_errors.Conflict:
-                continue
-            except client_errors.Invalid as error:
-                if any(cause.field == "patch" for cause in error.causes):
-                    continue  # a test failed: written in between, read again
-                raise ApplicationError(
-                    f"the status was refused: {error}", type="InvalidStatus", non_retryable=True
-                ) from error
-            except client_errors.NotFound:
-                return False
-        raise ApplicationError("status kept changing underneath", type="Conflict")
+        return await recording.write(
+            self.api, report.invocation, report.fields, finished=report.finished
+        )
 
     @activity.defn(name=inv.EXPIRE_ACTIVITY)
     async def expire(self, ref: inv.InvocationRef) -> None:
@@ -348,7 +364,7 @@ class InvocationActivities:
             "preconditions": {"uid": ref.uid},
         }
         with contextlib.suppress(client_errors.NotFound, client_errors.Conflict):
-            await self.api.request("DELETE", self._path(ref), json=options)
+            await self.api.request("DELETE", recording.path(self.api, ref), json=options)
 
 
 async def delete_invocations_of(api: PlntClient, run: v.RunRef) -> int:

@@ -74,8 +74,9 @@ def pin(run: dict[str, Any], selector: str) -> inv.Pinned:
                 f"workflowrun {name} has no revision {revision} (revisions: {shown})",
             )
     entry = traffic_entry(run, revision) or {}
-    if not endpoints_of(run, revision):
+    endpoints = endpoints_of(run, revision)
+    if not endpoints:
         raise inv.fail(
             inv.Reason.NOT_READY, f"revision {revision} of workflowrun {name} has no ready replica"
         )
-    return inv.Pinned(revision=revision, digest=str(entry.get("digest") or ""))
+    return inv.Pinned(revision=revision, digest=str(entry.get("digest") or ""), endpoints=endpoints)

@@ -1,8 +1,9 @@
 """Reading a runner's streamed `/invoke` for a durable invocation, and what it carries over.
 
-`Progress` is what a call has done so far — the outputs of the steps that finished, the
-replicas that were lost, the calls made — kept as the call activity's heartbeat details,
-so an attempt on another replica or worker starts from it (`completedSteps`). The rest
+`Progress` is what a call has done so far — the revision it pinned, the outputs of the
+steps that finished, the replicas that were lost, the calls made — kept as the call
+activity's heartbeat details, so an attempt on another replica or worker calls the same
+revision and starts from it (`completedSteps`). The rest
 reads the NDJSON stream whatever the length of its lines and turns a runner's error body
 into the Invocation's failure. No I/O here beyond reading the response handed in.
 """
@@ -44,7 +45,15 @@ class Progress:
     completed: dict[str, Any] = field(default_factory=dict)
     lost: list[str] = field(default_factory=list)
     tries: int = 0
+    revision: int | None = None
+    """The revision pinned (None until an attempt pinned one): every attempt calls it."""
+    digest: str = ""
+    start_time: str = ""
+    """When the revision was pinned: the call's `status.startTime`."""
     carried_bytes: int = field(default=0, compare=False)
+
+    def pinned(self, revision: int, digest: str, start_time: str) -> None:
+        self.revision, self.digest, self.start_time = revision, digest, start_time
 
     def add(self, step: str, output: Any) -> bool:
         """Keep `step`'s output to hand back on a retry; False when it is too large to."""
@@ -58,8 +67,13 @@ class Progress:
     @classmethod
     def of(cls, details: Any) -> Progress:
         last = details if isinstance(details, dict) else {}
+        revision = last.get("revision")
         progress = cls(
-            lost=[str(e) for e in last.get("lost") or []], tries=int(last.get("tries") or 0)
+            lost=[str(e) for e in last.get("lost") or []],
+            tries=int(last.get("tries") or 0),
+            revision=revision if isinstance(revision, int) else None,
+            digest=str(last.get("digest") or ""),
+            start_time=str(last.get("startTime") or ""),
         )
         completed = last.get("completed")
         for step, output in (completed if isinstance(completed, dict) else {}).items():
@@ -67,7 +81,14 @@ class Progress:
         return progress
 
     def details(self) -> dict[str, Any]:
-        return {"completed": self.completed, "lost": self.lost, "tries": self.tries}
+        return {
+            "completed": self.completed,
+            "lost": self.lost,
+            "tries": self.tries,
+            "revision": self.revision,
+            "digest": self.digest,
+            "startTime": self.start_time,
+        }
 
     def beat(self) -> None:
         activity.heartbeat(self.details())

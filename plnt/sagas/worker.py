@@ -7,8 +7,9 @@ runners and heartbeat the steps that finished.
 
 It runs inside `plnt up` (standalone) or alone as `plnt worker`, anywhere that can
 reach Temporal and the API server. Activities are async and run on the worker's event
-loop; the workflow runs in Temporal's sandbox, which re-imports only the modules the
-workflow module does not pass through.
+loop; the deploy and bench workflows run in Temporal's sandbox, which re-imports only the
+modules the workflow module does not pass through, and the Invocation's workflow runs
+outside it (`invocation.InvocationWorkflow` says why).
 
 Liveness (`Liveness`, installed on every worker built here): Temporal learns that a
 worker died mid-activity only from a missed heartbeat; without a heartbeat timeout it

@@ -53,19 +53,16 @@ class Scripted:
         self.holding = asyncio.Event()
         self.cancelled = asyncio.Event()
         self.exists = True
+        self.call_records_end = False
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.resolve, self.call, self.report, self.expire]
-
-    @activity.defn(name=inv.RESOLVE_ACTIVITY)
-    async def resolve(self, request: inv.InvocationRequest) -> inv.Pinned:
-        if self.not_ready:
-            self.not_ready -= 1
-            raise inv.fail(inv.Reason.NOT_READY, "workflowrun r has no promoted revision yet")
-        return inv.Pinned(revision=3, digest="sha256:" + "ab" * 32)
+        return [self.call, self.report, self.expire]
 
     @activity.defn(name=inv.CALL_ACTIVITY)
     async def call(self, call: inv.CallRequest) -> inv.Called:
+        if self.not_ready:  # the pin, which the call's first attempts make, fails
+            self.not_ready -= 1
+            raise inv.fail(inv.Reason.NOT_READY, "workflowrun r has no promoted revision yet")
         self.calls.append(activity.info().current_attempt_scheduled_time)
         if self.call_fails_with is not None:
             raise inv.fail(self.call_fails_with, "the step failed", step="answer")
@@ -78,13 +75,17 @@ class Scripted:
             except asyncio.CancelledError:
                 self.cancelled.set()
                 raise
-        return inv.Called(
+        called = inv.Called(
             output={"answer": 42},
             trace=[{"id": "answer", "kind": "model"}],
             attempts=1,
             endpoint="http://127.0.0.1:1",
+            revision=3,
             usage={"promptTokens": 3, "completionTokens": 4, "totalTokens": 7},
         )
+        if self.call_records_end:  # as the real call does when its status write succeeds
+            called.completion_time = inv.stamp(activity.info().current_attempt_scheduled_time)
+        return called
 
     @activity.defn(name=inv.REPORT_ACTIVITY)
     async def report(self, report: inv.StatusReport) -> bool:
@@ -160,6 +161,22 @@ async def test_a_finished_invocation_is_deleted_when_its_ttl_runs_out(running: R
     await running.replayed(handle, "succeeded-ttl")
 
 
+async def test_a_success_the_call_recorded_is_not_reported_again_and_expires_after_its_ttl(
+    running: Running,
+) -> None:
+    running.scripted.call_records_end = True
+    handle = await running.start(ttl_seconds_after_finished=3600)
+    outcome = await asyncio.wait_for(handle.result(), DEADLINE)
+    assert running.scripted.reports == []
+    (called_at,) = running.scripted.calls
+    assert outcome.phase == "Succeeded"
+    assert outcome.fields["completionTime"] == inv.stamp(called_at)
+    assert outcome.fields["output"] == {"answer": 42} and outcome.fields["revision"] == 3
+    (expired_at,) = running.scripted.expired
+    assert 3600 <= (expired_at - called_at).total_seconds() < 3660
+    await running.replayed(handle, "succeeded-recorded-by-the-call")
+
+
 async def test_a_ttl_of_zero_deletes_at_once_and_a_vanished_invocation_is_not_expired(
     running: Running,
 ) -> None:
@@ -209,6 +226,24 @@ async def test_a_run_not_ready_yet_is_waited_for(running: Running) -> None:
     await running.replayed(handle, "waited-for-a-revision")
 
 
+async def test_a_run_never_ready_fails_with_reason_timeout_naming_what_it_waited_for(
+    running: Running,
+) -> None:
+    running.scripted.not_ready = 1_000  # the call is retried with backoff until the timeout
+    handle = await running.start(timeout_seconds=30)
+    outcome = await asyncio.wait_for(handle.result(), DEADLINE)
+    assert (outcome.phase, outcome.reason) == ("Failed", "Timeout")
+    assert running.scripted.calls == []
+    (report,) = [r for _, r in running.scripted.reports]
+    assert report.fields["error"] == {
+        "reason": "Timeout",
+        "message": "did not finish within 30 s (workflowrun r has no promoted revision yet)",
+    }
+    assert "revision" not in report.fields
+    assert 1_000 - running.scripted.not_ready >= 3
+    await running.replayed(handle, "never-ready")
+
+
 async def test_cancelling_the_workflow_stops_the_call_before_the_end_is_recorded(
     running: Running,
 ) -> None:
@@ -231,7 +266,9 @@ KEPT = sorted(HISTORIES.glob("invocation-*.json"))
 async def test_every_scenario_has_a_kept_history() -> None:
     assert [path.stem for path in KEPT] == [
         "invocation-cancelled",
+        "invocation-never-ready",
         "invocation-step-failed",
+        "invocation-succeeded-recorded-by-the-call",
         "invocation-succeeded-ttl",
         "invocation-timeout",
         "invocation-waited-for-a-revision",

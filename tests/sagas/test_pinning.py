@@ -39,7 +39,8 @@ SERVING = run(
 def test_a_selector_pins_the_revision_it_names_with_its_digest(
     selector: str, revision: int, digest: str
 ) -> None:
-    assert pinning.pin(SERVING, selector) == inv.Pinned(revision=revision, digest=digest)
+    endpoints = pinning.endpoints_of(SERVING, revision)
+    assert pinning.pin(SERVING, selector) == inv.Pinned(revision, digest, endpoints)
     assert pinning.endpoints_of(SERVING, 3) == ["http://a", "http://b"]
 
 
@@ -69,6 +70,8 @@ def test_a_selector_that_names_no_serving_revision_fails_saying_why(
 
 def test_progress_survives_its_round_trip_through_heartbeat_details() -> None:
     progress = resuming.Progress(completed={"a": {"x": 1}}, lost=["http://a"], tries=2)
+    assert resuming.Progress.of(progress.details()) == progress
+    progress.pinned(3, "sha256:aa", "2026-12-01T10:00:00Z")  # every attempt calls revision 3
     assert resuming.Progress.of(progress.details()) == progress
     assert resuming.Progress.of(None) == resuming.Progress()
 
