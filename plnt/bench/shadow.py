@@ -38,6 +38,7 @@ from typing import Any
 
 import aiohttp
 
+from plnt.api import shadows as wire
 from plnt.apiserver import pki
 from plnt.bench import apiserver as harness
 from plnt.bench import apiserver_running, proxy
@@ -70,7 +71,8 @@ class ShadowRow:
     calls: PhaseStats = field(default_factory=PhaseStats)
     dropped: int = 0
     pairs: int = 0
-    """New pairs in the API server's answer after the phase (it keeps its last 200)."""
+    """New pairs in the API server's answer after the phase (it keeps its last 200, so
+    200 means at least 200; the report prints `200+`)."""
 
 
 @dataclass
@@ -238,11 +240,12 @@ def report(results: ShadowResults, settings: ShadowSettings) -> list[str]:
     ]
     for row in results.rows:
         p50_ratio, p99_ratio = results.ratios(row)
+        kept = "+" if row.pairs >= wire.PAIRS_KEPT else ""  # the server keeps only its last
         lines.append(
             f"shadow {row.percent:3d}%: p50 {row.calls.percentile_ms(0.5):.2f} ms"
             f" (x{p50_ratio:.2f}), p99 {row.calls.percentile_ms(0.99):.2f} ms (x{p99_ratio:.2f}),"
             f" {row.calls.rate:.1f}/s, errors {row.calls.errors},"
-            f" pairs {row.pairs}, dropped {row.dropped}"
+            f" pairs {row.pairs}{kept}, dropped {row.dropped}"
         )
     return lines
 
