@@ -5,12 +5,13 @@
     python -m plnt.bench deploys --kubeconfig K --ref R --digest D --target kubernetes
     python -m plnt.bench invocations --duration 10 --rss-objects 2000
     python -m plnt.bench proxy --concurrency 16 --duration 5
+    python -m plnt.bench shadow --shadow-percents 0,50,100 --duration 5
     python -m plnt.bench harness --rate 2000 --duration 5
     python -m plnt.bench model --requests 6 --tokens 16
 
-COMMAND is apiserver, saga, deploys, invocations, proxy, harness or model. Each subcommand's
-flags are its own (`python -m plnt.bench saga --help`); this module only picks the
-command, so neither pays for the other's imports.
+COMMAND is apiserver, saga, deploys, invocations, proxy, shadow, harness or model. Each
+subcommand's flags are its own (`python -m plnt.bench saga --help`); this module only
+picks the command, so neither pays for the other's imports.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 USAGE = (
-    "usage: python -m plnt.bench {apiserver,saga,deploys,invocations,proxy,harness,model}"
+    "usage: python -m plnt.bench {apiserver,saga,deploys,invocations,proxy,shadow,harness,model}"
     " [flags]"
     "  (--help after one for its flags)"
 )
@@ -61,6 +62,12 @@ def _proxy(argv: Sequence[str]) -> int:
     return proxy.main(argv)
 
 
+def _shadow(argv: Sequence[str]) -> int:
+    from plnt.bench import shadow
+
+    return shadow.main(argv)
+
+
 def _saga(argv: Sequence[str]) -> int:
     from plnt.bench import saga_command
 
@@ -73,6 +80,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "deploys": _deploys,
     "invocations": _invocations,
     "proxy": _proxy,
+    "shadow": _shadow,
     "harness": _harness,
     "model": _model,
 }

@@ -23,6 +23,10 @@ history runs to the workflow's completion):
   the second deploy is cancelled and compensated, the third is promoted.
 * `pause_promote`: a second spec pauses its canary at 50% for ten minutes; `promote`
   ends the pause and the second revision is promoted.
+* `evaluate_shadow`: a second spec with a quality gate (an inline case) and shadow
+  traffic to its weight-0 canary while a caller keeps invoking the run: the analyze step
+  opens the shadow window, the evaluate step scores the case and the mirrored pairs, and
+  the second revision is promoted.
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ HISTORIES = Path(__file__).resolve().parent / "histories"
 BEFORE_TYPED_INPUTS = HISTORIES / "before-typed-inputs"
 """Histories recorded before pull and resolve took typed inputs (no `typed-activity-inputs`
 marker): kept, so sagas that began then are proven to finish under today's code."""
+SINCE_TYPED_INPUTS = frozenset({"evaluate_shadow"})
+"""Scenarios added after then: they have no history in `before-typed-inputs/`."""
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fanout.workflow.yaml"
 DEADLINE = 90.0
 
@@ -217,6 +223,41 @@ async def pause_promote(client: PlntClient, specs: Specs, namespace: str) -> tup
     return "paused", str(created["metadata"]["uid"])
 
 
+async def evaluate_shadow(client: PlntClient, specs: Specs, namespace: str) -> tuple[str, str]:
+    """The quality gate with shadow traffic: live calls mirrored to the canary, scored."""
+    created = await client.create_workflowrun(manifest("gated", specs.first), namespace=namespace)
+    await wait_until(client, "gated", namespace, ready_at(1), what="Ready")
+    case = {"name": "etcd", "inputs": {"topic": "etcd"}, "expect": [{"contains": "etcd"}]}
+    gated = {
+        "weight": 0,
+        "evaluation": {"cases": [case]},
+        "shadow": {"percent": 100, "minComparisons": 2, "timeoutSeconds": 60},
+    }
+    stop = asyncio.Event()
+
+    async def keep_calling() -> int:
+        calls = 0
+        while not stop.is_set():
+            await client.invoke("gated", {"topic": f"live-{calls}"}, namespace=namespace)
+            calls += 1
+        return calls
+
+    caller = asyncio.create_task(keep_calling())
+    try:
+        await client.apply_workflowrun(
+            manifest("gated", specs.second, canary=gated), namespace=namespace
+        )
+        obj = await wait_until(client, "gated", namespace, ready_at(2), what="Ready at 2")
+    finally:
+        stop.set()
+        calls = await caller
+    record = obj["status"]["lastEvaluation"]
+    assert record["passed"] and record["shadowComparisons"] >= 2, record
+    assert calls >= 2, calls
+    await delete_and_wait(client, "gated", namespace)
+    return "gated", str(created["metadata"]["uid"])
+
+
 # Each scenario answers the (name, uid) of the WorkflowRun whose saga it exercised.
 Scenario = Callable[[PlntClient, Specs, str], Awaitable[tuple[str, str]]]
 SCENARIOS: dict[str, Scenario] = {
@@ -224,6 +265,7 @@ SCENARIOS: dict[str, Scenario] = {
     "smoke_rollback": smoke_rollback,
     "supersede": supersede,
     "pause_promote": pause_promote,
+    "evaluate_shadow": evaluate_shadow,
 }
 
 
