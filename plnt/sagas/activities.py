@@ -33,6 +33,7 @@ from plnt.sagas import (
     activitynames,
     backend_probes,
     evaluating,
+    heartbeats,
     invoking,
     judging,
     placement,
@@ -331,7 +332,8 @@ class DeployActivities:
         target = self._target(request.target)
         route = self._route_of(target, request.run, request.route)
         try:
-            replicas = await target.install(revision, heartbeat=activity.heartbeat)
+            async with heartbeats.steady() as beat:
+                replicas = await target.install(revision, heartbeat=beat)
         except targets.InsufficientCapacity as error:
             # Not retried here: nodes come slowly; the saga tries again after its backoff.
             raise _fail(Failure.INSUFFICIENT_CAPACITY, str(error)) from error
@@ -376,7 +378,8 @@ class DeployActivities:
         revision = await self._revision(request)
         try:
             target = self._target(request.target)
-            replicas = await target.scale(revision, heartbeat=activity.heartbeat)
+            async with heartbeats.steady() as beat:
+                replicas = await target.scale(revision, heartbeat=beat)
         except targets.CredentialsMissing as error:
             raise _fail(Failure.CREDENTIALS_MISSING, str(error)) from error
         except targets.InstallFailed as error:
