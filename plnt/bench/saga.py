@@ -28,6 +28,7 @@ from typing import Any
 import aiohttp
 
 from plnt.bench import apiserver as harness
+from plnt.bench import cputime
 from plnt.bench.runner_starts import RunnerStarts
 
 PhaseStats = harness.PhaseStats
@@ -35,6 +36,8 @@ INVOKE_BODY = b'{"inputs":{"topic":"etcd"}}'
 DEPLOY_TARGET_P50_S = 0.6
 THROUGHPUT_TARGET = 0.7
 OVERHEAD_TARGET_MS = 1.0
+PLNT_UP, RUNNER, GENERATOR = "plnt up", "runner", "generator"
+"""The process groups whose CPU each invoke phase records (`saga_running`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,12 +178,45 @@ async def measure(
     concurrency: int,
     duration: float,
     warmup: float,
+    meter: cputime.Meter | None = None,
 ) -> PhaseStats:
-    """A warm-up (discarded), then `duration` seconds of closed loop; at least one call."""
+    """A warm-up (discarded), then `duration` seconds of closed loop; at least one call.
+    `meter`'s CPU readings cover the closed loop only."""
     if warmup > 0:
         await harness.run_closed_loop(operation, concurrency=concurrency, duration=warmup)
     return await harness.run_closed_loop(
-        operation, concurrency=concurrency, duration=duration, min_ops=1
+        operation, concurrency=concurrency, duration=duration, min_ops=1, meter=meter
+    )
+
+
+def runner_cpu_row(
+    label: str,
+    through: PhaseStats,
+    direct: PhaseStats,
+    *,
+    plnt: tuple[str, str],
+    target: float | None,
+    others: Sequence[str] = (),
+) -> cputime.CpuRow:
+    """plnt's CPU per call through it (group `plnt[0]`, described as `plnt[1]`) against
+    the runner's CPU per direct call. Beside them: the runner's CPU during plnt's phase
+    (it answers plnt's calls too), each of `others` during plnt's phase, and the
+    generator's on both sides."""
+    group, described = plnt
+    beside = [("runner during plnt's phase", through.cpu_ms(RUNNER))]
+    beside += [(f"{name} during plnt's phase", through.cpu_ms(name)) for name in others]
+    beside += [
+        ("generator during plnt's phase", through.cpu_ms(GENERATOR)),
+        ("generator during direct", direct.cpu_ms(GENERATOR)),
+    ]
+    return cputime.CpuRow(
+        label,
+        plnt=described,
+        plnt_ms=through.cpu_ms(group),
+        floor="runner per direct call",
+        floor_ms=direct.cpu_ms(RUNNER),
+        target=target,
+        beside=tuple(beside),
     )
 
 
