@@ -105,6 +105,30 @@ def children_named(parent: int, name: str) -> list[int]:
     return [stat.pid for stat in all_stats() if stat.ppid == parent and stat.name == name]
 
 
+def listening_pid(port: int) -> int | None:
+    """The process listening on TCP `port` (any address), found through its socket's inode
+    in /proc/net/tcp{,6} and then among the fds /proc lets this user read; None if none.
+
+    Why: a runner that `plnt up` forked is known to the benchmark only by its endpoint."""
+    inodes = set()
+    for table in ("tcp", "tcp6"):
+        with contextlib.suppress(OSError):
+            for row in (PROC / "net" / table).read_text().splitlines()[1:]:
+                fields = row.split()
+                local, state, inode = fields[1], fields[3], fields[9]
+                if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                    inodes.add(f"socket:[{inode}]")
+    if not inodes:
+        return None
+    for stat in all_stats():
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(PROC / str(stat.pid) / "fd"):
+                with contextlib.suppress(OSError):
+                    if os.readlink(PROC / str(stat.pid) / "fd" / fd) in inodes:
+                        return stat.pid
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Watched:
     """A named group whose CPU is summed: `pid`, and with `tree` its descendants less the

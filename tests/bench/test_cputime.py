@@ -7,6 +7,7 @@ some (a reading went up); the arithmetic is checked on made-up numbers.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -111,6 +112,16 @@ def test_a_tree_counts_a_busy_child_and_a_pruned_tree_leaves_it_out(
     busy_child.stdin.close()
     busy_child.wait()  # reaped by this process: its time moves to our cutime, still counted
     assert meter.snapshot()["tree"] >= tree_before_exit
+
+
+def test_the_process_listening_on_a_port_is_found_by_its_socket() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        assert cputime.listening_pid(listener.getsockname()[1]) == os.getpid()
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))  # bound, never listening
+        assert cputime.listening_pid(unused.getsockname()[1]) is None
 
 
 def test_cpu_per_request_counts_failed_requests_and_is_unknown_without_a_reading() -> None:
