@@ -39,6 +39,7 @@ from pathlib import Path
 import aiohttp
 import uvloop
 
+from plnt.bench import cputime
 from plnt.storage.etcd import EtcdStore
 
 GROUP_PATH = "/apis/plnt.work/v1"
@@ -54,16 +55,22 @@ class BenchError(RuntimeError):
 
 @dataclass(slots=True)
 class PhaseStats:
-    """Completed operations, errors, wall time and per-operation latencies (seconds)."""
+    """Completed operations, errors, wall time and per-operation latencies (seconds), and
+    the CPU seconds each watched process group used during the phase (`cputime`)."""
 
     ops: int = 0
     errors: int = 0
     elapsed: float = 0.0
     latencies: list[float] = field(default_factory=list)
+    cpu: dict[str, float] = field(default_factory=dict)
 
     @property
     def rate(self) -> float:
         return self.ops / self.elapsed if self.elapsed > 0 else 0.0
+
+    def cpu_ms(self, name: str) -> float | None:
+        """Group `name`'s CPU milliseconds per request sent (failed ones too)."""
+        return cputime.per_request_ms(self.cpu, name, self.ops + self.errors)
 
     def percentile_ms(self, q: float) -> float:
         return percentile(self.latencies, q) * 1000.0
@@ -144,13 +151,16 @@ async def run_closed_loop(
     concurrency: int,
     duration: float,
     min_ops: int = 0,
+    meter: cputime.Meter | None = None,
 ) -> PhaseStats:
     """`concurrency` workers call `operation(seq)` back to back until `duration` has passed.
 
     `operation` returns False for a failed request. At least `min_ops`
-    operations complete even if that takes longer than `duration`.
+    operations complete even if that takes longer than `duration`. With a `meter`, the
+    CPU its groups used meanwhile goes to `PhaseStats.cpu`.
     """
     stats = PhaseStats()
+    cpu_before = meter.snapshot() if meter is not None else None
     counter = iter(range(1 << 62))
     start = time.perf_counter()
     deadline = start + duration
@@ -171,6 +181,8 @@ async def run_closed_loop(
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     stats.elapsed = time.perf_counter() - start
+    if meter is not None and cpu_before is not None:
+        stats.cpu = meter.since(cpu_before)
     return stats
 
 
@@ -324,12 +336,7 @@ def cpu_seconds(pid: int | None = None) -> float:
     if pid is None:
         times = os.times()
         return times.user + times.system
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    # utime and stime are the 14th and 15th fields; [0] here is the 3rd (state).
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return cputime.cpu_seconds(pid) or 0.0
 
 
 def probes(buffered: bytes, data: bytes) -> tuple[list[tuple[int, int]], bytes]:

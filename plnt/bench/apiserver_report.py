@@ -12,13 +12,19 @@ import os
 from dataclasses import dataclass, field
 
 from plnt.bench import apiserver as harness
-from plnt.bench import consistent_reads, reports
+from plnt.bench import consistent_reads, cputime, reports
 from plnt.bench.settings import ApiBenchSettings
 
 GET_RAW_TARGET = 1.0
 CREATE_RAW_TARGET = 0.5
+GET_CPU_TARGET = 1.5
+"""plnt's CPU per GET over etcd's CPU per raw get, at most."""
+CREATE_CPU_TARGET = 3.0
+"""plnt's CPU per CREATE over etcd's CPU per raw put, at most."""
 WATCH_P99_TARGET_MS = 100.0
 RSS_TARGET_MB = 200.0
+SERVER, ETCD, GENERATOR = "server", "etcd", "generator"
+"""The process groups whose CPU each phase records (`apiserver_running.meter`)."""
 
 
 @dataclass
@@ -79,6 +85,7 @@ def report(results: Results, settings: ApiBenchSettings) -> list[str]:
             f"api {results.api['list'].percentile_ms(0.5):.1f} ms (median)"
         )
     lines += _ratio_lines(results)
+    lines += [row.line() for row in cpu_rows(results).values()]
     if results.rss_loaded_bytes:
         started, loaded = results.rss_started_bytes / 2**20, results.rss_loaded_bytes / 2**20
         lines.append(
@@ -115,6 +122,44 @@ def _ratio_lines(results: Results) -> list[str]:
             f"ratio LIST api/raw    {_ratio(results.api['list'], results.raw.get('list')):6.2f}"
         )
     return lines
+
+
+_CPU_ROWS = (
+    ("get", "GET", "etcd per raw get", GET_CPU_TARGET),
+    ("create", "CREATE", "etcd per raw put", CREATE_CPU_TARGET),
+    ("list", "LIST", "etcd per raw full list", None),
+)
+
+
+def cpu_rows(results: Results) -> dict[str, cputime.CpuRow]:
+    """Per phase: the API server's CPU per request against etcd's per raw request.
+
+    plnt's side is the server process alone; etcd's CPU during plnt's phase (it stores
+    and answers plnt's requests) is printed beside it, with the bare handler's CPU per
+    request (the same process, its own phase) and the load generator's on both sides.
+    """
+    rows = {}
+    for phase, label, floor, target in _CPU_ROWS:
+        api = results.api.get(phase)
+        if api is None:
+            continue
+        raw, bare = results.raw.get(phase), results.bare.get(phase)
+        beside = [("etcd during plnt's phase", api.cpu_ms(ETCD))]
+        if bare is not None:
+            beside.append(("bare https server", bare.cpu_ms(SERVER)))
+        beside.append(("generator during plnt's phase", api.cpu_ms(GENERATOR)))
+        if raw is not None:
+            beside.append(("generator during etcd's", raw.cpu_ms(GENERATOR)))
+        rows[phase] = cputime.CpuRow(
+            label,
+            plnt="API server process",
+            plnt_ms=api.cpu_ms(SERVER),
+            floor=floor,
+            floor_ms=raw.cpu_ms(ETCD) if raw is not None else None,
+            target=target,
+            beside=tuple(beside),
+        )
+    return rows
 
 
 def _watch_lines(watch: harness.WatchStats, settings: ApiBenchSettings) -> list[str]:
@@ -157,19 +202,21 @@ def _watch_cpu_line(watch: harness.WatchStats) -> str:
 def as_json(results: Results) -> dict[str, object]:
     """The results for `--json`: rate, ops, errors, p50 and p99 per side and phase."""
 
-    def phase(stats: harness.PhaseStats) -> dict[str, float]:
+    def phase(stats: harness.PhaseStats) -> dict[str, object]:
         return {
             "rate": stats.rate,
             "ops": stats.ops,
             "errors": stats.errors,
             "p50_ms": stats.percentile_ms(0.5),
             "p99_ms": stats.percentile_ms(0.99),
+            "cpu_ms_per_req": {name: stats.cpu_ms(name) for name in stats.cpu},
         }
 
     out: dict[str, object] = {
         name: {phase_name: phase(stats) for phase_name, stats in side.items()}
         for name, side in zip(("raw", "bare", "api"), results.sides(), strict=True)
     }
+    out["cpu"] = {phase: row.as_json() for phase, row in cpu_rows(results).items()}
     if results.rss_loaded_bytes:
         out["rss"] = {"started": results.rss_started_bytes, "loaded": results.rss_loaded_bytes}
     if results.reads:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -28,8 +29,8 @@ import aiohttp
 from plnt.apiserver import pki
 from plnt.bench import apiserver as harness
 from plnt.bench import apiserver_serving as serving
-from plnt.bench import children, consistent_reads
-from plnt.bench.apiserver_report import Results
+from plnt.bench import children, consistent_reads, cputime
+from plnt.bench.apiserver_report import ETCD, GENERATOR, SERVER, Results
 from plnt.bench.settings import ApiBenchSettings
 from plnt.processes.etcd import EtcdProcess
 from plnt.processes.ports import free_port
@@ -165,13 +166,33 @@ async def preload(
 
 
 async def measure(
-    run: Callable[[int], Awaitable[bool]], *, concurrency: int, warmup: float, duration: float
+    run: Callable[[int], Awaitable[bool]],
+    *,
+    concurrency: int,
+    warmup: float,
+    duration: float,
+    meter: cputime.Meter | None = None,
 ) -> harness.PhaseStats:
-    """A warm-up (its sequence numbers far above the measured ones), then the closed loop."""
+    """A warm-up (its sequence numbers far above the measured ones), then the closed loop;
+    `meter`'s CPU readings cover the closed loop only."""
     await harness.run_closed_loop(
         lambda seq: run(seq + WARMUP_SEQ_OFFSET), concurrency=concurrency, duration=warmup
     )
-    return await harness.run_closed_loop(run, concurrency=concurrency, duration=duration)
+    return await harness.run_closed_loop(
+        run, concurrency=concurrency, duration=duration, meter=meter
+    )
+
+
+def meter(*, server: int, etcd: int | None) -> cputime.Meter:
+    """The processes of the API server benchmark, by the names its CPU rows use: the server
+    child (plnt's API server; the bare handler shares it), etcd, and this load generator."""
+    return cputime.Meter(
+        [
+            cputime.Watched(SERVER, server),
+            cputime.Watched(ETCD, etcd),
+            cputime.Watched(GENERATOR, os.getpid()),
+        ]
+    )
 
 
 async def bench(settings: ApiBenchSettings, workdir: Path) -> Results:
@@ -193,7 +214,7 @@ async def bench(settings: ApiBenchSettings, workdir: Path) -> Results:
         results.rss_started_bytes = resident_bytes(pid)
         template = await preload(raw, session, server.base, settings)
         results.rss_loaded_bytes = resident_bytes(pid)
-        phases = Phases(settings, results, raw, session, server)
+        phases = Phases(settings, results, raw, session, server, meter(server=pid, etcd=etcd.pid))
         with py_spy(pid, settings.py_spy):
             if "get" in settings.phases:
                 await phases.get()
@@ -235,6 +256,7 @@ class Phases:
     raw: EtcdStore
     session: aiohttp.ClientSession
     server: Server
+    meter: cputime.Meter
 
     async def _measure(
         self, run: Callable[[int], Awaitable[bool]], *, concurrency: int | None = None
@@ -245,6 +267,7 @@ class Phases:
             concurrency=concurrency if concurrency is not None else s.concurrency,
             warmup=s.warmup,
             duration=s.duration,
+            meter=self.meter,
         )
 
     async def get(self) -> None:

@@ -15,7 +15,10 @@ closed loop, the same bodies and keep-alive connections on both sides, it measur
   overhead, proxy minus direct; target ≤ 1 ms);
 * time to first token of a streamed completion (`stream: true`), at concurrency 1: from
   sending the request to the first SSE event carrying content (the p50 overhead; target
-  ≤ 1 ms).
+  ≤ 1 ms);
+* CPU per request, for each of those phases (`cputime`, from /proc): the API server
+  process's per proxied call against the runner's per direct call (target ratio ≤ 1), with the
+  runner's and etcd's CPU during the proxied phase and the generator's printed beside.
 
 Every request asks a different question (its sequence number), so the runner's step cache
 never answers and the echo backend is called each time. The numbers are ratios and
@@ -31,6 +34,7 @@ import contextlib
 import dataclasses
 import itertools
 import json
+import os
 import sys
 import tempfile
 import time
@@ -43,8 +47,16 @@ import aiohttp
 
 from plnt.apiserver import pki
 from plnt.bench import apiserver as harness
-from plnt.bench import apiserver_running, children, reports
-from plnt.bench.saga import OVERHEAD_TARGET_MS, THROUGHPUT_TARGET, http_session, measure
+from plnt.bench import apiserver_running, children, cputime, reports
+from plnt.bench.saga import (
+    GENERATOR,
+    OVERHEAD_TARGET_MS,
+    RUNNER,
+    THROUGHPUT_TARGET,
+    http_session,
+    measure,
+    runner_cpu_row,
+)
 from plnt.processes.etcd import EtcdProcess
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,6 +64,9 @@ SPEC = REPO / "examples" / "chat.workflow.yaml"
 NAMESPACE = "bench-proxy"
 NAME = "chat"
 PhaseStats = harness.PhaseStats
+CPU_TARGET = 1.0
+"""The API server's CPU per proxied chat over the runner's per direct chat, at most."""
+SERVER, ETCD = "server", "etcd"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +86,9 @@ class ProxyResults:
     direct_sequential: PhaseStats = field(default_factory=PhaseStats)
     proxy_ttft: list[float] = field(default_factory=list)
     direct_ttft: list[float] = field(default_factory=list)
+    proxy_stream: PhaseStats = field(default_factory=PhaseStats)
+    """The streamed phases as a whole (their CPU readings); the TTFTs are above."""
+    direct_stream: PhaseStats = field(default_factory=PhaseStats)
 
     @property
     def throughput_ratio(self) -> float:
@@ -83,6 +101,25 @@ class ProxyResults:
     @property
     def ttft_overhead_ms(self) -> float:
         return _p50_ms(self.proxy_ttft) - _p50_ms(self.direct_ttft)
+
+    def cpu_rows(self, concurrency: int) -> dict[str, cputime.CpuRow]:
+        """Per phase pair: the API server's CPU per proxied chat against the runner's."""
+        pairs = {
+            "chat": (f"chat c={concurrency}", self.proxy, self.direct),
+            "chatSequential": ("chat c=1", self.proxy_sequential, self.direct_sequential),
+            "stream": ("stream c=1", self.proxy_stream, self.direct_stream),
+        }
+        return {
+            key: runner_cpu_row(
+                label,
+                through,
+                direct,
+                plnt=(SERVER, "API server process"),
+                target=CPU_TARGET,
+                others=(ETCD,),
+            )
+            for key, (label, through, direct) in pairs.items()
+        }
 
 
 def _p50_ms(seconds: Sequence[float]) -> float:
@@ -147,14 +184,15 @@ def first_token_operation(
 
 
 @contextlib.asynccontextmanager
-async def running_runner(latency_ms: float) -> AsyncIterator[str]:
-    """A runner process of the chat example on the echo backend; yields its base URL."""
+async def running_runner(latency_ms: float) -> AsyncIterator[tuple[str, int]]:
+    """A runner process of the chat example on the echo backend; yields its base URL and
+    pid."""
     argv = [
         sys.executable, "-m", "plnt.runner", "--spec", str(SPEC), "--backend-type", "echo",
         "--latency-ms", str(latency_ms), "--port", "0",
     ]  # fmt: skip
     async with children.running_child(argv, ready="listening on", what="the runner") as child:
-        yield child.ready_line.rsplit(" ", 1)[1].strip()
+        yield child.ready_line.rsplit(" ", 1)[1].strip(), child.process.pid
 
 
 async def publish(session: aiohttp.ClientSession, base: str, runner: str) -> None:
@@ -200,10 +238,18 @@ async def bench(settings: ProxySettings, workdir: Path) -> ProxyResults:
     async with (
         EtcdProcess(workdir / "etcd", unsafe_no_fsync=True) as etcd,
         apiserver_running.running_server(etcd, workdir / "pki", cprofile=None) as server,
-        running_runner(settings.latency_ms) as runner,
+        running_runner(settings.latency_ms) as (runner, runner_pid),
         harness.https_session(context, pool=pool) as api,
         http_session(pool=pool) as direct,
     ):
+        meter = cputime.Meter(
+            [
+                cputime.Watched(SERVER, server.child.process.pid),
+                cputime.Watched(RUNNER, runner_pid),
+                cputime.Watched(ETCD, etcd.pid),
+                cputime.Watched(GENERATOR, os.getpid()),
+            ]
+        )
         await publish(api, server.base, runner)
         proxy_base = (
             f"{server.base}/apis/plnt.work/v1/namespaces/{NAMESPACE}/workflowruns/{NAME}/proxy"
@@ -220,6 +266,7 @@ async def bench(settings: ProxySettings, workdir: Path) -> ProxyResults:
                 concurrency=settings.concurrency if wide else 1,
                 duration=settings.duration if wide else settings.sequential_duration,
                 warmup=settings.warmup,
+                meter=meter,
             )
 
         results.proxy = await run(through, wide=True)
@@ -227,18 +274,24 @@ async def bench(settings: ProxySettings, workdir: Path) -> ProxyResults:
         results.proxy_sequential = await run(through, wide=False)
         results.direct_sequential = await run(straight, wide=False)
 
-        async def first_tokens(session: aiohttp.ClientSession, url: str) -> list[float]:
+        async def first_tokens(
+            session: aiohttp.ClientSession, url: str
+        ) -> tuple[list[float], PhaseStats]:
             warm = first_token_operation(session, url, questions, [])
             await harness.run_closed_loop(warm, concurrency=1, duration=settings.warmup)
             samples: list[float] = []
             measured = first_token_operation(session, url, questions, samples)
-            await harness.run_closed_loop(
-                measured, concurrency=1, duration=settings.sequential_duration, min_ops=1
+            stats = await harness.run_closed_loop(
+                measured,
+                concurrency=1,
+                duration=settings.sequential_duration,
+                min_ops=1,
+                meter=meter,
             )
-            return samples
+            return samples, stats
 
-        results.proxy_ttft = await first_tokens(api, proxy_url)
-        results.direct_ttft = await first_tokens(direct, direct_url)
+        results.proxy_ttft, results.proxy_stream = await first_tokens(api, proxy_url)
+        results.direct_ttft, results.direct_stream = await first_tokens(direct, direct_url)
         return results
 
 
@@ -265,17 +318,19 @@ def report(results: ProxyResults, settings: ProxySettings) -> list[str]:
         f"(target <= {OVERHEAD_TARGET_MS} ms) "
         f"{reports.verdict(results.ttft_overhead_ms <= OVERHEAD_TARGET_MS)}",
     ]
+    lines += [row.line() for row in results.cpu_rows(settings.concurrency).values()]
     return lines
 
 
 def as_json(results: ProxyResults, settings: ProxySettings) -> dict[str, Any]:
-    def phase(stats: PhaseStats) -> dict[str, float]:
+    def phase(stats: PhaseStats) -> dict[str, object]:
         return {
             "rate": stats.rate,
             "p50Ms": stats.percentile_ms(0.5),
             "p99Ms": stats.percentile_ms(0.99),
             "ops": stats.ops,
             "errors": stats.errors,
+            "cpuMsPerRequest": {name: stats.cpu_ms(name) for name in stats.cpu},
         }
 
     return {
@@ -288,6 +343,7 @@ def as_json(results: ProxyResults, settings: ProxySettings) -> dict[str, Any]:
         "throughputRatio": results.throughput_ratio,
         "overheadMs": results.overhead_ms,
         "ttftOverheadMs": results.ttft_overhead_ms,
+        "cpu": {key: row.as_json() for key, row in results.cpu_rows(settings.concurrency).items()},
     }
 
 

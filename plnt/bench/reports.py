@@ -39,9 +39,10 @@ def phase_row(label: str, stats: PhaseStats, *, width: int) -> str:
     )
 
 
-def phase_json(stats: PhaseStats) -> dict[str, float]:
-    """One phase in a benchmark's JSON document."""
-    return {
+def phase_json(stats: PhaseStats) -> dict[str, object]:
+    """One phase in a benchmark's JSON document, with CPU per request of each process
+    metered during it (`cputime`), when any was."""
+    found: dict[str, object] = {
         "rate": stats.rate,
         "ops": stats.ops,
         "errors": stats.errors,
@@ -49,6 +50,9 @@ def phase_json(stats: PhaseStats) -> dict[str, float]:
         "p95_ms": stats.percentile_ms(0.95),
         "p99_ms": stats.percentile_ms(0.99),
     }
+    if stats.cpu:
+        found["cpu_ms_per_req"] = {name: stats.cpu_ms(name) for name in stats.cpu}
+    return found
 
 
 def emit(

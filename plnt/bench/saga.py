@@ -28,7 +28,7 @@ from typing import Any
 import aiohttp
 
 from plnt.bench import apiserver as harness
-from plnt.bench import reports
+from plnt.bench import cputime, reports
 from plnt.bench.runner_starts import RunnerStarts
 
 PhaseStats = harness.PhaseStats
@@ -36,6 +36,9 @@ INVOKE_BODY = b'{"inputs":{"topic":"etcd"}}'
 DEPLOY_TARGET_P50_S = 0.6
 THROUGHPUT_TARGET = 0.7
 OVERHEAD_TARGET_MS = 1.0
+PLNT_UP, RUNNER, ETCD, GENERATOR = "plnt up", "runner", "etcd", "generator"
+"""The process groups whose CPU each invoke phase records (`saga_running`)."""
+PLNT_UP_COVERS = "plnt up process: API server and worker, not its children"
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +130,31 @@ class InvokeResults:
         closest = self.floors[-1]
         return closest.floor, p50_gap_ms(self.api_sequential, closest.sequential)
 
+    def cpu_rows(self, concurrency: int) -> dict[str, cputime.CpuRow]:
+        """`plnt up`'s CPU per invoke against the runner's per direct invoke, wide and one
+        at a time; each floor's proxy's CPU per call in its own phase beside them."""
+        wide = runner_cpu_row(
+            f"invoke c={concurrency}",
+            self.api,
+            self.direct,
+            plnt=(PLNT_UP, PLNT_UP_COVERS),
+            target=None,
+            others=(ETCD,),
+            extra=[(f"{f.floor.label} per call", f.wide.cpu_ms(f.floor.key)) for f in self.floors],
+        )
+        one = runner_cpu_row(
+            "invoke c=1",
+            self.api_sequential,
+            self.direct_sequential,
+            plnt=(PLNT_UP, PLNT_UP_COVERS),
+            target=None,
+            others=(ETCD,),
+            extra=[
+                (f"{f.floor.label} per call", f.sequential.cpu_ms(f.floor.key)) for f in self.floors
+            ],
+        )
+        return {"wide": wide, "sequential": one}
+
 
 @dataclass(slots=True)
 class SagaResults:
@@ -176,12 +204,47 @@ async def measure(
     concurrency: int,
     duration: float,
     warmup: float,
+    meter: cputime.Meter | None = None,
 ) -> PhaseStats:
-    """A warm-up (discarded), then `duration` seconds of closed loop; at least one call."""
+    """A warm-up (discarded), then `duration` seconds of closed loop; at least one call.
+    `meter`'s CPU readings cover the closed loop only."""
     if warmup > 0:
         await harness.run_closed_loop(operation, concurrency=concurrency, duration=warmup)
     return await harness.run_closed_loop(
-        operation, concurrency=concurrency, duration=duration, min_ops=1
+        operation, concurrency=concurrency, duration=duration, min_ops=1, meter=meter
+    )
+
+
+def runner_cpu_row(
+    label: str,
+    through: PhaseStats,
+    direct: PhaseStats,
+    *,
+    plnt: tuple[str, str],
+    target: float | None,
+    others: Sequence[str] = (),
+    extra: Sequence[tuple[str, float | None]] = (),
+) -> cputime.CpuRow:
+    """plnt's CPU per call through it (group `plnt[0]`, described as `plnt[1]`) against
+    the runner's CPU per direct call. Beside them: the runner's CPU during plnt's phase
+    (it answers plnt's calls too), each of `others` during plnt's phase, and the
+    generator's on both sides, then `extra`."""
+    group, described = plnt
+    beside = [("runner during plnt's phase", through.cpu_ms(RUNNER))]
+    beside += [(f"{name} during plnt's phase", through.cpu_ms(name)) for name in others]
+    beside += [
+        ("generator during plnt's phase", through.cpu_ms(GENERATOR)),
+        ("generator during direct", direct.cpu_ms(GENERATOR)),
+        *extra,
+    ]
+    return cputime.CpuRow(
+        label,
+        plnt=described,
+        plnt_ms=through.cpu_ms(group),
+        floor="runner per direct call",
+        floor_ms=direct.cpu_ms(RUNNER),
+        target=target,
+        beside=tuple(beside),
     )
 
 
@@ -193,8 +256,10 @@ async def invoke_phases(
     direct_url: str,
     settings: InvokeSettings,
     floors: Sequence[FloorRoute] = (),
+    meter: cputime.Meter | None = None,
 ) -> InvokeResults:
-    """Through the API, directly, then through each floor; wide and then one at a time."""
+    """Through the API, directly, then through each floor; wide and then one at a time.
+    With a `meter`, each phase records the CPU its groups used."""
 
     async def run(operation: Callable[[int], Awaitable[bool]], *, wide: bool) -> PhaseStats:
         return await measure(
@@ -202,6 +267,7 @@ async def invoke_phases(
             concurrency=settings.concurrency if wide else 1,
             duration=settings.duration if wide else settings.sequential_duration,
             warmup=settings.warmup,
+            meter=meter,
         )
 
     through, straight = invoke_operation(api, api_url), invoke_operation(direct, direct_url)
@@ -313,6 +379,7 @@ def report(results: SagaResults, settings: InvokeSettings) -> list[str]:
         if invoke.own_share is not None:
             closest, share = invoke.own_share
             lines.append(f"plnt's own share p50 c=1: api - {closest.label} = {share:.2f} ms")
+        lines += [row.line() for row in invoke.cpu_rows(settings.concurrency).values()]
     return lines
 
 
@@ -380,4 +447,6 @@ def as_json(results: SagaResults, settings: InvokeSettings) -> dict[str, Any]:
         if invoke.own_share is not None:
             closest, share = invoke.own_share
             out["invoke"].update(own_share_floor=closest.key, own_share_p50_ms=share)
+        rows = invoke.cpu_rows(settings.concurrency)
+        out["invoke"]["cpu"] = {key: row.as_json() for key, row in rows.items()}
     return out

@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
+import urllib.parse
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from plnt.apiserver import pki
 from plnt.bench import apiserver as harness
-from plnt.bench import children, runner_starts, saga
+from plnt.bench import children, cputime, runner_starts, saga
 from plnt.bench import deploys as deploying
 from plnt.bench.settings import SagaBenchSettings
 from plnt.client import errors as client_errors
@@ -82,8 +84,10 @@ async def running_plnt(
 
 
 @contextlib.asynccontextmanager
-async def running_bare_proxy(upstream: str, *, tls: pki.Pki | None = None) -> AsyncIterator[str]:
-    """`plnt.bench.bareproxy` in front of `upstream` as a child process; its base URL.
+async def running_bare_proxy(
+    upstream: str, *, tls: pki.Pki | None = None
+) -> AsyncIterator[tuple[str, int]]:
+    """`plnt.bench.bareproxy` in front of `upstream` as a child process; its base URL and pid.
 
     With `tls` it serves HTTPS with that PKI's serving certificate (the API server's own).
     """
@@ -93,7 +97,7 @@ async def running_bare_proxy(upstream: str, *, tls: pki.Pki | None = None) -> As
     async with children.running_child(
         argv, ready="listening on ", what="the bare proxy", start_timeout=30, cwd=REPO
     ) as child:
-        yield child.ready_line.rsplit(" ", 1)[-1].strip()
+        yield child.ready_line.rsplit(" ", 1)[-1].strip(), child.process.pid
 
 
 @contextlib.asynccontextmanager
@@ -199,6 +203,24 @@ async def bench(settings: SagaBenchSettings, workdir: Path) -> saga.SagaResults:
     return results
 
 
+def invoke_meter(plnt_up: int, *, endpoint: str, floors: dict[str, int]) -> cputime.Meter:
+    """The invoke phases' processes: `plnt up` alone (its API server and in-process worker;
+    not its children), the runner behind `endpoint` (found by its listening port: the
+    fork server started it), the etcd `plnt up` runs, each floor's proxy by its key, and
+    this generator."""
+    port = urllib.parse.urlsplit(endpoint).port
+    runner = cputime.listening_pid(port) if port is not None else None
+    etcd = cputime.children_named(plnt_up, "etcd")
+    watched = [
+        cputime.Watched(saga.PLNT_UP, plnt_up),
+        cputime.Watched(saga.RUNNER, runner),
+        cputime.Watched(saga.ETCD, etcd[0] if etcd else None),
+        cputime.Watched(saga.GENERATOR, os.getpid()),
+    ]
+    watched += [cputime.Watched(key, pid) for key, pid in floors.items()]
+    return cputime.Meter(watched)
+
+
 async def _invoke(
     client: PlntClient, settings: SagaBenchSettings, *, plnt: PlntUp, name: str, endpoint: str
 ) -> saga.InvokeResults:
@@ -211,18 +233,27 @@ async def _invoke(
     )
     pool = settings.concurrency
     async with (
-        running_bare_proxy(endpoint) as bare_url,
-        running_bare_proxy(endpoint, tls=pki.Pki.at(plnt.state_dir / "pki")) as bare_tls_url,
+        running_bare_proxy(endpoint) as (bare_url, bare_pid),
+        running_bare_proxy(endpoint, tls=pki.Pki.at(plnt.state_dir / "pki")) as (
+            bare_tls_url,
+            bare_tls_pid,
+        ),
         harness.https_session(context, pool=pool) as api,
         harness.https_session(context, pool=pool) as bare_tls,
         saga.http_session(pool=pool) as direct,
     ):
+        meter = invoke_meter(
+            plnt.process.pid,
+            endpoint=endpoint,
+            floors={saga.BARE.key: bare_pid, saga.BARE_TLS.key: bare_tls_pid},
+        )
         return await saga.invoke_phases(
             api,
             direct,
             api_url=api_url,
             direct_url=f"{endpoint}/invoke",
             settings=invoke_settings(settings),
+            meter=meter,
             floors=[
                 saga.FloorRoute(saga.BARE, f"{bare_url}/invoke", direct),
                 saga.FloorRoute(saga.BARE_TLS, f"{bare_tls_url}/invoke", bare_tls),

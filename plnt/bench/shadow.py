@@ -203,8 +203,8 @@ async def bench(settings: ShadowSettings, workdir: Path) -> ShadowResults:
     async with (
         EtcdProcess(workdir / "etcd", unsafe_no_fsync=True) as etcd,
         apiserver_running.running_server(etcd, workdir / "pki", cprofile=None) as server,
-        proxy.running_runner(settings.latency_ms) as stable,
-        proxy.running_runner(settings.canary_latency_ms) as canary,
+        proxy.running_runner(settings.latency_ms) as (stable, _),
+        proxy.running_runner(settings.canary_latency_ms) as (canary, _),
         harness.https_session(context, pool=settings.concurrency + 1) as api,
     ):
         await proxy.publish(api, server.base, stable)

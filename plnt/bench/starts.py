@@ -30,7 +30,6 @@ Errors: none of its own; a failed request counts in `BurstStats.errors`.
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -38,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plnt.bench import apiserver as harness
-from plnt.bench import reports
+from plnt.bench import cputime, reports
 
 CREATE_RATIO_TARGET = 0.9
 
@@ -95,22 +94,35 @@ class BurstResults:
     def ratio(self) -> float:
         return self.plnt_rate / self.floor_rate if self.floor_rate else 0.0
 
+    def cpu_row(self) -> cputime.CpuRow:
+        """`plnt up`'s CPU per create (its API server; no worker runs) against Temporal's
+        CPU per bare start, means over the rounds. Temporal also starts plnt's sagas, and
+        etcd stores plnt's runs, so both are printed beside for plnt's rounds."""
+
+        def mean(rounds: Sequence[BurstStats], name: str) -> float | None:
+            values = [s.cpu_ms[name] for s in rounds if name in s.cpu_ms]
+            return statistics.fmean(values) if values else None
+
+        return cputime.CpuRow(
+            "create/start",
+            plnt="plnt up process (API server, no worker)",
+            plnt_ms=mean(self.plnt, "plnt up"),
+            floor="Temporal per bare start",
+            floor_ms=mean(self.floors, "temporal"),
+            beside=(
+                ("Temporal during plnt's rounds", mean(self.plnt, "temporal")),
+                ("etcd during plnt's rounds", mean(self.plnt, "etcd")),
+                ("generator during plnt's rounds", mean(self.plnt, "generator")),
+                ("generator during the floor's", mean(self.floors, "generator")),
+            ),
+        )
+
 
 Answer = tuple[bool, bool]
 """(succeeded, the answer carried a Warning)."""
 
 Operation = Callable[[int], Awaitable[Answer]]
 """One item by index."""
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """User plus system CPU seconds `pid` has used so far; None when /proc cannot say."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def burst(
@@ -125,7 +137,7 @@ async def burst(
     stats = BurstStats(label)
     items = iter(range(settings.count))
     watched = dict(processes or {})
-    before = {name: cpu_seconds(pid) for name, pid in watched.items()}
+    before = {name: cputime.cpu_seconds(pid) for name, pid in watched.items()}
     start = time.perf_counter()
 
     async def worker() -> None:
@@ -143,7 +155,7 @@ async def burst(
     await asyncio.gather(*(worker() for _ in range(settings.concurrency)))
     stats.elapsed = time.perf_counter() - start
     for name, pid in watched.items():
-        was, now = before[name], cpu_seconds(pid)
+        was, now = before[name], cputime.cpu_seconds(pid)
         if was is not None and now is not None and settings.count:
             stats.cpu_ms[name] = (now - was) * 1000.0 / settings.count
     return stats
@@ -173,6 +185,7 @@ def report(results: BurstResults) -> list[str]:
         f"{results.floor_rate:.1f} started/s, means)  target >= {CREATE_RATIO_TARGET:.1f}  "
         f"{reports.verdict(results.ratio >= CREATE_RATIO_TARGET)}"
     )
+    lines.append(results.cpu_row().line())
     return lines
 
 
@@ -204,4 +217,5 @@ def as_json(results: BurstResults) -> dict[str, Any]:
         "floor_rate": results.floor_rate,
         "ratio": results.ratio,
         "target_ratio": CREATE_RATIO_TARGET,
+        "cpu": results.cpu_row().as_json(),
     }

@@ -29,7 +29,7 @@ from temporalio import client as temporal_client
 from temporalio.service import RPCError
 
 from plnt.bench import apiserver as harness
-from plnt.bench import saga_running, starts
+from plnt.bench import cputime, saga_running, starts
 from plnt.client import kubeconfig, transport
 from plnt.client.clients import WORKFLOWRUNS, PlntClient
 
@@ -108,17 +108,8 @@ def measured_processes(temporal: int | None, plnt_up: int) -> dict[str, int]:
     (its child named `etcd`, found in /proc) and this generator."""
     found = {"temporal": temporal} if temporal is not None else {}
     found["plnt up"] = plnt_up
-    with contextlib.suppress(OSError):
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
-                    text = stat.read()
-                name = text[text.index("(") + 1 : text.rindex(")")]
-                parent = int(text.rsplit(")", 1)[1].split()[1])
-                if parent == plnt_up and name == "etcd":
-                    found["etcd"] = int(entry)
+    for etcd in cputime.children_named(plnt_up, "etcd"):
+        found["etcd"] = etcd
     found["generator"] = os.getpid()
     return found
 

@@ -44,12 +44,21 @@ def test_benchmark_completes_and_prints_every_ratio_line(tmp_path: Path) -> None
         "LIST api/raw",
         "WATCH p99",
     ]
+    cpu = [line.split()[1] for line in result.stdout.splitlines() if line.startswith("cpu/req ")]
+    assert cpu == ["GET", "CREATE", "LIST"], result.stdout
     rss = [line for line in result.stdout.splitlines() if line.startswith("RSS api server")]
     assert len(rss) == 1 and "with 30 WorkflowRuns cached" in rss[0], result.stdout
     results = json.loads(out.read_text())
     assert results["rss"]["loaded"] > 0 and results["rss"]["started"] > 0
     assert results["watch"]["expected"] == 3 * 5
     assert {"get", "create", "list"} <= set(results["api"])
+    for phase in ("get", "create", "list"):
+        row = results["cpu"][phase]
+        assert {"plnt_ms", "floor_ms", "ratio", "target", "beside_ms"} <= set(row), row
+        # A server that answered requests used CPU, and so did etcd under raw requests.
+        assert row["plnt_ms"] > 0 and row["floor_ms"] > 0, row
+        assert {"server", "etcd", "generator"} <= set(results["api"][phase]["cpu_ms_per_req"])
+    assert (results["cpu"]["get"]["target"], results["cpu"]["create"]["target"]) == (1.5, 3.0)
 
 
 def test_continue_token_is_read_from_list_metadata_and_not_from_items() -> None:

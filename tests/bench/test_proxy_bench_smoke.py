@@ -34,7 +34,15 @@ def test_proxy_benchmark_completes_and_prints_each_target_line(tmp_path: Path) -
         "overhead chat p50 c=1",
         "overhead ttft p50 c=1",
     ]
+    cpu = [line.split()[1:3] for line in result.stdout.splitlines() if line.startswith("cpu/req ")]
+    assert cpu == [["chat", "c=2"], ["chat", "c=1"], ["stream", "c=1"]], result.stdout
     results = json.loads(out.read_text())
+    for key in ("chat", "chatSequential", "stream"):
+        row = results["cpu"][key]
+        # A server that proxied calls used CPU, and so did a runner answering direct ones.
+        assert row["plnt_ms"] > 0 and row["floor_ms"] > 0 and row["target"] == 1.0, row
+        assert "runner during plnt's phase" in row["beside_ms"], row
     for phase in ("proxy", "direct", "proxySequential", "directSequential"):
         assert results[phase]["ops"] > 0 and results[phase]["errors"] == 0, phase
+        assert {"server", "runner", "etcd", "generator"} <= set(results[phase]["cpuMsPerRequest"])
     assert results["ttftP50Ms"]["proxy"] > 0 and results["ttftP50Ms"]["direct"] > 0

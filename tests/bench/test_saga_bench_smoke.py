@@ -76,6 +76,16 @@ def test_benchmark_bursts_deploys_invokes_through_api_direct_and_both_floors_and
         assert burst["listed"] == 6, burst
         assert {"temporal", "plnt up", "etcd", "generator"} <= set(burst["cpu_ms_per_item"])
     assert any(line.startswith("ratio creates/bare starts") for line in lines)
+    cpu = [line.split()[1:3] for line in lines if line.startswith("cpu/req ")]
+    assert cpu == [["create/start", "plnt"], ["invoke", "c=2"], ["invoke", "c=1"]], lines
+    assert creates["cpu"]["plnt_ms"] > 0 and creates["cpu"]["floor_ms"] > 0, creates["cpu"]
+    for key in ("wide", "sequential"):
+        row = invoke["cpu"][key]
+        # plnt up proxied calls and the runner (found by its port) answered direct ones.
+        assert row["plnt_ms"] > 0 and row["floor_ms"] > 0, row
+        assert {"bare proxy per call", "bare tls per call"} <= set(row["beside_ms"])
+    for phase in ("api", "direct", "bare", "bare_tls"):
+        assert {"plnt up", "runner", "etcd", "generator"} <= set(invoke[phase]["cpu_ms_per_req"])
     assert any(line.startswith("apply -> Ready") for line in lines)
     assert {"runner start executed", "runner start forked"} <= {line[:22].strip() for line in lines}
     assert any(
@@ -151,7 +161,10 @@ def test_each_floor_is_reported_against_direct_and_the_closest_floor_takes_plnts
         "bare_tls",
         pytest.approx(0.5),
     )
-    assert lines[-1] == "plnt's own share p50 c=1: api - bare tls = 0.50 ms"
+    assert lines[-3] == "plnt's own share p50 c=1: api - bare tls = 0.50 ms"
+    # No CPU readings in made-up stats: the rows are printed with unknowns, never dropped.
+    assert [line.split()[1:3] for line in lines[-2:]] == [["invoke", "c=16"], ["invoke", "c=1"]]
+    assert "plnt - ms, floor - ms, ratio - (no target)" in lines[-1]
 
 
 def test_ready_means_the_ready_condition_is_true_for_the_current_generation() -> None:
@@ -196,9 +209,16 @@ def test_the_create_ratio_is_plnts_mean_started_rate_over_the_floors_and_warned_
     results.rounds = [results.floors[0], plnt, results.floors[1]]
     assert results.floor_rate == pytest.approx(75.0)
     assert results.ratio == pytest.approx(0.8)
+    plnt.cpu_ms = {"plnt up": 6.0, "temporal": 9.0, "etcd": 2.0}
+    results.floors[0].cpu_ms = {"temporal": 7.0}
+    results.floors[1].cpu_ms = {"temporal": 9.0}
     lines = starts.report(results)
-    assert lines[-1].startswith("ratio creates/bare starts  0.80  (60.0 vs 75.0 started/s")
-    assert lines[-1].endswith("MISS")
+    assert lines[-2].startswith("ratio creates/bare starts  0.80  (60.0 vs 75.0 started/s")
+    assert lines[-2].endswith("MISS")
+    # plnt up's CPU per create over Temporal's per bare start (mean of the floor rounds).
+    assert "plnt 6.000 ms, floor 8.000 ms, ratio 0.75 (no target)" in lines[-1]
+    assert "Temporal during plnt's rounds 9.000 ms, etcd during plnt's rounds 2.000 ms" in lines[-1]
+    assert starts.as_json(results)["cpu"]["ratio"] == pytest.approx(0.75)
     assert starts.as_json(results)["plnt"][0]["deferred"] == 40
 
 
