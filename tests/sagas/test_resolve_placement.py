@@ -15,6 +15,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from plnt.client import transport
 from plnt.client.clients import PlntClient
 from plnt.client.kubeconfig import Connection
 from plnt.sagas import values as v
@@ -26,21 +27,25 @@ from tests.support.llm import serving_llm
 
 
 class AnsweringApi(PlntClient):
-    """Backends from memory; status patches recorded."""
+    """Backends from memory; status patches recorded (and Events posted, by reason)."""
 
     def __init__(self, backends: list[dict[str, Any]]) -> None:
         super().__init__(Connection(server="https://127.0.0.1:9"))
         self.backends = backends
         self.patched: list[str] = []
+        self.events: list[str] = []
 
     async def list_backends(
         self, *, namespace: str | None = None, all_namespaces: bool = False
     ) -> list[dict[str, Any]]:
         return [b for b in self.backends if b["metadata"]["namespace"] == namespace]
 
-    async def request(self, method: str, path: str, **_: Any) -> Any:
+    async def request(self, method: str, path: str, **options: Any) -> Any:
+        if path.endswith("/events"):
+            self.events.append(str((options.get("json") or {}).get("reason")))
+            return transport.Response(201, {"Content-Type": "application/json"}, b"{}")
         self.patched.append(path.rsplit("/", 2)[-2])
-        return {}
+        return transport.Response(200, {"Content-Type": "application/json"}, b"{}")
 
 
 def backend(name: str, url: str, *, pool: str | None = None) -> dict[str, Any]:
@@ -86,6 +91,8 @@ async def test_resolve_names_the_winners_headroom_and_why_the_others_lost(
     assert resolved.backend.name == "c-calm" and resolved.headroom == 12
     assert resolved.explanation == "passed over: a-down (unreachable), b-full (headroom 0)"
     assert sorted(api.patched) == ["a-down", "b-full", "c-calm"]  # every probe recorded
+    # First probes are transitions from nothing: each backend's reachability is an Event.
+    assert "BackendUnreachable" in api.events and "BackendReachable" in api.events
 
 
 async def test_resolve_places_within_the_pool_the_run_asks_for(
