@@ -45,7 +45,7 @@ import aiohttp
 
 from plnt.apiserver import pki
 from plnt.bench import apiserver as harness
-from plnt.bench import apiserver_running, children, continuations, proxy
+from plnt.bench import apiserver_running, children, continuations, proxy, reports
 from plnt.bench.saga import http_session
 from plnt.processes import models, weights
 from plnt.processes.etcd import EtcdProcess
@@ -352,8 +352,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     weights.require_extra(PIN)
     with tempfile.TemporaryDirectory(prefix="plnt-bench-model-") as workdir:
         results = asyncio.run(bench(settings, Path(workdir)))
-    for line in report(results):
-        print(line)
-    if json_path is not None:
-        json_path.write_text(json.dumps(as_json(results, settings), indent=2))
+    reports.write(report(results), as_json(results, settings), json_path)
     return 0

@@ -372,8 +372,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings, json_path = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="plnt-bench-proxy-") as workdir:
         results = asyncio.run(bench(settings, Path(workdir)))
-    for line in report(results, settings):
-        print(line)
-    if json_path is not None:
-        json_path.write_text(json.dumps(as_json(results, settings), indent=2))
+    reports.write(report(results, settings), as_json(results, settings), json_path)
     return 0

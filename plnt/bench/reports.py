@@ -55,14 +55,19 @@ def phase_json(stats: PhaseStats) -> dict[str, object]:
     return found
 
 
+def write(lines: Iterable[str], document: Mapping[str, Any], json_file: Path | None) -> None:
+    """Print the report; write the document, indented, to `json_file` when given."""
+    for line in lines:
+        print(line)
+    if json_file is not None:
+        json_file.write_text(json.dumps(document, indent=2) + "\n")
+
+
 def emit(
     lines: Iterable[str], document: Mapping[str, Any], *, started: float, json_file: Path | None
 ) -> None:
-    """Print the report, the run's length (since the monotonic `started`) and, last, the
-    document as one JSON line; also write it, indented, to `json_file` when given."""
-    for line in lines:
-        print(line)
-    print(f"total {time.monotonic() - started:.0f}s, {os.cpu_count()} CPUs")
-    if json_file is not None:
-        json_file.write_text(json.dumps(document, indent=2) + "\n")
+    """`write`, with the run's length (since the monotonic `started`) after the report and,
+    last, the document as one JSON line (what the command benches are read by)."""
+    lines = [*lines, f"total {time.monotonic() - started:.0f}s, {os.cpu_count()} CPUs"]
+    write(lines, document, json_file)
     print(json.dumps(document, separators=(",", ":")), flush=True)

@@ -41,7 +41,7 @@ import aiohttp
 from plnt.api import shadows as wire
 from plnt.apiserver import pki
 from plnt.bench import apiserver as harness
-from plnt.bench import apiserver_running, proxy
+from plnt.bench import apiserver_running, proxy, reports
 from plnt.bench.saga import measure
 from plnt.processes.etcd import EtcdProcess
 
@@ -310,8 +310,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings, json_path = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="plnt-bench-shadow-") as workdir:
         results = asyncio.run(bench(settings, Path(workdir)))
-    for line in report(results, settings):
-        print(line)
-    if json_path is not None:
-        json_path.write_text(json.dumps(as_json(results, settings), indent=2))
+    reports.write(report(results, settings), as_json(results, settings), json_path)
     return 0

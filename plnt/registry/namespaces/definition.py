@@ -9,14 +9,10 @@ honest answer is an empty list, and every write is refused.
 
 from __future__ import annotations
 
-from typing import Any
-
-from plnt.api import errors
 from plnt.registry.definitions import PrinterColumn, ResourceDefinition, Subresource
 from plnt.registry.namespaces.models import Namespace, Service
 from plnt.registry.namespaces.strategy import NamespaceStrategy, phase
-from plnt.registry.options import WriteResult
-from plnt.registry.store import ResourceStore
+from plnt.registry.readonly import ReadOnlyStore
 from plnt.registry.strategy import Strategy
 
 DEFINITION = ResourceDefinition(
@@ -57,23 +53,5 @@ SERVICES = ResourceDefinition(
 )
 
 
-class ServiceListStore(ResourceStore):
+class ServiceListStore(ReadOnlyStore):
     """Reads of an empty collection; every write is 405 (the verbs discovery lists)."""
-
-    def _refuse(self, verb: str) -> errors.MethodNotSupported:
-        return errors.MethodNotSupported.of(self.definition.group_resource, verb)
-
-    async def create(self, *args: Any, **kwargs: Any) -> WriteResult:
-        raise self._refuse("create")
-
-    async def update(self, *args: Any, **kwargs: Any) -> WriteResult:
-        raise self._refuse("update")
-
-    async def apply(self, *args: Any, **kwargs: Any) -> WriteResult:
-        raise self._refuse("patch")
-
-    async def delete(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._refuse("delete")
-
-    async def delete_collection(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._refuse("deletecollection")

@@ -13,17 +13,14 @@ resourceVersion (and wake every watcher) although nothing else changed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from plnt.api import errors
 from plnt.registry.definitions import ResourceDefinition
 from plnt.registry.objects import Object
-from plnt.registry.options import WriteResult
-from plnt.registry.store import ResourceStore
+from plnt.registry.readonly import ReadOnlyStore
 from plnt.storage.interface import KeyValue, Store
 
 
-class CatalogStore(ResourceStore):
+class CatalogStore(ReadOnlyStore):
     """Reads of the catalog's Workflows; writes are 405 (see the module docstring)."""
 
     def __init__(
@@ -44,21 +41,3 @@ class CatalogStore(ResourceStore):
         status = dict(obj.get("status") or {})
         status["lastRefreshTime"] = moment
         return {**obj, "status": status}
-
-    def _refuse(self, verb: str) -> errors.MethodNotSupported:
-        return errors.MethodNotSupported.of(self.definition.group_resource, verb)
-
-    async def create(self, *args: Any, **kwargs: Any) -> WriteResult:
-        raise self._refuse("create")
-
-    async def update(self, *args: Any, **kwargs: Any) -> WriteResult:
-        raise self._refuse("update")
-
-    async def apply(self, *args: Any, **kwargs: Any) -> WriteResult:
-        raise self._refuse("patch")
-
-    async def delete(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._refuse("delete")
-
-    async def delete_collection(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._refuse("deletecollection")
