@@ -54,6 +54,21 @@ class CatalogSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkerSlot:
+    """Which of a server's N worker processes this one is (`--workers N`).
+
+    The N processes share the listening port (`SO_REUSEPORT`) and each is a full replica
+    with its own watch cache. `directory` is private to the server (mode 0700): each
+    worker listens there on a Unix socket of its own (`peers`), through which the one
+    that answers `/metrics` or a run's invocation log reaches its siblings.
+    """
+
+    index: int
+    count: int
+    directory: Path
+
+
+@dataclass(frozen=True, slots=True)
 class ServerSettings:
     """Where to listen, where etcd is, and how to authenticate and authorize."""
 
@@ -78,3 +93,5 @@ class ServerSettings:
     limits: ServingLimits = field(default_factory=ServingLimits)
     extra_sans: tuple[str, ...] = field(default=())
     catalog: CatalogSettings = field(default_factory=CatalogSettings)
+    worker: WorkerSlot | None = None
+    """Set when this process is one of several workers of one server; None: the only one."""
