@@ -24,7 +24,8 @@ counted (`plnt_apiserver_worker_forward_dropped_total`). A sibling that is down 
 nothing: what it missed is lost, as a single process's memory is lost on restart.
 
 This module names no kind: the kinds register their streams with it from their packages.
-Errors: `SocketPathTooLong` at construction; sibling failures are counted, never raised.
+Errors: `SocketPathTooLong` at construction, `DirectoryNotPrivate` at start-up; a
+sibling's failures are counted, never raised.
 """
 
 from __future__ import annotations
@@ -63,6 +64,11 @@ Receive = Callable[[Any], None]
 
 class SocketPathTooLong(ValueError):
     """The worker directory is too deep for a Unix socket path."""
+
+
+class DirectoryNotPrivate(PermissionError):
+    """The worker directory lets other users in: its sockets answer without credentials,
+    so only the server's user may reach them."""
 
 
 def socket_path(directory: Path, index: int) -> Path:
@@ -207,8 +213,13 @@ class Peers:
         siblings = self.siblings()
         texts = await asyncio.gather(*(self._scrape(i) for i in siblings))
         own = self._own.exposition().decode()  # after the scrapes: with their errors counted
+        # Parsing is CPU work (about 4x writing the own text, per worker): off the loop, so the
+        # requests this worker serves meanwhile are not held up by a scrape.
+        return await asyncio.to_thread(self._merge, own, dict(zip(siblings, texts, strict=True)))
+
+    def _merge(self, own: str, texts: dict[int, str | None]) -> bytes:
         workers = {self.slot.index: metrics.worker_families(own, self.slot.index)}
-        for index, text in zip(siblings, texts, strict=True):
+        for index, text in texts.items():
             if text is None:
                 continue
             try:
@@ -274,13 +285,25 @@ class Peers:
                     await response.write(b"".join(lines))
             return response
 
+        async def end_streams(_: web.Application) -> None:
+            # Not listening any more: end the open streams so shutdown does not wait on them.
+            for stream in self.streams.values():
+                stream._end_all()
+
         internal.router.add_get("/metrics", own_metrics)
         internal.router.add_get("/streams/{name}", stream_items)
+        internal.on_shutdown.append(end_streams)
         return internal
 
     async def context(self, app: web.Application) -> AsyncIterator[None]:
         """A cleanup context: the listener and the subscriptions, while the app runs."""
-        runner = web.AppRunner(self._internal_app(), access_log=None, shutdown_timeout=1.0)
+        directory = self.slot.directory
+        if directory.stat().st_mode & 0o077:
+            raise DirectoryNotPrivate(f"{directory}: others may enter it (it must be mode 0700)")
+        # A sibling that hangs up cancels its stream's handler at once (no write needed).
+        runner = web.AppRunner(
+            self._internal_app(), access_log=None, handler_cancellation=True, shutdown_timeout=1.0
+        )
         await runner.setup()
         await web.UnixSite(runner, str(socket_path(self.slot.directory, self.slot.index))).start()
         for index in self.siblings():
@@ -298,8 +321,6 @@ class Peers:
             for task in subscriptions:
                 task.cancel()
             await asyncio.gather(*subscriptions, return_exceptions=True)
-            for stream in self.streams.values():
-                stream._end_all()
             await runner.cleanup()
             for session in self._sessions.values():
                 await session.close()

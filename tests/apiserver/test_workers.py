@@ -16,13 +16,16 @@ import shutil
 import tempfile
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
+from plnt.apiserver.metrics import Metrics
+from plnt.apiserver.peers import DirectoryNotPrivate, Peers, SocketPathTooLong, socket_path
 from plnt.apiserver.settings import WorkerSlot
 from plnt.apiserver.workflowruns.traffic import InvocationLog, insert_by_time
 from tests.apiserver.conftest import BASE, Api, serving
@@ -102,6 +105,11 @@ async def server(etcd_endpoint: str, tmp_path: Path, worker_dir: Path) -> AsyncI
         await both.close()
 
 
+async def until(check: Callable[[], Awaitable[Any]], *, what: str) -> Any:
+    """`check()`'s first truthy answer, polled until the deadline."""
+    return await eventually(check, within=DEADLINE_SECONDS, what=what)
+
+
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
@@ -131,9 +139,8 @@ async def subscribed(server: Server) -> None:
         )
 
     for index in server.api:
-        await eventually(
+        await until(
             lambda index=index: reads(index),  # type: ignore[misc]
-            within=DEADLINE_SECONDS,
             what=f"worker {index} to read its sibling's streams",
         )
 
@@ -193,9 +200,7 @@ async def logged(api: Api, name: str, count: int) -> list[dict[str, Any]]:
         items = await log_of(api, name)
         return items if items is not None and len(items) >= count else None
 
-    found: list[dict[str, Any]] = await eventually(
-        enough, within=DEADLINE_SECONDS, what=f"{count} entries in the log"
-    )
+    found: list[dict[str, Any]] = await until(enough, what=f"{count} entries in the log")
     return found
 
 
@@ -204,9 +209,7 @@ async def test_an_invocation_through_one_worker_is_in_the_others_log_and_watch(
 ) -> None:
     await subscribed(server)
     await run_with_traffic(server.api[1], "w", target(1, 100, runner_a))
-    await eventually(
-        lambda: has_run(server.api[0], "w"), within=DEADLINE_SECONDS, what="the run on worker 0"
-    )
+    await until(lambda: has_run(server.api[0], "w"), what="the run on worker 0")
     other = server.api[0]
     async with other.session.get(
         f"{other.url}{BASE}/w/invocationlog", params={"watch": "true"}
@@ -251,8 +254,8 @@ async def test_shadow_pairs_made_on_one_worker_are_read_on_the_other(
         reply = await api.call("GET", f"{BASE}/s/shadow", params={"revision": "2"})
         return reply.json if reply.status == 200 and len(reply.json["items"]) == 3 else None
 
-    made = await eventually(lambda: three(server.api[1]), within=DEADLINE_SECONDS, what="pairs")
-    read = await eventually(lambda: three(server.api[0]), within=DEADLINE_SECONDS, what="pairs")
+    made = await until(lambda: three(server.api[1]), what="three pairs on worker 1")
+    read = await until(lambda: three(server.api[0]), what="three pairs on worker 0")
     assert {p["id"] for p in read["items"]} == {p["id"] for p in made["items"]}
     assert {p["inputs"]["question"] for p in read["items"]} == {"q0", "q1", "q2"}
     assert read["dropped"] == made["dropped"] == 0
@@ -269,3 +272,18 @@ def test_a_late_sibling_entry_takes_its_place_by_time() -> None:
     entries: deque[dict[str, Any]] = deque([{"time": "b"}, {"time": "c"}], maxlen=2)
     assert insert_by_time(entries, {"time": "bb"})
     assert [e["time"] for e in entries] == ["bb", "c"]
+
+
+async def test_a_worker_directory_others_may_enter_is_refused(tmp_path: Path) -> None:
+    directory = tmp_path / "open"
+    directory.mkdir(mode=0o755)
+    directory.chmod(0o755)
+    peers = Peers(WorkerSlot(0, 2, directory), Metrics())
+    with pytest.raises(DirectoryNotPrivate):
+        await anext(peers.context(web.Application()))
+    assert not socket_path(directory, 0).exists()
+
+
+def test_a_worker_directory_too_deep_for_a_socket_path_is_refused() -> None:
+    with pytest.raises(SocketPathTooLong):
+        Peers(WorkerSlot(0, 2, Path("/tmp") / ("d" * 100)), Metrics())
