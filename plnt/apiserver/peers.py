@@ -195,6 +195,8 @@ class Peers:
             ["stream"],
             registry=own.registry,
         )
+        for index in self.siblings():  # at 0 from the start, as every known label value
+            self.scrape_errors.labels(str(index))
         own.registry.register(_Subscriptions(self.streams))
 
     def siblings(self) -> list[int]:
@@ -279,8 +281,9 @@ class Peers:
             response = web.StreamResponse()
             response.headers["Content-Type"] = "application/x-ndjson"
             response.enable_chunked_encoding()
-            await response.prepare(request)
+            # Attached before the answer starts: once the sibling sees it, it misses nothing.
             with stream._attached() as subscriber, contextlib.suppress(ConnectionResetError):
+                await response.prepare(request)
                 while lines := await subscriber.take():
                     await response.write(b"".join(lines))
             return response
@@ -305,17 +308,18 @@ class Peers:
             self._internal_app(), access_log=None, handler_cancellation=True, shutdown_timeout=1.0
         )
         await runner.setup()
-        await web.UnixSite(runner, str(socket_path(self.slot.directory, self.slot.index))).start()
-        for index in self.siblings():
-            self._sessions[index] = aiohttp.ClientSession(
-                connector=aiohttp.UnixConnector(path=str(socket_path(self.slot.directory, index)))
-            )
-        subscriptions = [
-            asyncio.create_task(self._subscribe(stream, index), name=f"peer {index} {name}")
-            for name, stream in self.streams.items()
-            for index in self.siblings()
-        ]
+        subscriptions: list[asyncio.Task[None]] = []
         try:
+            await web.UnixSite(runner, str(socket_path(directory, self.slot.index))).start()
+            for index in self.siblings():
+                self._sessions[index] = aiohttp.ClientSession(
+                    connector=aiohttp.UnixConnector(path=str(socket_path(directory, index)))
+                )
+            subscriptions = [
+                asyncio.create_task(self._subscribe(stream, index), name=f"peer {index} {name}")
+                for name, stream in self.streams.items()
+                for index in self.siblings()
+            ]
             yield
         finally:
             for task in subscriptions:
@@ -330,10 +334,14 @@ class Peers:
 async def _read_lines(answer: aiohttp.ClientResponse, receive: Receive) -> None:
     """Hand each JSON line of `answer` to `receive` (lines may be longer than aiohttp's
     readline limit: a shadow pair holds whole answers)."""
-    pending = b""
+    pending = bytearray()
     async for chunk in answer.content.iter_any():
+        start = len(pending)
         pending += chunk
-        *lines, pending = pending.split(b"\n")
-        for line in lines:
+        if b"\n" not in chunk:
+            continue
+        end = pending.rindex(b"\n", start)
+        for line in bytes(pending[:end]).split(b"\n"):
             if line:
                 receive(codec.loads(line))
+        del pending[: end + 1]

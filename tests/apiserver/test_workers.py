@@ -287,3 +287,32 @@ async def test_a_worker_directory_others_may_enter_is_refused(tmp_path: Path) ->
 def test_a_worker_directory_too_deep_for_a_socket_path_is_refused() -> None:
     with pytest.raises(SocketPathTooLong):
         Peers(WorkerSlot(0, 2, Path("/tmp") / ("d" * 100)), Metrics())
+
+
+async def test_a_sibling_behind_by_the_backlog_loses_the_next_item_counted(
+    worker_dir: Path,
+) -> None:
+    received: list[Any] = []
+    own = Metrics()
+    first = Peers(WorkerSlot(0, 2, worker_dir), own, backlog=2)
+    second = Peers(WorkerSlot(1, 2, worker_dir), Metrics(), backlog=2)
+    published = first.stream("items", lambda item: None)
+    second.stream("items", received.append)
+    async with contextlib.AsyncExitStack() as stack:
+        for peers in (first, second):
+            running = peers.context(web.Application())
+            await anext(running)
+            stack.push_async_callback(anext, running, None)
+        await until(lambda: _true(published.subscribers == 1), what="the sibling reading")
+        for n in range(3):  # no await between: the sibling cannot read any of them yet
+            published.publish({"n": n})
+        dropped = own.registry.get_sample_value(
+            "plnt_apiserver_worker_forward_dropped_total", {"stream": "items"}
+        )
+        assert dropped == 1
+        await until(lambda: _true(len(received) == 2), what="the items queued in time")
+        assert received == [{"n": 0}, {"n": 1}]
+
+
+async def _true(condition: bool) -> bool:
+    return condition
