@@ -27,6 +27,7 @@ from plnt.apiserver import (
     kinds,
     metrics,
     middleware,
+    peers,
     pki,
     resources,
     tlsconfig,
@@ -41,7 +42,7 @@ from plnt.apiserver.invocations import keys as invocation_keys
 from plnt.apiserver.invocations import metering, starting
 from plnt.apiserver.namespaces import routes as namespace_routes
 from plnt.apiserver.namespaces import stores as namespace_stores
-from plnt.apiserver.workflowruns import deployhooks, invoke, routes, shadowing
+from plnt.apiserver.workflowruns import deployhooks, invoke, routes, shadowing, sharing
 from plnt.apiserver.workflowruns import keys as run_keys
 from plnt.apiserver.workflows import refreshing as catalog_refreshing
 from plnt.processes import tasks
@@ -268,6 +269,10 @@ def build_app(
         app.cleanup_ctx.append(_invocation_context)
     app.cleanup_ctx.append(invoke.upstream_context)
     app.cleanup_ctx.append(shadowing.context)  # after the session: stopped before it closes
+    if settings.worker is not None:  # one of several workers: they answer as one server
+        app[keys.PEERS] = peers.Peers(settings.worker, app[keys.METRICS])
+        sharing.register(app, app[keys.PEERS])  # the kind's streams (and their wiring)
+        app.cleanup_ctx.append(app[keys.PEERS].context)  # last: stopped first
     endpoints.add_routes(app, standalone=standalone)
     namespace_routes.add_routes(app, standalone=standalone)  # before the generic routes
     # `[\s\S]`, not `.`: a name may hold a line break and is still a resource path (404 Status).

@@ -240,7 +240,9 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def metrics(request: web.Request) -> web.Response:
-    body = request.app[keys.METRICS].exposition()
+    """This process's metrics; on one of several workers, every worker's, by `worker`."""
+    peers = request.app.get(keys.PEERS)
+    body = request.app[keys.METRICS].exposition() if peers is None else await peers.exposition()
     response = web.Response(body=body)
     response.headers["Content-Type"] = "text/plain; version=0.0.4; charset=utf-8"
     return response

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from plnt.apiserver import authn, authz, kinds
 from plnt.apiserver.metrics import Metrics
+from plnt.apiserver.peers import Peers
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.apiserver.settings import ServerSettings
 from plnt.registry.events import EventWriter
@@ -37,6 +38,8 @@ DEPLOY: web.AppKey[DeployControl | None] = web.AppKey("deploy")
 """The saga control, or None on a server without sagas (then no hooks, no finalizer)."""
 SUBRESOURCES = web.AppKey("subresources", kinds.Subresources)
 """The subresource handlers the kinds registered (`build_app` hands them in)."""
+PEERS = web.AppKey("peers", Peers)
+"""Present only on one of several workers (`settings.worker`): its channel to siblings."""
 
 
 @dataclass

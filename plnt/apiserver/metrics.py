@@ -8,14 +8,18 @@ update for them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
 from plnt.apiserver.inflight import InFlightLimiter, RequestKind
+
+WORKER_LABEL = "worker"
+"""The label a server of several workers adds to every sample (`merged_exposition`)."""
 
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -139,3 +143,45 @@ class Metrics:
     def observe_etcd(self, rpc: str, seconds: float) -> None:
         """The etcd store's `observe` callback."""
         self.etcd_latency.labels(rpc).observe(seconds)
+
+
+class _Families(Collector):
+    """Already-built families, for the library's exposition to write."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self._families = families
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self._families)
+
+
+def worker_families(text: str, index: int) -> list[Metric]:
+    """One worker's exposition, parsed with the library's parser, every sample labelled
+    `worker="<index>"`. Raises ValueError for text that is not the text format."""
+    worker = str(index)
+    families = list(text_string_to_metric_families(text))
+    for family in families:
+        family.samples = [
+            sample._replace(labels={**sample.labels, WORKER_LABEL: worker})
+            for sample in family.samples
+        ]
+    return families
+
+
+def merged_exposition(workers: Sequence[list[Metric]]) -> bytes:
+    """One exposition of several workers' families (`worker_families`): one series set
+    per worker, so PromQL sums them (`sum without (worker)`) and a restarted worker's
+    counters reset on their own series. Written with the library's exposition, so a
+    family's HELP and TYPE appear once (the first worker's that has it)."""
+    families: dict[str, Metric] = {}
+    for worker in workers:
+        for family in worker:
+            merged = families.get(family.name)
+            if merged is None:
+                merged = families[family.name] = Metric(
+                    family.name, family.documentation, family.type, family.unit
+                )
+            merged.samples.extend(family.samples)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Families(list(families.values())))
+    return generate_latest(registry)

@@ -15,7 +15,9 @@ cancelled before the runner session closes) sends each mirrored call to a canary
 endpoint's `POST /invoke` (not streamed: only the answer is compared), logs it in the
 invocation log with `"shadow": true`, and keeps the pair (inputs, the stable's answer,
 the canary's) in the `ShadowLog`: the last `PAIRS_KEPT` per run, in memory, per process.
-`GET …/workflowruns/NAME/shadow?revision=N` answers them (`handle_shadow`); with several
+`GET …/workflowruns/NAME/shadow?revision=N` answers them (`handle_shadow`). The worker
+processes of one server (`--workers`) share their pairs and drops (`ShadowLog.forward`
+and `receive`, wired by `sharing`), so one read answers the whole server's; with several
 API server replicas each holds its own pairs, and the reader collects distinct ids over
 repeated reads.
 
@@ -43,6 +45,7 @@ from plnt.api.meta import now_rfc3339
 from plnt.apiserver import keys, responses
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.apiserver.workflowruns import keys as run_keys
+from plnt.apiserver.workflowruns.traffic import Forward, insert_by_time
 from plnt.registry.store import ResourceStore
 
 WORKERS = 8
@@ -122,12 +125,29 @@ class ShadowLog:
             self._runs.move_to_end(key)
         return found
 
+    forward: Forward | None = None
+    """Set on one of several workers: hands each pair and drop to the siblings."""
+
     def record(self, namespace: str, name: str, pair: dict[str, Any]) -> None:
-        self._of(namespace, name).pairs.append(pair)
+        self.receive(namespace, name, {"pair": pair})
+        if self.forward is not None:
+            self.forward(namespace, name, {"pair": pair})
 
     def drop(self, namespace: str, name: str, revision: int) -> None:
-        dropped = self._of(namespace, name).dropped
-        dropped[revision] = dropped.get(revision, 0) + 1
+        self.receive(namespace, name, {"dropped": revision})
+        if self.forward is not None:
+            self.forward(namespace, name, {"dropped": revision})
+
+    def receive(self, namespace: str, name: str, item: dict[str, Any]) -> None:
+        """Keep a pair (`{"pair": …}`) or count a drop (`{"dropped": revision}`), this
+        process's or a sibling's: never forwarded."""
+        found = self._of(namespace, name)
+        pair = item.get("pair")
+        if isinstance(pair, dict):
+            insert_by_time(found.pairs, pair)
+        revision = item.get("dropped")
+        if isinstance(revision, int):
+            found.dropped[revision] = found.dropped.get(revision, 0) + 1
 
     def pairs(self, namespace: str, name: str, revision: int | None = None) -> list[dict[str, Any]]:
         """Oldest first; only those whose canary was `revision` when one is given."""

@@ -8,7 +8,10 @@ flight from this API server (ties broken round robin, so an idle pool is still s
 In-flight counts are per process: each API server replica balances its own calls.
 
 `InvocationLog` keeps the last `size` invocations of each run in memory, for
-`GET …/invocationlog`; it is per process and lost on restart, like an access log. A
+`GET …/invocationlog`, oldest first by `time`; it is lost on restart, like an access log.
+On one of several worker processes (`--workers`) each entry it records is also handed to
+`forward` (`sharing` publishes it to the siblings), and the siblings' entries come in
+through `receive`, so every worker's log is the whole server's. A
 watch of the log (`?watch=true`) is a `Follower` that `record` feeds: a queue bounded at
 `FOLLOWER_BACKLOG` entries. A watcher that falls further behind than that (its client
 reads too slowly to keep up) is ended instead of buffering without bound, as
@@ -25,7 +28,7 @@ import contextlib
 import itertools
 import random
 from collections import OrderedDict, deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +36,30 @@ LOG_SIZE = 100
 LOGGED_RUNS = 10_000
 FOLLOWER_BACKLOG = 1_000
 """Entries a log watcher may have queued and not yet sent; one more ends it."""
+
+Forward = Callable[[str, str, dict[str, Any]], None]
+"""Where a log hands what it records for the sibling workers: (namespace, name, item)."""
+
+
+def insert_by_time(entries: deque[dict[str, Any]], entry: dict[str, Any]) -> bool:
+    """Put `entry` into `entries` (oldest first by their RFC 3339 `time`, bounded by the
+    deque's maxlen) after every entry of the same or an earlier time: a sibling's entry
+    may arrive after a later local one. Searched from the newest end, where it almost
+    always goes. False when it is older than everything a full deque keeps (not kept)."""
+    time = entry.get("time", "")
+    at = len(entries)
+    while at > 0 and entries[at - 1].get("time", "") > time:
+        at -= 1
+    if at == len(entries):
+        entries.append(entry)
+        return True
+    if entries.maxlen is not None and len(entries) >= entries.maxlen:
+        if at == 0:
+            return False
+        entries.popleft()
+        at -= 1
+    entries.insert(at, entry)
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +207,17 @@ class InvocationLog:
     )
     _followers: dict[tuple[str, str], set[Follower]] = field(default_factory=dict)
 
+    forward: Forward | None = None
+    """Set on one of several workers: hands each recorded entry to the siblings."""
+
     def record(self, namespace: str, name: str, entry: dict[str, Any]) -> None:
+        """Keep an invocation this process served (and forward it to the siblings)."""
+        self.receive(namespace, name, entry)
+        if self.forward is not None:
+            self.forward(namespace, name, entry)
+
+    def receive(self, namespace: str, name: str, entry: dict[str, Any]) -> None:
+        """Keep an invocation (a sibling's, or this process's): never forwarded."""
         key = (namespace, name)
         entries = self._entries.get(key)
         if entries is None:
@@ -189,7 +226,8 @@ class InvocationLog:
                 self._entries.popitem(last=False)
         else:
             self._entries.move_to_end(key)
-        entries.append(entry)
+        if not insert_by_time(entries, entry):
+            return
         for follower in tuple(self._followers.get(key, ())):
             follower.push(entry)
             if follower.ended:  # fell behind: fed no more, whatever its stream does now
