@@ -13,8 +13,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
 
 from plnt.apiserver.inflight import InFlightLimiter, RequestKind
 
@@ -155,16 +155,39 @@ class _Families(Collector):
         return iter(self._families)
 
 
-def worker_families(text: str, index: int) -> list[Metric]:
-    """One worker's exposition, parsed with the library's parser, every sample labelled
-    `worker="<index>"`. Raises ValueError for text that is not the text format."""
-    worker = str(index)
-    families = list(text_string_to_metric_families(text))
-    for family in families:
-        family.samples = [
-            sample._replace(labels={**sample.labels, WORKER_LABEL: worker})
-            for sample in family.samples
+def families_of(registry: CollectorRegistry) -> list[list[Any]]:
+    """What `registry` holds now, as JSON values (`[name, help, type, unit, samples]`, a
+    sample `[name, labels, value]`): what a worker hands the sibling that answers a scrape.
+
+    Structured, not the text format: the library's text parser costs about four times the
+    exposition per worker, and these come from the library's own collected families."""
+    return [
+        [
+            family.name,
+            family.documentation,
+            family.type,
+            family.unit,
+            [[sample.name, sample.labels, sample.value] for sample in family.samples],
         ]
+        for family in registry.collect()
+    ]
+
+
+def worker_families(data: Any, index: int) -> list[Metric]:
+    """One worker's `families_of`, every sample labelled `worker="<index>"`. Raises
+    ValueError for data of another shape."""
+    worker = str(index)
+    families: list[Metric] = []
+    try:
+        for name, documentation, kind, unit, samples in data:
+            family = Metric(name, documentation, kind, unit)
+            family.samples = [
+                Sample(sample, {**labels, WORKER_LABEL: worker}, float(value))
+                for sample, labels, value in samples
+            ]
+            families.append(family)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"not a worker's metric families: {error}") from error
     return families
 
 

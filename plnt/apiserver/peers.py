@@ -6,9 +6,9 @@ worker. Each worker therefore listens on a Unix socket of its own,
 `<directory>/worker-<index>.sock`, in the server's private directory (mode 0700: only
 the server's user reaches it), serving internal paths only:
 
-* `GET /metrics`: this worker's own exposition. The worker that answers a scrape merges
-  its own with each sibling's, every sample labelled `worker="<index>"`
-  (`metrics.merged_exposition`). A sibling that does not answer within
+* `GET /metrics`: this worker's own metric families, as JSON (`metrics.families_of`).
+  The worker that answers a scrape merges its own with each sibling's, every sample
+  labelled `worker="<index>"` (`metrics.merged_exposition`). A sibling that does not answer within
   `SCRAPE_SECONDS` is left out and counted (`plnt_apiserver_worker_scrape_errors_total`):
   a scrape never fails because of a sibling.
 * `GET /streams/<name>`: the new items of a stream a kind registered (`Peers.stream`),
@@ -213,24 +213,25 @@ class Peers:
     async def exposition(self) -> bytes:
         """This worker's metrics and each sibling's that answered, labelled by worker."""
         siblings = self.siblings()
-        texts = await asyncio.gather(*(self._scrape(i) for i in siblings))
-        own = self._own.exposition().decode()  # after the scrapes: with their errors counted
-        # Parsing is CPU work (about 4x writing the own text, per worker): off the loop, so the
-        # requests this worker serves meanwhile are not held up by a scrape.
-        return await asyncio.to_thread(self._merge, own, dict(zip(siblings, texts, strict=True)))
+        answers = await asyncio.gather(*(self._scrape(i) for i in siblings))
+        # After the scrapes: with their errors counted.
+        own = metrics.families_of(self._own.registry)
+        # Writing the merged text is the CPU of a scrape (a few times the own families'):
+        # off the loop, so the requests this worker serves meanwhile are not held up.
+        return await asyncio.to_thread(self._merge, own, dict(zip(siblings, answers, strict=True)))
 
-    def _merge(self, own: str, texts: dict[int, str | None]) -> bytes:
+    def _merge(self, own: Any, answers: dict[int, Any]) -> bytes:
         workers = {self.slot.index: metrics.worker_families(own, self.slot.index)}
-        for index, text in texts.items():
-            if text is None:
+        for index, data in answers.items():
+            if data is None:
                 continue
             try:
-                workers[index] = metrics.worker_families(text, index)
+                workers[index] = metrics.worker_families(data, index)
             except ValueError:
                 self.scrape_errors.labels(str(index)).inc()
         return metrics.merged_exposition([workers[i] for i in sorted(workers)])
 
-    async def _scrape(self, index: int) -> str | None:
+    async def _scrape(self, index: int) -> Any:
         session = self._sessions.get(index)
         if session is None:
             self.scrape_errors.labels(str(index)).inc()
@@ -239,8 +240,8 @@ class Peers:
             async with asyncio.timeout(SCRAPE_SECONDS):
                 async with session.get("http://worker/metrics") as answer:
                     if answer.status == 200:
-                        return await answer.text()
-        except (aiohttp.ClientError, OSError, TimeoutError, UnicodeDecodeError):
+                        return codec.loads(await answer.read())
+        except (aiohttp.ClientError, OSError, TimeoutError, ValueError):
             pass
         self.scrape_errors.labels(str(index)).inc()
         return None
@@ -270,9 +271,8 @@ class Peers:
         internal = web.Application()
 
         async def own_metrics(request: web.Request) -> web.Response:
-            response = web.Response(body=self._own.exposition())
-            response.headers["Content-Type"] = "text/plain; version=0.0.4; charset=utf-8"
-            return response
+            body = codec.dumps(metrics.families_of(self._own.registry))
+            return web.Response(body=body, content_type="application/json")
 
         async def stream_items(request: web.Request) -> web.StreamResponse:
             stream = self.streams.get(request.match_info["name"])
