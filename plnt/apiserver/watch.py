@@ -49,6 +49,12 @@ def _line(event_type: str, body: Any) -> bytes:
     return responses.dumps({"type": event_type, "object": body}) + b"\n"
 
 
+def _object_line(store: ResourceStore, event_type: str, obj: Any) -> bytes:
+    """A plain event's line around the object's bytes (a GET's at that resourceVersion),
+    byte for byte what `_line` writes: the compact encoding of `{"type", "object"}`."""
+    return b"".join((b'{"type":"', event_type.encode(), b'","object":', store.encoded(obj), b"}\n"))
+
+
 async def serve(
     request: web.Request, store: ResourceStore, namespace: str, options: ListOptions
 ) -> web.StreamResponse:
@@ -99,7 +105,9 @@ async def serve(
             elif rep.kind.startswith("PartialObjectMetadata"):
                 body = tables.partial_object_metadata(obj)
         if body is obj and event_type != "ERROR":
-            return open_watches.line(event_type, obj, functools.partial(_line, event_type, obj))
+            return open_watches.line(
+                event_type, obj, functools.partial(_object_line, store, event_type, obj)
+            )
         return _line(event_type, body)
 
     batch: list[bytes] = []
