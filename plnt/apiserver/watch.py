@@ -3,7 +3,8 @@
 An event is written as soon as no further event is already buffered for this
 watcher; events that are (a burst, a paced wake-up round of the watch cache, or a
 watcher that fell behind) go out in one write. A plain-JSON event line is
-serialised once for all watchers (`keys.OpenWatches.line`). The stream ends at
+built once for all watchers (`keys.OpenWatches.line`), around the object's bytes
+that a GET at that resourceVersion answers (`ResourceStore.encoded`). The stream ends at
 `timeoutSeconds` (absent or 0: a random 30-60 minutes, as kube-apiserver's
 minRequestTimeout does; negative: at once), when the client goes away, or at
 shutdown. Closing early would make `kubectl get -w` exit silently, so we never do.
