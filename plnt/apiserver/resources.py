@@ -63,6 +63,37 @@ def encode_one(request: web.Request, store: ResourceStore, obj: Object) -> Any:
     return obj
 
 
+def answer_one(request: web.Request, store: ResourceStore, obj: Object) -> bytes:
+    """The body of a GET: a plain object's bytes are the store's, encoded once per
+    resourceVersion; a Table or PartialObjectMetadata is built (and encoded) per request."""
+    if negotiation.choose(request.headers.get("Accept")).kind == "Object":
+        return store.encoded(obj)
+    return responses.dumps(encode_one(request, store, obj))
+
+
+def _list_meta(page: ListPage) -> dict[str, Any]:
+    meta: dict[str, Any] = {"resourceVersion": page.resource_version}
+    if page.continue_token:
+        meta["continue"] = page.continue_token
+    if page.remaining is not None:
+        meta["remainingItemCount"] = page.remaining
+    return meta
+
+
+def answer_list(request: web.Request, store: ResourceStore, page: ListPage) -> bytes:
+    """The body of a LIST: a plain list splices its items' bytes (the same a GET answers)
+    into the compact `{"kind","apiVersion","metadata","items"}` that encoding the whole
+    list writes; other representations are built per request (`encode_list`)."""
+    if negotiation.choose(request.headers.get("Accept")).kind != "Object":
+        return responses.dumps(encode_list(request, store, page))
+    d = store.definition
+    head = responses.dumps(
+        {"kind": f"{d.kind}List", "apiVersion": d.api_version, "metadata": _list_meta(page)}
+    )
+    items = b",".join([store.encoded(obj) for obj in page.items])
+    return b"".join((head[:-1], b',"items":[', items, b"]}"))
+
+
 def encode_list(request: web.Request, store: ResourceStore, page: ListPage) -> Any:
     d = store.definition
     rep = negotiation.choose(request.headers.get("Accept"))
@@ -78,11 +109,7 @@ def encode_list(request: web.Request, store: ResourceStore, page: ListPage) -> A
         )
         body["apiVersion"] = f"meta.k8s.io/{rep.version}"
         return body
-    meta: dict[str, Any] = {"resourceVersion": page.resource_version}
-    if page.continue_token:
-        meta["continue"] = page.continue_token
-    if page.remaining is not None:
-        meta["remainingItemCount"] = page.remaining
+    meta = _list_meta(page)
     if rep.kind.startswith("PartialObjectMetadata"):
         return {
             "kind": "PartialObjectMetadataList",
@@ -121,7 +148,7 @@ async def _get(request: web.Request, store: ResourceStore, info: RequestInfo) ->
     # "0": any cached state will do (kube's cheap read); anything else: the latest.
     resource_version = params.get_options(request.query)
     obj = await store.get(info.namespace, info.name, resource_version=resource_version)
-    return responses.json_response(encode_one(request, store, obj))
+    return responses.encoded_response(answer_one(request, store, obj))
 
 
 async def _list(
@@ -131,7 +158,7 @@ async def _list(
         return await _watch(request, store, info)
     options = params.list_options(request.query, store.definition, watch=False)
     page = await store.list(info.namespace, options)
-    return responses.json_response(encode_list(request, store, page))
+    return responses.encoded_response(answer_list(request, store, page))
 
 
 async def _watch(

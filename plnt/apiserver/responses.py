@@ -30,7 +30,21 @@ def json_response(
     headers: dict[str, str] | None = None,
     warnings: Iterable[str | AgentWarning] = (),
 ) -> web.Response:
-    response = web.Response(body=dumps(body), status=status, headers=headers)
+    return encoded_response(
+        dumps(body), status=status, content_type=content_type, headers=headers, warnings=warnings
+    )
+
+
+def encoded_response(
+    data: bytes,
+    *,
+    status: int = 200,
+    content_type: str = JSON_CONTENT_TYPE,
+    headers: dict[str, str] | None = None,
+    warnings: Iterable[str | AgentWarning] = (),
+) -> web.Response:
+    """A response of JSON already encoded (a served object's cached bytes, written as is)."""
+    response = web.Response(body=data, status=status, headers=headers)
     response.headers["Content-Type"] = content_type
     add_warnings(response, warnings)
     return response

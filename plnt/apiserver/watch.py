@@ -3,7 +3,8 @@
 An event is written as soon as no further event is already buffered for this
 watcher; events that are (a burst, a paced wake-up round of the watch cache, or a
 watcher that fell behind) go out in one write. A plain-JSON event line is
-serialised once for all watchers (`keys.OpenWatches.line`). The stream ends at
+built once for all watchers (`keys.OpenWatches.line`), around the object's bytes
+that a GET at that resourceVersion answers (`ResourceStore.encoded`). The stream ends at
 `timeoutSeconds` (absent or 0: a random 30-60 minutes, as kube-apiserver's
 minRequestTimeout does; negative: at once), when the client goes away, or at
 shutdown. Closing early would make `kubectl get -w` exit silently, so we never do.
@@ -47,6 +48,12 @@ def _timeout(request: web.Request, options: ListOptions) -> float:
 
 def _line(event_type: str, body: Any) -> bytes:
     return responses.dumps({"type": event_type, "object": body}) + b"\n"
+
+
+def _object_line(store: ResourceStore, event_type: str, obj: Any) -> bytes:
+    """A plain event's line around the object's bytes (a GET's at that resourceVersion),
+    byte for byte what `_line` writes: the compact encoding of `{"type", "object"}`."""
+    return b"".join((b'{"type":"', event_type.encode(), b'","object":', store.encoded(obj), b"}\n"))
 
 
 async def serve(
@@ -99,7 +106,9 @@ async def serve(
             elif rep.kind.startswith("PartialObjectMetadata"):
                 body = tables.partial_object_metadata(obj)
         if body is obj and event_type != "ERROR":
-            return open_watches.line(event_type, obj, functools.partial(_line, event_type, obj))
+            return open_watches.line(
+                event_type, obj, functools.partial(_object_line, store, event_type, obj)
+            )
         return _line(event_type, body)
 
     batch: list[bytes] = []

@@ -43,6 +43,12 @@ def parser() -> argparse.ArgumentParser:
         "--list-concurrency", type=int, help="concurrent full lists (default 1: time per list)"
     )
     p.add_argument("--objects", type=int, help="objects to list (10000)")
+    p.add_argument(
+        "--get-objects",
+        type=int,
+        default=0,
+        help="GET cycles over the first N objects (default all: mostly first reads)",
+    )
     p.add_argument("--page", type=int, default=500)
     p.add_argument("--duration", type=float, help="seconds per phase (5)")
     p.add_argument("--warmup", type=float, help="seconds before each (1)")
@@ -83,6 +89,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ApiBenchSettings:
         **given,
         concurrency=args.concurrency,
         page=args.page,
+        get_objects=args.get_objects,
         phases=phases,
         api_only=args.api_only,
         no_fsync=args.no_fsync,

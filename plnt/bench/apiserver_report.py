@@ -60,7 +60,9 @@ def report(results: Results, settings: ApiBenchSettings) -> list[str]:
     """The printed report: one row per phase, then the ratio lines."""
     lines = [
         f"plnt API server benchmark: concurrency {settings.concurrency} "
-        f"(LIST {settings.list_concurrency}), {settings.objects} objects, "
+        f"(LIST {settings.list_concurrency}), {settings.objects} objects"
+        + (f" (GET the first {settings.get_objects})" if settings.get_objects else "")
+        + ", "
         f"pages of {settings.page}, {settings.duration:g}s per phase, {os.cpu_count()} CPUs",
         f"{'phase':<12}{'raw etcd':>14}{'bare https':>14}{'plnt api':>14}"
         f"{'api p50 ms':>12}{'api p99 ms':>12}{'errors':>8}",

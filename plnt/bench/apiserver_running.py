@@ -271,7 +271,8 @@ class Phases:
         )
 
     async def get(self) -> None:
-        names = [f"obj-{i:06d}" for i in range(self.settings.objects)]
+        count = self.settings.get_objects or self.settings.objects
+        names = [f"obj-{i:06d}" for i in range(min(count, self.settings.objects))]
         if not self.settings.api_only:
             keys = [f"/plnt.work/workflowruns/{LIST_NS}/{n}" for n in names]
             self.results.raw["get"] = await self._measure(harness.raw_get(self.raw, keys))

@@ -22,6 +22,8 @@ class ApiBenchSettings:
     concurrency: int = 30
     list_concurrency: int = 1
     objects: int = 10_000
+    get_objects: int = 0
+    """GET cycles over the first this many objects (0: all `objects`, each read rarely)."""
     page: int = 500
     duration: float = 5.0
     warmup: float = 1.0

@@ -22,13 +22,12 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from plnt.api import errors
 from plnt.api.meta import now_rfc3339
-from plnt.registry import admitting, applying, hooks, managedfields, storageerrors, watching
+from plnt.registry import admitting, applying, hooks, managedfields, served, storageerrors, watching
 from plnt.registry.changes import Change, EventSink
 from plnt.registry.definitions import ResourceDefinition
 from plnt.registry.objects import Object
@@ -81,26 +80,25 @@ class ResourceStore:
         """Checks of a new object and who asks for it, after `admission`, before storage."""
         self.after_write_hooks = tuple(after_write)
         """What runs after each stored write, after its Events, in order."""
-        self._decoded: OrderedDict[tuple[str, int], Object] = OrderedDict()
-        self._decoded_cache_size = decoded_cache_size
+        self._served = served.ServedObjects(decoded_cache_size, decode)
 
     def read(self, kv: KeyValue) -> Object:
         """The served object of `kv`, shared between readers: callers must not mutate it.
 
         A key at one mod revision always decodes to the same object, so GET, LIST
         and every watcher of an event reuse one decode instead of parsing the same
-        bytes again (bounded LRU).
+        bytes again (bounded LRU, `plnt.registry.served`).
         """
-        cache_key = (kv.key, kv.mod_revision)
-        obj = self._decoded.get(cache_key)
-        if obj is None:
-            obj = decode(kv)
-            self._decoded[cache_key] = obj
-            if len(self._decoded) > self._decoded_cache_size:
-                self._decoded.popitem(last=False)
-        else:
-            self._decoded.move_to_end(cache_key)
-        return obj
+        return self._served.read(kv)
+
+    def encoded(self, obj: Object) -> bytes:
+        """`obj`'s JSON answer body, encoded once per resourceVersion for a served object.
+
+        GET writes it as is, LIST splices it among its items and a watch event wraps
+        it, so all three answer the same bytes for one resourceVersion. Any other
+        object (built per request) is encoded on each call, as `json.dumps` would.
+        """
+        return self._served.encoded(obj)
 
     async def after_write(self, change: Change) -> Warnings:
         """Called once after each successful write that is not a dry run, before the answer.

@@ -92,6 +92,8 @@ def test_quick_takes_small_defaults_and_explicit_flags_still_win() -> None:
     full = apiserver_command.parse_args([])
     assert (full.objects, full.duration) == (10_000, 5.0)
     assert full.phases == set(settings.DEFAULT_API_PHASES)  # "reads" only when asked for
+    assert full.get_objects == 0  # GET cycles over every object unless told
+    assert apiserver_command.parse_args(["--get-objects", "100"]).get_objects == 100
 
 
 def test_an_unknown_phase_is_refused_before_anything_starts() -> None:
