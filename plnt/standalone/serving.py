@@ -26,10 +26,18 @@ resumes from the last revision it applied; the Temporal client and the worker, w
 sagas resume from their history). Each restart is one warning line and counts in
 `plnt_child_restarts_total{child="etcd"|"temporal"|"model"}`.
 
+With `workers` > 1 (`plnt up --workers N`) this process is worker 0 of N API server
+processes sharing the port: once it listens it starts workers 1..N-1
+(`plnt.standalone.apiworker`, given this process's `ServerSettings` as JSON in
+DIR/workers/, mode 0700), waits until each listens, and supervises them
+(`plnt_child_restarts_total{child="apiserver-worker"}`); the in-flight limits are
+divided among the workers (`ServingLimits.per_worker`).
+
 On SIGINT/SIGTERM the server stops accepting, closes watches, the worker stops, the
-supervisors stop, then Temporal, etcd and the model server are stopped and reaped. Runner
-processes are left running on purpose: they serve invocations across restarts and are
-adopted by the next worker (`plnt down --state-dir DIR` stops them).
+API server workers are stopped and reaped, the supervisors stop, then Temporal, etcd
+and the model server are stopped and reaped. Runner processes are left running on
+purpose: they serve invocations across restarts and are adopted by the next worker
+(`plnt down --state-dir DIR` stops them).
 """
 
 from __future__ import annotations
