@@ -59,6 +59,8 @@ class SagaBenchSettings:
     create_rounds: int = 2
     evaluation_cases: int = 0
     """Cases of a quality gate (`spec.canary.evaluation`) on every deploy; 0: none."""
+    workers: int = 1
+    """API server processes of the deploys' and invokes' `plnt up` (`--workers`)."""
     json_file: Path | None = None
 
 
