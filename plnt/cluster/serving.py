@@ -6,6 +6,13 @@ a cluster that cannot be reached or whose authentication ConfigMap is unusable, 
 etcd or a Temporal that does not answer. Afterwards, the ConfigMap is followed and each
 new version applied (a bad one is logged and the previous kept), and the serving
 certificate is re-read when its files change.
+
+With `--workers N` (N > 1) this process is worker 0: once it listens (`SO_REUSEPORT`) it
+starts the same command N-1 times, each told its slot (`plnt.processes.workers`; their
+private directory is a temporary one, removed on exit), waits until each listens, and
+restarts one that exits (`plnt_child_restarts_total{child="apiserver-worker"}`). Each
+worker admits its share of the in-flight limits. A worker that cannot start fails the
+start as `--workers N: …`.
 """
 
 from __future__ import annotations
