@@ -52,9 +52,13 @@ async def listening(
     ssl_context: ssl.SSLContext,
     shutdown_timeout: float,
     handler_cancellation: bool = False,
+    reuse_port: bool = False,
 ) -> AsyncIterator[str]:
     """Serve `application` (from `app.build_app`) over HTTPS on `host:port` while the block
-    runs; yields the server's URL."""
+    runs; yields the server's URL.
+
+    `reuse_port`: bind with `SO_REUSEPORT`, so that the N worker processes of one server
+    (`--workers N`) share the port and the kernel spreads new connections among them."""
     runner = connections.app_runner(
         application, shutdown_timeout=shutdown_timeout, handler_cancellation=handler_cancellation
     )
@@ -63,7 +67,9 @@ async def listening(
     except Exception as error:
         raise StartupFailed(str(error)) from error
     try:
-        site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
+        site = web.TCPSite(
+            runner, host, port, ssl_context=ssl_context, reuse_port=reuse_port or None
+        )
         try:
             await site.start()
         except OSError as error:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +22,11 @@ class ServingLimits:
     admitted write may hold a body of up to 3 MiB. More in flight adds only latency and
     memory, never throughput, so past these a client is better told to come back.
     0 turns a limit off, as in kube.
+
+    With `--workers N` each worker process is such an event loop on a core of its own,
+    and the flags stay the *server's* totals: each worker admits `ceil(limit / N)`
+    (`per_worker`), so N workers together take on what one process would, while each
+    serves its share about N times sooner.
     """
 
     max_requests_inflight: int = 200
@@ -35,6 +41,19 @@ class ServingLimits:
     """How long a subresource that relays to what a kind runs (a run's runners: `invoke`,
     `proxy`) waits for the whole answer, a stream included (`--invoke-timeout`). In a
     cluster, kube-apiserver's own request timeout also cuts `…/invoke` (not `…/proxy`)."""
+
+    def per_worker(self, count: int) -> ServingLimits:
+        """The share of one of `count` worker processes: each in-flight limit divided,
+        rounded up (0 stays "no limit"); the timeouts are each worker's own."""
+
+        def share(limit: int) -> int:
+            return -(-limit // count) if limit > 0 else 0
+
+        return dataclasses.replace(
+            self,
+            max_requests_inflight=share(self.max_requests_inflight),
+            max_mutating_requests_inflight=share(self.max_mutating_requests_inflight),
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,6 +69,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", type=Path, help="also write the results to this file")
     p.add_argument("--server-cprofile", type=Path, help="cProfile the server into this file")
     p.add_argument("--py-spy", type=Path, help="record the server with py-spy (speedscope file)")
+    p.add_argument(
+        "--workers",
+        default="1",
+        help="API server processes sharing the port; comma-separated (1,2) runs once per "
+        "count and prints each phase's throughput ratio to the first",
+    )
     return p
 
 
@@ -82,6 +88,12 @@ def parse_args(argv: Sequence[str] | None = None) -> ApiBenchSettings:
     if args.py_spy is not None and apiserver_running.py_spy_binary() is None:
         # An optional tool of one flag: not a dependency of plnt (see docs/dependencies.md).
         p.exit(1, "error: --py-spy needs the py-spy package: pip install py-spy\n")
+    try:
+        counts = tuple(int(count) for count in args.workers.split(","))
+    except ValueError:
+        p.error(f"--workers: {args.workers!r} is not a comma-separated list of counts")
+    if not counts or min(counts) < 1:
+        p.error("--workers: each count must be at least 1")
     base = QUICK if args.quick else ApiBenchSettings()
     given = {name: getattr(args, name) for name in SIZED if getattr(args, name) is not None}
     return dataclasses.replace(
@@ -96,18 +108,57 @@ def parse_args(argv: Sequence[str] | None = None) -> ApiBenchSettings:
         json_file=args.json,
         server_cprofile=args.server_cprofile,
         py_spy=args.py_spy,
+        workers=counts,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     settings = parse_args(argv)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="plnt-bench-") as tmp:
-        results = asyncio.run(apiserver_running.bench(settings, Path(tmp)))
-    for line in apiserver_report.report(results, settings):
+    runs: dict[int, apiserver_report.Results] = {}
+    for count in settings.workers:
+        with tempfile.TemporaryDirectory(prefix="plnt-bench-") as tmp:
+            results = asyncio.run(apiserver_running.bench(settings, Path(tmp), workers=count))
+        runs[count] = results
+        if len(settings.workers) > 1:
+            print(f"== --workers {count}")
+        for line in apiserver_report.report(results, settings):
+            print(line)
+    for line in worker_ratios(runs):
         print(line)
     print(f"total {time.monotonic() - started:.0f}s")
     if settings.json_file is not None:
-        document = apiserver_report.as_json(results)
+        if len(runs) == 1:
+            document = apiserver_report.as_json(next(iter(runs.values())))
+        else:
+            document = {
+                "workers": {
+                    str(count): apiserver_report.as_json(results) for count, results in runs.items()
+                }
+            }
         settings.json_file.write_text(json.dumps(document, indent=2) + "\n")
     return 0
+
+
+WORKERS_TARGET = 1.5
+"""The throughput two workers should reach against one (each phase's plnt side)."""
+
+
+def worker_ratios(runs: dict[int, apiserver_report.Results]) -> list[str]:
+    """Each plnt phase's requests/s at every count against the first count's (none for one)."""
+    if len(runs) < 2:
+        return []
+    (first, baseline), *others = runs.items()
+    lines = [f"plnt throughput against --workers {first} (target x{WORKERS_TARGET} at 2):"]
+    for phase, stats in baseline.api.items():
+        for count, results in others:
+            other = results.api.get(phase)
+            if other is None or stats.rate == 0:
+                continue
+            ratio = other.rate / stats.rate
+            miss = "  (below target)" if count == 2 * first and ratio < WORKERS_TARGET else ""
+            lines.append(
+                f"  {phase:<8} --workers {count}: {other.rate:8.0f}/s vs "
+                f"{stats.rate:8.0f}/s  x{ratio:.2f}{miss}"
+            )
+    return lines

@@ -54,13 +54,20 @@ class Server:
 
 @contextlib.asynccontextmanager
 async def running_server(
-    etcd: EtcdProcess, pki_dir: Path, *, cprofile: Path | None, start_timeout: float = 60.0
+    etcd: EtcdProcess,
+    pki_dir: Path,
+    *,
+    cprofile: Path | None,
+    workers: int = 1,
+    start_timeout: float = 60.0,
 ) -> AsyncIterator[Server]:
-    """`plnt.bench.apiserver_serving` against `etcd`, until the block ends."""
+    """`plnt.bench.apiserver_serving` against `etcd` (`workers` processes sharing plnt's
+    port), until the block ends."""
     port, bare_port = free_port(), free_port()
     command = [
         sys.executable, "-m", serving.__name__, "--etcd", etcd.endpoint,
         "--pki-dir", str(pki_dir), "--port", str(port), "--bare-port", str(bare_port),
+        "--workers", str(workers),
     ]  # fmt: skip
     if cprofile is not None:
         command += ["--cprofile", str(cprofile)]
@@ -195,8 +202,9 @@ def meter(*, server: int, etcd: int | None) -> cputime.Meter:
     )
 
 
-async def bench(settings: ApiBenchSettings, workdir: Path) -> Results:
-    """Start etcd and the server under `workdir`, preload, run the chosen phases."""
+async def bench(settings: ApiBenchSettings, workdir: Path, *, workers: int = 1) -> Results:
+    """Start etcd and the server (`workers` processes) under `workdir`, preload, run the
+    chosen phases. With more than one worker the server's CPU rows count worker 0 only."""
     results = Results()
     paths = pki.ensure_pki(workdir / "pki")
     context = harness.client_ssl_context(
@@ -205,11 +213,16 @@ async def bench(settings: ApiBenchSettings, workdir: Path) -> Results:
     async with (
         EtcdProcess(workdir / "etcd", unsafe_no_fsync=settings.no_fsync) as etcd,
         EtcdStore(etcd.endpoint, key_prefix="/registry") as raw,
-        running_server(etcd, workdir / "pki", cprofile=settings.server_cprofile) as server,
+        running_server(
+            etcd, workdir / "pki", cprofile=settings.server_cprofile, workers=workers
+        ) as server,
         harness.https_session(context, pool=settings.concurrency) as session,
     ):
         pid = server.child.process.pid
-        print(f"etcd {etcd.endpoint} (pid {etcd.pid}); server {server.base} (pid {pid})")
+        print(
+            f"etcd {etcd.endpoint} (pid {etcd.pid}); server {server.base} (pid {pid}, "
+            f"{workers} worker{'s' if workers > 1 else ''})"
+        )
         await create_namespaces(session, server.base)
         results.rss_started_bytes = resident_bytes(pid)
         template = await preload(raw, session, server.base, settings)

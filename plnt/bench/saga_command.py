@@ -73,6 +73,12 @@ def parser() -> argparse.ArgumentParser:
         default=0,
         help="cases of a quality gate (spec.canary.evaluation) on every deploy (0: none)",
     )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="API server processes of plnt up for the deploys and invokes (1)",
+    )
     p.add_argument("--json", type=Path, help="also write the results to this file")
     return p
 
@@ -88,6 +94,8 @@ def parse_args(argv: Sequence[str] | None = None) -> SagaBenchSettings:
         p.error("--evaluation-cases must be between 0 and 200")
     if args.create_concurrency < 1 or args.create_rounds < 1:
         p.error("--create-concurrency and --create-rounds must be at least 1")
+    if args.workers < 1:
+        p.error("--workers must be at least 1")
     return SagaBenchSettings(
         deploys=args.deploys,
         concurrency=args.concurrency,
@@ -102,6 +110,7 @@ def parse_args(argv: Sequence[str] | None = None) -> SagaBenchSettings:
         create_concurrency=args.create_concurrency,
         evaluation_cases=args.evaluation_cases,
         create_rounds=args.create_rounds,
+        workers=args.workers,
         json_file=args.json,
     )
 

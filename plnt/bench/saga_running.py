@@ -60,13 +60,20 @@ class PlntUp:
 
 @contextlib.asynccontextmanager
 async def running_plnt(
-    state_dir: Path, temporal_address: str, *, worker: bool = True, start_timeout: float = 90.0
+    state_dir: Path,
+    temporal_address: str,
+    *,
+    worker: bool = True,
+    workers: int = 1,
+    start_timeout: float = 90.0,
 ) -> AsyncIterator[PlntUp]:
-    """`plnt up` with the given Temporal and (unless not `worker`) its in-process worker;
-    `plnt down` afterwards."""
+    """`plnt up` with the given Temporal and (unless not `worker`) its in-process worker,
+    on `workers` API server processes (given explicitly: a benchmark's numbers must not
+    depend on the machine's core count); `plnt down` afterwards."""
     argv = [
         sys.executable, "-m", "plnt", "up", "--state-dir", str(state_dir),
         "--port", str(free_port()), "--temporal-address", temporal_address,
+        "--workers", str(workers),
     ]  # fmt: skip
     if not worker:
         argv.append("--no-worker")
@@ -175,8 +182,14 @@ async def bench(settings: SagaBenchSettings, workdir: Path) -> saga.SagaResults:
     results = saga.SagaResults(evaluation_cases=settings.evaluation_cases)
     async with running_temporal(workdir) as temporal:
         print(f"temporal {temporal.address}", flush=True)
-        async with running_plnt(workdir / "state", temporal.address) as plnt:
-            print(f"plnt up (pid {plnt.process.pid}), state {plnt.state_dir}", flush=True)
+        async with running_plnt(
+            workdir / "state", temporal.address, workers=settings.workers
+        ) as plnt:
+            print(
+                f"plnt up (pid {plnt.process.pid}, --workers {settings.workers}), "
+                f"state {plnt.state_dir}",
+                flush=True,
+            )
             layout = f"oci-layout:{workdir / 'layout'}:fanout"
             pinned = await sources.publish(EXAMPLE.read_bytes(), layout)
             kubeconfig_path = plnt.state_dir / "kubeconfig"

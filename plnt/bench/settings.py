@@ -36,6 +36,9 @@ class ApiBenchSettings:
     json_file: Path | None = None
     server_cprofile: Path | None = None
     py_spy: Path | None = None
+    workers: tuple[int, ...] = (1,)
+    """API server processes of each run (`--workers 1,2`: the whole run once per count,
+    then the ratios of each phase's throughput to the first count's)."""
 
 
 QUICK = ApiBenchSettings(objects=2000, duration=1.5, warmup=0.3, watchers=50, watch_events=50)
@@ -58,6 +61,8 @@ class SagaBenchSettings:
     create_rounds: int = 2
     evaluation_cases: int = 0
     """Cases of a quality gate (`spec.canary.evaluation`) on every deploy; 0: none."""
+    workers: int = 1
+    """API server processes of the deploys' and invokes' `plnt up` (`--workers`)."""
     json_file: Path | None = None
 
 

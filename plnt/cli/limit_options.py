@@ -4,7 +4,8 @@ option group, see `option_groups`).
 
 The in-flight flags are kube-apiserver's (`--max-requests-inflight`,
 `--max-mutating-requests-inflight`, 0 meaning no limit); plnt's defaults are sized for
-one event loop (see `plnt.apiserver.settings.ServingLimits`).
+one event loop (see `plnt.apiserver.settings.ServingLimits`). They are the server's
+totals: with `--workers N` each worker process admits `ceil(limit / N)`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ class LimitOptions:
         typer.Option(
             min=0,
             envvar="PLNT_MAX_REQUESTS_INFLIGHT",
-            help="Read-only requests served at once; more get 429 and Retry-After (0: no limit).",
+            help="Read-only requests the server serves at once, shared among its --workers; "
+            "more get 429 and Retry-After (0: no limit).",
         ),
     ] = _DEFAULTS.max_requests_inflight
     max_mutating_requests_inflight: Annotated[
@@ -37,7 +39,8 @@ class LimitOptions:
         typer.Option(
             min=0,
             envvar="PLNT_MAX_MUTATING_REQUESTS_INFLIGHT",
-            help="Mutating requests served at once; more get 429 and Retry-After (0: no limit).",
+            help="Mutating requests the server serves at once, shared among its --workers; "
+            "more get 429 and Retry-After (0: no limit).",
         ),
     ] = _DEFAULTS.max_mutating_requests_inflight
     idle_connection_timeout: Annotated[

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from plnt.cli import exits
+from plnt.cli import exits, worker_count
 from plnt.cli.catalog_options import CatalogOptions, with_catalog_options
 from plnt.cli.limit_options import LimitOptions, with_limit_options
 from plnt.cli.temporal_options import TemporalOptions, with_temporal_options
@@ -27,6 +27,10 @@ def register(app: typer.Typer) -> None:
         epilog="Example: plnt serve --tls-cert-file tls.crt --tls-private-key-file tls.key "
         "--etcd-servers https://etcd:2379 --temporal-address temporal:7233",
     )(serve)
+
+
+def _announce(url: str) -> None:
+    print(f"plnt is serving at {url}", flush=True)
 
 
 def _option(flag: str, help: str) -> Any:
@@ -102,12 +106,18 @@ def serve(
             help="Deploy WorkflowRuns through Temporal; --no-sagas serves the API only.",
         ),
     ] = True,
+    workers: Annotated[int | None, _option("--workers", worker_count.HELP)] = None,
 ) -> None:
     """Serve the plnt API as an aggregated APIService: kube-apiserver proxies to it, and
     authentication, authorization and Events are the cluster's."""
     from plnt.cluster import serving
     from plnt.cluster.settings import ClusterSettings
+    from plnt.processes.workers import Slot, die_with_parent
 
+    child = Slot.from_environment()  # one of the workers a first `plnt serve` started
+    if child is not None:
+        die_with_parent(child.parent)
+    count = worker_count.resolve(workers) if child is None else 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     settings = ClusterSettings(
         tls_cert_file=tls_cert_file,
@@ -129,10 +139,12 @@ def serve(
         sagas=sagas,
         limits=limits.settings(),
         catalog=catalog.settings(),
+        workers=count,
+        child=child,
     )
     code = exits.Code.OK
     try:
-        serving.run(settings, on_ready=lambda url: print(f"plnt is serving at {url}", flush=True))
+        serving.run(settings, on_ready=_announce if child is None else lambda url: None)
     except serving.ServeError as error:
         typer.echo(f"error: {error}", err=True)
         code = exits.Code.FAILED

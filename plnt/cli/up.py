@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from plnt.cli import worker_count
 from plnt.cli.catalog_options import CatalogOptions, with_catalog_options
 from plnt.cli.limit_options import LimitOptions, with_limit_options
 
@@ -68,6 +69,9 @@ def up(
             "(gemma3-270m; needs pip install 'plnt[llm]').",
         ),
     ] = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", envvar="PLNT_WORKERS", help=worker_count.HELP)
+    ] = None,
     *,
     limits: LimitOptions,
     catalog: CatalogOptions,
@@ -78,6 +82,7 @@ def up(
     """
     from plnt.standalone import serving as standalone
 
+    count = worker_count.resolve(workers)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
 
     def ready(parts: standalone.Ready) -> None:
@@ -114,6 +119,7 @@ def up(
                 model=model,
                 limits=limits.settings(),
                 catalog=catalog.settings(),
+                workers=count,
             ),
             on_ready=ready,
         )

@@ -6,6 +6,13 @@ a cluster that cannot be reached or whose authentication ConfigMap is unusable, 
 etcd or a Temporal that does not answer. Afterwards, the ConfigMap is followed and each
 new version applied (a bad one is logged and the previous kept), and the serving
 certificate is re-read when its files change.
+
+With `--workers N` (N > 1) this process is worker 0: once it listens (`SO_REUSEPORT`) it
+starts the same command N-1 times, each told its slot (`plnt.processes.workers`; their
+private directory is a temporary one, removed on exit), waits until each listens, and
+restarts one that exits (`plnt_child_restarts_total{child="apiserver-worker"}`). Each
+worker admits its share of the in-flight limits. A worker that cannot start fails the
+start as `--workers N: …`.
 """
 
 from __future__ import annotations
@@ -14,6 +21,9 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
+import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,12 +31,13 @@ from kubernetes_asyncio import client as kube_client
 from temporalio import client as temporal_client
 
 from plnt.apiserver import app as app_module
-from plnt.apiserver import delegation, serving, servingcerts
-from plnt.apiserver.settings import ServerSettings
+from plnt.apiserver import delegation, keys, serving, servingcerts
+from plnt.apiserver.settings import ServerSettings, WorkerSlot
 from plnt.cluster.settings import ClusterSettings
 from plnt.kube import authconfig, connecting, events, reviews
 from plnt.kube.errors import ClusterError
-from plnt.processes import signals, tasks
+from plnt.processes import signals, tasks, workers
+from plnt.processes.restarts import ChildRestarts
 from plnt.registry.workflows import sources as catalog_sources
 from plnt.sagas import starter
 from plnt.sagas.control import DeployUnavailable
@@ -146,6 +157,27 @@ async def serve(
         await _listen(settings, tls, delegated, temporal, stop=stop, on_ready=on_ready)
 
 
+def _slot(settings: ClusterSettings, directory: Path | None) -> WorkerSlot | None:
+    if settings.child is not None:
+        child = settings.child
+        return WorkerSlot(child.index, child.count, child.directory)
+    if directory is None:
+        return None
+    return WorkerSlot(0, settings.workers, directory)
+
+
+def _worker_processes(slot: WorkerSlot) -> list[workers.WorkerProcess]:
+    """Workers 1..N-1: this very command again (`sys.orig_argv`), each told its slot, so
+    each composes the same delegated authentication, clients and settings."""
+    argv = [sys.executable, *sys.orig_argv[1:]]
+    return [
+        workers.WorkerProcess(
+            argv, workers.Slot(index, slot.count, slot.directory, parent=os.getpid())
+        )
+        for index in range(1, slot.count)
+    ]
+
+
 async def _listen(
     settings: ClusterSettings,
     tls: servingcerts.ReloadingServerContext,
@@ -155,6 +187,29 @@ async def _listen(
     stop: asyncio.Event,
     on_ready: Callable[[str], None] | None,
 ) -> None:
+    parent = settings.child is None and settings.workers > 1
+    directory = Path(tempfile.mkdtemp(prefix="plnt-workers-")) if parent else None
+    try:
+        await _listen_as(
+            settings, tls, delegated, temporal, directory, stop=stop, on_ready=on_ready
+        )
+    finally:
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+async def _listen_as(
+    settings: ClusterSettings,
+    tls: servingcerts.ReloadingServerContext,
+    delegated: app_module.Delegated,
+    temporal: temporal_client.Client | None,
+    directory: Path | None,
+    *,
+    stop: asyncio.Event,
+    on_ready: Callable[[str], None] | None,
+) -> None:
+    slot = _slot(settings, directory)
+    count = 1 if slot is None else slot.count
     server_settings = ServerSettings(
         etcd_endpoints=settings.etcd_servers,
         etcd_prefix=settings.etcd_prefix,
@@ -163,8 +218,9 @@ async def _listen(
         etcd_key_file=settings.etcd_keyfile,
         host=settings.bind_address,
         port=settings.secure_port,
-        limits=settings.limits,
+        limits=settings.limits.per_worker(count),
         catalog=settings.catalog,
+        worker=slot,
     )
     control = starter.TemporalDeployControl(temporal) if temporal is not None else None
     application = app_module.build_app(server_settings, deploy=control, delegated=delegated)
@@ -174,9 +230,18 @@ async def _listen(
         port=settings.secure_port,
         ssl_context=tls.context,
         shutdown_timeout=5.0,
+        reuse_port=slot is not None,
     )
     try:
-        async with listening as server:
+        async with contextlib.AsyncExitStack() as parts:
+            server = await parts.enter_async_context(listening)
+            if settings.child is not None:
+                workers.announce_ready(settings.child)
+            elif slot is not None:  # the children stop (reaped) before this one's listener
+                supervisors = await parts.enter_async_context(
+                    workers.running(_worker_processes(slot))
+                )
+                application[keys.METRICS].registry.register(ChildRestarts(supervisors))
             if on_ready is not None:
                 on_ready(server)
             await stop.wait()
@@ -185,6 +250,8 @@ async def _listen(
         raise ServeError(f"--etcd-servers {servers}: {error}") from error
     except serving.CannotListen as error:
         raise ServeError(f"--secure-port: {error}") from error
+    except workers.WorkerFailed as error:
+        raise ServeError(f"--workers {count}: {error}") from error
 
 
 def run(settings: ClusterSettings, *, on_ready: Callable[[str], None]) -> None:

@@ -1,5 +1,7 @@
 """Child processes plnt runs beside itself: etcd, a Temporal dev server, a model server on
-pinned weights (`models`, `weights`, `modelserver`), and free ports;
+pinned weights (`models`, `weights`, `modelserver`), the API server's own worker processes
+of `--workers N` (`workers`, sized by `cpus`, their restarts counted by `restarts`), and
+free ports;
 and the lifetimes of what runs inside it: background tasks (`tasks`) and the stop signals
 of a serving command (`signals`).
 

@@ -26,10 +26,18 @@ resumes from the last revision it applied; the Temporal client and the worker, w
 sagas resume from their history). Each restart is one warning line and counts in
 `plnt_child_restarts_total{child="etcd"|"temporal"|"model"}`.
 
+With `workers` > 1 (`plnt up --workers N`) this process is worker 0 of N API server
+processes sharing the port: once it listens it starts workers 1..N-1
+(`plnt.standalone.apiworker`, given this process's `ServerSettings` as JSON in
+DIR/workers/, mode 0700), waits until each listens, and supervises them
+(`plnt_child_restarts_total{child="apiserver-worker"}`); the in-flight limits are
+divided among the workers (`ServingLimits.per_worker`).
+
 On SIGINT/SIGTERM the server stops accepting, closes watches, the worker stops, the
-supervisors stop, then Temporal, etcd and the model server are stopped and reaped. Runner
-processes are left running on purpose: they serve invocations across restarts and are
-adopted by the next worker (`plnt down --state-dir DIR` stops them).
+API server workers are stopped and reaped, the supervisors stop, then Temporal, etcd
+and the model server are stopped and reaped. Runner processes are left running on
+purpose: they serve invocations across restarts and are adopted by the next worker
+(`plnt down --state-dir DIR` stops them).
 """
 
 from __future__ import annotations
@@ -39,30 +47,31 @@ import base64
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Iterator
+import os
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from prometheus_client.core import CounterMetricFamily, Metric
-from prometheus_client.registry import Collector
 from temporalio import client as temporal_client
 
 from plnt.apiserver import app as app_module
 from plnt.apiserver import authn, authz, keys, pki, serving
-from plnt.apiserver.settings import CatalogSettings, ServerSettings, ServingLimits
+from plnt.apiserver.settings import CatalogSettings, ServerSettings, ServingLimits, WorkerSlot
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
-from plnt.processes import models, signals
+from plnt.processes import models, signals, workers
 from plnt.processes.etcd import EtcdProcess, EtcdProcessError
 from plnt.processes.modelserver import ModelServer
+from plnt.processes.restarts import ChildRestarts
 from plnt.processes.supervision import Supervisor, supervising
 from plnt.processes.temporal import TemporalDevServer, TemporalProcessError
 from plnt.registry.workflows import sources as catalog_sources
 from plnt.sagas import starter, worker
 from plnt.sagas.control import DeployUnavailable
 from plnt.sagas.metrics import SagaMetrics
-from plnt.standalone import modelserving, scrape
+from plnt.standalone import apiworker, modelserving, scrape
 from plnt.workflowspec import scanning
 
 log = logging.getLogger("plnt.standalone")
@@ -93,6 +102,8 @@ class StandaloneSettings:
     catalog: CatalogSettings = field(default_factory=CatalogSettings)
     """The workflow catalog's sources file and refresh; without a file, every layout under
     `STATE/layouts` (where `plnt push oci-layout:…` and `make up` put specs)."""
+    workers: int = 1
+    """API server processes sharing the port (`--workers`); 1: this process alone."""
 
 
 TOKEN_FILE = "tokens.csv"
@@ -238,6 +249,7 @@ async def _serve_children(
                     model=model,
                     stop=stop,
                     temporal=None,
+                    temporal_address=None,
                     supervisors=supervisors,
                     ready=lambda server, kubeconfig: Ready(server, kubeconfig, None, None),
                     on_ready=on_ready,
@@ -269,6 +281,7 @@ async def _serve_children(
                 model=model,
                 stop=stop,
                 temporal=client,
+                temporal_address=address,
                 supervisors=supervisors,
                 ready=lambda server, kubeconfig: Ready(
                     server, kubeconfig, address, temporal.ui_address if temporal else None
@@ -289,11 +302,16 @@ async def _serve_api(
     model: ModelServer | None,
     stop: asyncio.Event,
     temporal: temporal_client.Client | None,
+    temporal_address: str | None,
     supervisors: list[Supervisor],
     ready: Callable[[str, Path], Ready],
     on_ready: Callable[[Ready], None] | None,
 ) -> None:
     state = settings.state_dir
+    count = settings.workers
+    slot = None
+    if count > 1:
+        slot = WorkerSlot(0, count, workers.make_directory(state / WORKERS_DIR))
     server_settings = ServerSettings(
         etcd_endpoints=(etcd_endpoint,),
         host=settings.host,
@@ -301,12 +319,13 @@ async def _serve_api(
         pki_dir=state / "pki",
         token_file=token_file_of(settings),
         policy_file=settings.policy_file,
-        limits=settings.limits,
+        limits=settings.limits.per_worker(count),
         catalog=dataclasses.replace(
             settings.catalog,
             layout_root=state / "layouts",
             default_sources=(scanning.EVERY_LAYOUT,),
         ),
+        worker=slot,
     )
     control = starter.TemporalDeployControl(temporal) if temporal is not None else None
     application = app_module.build_app(server_settings, deploy=control)
@@ -321,10 +340,19 @@ async def _serve_api(
                     ssl_context=app_module.ssl_context_for(server_settings),
                     shutdown_timeout=2.0,
                     handler_cancellation=True,
+                    reuse_port=slot is not None,
                 )
             )
         except serving.CannotListen as error:
             raise StandaloneError(str(error)) from error
+        if slot is not None:  # stopped (left in reverse) before etcd and Temporal are
+            siblings = _worker_processes(
+                server_settings, slot, temporal_address, settings.temporal_namespace
+            )
+            try:
+                supervisors += await serving_parts.enter_async_context(workers.running(siblings))
+            except workers.WorkerFailed as error:
+                raise StandaloneError(f"--workers {count}: {error}") from error
         kubeconfig = state / "kubeconfig"
         write_kubeconfig(kubeconfig, server=server, paths=paths)
         scrape.write_server_targets(state, host=settings.host, port=settings.port)
@@ -346,6 +374,36 @@ async def _serve_api(
         await stop.wait()
 
 
+WORKERS_DIR = "workers"
+"""Under the state directory: the workers' private directory (settings, ready files,
+the sibling sockets of `plnt.apiserver.peers`)."""
+
+
+def _worker_processes(
+    server_settings: ServerSettings,
+    slot: WorkerSlot,
+    temporal_address: str | None,
+    temporal_namespace: str,
+) -> list[workers.WorkerProcess]:
+    """Workers 1..N-1: `plnt.standalone.apiworker` on the settings this process serves."""
+    settings_file = slot.directory / "settings.json"
+    apiworker.write(
+        settings_file,
+        apiworker.WorkerSettings(
+            server=dataclasses.replace(server_settings, worker=None),
+            temporal_address=temporal_address,
+            temporal_namespace=temporal_namespace,
+        ),
+    )
+    argv = [sys.executable, "-m", "plnt.standalone.apiworker", str(settings_file)]
+    return [
+        workers.WorkerProcess(
+            argv, workers.Slot(index, slot.count, slot.directory, parent=os.getpid())
+        )
+        for index in range(1, slot.count)
+    ]
+
+
 async def _register_model(kubeconfig: Path, model: ModelServer) -> ModelReady:
     """Create or update the model server's PlntBackend through the API just started."""
     try:
@@ -355,24 +413,6 @@ async def _register_model(kubeconfig: Path, model: ModelServer) -> ModelReady:
         raise StandaloneError(f"the PlntBackend of {model.model} was refused: {error}") from error
     started = model.started.describe() if model.started is not None else ""
     return ModelReady(model.model, model.endpoint, model.log_file, model.pin.terms, started)
-
-
-class ChildRestarts(Collector):
-    """`plnt_child_restarts_total{child}`: the supervisors' restart counts, read when
-    the server's metrics are scraped (registered into the API server's registry)."""
-
-    def __init__(self, supervisors: list[Supervisor]) -> None:
-        self._supervisors = supervisors
-
-    def collect(self) -> Iterator[Metric]:
-        family = CounterMetricFamily(
-            "plnt_child_restarts",
-            "Restarts of a child process plnt up supervises (etcd, temporal, model).",
-            labels=["child"],
-        )
-        for supervisor in self._supervisors:
-            family.add_metric([supervisor.what], supervisor.restarts)
-        yield family
 
 
 def run(settings: StandaloneSettings, *, on_ready: Callable[[Ready], None]) -> None:

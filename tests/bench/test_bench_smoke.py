@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from plnt.bench import __main__ as bench_main
 from plnt.bench import apiserver as harness
 from plnt.bench import apiserver_command, settings
@@ -59,6 +61,30 @@ def test_benchmark_completes_and_prints_every_ratio_line(tmp_path: Path) -> None
         assert row["plnt_ms"] > 0 and row["floor_ms"] > 0, row
         assert {"server", "etcd", "generator"} <= set(results["api"][phase]["cpu_ms_per_req"])
     assert (results["cpu"]["get"]["target"], results["cpu"]["create"]["target"]) == (1.5, 3.0)
+
+
+def test_workers_1_and_2_run_in_one_benchmark_and_print_their_ratio(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    argv = [*TINY, "--phases", "get", "--api-only", "--workers", "1,2", "--json", str(out)]
+    result = subprocess.run(
+        [sys.executable, "-m", "plnt.bench", "apiserver", *argv],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=REPO,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "(pid " in result.stdout and ", 2 workers)" in result.stdout, result.stdout
+    [ratio] = [line for line in result.stdout.splitlines() if "--workers 2:" in line]
+    assert ratio.split()[0] == "get" and " x" in ratio, ratio
+    runs = json.loads(out.read_text())["workers"]
+    assert set(runs) == {"1", "2"} and all("get" in run["api"] for run in runs.values())
+
+
+def test_a_worker_count_below_one_is_refused_before_anything_starts() -> None:
+    with pytest.raises(SystemExit):
+        apiserver_command.parse_args(["--workers", "1,0"])
+    assert apiserver_command.parse_args(["--workers", "1,2"]).workers == (1, 2)
 
 
 def test_continue_token_is_read_from_list_metadata_and_not_from_items() -> None:

@@ -492,3 +492,25 @@ def test_bad_values_fail_naming_the_value(
     with pytest.raises(helm_python.HelmValuesError) as failure:
         rendering.render(chart, values)
     assert named in str(failure.value)
+
+
+def test_workers_follow_the_cpu_limit_unless_set_and_are_left_to_plnt_serve_without_one(
+    chart: helm_python.Chart, rendered: Render
+) -> None:
+    def workers_env(r: Rendered) -> list[dict[str, Any]]:
+        env = rendering.container(r.one("Deployment", API), "apiserver")["env"]
+        return [item for item in env if item["name"] == "PLNT_WORKERS"]
+
+    assert workers_env(rendered("default")) == []  # no CPU limit: plnt serve counts its CPUs
+    limited = {"apiserver": {"resources": {"limits": {"cpu": "1500m", "memory": "1Gi"}}}}
+    [from_limit] = workers_env(rendering.render(chart, limited))
+    assert from_limit["valueFrom"]["resourceFieldRef"] == {
+        "containerName": "apiserver",
+        "resource": "limits.cpu",
+        "divisor": "1",
+    }
+    overridden = {"apiserver": {**limited["apiserver"], "workers": 3}}
+    [fixed] = workers_env(rendering.render(chart, overridden))
+    assert fixed == {"name": "PLNT_WORKERS", "value": "3"}
+    with pytest.raises(helm_python.HelmValuesError, match="workers"):
+        rendering.render(chart, {"apiserver": {"workers": 0}})

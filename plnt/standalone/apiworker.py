@@ -1,0 +1,137 @@
+"""One more API server process of `plnt up --workers N` (`python -m plnt.standalone.apiworker
+SETTINGS`): the API alone, on the port the parent listens on too.
+
+The parent (`plnt.standalone.serving`) keeps etcd, Temporal, the model server, the deploy
+worker and the supervisors; a worker child serves the API with the same `ServerSettings`
+(read from the JSON file `SETTINGS` in the server's private directory, never pickle:
+the file is data, not code) and its own Temporal client, so that a WorkflowRun written
+through it starts its saga as through the parent. Its slot (`PLNT_WORKER_SLOT`) says which
+worker it is; it exits with its parent (`workers.die_with_parent`) and tells the parent
+it listens by `workers.announce_ready`.
+
+Errors: exit code 1 with one line on stderr when it cannot start (etcd, Temporal or the
+port did not answer); the parent logs the exit and starts it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import os
+import sys
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+from plnt.apiserver import app as app_module
+from plnt.apiserver import serving
+from plnt.apiserver.settings import ServerSettings, WorkerSlot
+from plnt.processes import signals, workers
+from plnt.sagas import starter
+from plnt.sagas.control import DeployUnavailable
+
+log = logging.getLogger("plnt.standalone.apiworker")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    """What a worker child serves: the parent's `ServerSettings` and where Temporal is."""
+
+    server: ServerSettings
+    temporal_address: str | None = None
+    temporal_namespace: str = "default"
+
+
+def to_json(value: Any) -> Any:
+    """Settings dataclasses as JSON values (paths as strings, tuples as lists)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple | list):
+        return [to_json(item) for item in value]
+    return value
+
+
+def from_json(kind: Any, data: Any) -> Any:
+    """The inverse of `to_json` for a value of type `kind` (a settings dataclass, a
+    path, a tuple, a scalar, or one of them or None)."""
+    origin = typing.get_origin(kind)
+    if origin in (typing.Union, types.UnionType):
+        if data is None:
+            return None
+        (inner,) = [arg for arg in typing.get_args(kind) if arg is not type(None)]
+        return from_json(inner, data)
+    if origin is tuple:
+        (item, *_) = typing.get_args(kind)
+        return tuple(from_json(item, each) for each in data)
+    if dataclasses.is_dataclass(kind) and isinstance(kind, type):
+        hints = typing.get_type_hints(kind)
+        return kind(**{name: from_json(hints[name], value) for name, value in data.items()})
+    if kind is Path:
+        return Path(data)
+    return data
+
+
+def write(path: Path, settings: WorkerSettings) -> None:
+    path.write_text(json.dumps(to_json(settings)))
+    path.chmod(0o600)
+
+
+def read(path: Path) -> WorkerSettings:
+    parsed: WorkerSettings = from_json(WorkerSettings, json.loads(path.read_text()))
+    return parsed
+
+
+async def serve(settings: WorkerSettings, slot: workers.Slot, *, stop: asyncio.Event) -> None:
+    """Serve the API on the shared port until `stop` is set (told ready once listening)."""
+    server_settings = dataclasses.replace(
+        settings.server, worker=WorkerSlot(slot.index, slot.count, slot.directory)
+    )
+    control = None
+    if settings.temporal_address is not None:
+        client = await starter.connect(
+            settings.temporal_address, namespace=settings.temporal_namespace
+        )
+        control = starter.TemporalDeployControl(client)
+    application = app_module.build_app(server_settings, deploy=control)
+    async with serving.listening(
+        application,
+        host=server_settings.host,
+        port=server_settings.port,
+        ssl_context=app_module.ssl_context_for(server_settings),
+        shutdown_timeout=2.0,
+        handler_cancellation=True,
+        reuse_port=True,
+    ):
+        workers.announce_ready(slot)
+        await stop.wait()
+
+
+def main(argv: list[str]) -> int:
+    slot = workers.Slot.from_environment()
+    if slot is None or len(argv) != 1:
+        usage = "usage: PLNT_WORKER_SLOT=… python -m plnt.standalone.apiworker SETTINGS"
+        print(usage, file=sys.stderr)
+        return 2
+    workers.die_with_parent(slot.parent)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
+    settings = read(Path(argv[0]))
+    try:
+        signals.run_until_signalled(lambda stop: serve(settings, slot, stop=stop))
+    except (serving.ServingError, DeployUnavailable) as error:
+        print(f"error: worker {slot.index}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1:])
+    # As `plnt up`: no interpreter teardown after the Temporal SDK ran (see cli.up.exit_now).
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
