@@ -84,7 +84,13 @@ def stack(temporal: TemporalDevServer, tmp_path_factory: pytest.TempPathFactory)
     worker: WorkerProcess | None = None
     built: Stack | None = None
     try:
-        worker = WorkerProcess(temporal.address, server.kubeconfig, state).start()
+        # It probes backends only when a deploy resolves one: a second periodic prober
+        # would race the probing tests' own (`--probe-interval 0.2`), its status writes
+        # and Events interleaved with theirs (its repeats are counted into Events of its
+        # own).
+        worker = WorkerProcess(
+            temporal.address, server.kubeconfig, state, extra_args=("--probe-interval", "0")
+        ).start()
         built = Stack(state, state / "layout", temporal, server, worker)
         yield built
     finally:
