@@ -164,6 +164,26 @@ def steps_ran(endpoint: str, step: str) -> int:
     )
 
 
+def arrived(
+    stack: Stack, api: Api, target: StepTarget, namespace: str, name: str, key: str, times: int
+) -> None:
+    """Wait until the held step of Invocation `name` has been called `times` times; a
+    timeout says where the Invocation got to and what the worker logged last."""
+    try:
+        wait_for(
+            lambda: target.arrivals(f"/hold/{key}") == times,
+            timeout=60,
+            message=f"call {times} of the held step",
+        )
+    except AssertionError as error:
+        status = get_invocation(api, namespace, name).get("status")
+        worker = "".join(stack.worker.output[-40:])
+        raise AssertionError(
+            f"{error} ({target.arrivals(f'/hold/{key}')} so far);"
+            f" status: {json.dumps(status, indent=1)}\nworker:\n{worker}"
+        ) from None
+
+
 def running_at(obj: dict[str, Any]) -> bool:
     status = obj.get("status") or {}
     return status.get("phase") == "Running" and bool(status.get("endpoint"))
@@ -177,11 +197,11 @@ def test_a_runner_replica_killed_mid_call_is_resumed_on_another_without_rerunnin
     key = uuid.uuid4().hex[:8]
     target.hold(key)
     apply(kubectl, namespace, invocation("survivor", run, {"key": key}))
-    wait_for(lambda: target.arrivals(f"/hold/{key}") == 1, timeout=60, message="slow step")
+    arrived(stack, api, target, namespace, "survivor", key, 1)
     first = wait_invocation(api, namespace, "survivor", running_at, what="running")
     lost = first["status"]["endpoint"]
     os.kill(replica_pid(stack, run_uid, lost), signal.SIGKILL)  # mid-step: `first` finished
-    wait_for(lambda: target.arrivals(f"/hold/{key}") == 2, timeout=60, message="resumed call")
+    arrived(stack, api, target, namespace, "survivor", key, 2)  # resumed on the other replica
     target.release(key)
     done = wait_invocation(api, namespace, "survivor", phase("Succeeded"), what="Succeeded")
     status = done["status"]
