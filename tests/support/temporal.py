@@ -1,4 +1,6 @@
-"""Ending the workflows a test started on a shared Temporal time-skipping test server.
+"""Ending the workflows tests started on a shared Temporal server.
+
+**Time-skipping test server** (`end_when_idle`).
 
 The test server skips time only while nothing holds its time lock, and every workflow
 task and activity task holds it from the moment it is scheduled until a worker finishes
@@ -14,6 +16,14 @@ then holds the lock for good:
 Any of them makes every later `env.sleep` of the module wait in real time until its
 RPC times out. So each test's fixture, while its worker still runs, waits until its
 workflow has no task outstanding (the worker finishes them) and only then terminates it.
+
+**Dev server shared by a session's stacks** (`terminate_running`). Every deploy-test
+module starts its own API server and worker on the session's Temporal and the same task
+queue. A saga left running when its module ends (a failed deploy waiting out its retry
+backoff, a rollout held mid-way) would be picked up by the next module's worker: its
+status reports find no such run there and are dropped as "gone", and its steps go on,
+starting runner processes nobody asked for while that module's tests run. So a stack
+terminates every workflow still running when it stops.
 """
 
 from __future__ import annotations
@@ -103,3 +113,20 @@ async def end_when_idle(
     except RPCError as error:
         if error.status != RPCStatusCode.NOT_FOUND:  # "workflow execution already completed"
             raise
+
+
+async def terminate_running(address: str, *, reason: str = "the test stack stopped") -> int:
+    """Terminate every workflow still running on the Temporal server at `address` (its
+    default namespace); how many were. One that ends meanwhile is no error."""
+    client = await temporal_client.Client.connect(address)
+    ended = 0
+    async for execution in client.list_workflows("ExecutionStatus = 'Running'"):
+        handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
+        try:
+            await handle.terminate(reason=reason)
+        except RPCError as error:
+            if error.status != RPCStatusCode.NOT_FOUND:
+                raise
+        else:
+            ended += 1
+    return ended
