@@ -29,8 +29,8 @@ test can prove it received the first token before the last one existed. A stream
 client goes away before `[DONE]` is counted in `cancelled` (and sets `cancelled_event`):
 that is what an inference server sees when plnt stops a generation.
 
-`go_down_between_probes()` stops a `threaded_llm` as no probe can see half of: the next
-`GET /metrics` (the last request of a vLLM backend's probe) closes the listening socket
+`go_down_between_probes()` takes a `threaded_llm` down at a moment no probe straddles: the
+next `GET /metrics` (the last request of a vLLM backend's probe) closes the listening socket
 before it answers, and answers with `Connection: close`, so the probe it ends saw the
 server up and every later one is refused a connection. A server stopped at an arbitrary
 moment would, now and then, fail a probe half-way (its `/metrics` after its `/v1/models`
@@ -48,7 +48,7 @@ import contextlib
 import json
 import re
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,7 +77,7 @@ class LLM:
     tokenized: list[dict[str, Any]] = field(default_factory=list)  # its request bodies
     going_down: threading.Event = field(default_factory=threading.Event)  # see the docstring
     down: threading.Event = field(default_factory=threading.Event)  # the listener is closed
-    close_listener: Any = None  # async () -> None, set by `serving_llm`
+    close_listener: Callable[[], Awaitable[None]] | None = None  # set by `serving_llm`
 
     def go_down_between_probes(self, timeout: float = 30.0) -> None:
         """Close the listener right after the next probe's last request (module
@@ -209,6 +209,7 @@ def _app(token: str | None, prefix: str, llm: LLM) -> web.Application:
             return web.Response(status=404, text="404: Not Found")
         response = web.Response(text=_metrics(llm.load, llm.kv_cache), content_type="text/plain")
         if llm.going_down.is_set() and not llm.down.is_set():
+            assert llm.close_listener is not None
             await llm.close_listener()
             response.force_close()  # answered with `Connection: close`, never reused
             llm.down.set()
