@@ -57,6 +57,13 @@ def invocation(name: str, run: str, inputs: dict[str, Any], **spec: Any) -> str:
     )
 
 
+def step_key() -> str:
+    """A key no other call uses, and a string in every YAML: a bare hex string such as
+    `0e123456` is written unquoted by PyYAML (a string to it) but read as the number 0 by
+    kubectl's YAML, and the Invocation would fail with InvalidInputs."""
+    return f"k{uuid.uuid4().hex[:8]}"
+
+
 def get_invocation(api: Api, namespace: str, name: str) -> dict[str, Any]:
     path = api.client.object_path(INVOCATIONS, name, namespace=namespace)
     body: dict[str, Any] = api.call(lambda c: c.request("GET", path)).json()
@@ -100,7 +107,7 @@ def test_an_invocation_is_answered_at_once_and_completes_for_kubectl_wait(
     stack: Stack, kubectl: Kubectl, api: Api, namespace: str, target: StepTarget
 ) -> None:
     run = deployed(stack, kubectl, namespace, target)
-    key = uuid.uuid4().hex[:8]
+    key = step_key()
     created = kubectl.run(
         "create",
         "-n",
@@ -194,7 +201,7 @@ def test_a_runner_replica_killed_mid_call_is_resumed_on_another_without_rerunnin
 ) -> None:
     run = deployed(stack, kubectl, namespace, target, replicas=2)
     run_uid = api.get(namespace, run)["metadata"]["uid"]
-    key = uuid.uuid4().hex[:8]
+    key = step_key()
     target.hold(key)
     apply(kubectl, namespace, invocation("survivor", run, {"key": key}))
     arrived(stack, api, target, namespace, "survivor", key, 1)
@@ -234,7 +241,7 @@ def test_a_worker_killed_mid_call_is_finished_by_another_worker_without_rerunnin
     stack: Stack, kubectl: Kubectl, api: Api, namespace: str, target: StepTarget
 ) -> None:
     run = deployed(stack, kubectl, namespace, target)
-    key = uuid.uuid4().hex[:8]
+    key = step_key()
     target.hold(key)
     apply(kubectl, namespace, invocation("orphan", run, {"key": key}))
     wait_for(lambda: target.arrivals(f"/hold/{key}") == 1, timeout=60, message="slow step")
@@ -260,7 +267,7 @@ def test_an_api_server_restarted_mid_call_loses_nothing(
     stack: Stack, kubectl: Kubectl, api: Api, namespace: str, target: StepTarget
 ) -> None:
     run = deployed(stack, kubectl, namespace, target)
-    key = uuid.uuid4().hex[:8]
+    key = step_key()
     target.hold(key)
     apply(kubectl, namespace, invocation("steady", run, {"key": key}))
     wait_for(lambda: target.arrivals(f"/hold/{key}") == 1, timeout=60, message="slow step")
@@ -287,7 +294,7 @@ def test_deleting_a_running_invocation_cancels_the_runners_call(
     stack: Stack, kubectl: Kubectl, api: Api, namespace: str, target: StepTarget
 ) -> None:
     run = deployed(stack, kubectl, namespace, target)
-    key = uuid.uuid4().hex[:8]
+    key = step_key()
     target.hold(key)
     apply(kubectl, namespace, invocation("doomed", run, {"key": key}))
     wait_for(lambda: target.arrivals(f"/hold/{key}") == 1, timeout=60, message="slow step")
@@ -377,7 +384,7 @@ def test_plnt_invoke_async_then_invocation_wait_prints_the_output(
     stack: Stack, kubectl: Kubectl, namespace: str, target: StepTarget
 ) -> None:
     run = deployed(stack, kubectl, namespace, target)
-    key = uuid.uuid4().hex[:8]
+    key = step_key()
     plnt = [sys.executable, "-m", "plnt"]
     options = ["--kubeconfig", str(stack.server.kubeconfig), "-n", namespace]
     created = subprocess.run(
