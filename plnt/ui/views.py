@@ -357,7 +357,9 @@ def backend_events(
                 count=_count(e),
                 last_seen=age(event_time(e), now),
             )
-            for e in sorted(found, key=event_time, reverse=True)[:shown]
+            # Timestamps have seconds: Events of the same second keep the order they were
+            # listed and watched in (the order they were created), the later one first.
+            for e in sorted(reversed(found), key=event_time, reverse=True)[:shown]
         ]
         for name, found in by_backend.items()
     }

@@ -26,6 +26,7 @@ from tests.support.namespaces import create_namespace
 from tests.support.plnt_server import Kubectl, PlntServer, wait_for
 from tests.support.processes import kill_all
 from tests.support.stack import WorkerProcess, publish, runner_pids
+from tests.support.temporal import terminate_running
 
 T = TypeVar("T")
 
@@ -84,7 +85,13 @@ def stack(temporal: TemporalDevServer, tmp_path_factory: pytest.TempPathFactory)
     worker: WorkerProcess | None = None
     built: Stack | None = None
     try:
-        worker = WorkerProcess(temporal.address, server.kubeconfig, state).start()
+        # It probes backends only when a deploy resolves one: a second periodic prober
+        # would race the probing tests' own (`--probe-interval 0.2`), its status writes
+        # and Events interleaved with theirs (its repeats are counted into Events of its
+        # own).
+        worker = WorkerProcess(
+            temporal.address, server.kubeconfig, state, extra_args=("--probe-interval", "0")
+        ).start()
         built = Stack(state, state / "layout", temporal, server, worker)
         yield built
     finally:
@@ -94,6 +101,9 @@ def stack(temporal: TemporalDevServer, tmp_path_factory: pytest.TempPathFactory)
         elif worker is not None:
             worker.stop()
         server.stop()
+        # The session's Temporal outlives this stack: no saga of it may run on into the
+        # next module's worker (tests/support/temporal.py says what it would do there).
+        asyncio.run(terminate_running(temporal.address))
         kill_strays(state)
 
 

@@ -4,7 +4,10 @@ A second `plnt worker` probes every 0.2 s (on a task queue no saga uses, so it o
 probes); a vLLM stand-in with a DCGM exporter beside it (tests/support/llm.py: no GPU
 here) is registered, and its status follows what the stand-in reports. Each transition
 of that status is one Event, which the real kubectl lists; probes that change nothing
-record none, and a transition that happens again is counted into its Event.
+record none, and a transition that happens again is counted into its Event. It is the
+only periodic prober (the stack's saga worker runs with `--probe-interval 0`), and the
+stand-in goes down between two of its probes (`LLM.go_down_between_probes`), so each
+stop is the same transition with the same message, whatever the load.
 """
 
 from __future__ import annotations
@@ -135,14 +138,20 @@ def test_each_transition_of_a_backend_is_one_event_and_a_repeat_counts_into_it(
     stack: Stack, kubectl: Kubectl, namespace: str, probing_worker: WorkerProcess
 ) -> None:
     def events_are(*expected: tuple[str, str, int]) -> list[tuple[str, str, int]]:
-        return wait_for(
-            lambda: (
-                (found := backend_events(kubectl, namespace, "flaky")) == list(expected) and found
-            ),
-            timeout=30,
-            interval=0.3,
-            message=f"the Events {expected}",
-        )
+        found: list[tuple[str, str, int]] = []
+
+        def listed() -> list[tuple[str, str, int]] | None:
+            found[:] = backend_events(kubectl, namespace, "flaky")
+            return found if found == list(expected) else None
+
+        try:
+            matched: list[tuple[str, str, int]] = wait_for(
+                listed, timeout=30, interval=0.3, message=f"the Events {expected}"
+            )
+        except AssertionError as error:
+            listing = kubectl.run("get", "events", "-n", namespace, "-o", "yaml").stdout
+            raise AssertionError(f"{error}; found {found}:\n{listing}") from None
+        return matched
 
     reachable = ("Normal", "BackendReachable", 1)
     with threaded_llm(None, load=(1, 0)) as llm:
@@ -162,6 +171,7 @@ def test_each_transition_of_a_backend_is_one_event_and_a_repeat_counts_into_it(
         llm.kv_cache = 0.3
         available = ("Normal", "HeadroomAvailable", 1)
         events_are(reachable, exhausted, available)
+        llm.go_down_between_probes()
 
     earlier = [reachable, exhausted, available]
     for times in (1, 2):  # stopped, then started again on the same port: twice
@@ -173,6 +183,7 @@ def test_each_transition_of_a_backend_is_one_event_and_a_repeat_counts_into_it(
             llm.kv_cache = 0.3
             events_are(*earlier, down, ("Normal", "BackendReachable", times))
             probes_pass(kubectl, namespace, "flaky", 2)
+            llm.go_down_between_probes()
 
     table = kubectl.run(
         "get", "events", "-n", namespace, "-o", "wide",

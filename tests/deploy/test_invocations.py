@@ -57,6 +57,13 @@ def invocation(name: str, run: str, inputs: dict[str, Any], **spec: Any) -> str:
     )
 
 
+def step_key() -> str:
+    """A key no other call uses, and a string in every YAML: a bare hex string such as
+    `0e123456` is written unquoted by PyYAML (a string to it) but read as the number 0 by
+    kubectl's YAML, and the Invocation would fail with InvalidInputs."""
+    return f"k{uuid.uuid4().hex[:8]}"
+
+
 def get_invocation(api: Api, namespace: str, name: str) -> dict[str, Any]:
     path = api.client.object_path(INVOCATIONS, name, namespace=namespace)
     body: dict[str, Any] = api.call(lambda c: c.request("GET", path)).json()
@@ -100,7 +107,7 @@ def test_an_invocation_is_answered_at_once_and_completes_for_kubectl_wait(
     stack: Stack, kubectl: Kubectl, api: Api, namespace: str, target: StepTarget
 ) -> None:
     run = deployed(stack, kubectl, namespace, target)
-    key = uuid.uuid4().hex[:8]
+    key = step_key()
     created = kubectl.run(
         "create",
         "-n",
@@ -164,6 +171,26 @@ def steps_ran(endpoint: str, step: str) -> int:
     )
 
 
+def arrived(
+    stack: Stack, api: Api, target: StepTarget, namespace: str, name: str, key: str, times: int
+) -> None:
+    """Wait until the held step of Invocation `name` has been called `times` times; a
+    timeout says where the Invocation got to and what the worker logged last."""
+    try:
+        wait_for(
+            lambda: target.arrivals(f"/hold/{key}") == times,
+            timeout=60,
+            message=f"call {times} of the held step",
+        )
+    except AssertionError as error:
+        status = get_invocation(api, namespace, name).get("status")
+        worker = "".join(stack.worker.output[-40:])
+        raise AssertionError(
+            f"{error} ({target.arrivals(f'/hold/{key}')} so far);"
+            f" status: {json.dumps(status, indent=1)}\nworker:\n{worker}"
+        ) from None
+
+
 def running_at(obj: dict[str, Any]) -> bool:
     status = obj.get("status") or {}
     return status.get("phase") == "Running" and bool(status.get("endpoint"))
@@ -174,14 +201,14 @@ def test_a_runner_replica_killed_mid_call_is_resumed_on_another_without_rerunnin
 ) -> None:
     run = deployed(stack, kubectl, namespace, target, replicas=2)
     run_uid = api.get(namespace, run)["metadata"]["uid"]
-    key = uuid.uuid4().hex[:8]
+    key = step_key()
     target.hold(key)
     apply(kubectl, namespace, invocation("survivor", run, {"key": key}))
-    wait_for(lambda: target.arrivals(f"/hold/{key}") == 1, timeout=60, message="slow step")
+    arrived(stack, api, target, namespace, "survivor", key, 1)
     first = wait_invocation(api, namespace, "survivor", running_at, what="running")
     lost = first["status"]["endpoint"]
     os.kill(replica_pid(stack, run_uid, lost), signal.SIGKILL)  # mid-step: `first` finished
-    wait_for(lambda: target.arrivals(f"/hold/{key}") == 2, timeout=60, message="resumed call")
+    arrived(stack, api, target, namespace, "survivor", key, 2)  # resumed on the other replica
     target.release(key)
     done = wait_invocation(api, namespace, "survivor", phase("Succeeded"), what="Succeeded")
     status = done["status"]
@@ -214,7 +241,7 @@ def test_a_worker_killed_mid_call_is_finished_by_another_worker_without_rerunnin
     stack: Stack, kubectl: Kubectl, api: Api, namespace: str, target: StepTarget
 ) -> None:
     run = deployed(stack, kubectl, namespace, target)
-    key = uuid.uuid4().hex[:8]
+    key = step_key()
     target.hold(key)
     apply(kubectl, namespace, invocation("orphan", run, {"key": key}))
     wait_for(lambda: target.arrivals(f"/hold/{key}") == 1, timeout=60, message="slow step")
@@ -240,7 +267,7 @@ def test_an_api_server_restarted_mid_call_loses_nothing(
     stack: Stack, kubectl: Kubectl, api: Api, namespace: str, target: StepTarget
 ) -> None:
     run = deployed(stack, kubectl, namespace, target)
-    key = uuid.uuid4().hex[:8]
+    key = step_key()
     target.hold(key)
     apply(kubectl, namespace, invocation("steady", run, {"key": key}))
     wait_for(lambda: target.arrivals(f"/hold/{key}") == 1, timeout=60, message="slow step")
@@ -267,7 +294,7 @@ def test_deleting_a_running_invocation_cancels_the_runners_call(
     stack: Stack, kubectl: Kubectl, api: Api, namespace: str, target: StepTarget
 ) -> None:
     run = deployed(stack, kubectl, namespace, target)
-    key = uuid.uuid4().hex[:8]
+    key = step_key()
     target.hold(key)
     apply(kubectl, namespace, invocation("doomed", run, {"key": key}))
     wait_for(lambda: target.arrivals(f"/hold/{key}") == 1, timeout=60, message="slow step")
@@ -357,7 +384,7 @@ def test_plnt_invoke_async_then_invocation_wait_prints_the_output(
     stack: Stack, kubectl: Kubectl, namespace: str, target: StepTarget
 ) -> None:
     run = deployed(stack, kubectl, namespace, target)
-    key = uuid.uuid4().hex[:8]
+    key = step_key()
     plnt = [sys.executable, "-m", "plnt"]
     options = ["--kubeconfig", str(stack.server.kubeconfig), "-n", namespace]
     created = subprocess.run(

@@ -31,6 +31,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 from plnt.sagas import invocation as inv
+from tests.support.temporal import end_when_idle
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -112,6 +113,7 @@ class Running:
         self.client = client
         self.scripted = scripted
         self.task_queue = f"invocation-{uuid.uuid4().hex[:8]}"
+        self.started: list[str] = []  # workflow ids, terminated when the test ends
 
     async def replayed(self, handle: temporal_client.WorkflowHandle[Any, Any], name: str) -> None:
         """Replay the ended workflow's history through today's code (and keep it, when
@@ -125,11 +127,10 @@ class Running:
     async def start(self, **spec: Any) -> temporal_client.WorkflowHandle[Any, Any]:
         ref = inv.InvocationRef("default", "i", uuid.uuid4().hex[:8])
         request = inv.InvocationRequest(ref, "r", "run-uid", {"q": "?"}, **spec)
+        workflow_id = inv.workflow_id(ref.namespace, ref.name, ref.uid)
+        self.started.append(workflow_id)
         return await self.client.start_workflow(
-            inv.InvocationWorkflow.run,
-            request,
-            id=inv.workflow_id(ref.namespace, ref.name, ref.uid),
-            task_queue=self.task_queue,
+            inv.InvocationWorkflow.run, request, id=workflow_id, task_queue=self.task_queue
         )
 
 
@@ -144,7 +145,11 @@ async def running(env: WorkflowEnvironment) -> AsyncIterator[Running]:
         activities=scripted.all(),
         max_heartbeat_throttle_interval=timedelta(seconds=0.2),  # cancellations arrive fast
     ):
-        yield built
+        try:
+            yield built
+        finally:
+            for workflow_id in built.started:
+                await end_when_idle(built.client, workflow_id)
 
 
 async def test_a_finished_invocation_is_deleted_when_its_ttl_runs_out(running: Running) -> None:

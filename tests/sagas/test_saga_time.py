@@ -30,6 +30,7 @@ from plnt.sagas import activitynames
 from plnt.sagas import values as v
 from plnt.sagas.deploy import WorkflowRunController
 from plnt.sagas.failures import Failure
+from tests.support.temporal import end_when_idle
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -154,6 +155,7 @@ class Saga:
         self.run = v.RunRef("default", "timed", uid)
         self.task_queue = f"saga-{uid}"
         self.generation = 0
+        self.workflow_id = v.workflow_id(self.run.namespace, self.run.name, self.run.uid)
 
     async def desire(self, desired_spec: dict[str, Any]) -> None:
         self.generation += 1
@@ -161,16 +163,14 @@ class Saga:
         await self.client.start_workflow(
             WorkflowRunController.run,
             v.ControllerState(run=self.run),
-            id=v.workflow_id(self.run.namespace, self.run.name, self.run.uid),
+            id=self.workflow_id,
             task_queue=self.task_queue,
             start_signal="desire",
             start_signal_args=[desired],
         )
 
     async def update(self, name: str) -> bool:
-        handle = self.client.get_workflow_handle(
-            v.workflow_id(self.run.namespace, self.run.name, self.run.uid)
-        )
+        handle = self.client.get_workflow_handle(self.workflow_id)
         return bool(await handle.execute_update(name, result_type=bool))
 
     async def settled(self, revision: int | None = None) -> dict[str, Any]:
@@ -202,8 +202,11 @@ async def saga(env: WorkflowEnvironment) -> AsyncIterator[Saga]:
         workflows=[WorkflowRunController],
         activities=activities.all(),
     ):
-        yield built
-        activities.release.set()
+        try:
+            yield built
+        finally:
+            activities.release.set()
+            await end_when_idle(built.client, built.workflow_id)
 
 
 def step(status: dict[str, Any], name: str) -> dict[str, Any]:

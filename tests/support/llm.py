@@ -29,6 +29,14 @@ test can prove it received the first token before the last one existed. A stream
 client goes away before `[DONE]` is counted in `cancelled` (and sets `cancelled_event`):
 that is what an inference server sees when plnt stops a generation.
 
+`go_down_between_probes()` takes a `threaded_llm` down at a moment no probe straddles: the
+next `GET /metrics` (the last request of a vLLM backend's probe) closes the listening socket
+before it answers, and answers with `Connection: close`, so the probe it ends saw the
+server up and every later one is refused a connection. A server stopped at an arbitrary
+moment would, now and then, fail a probe half-way (its `/metrics` after its `/v1/models`
+answered) or on a kept-alive connection the shutdown closed, each of which is another
+status and another Event than a server that is simply down.
+
 `serving_llm(token)` runs it in this event loop; `threaded_llm(token)` runs it on its own
 loop in a thread, for synchronous tests that drive plnt through subprocesses.
 """
@@ -40,7 +48,7 @@ import contextlib
 import json
 import re
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +75,17 @@ class LLM:
     stream_usage: bool = True  # False: streams carry no usage, whatever the request asks
     tokenizer: bool = True  # False: /extras/tokenize/count answers 404
     tokenized: list[dict[str, Any]] = field(default_factory=list)  # its request bodies
+    going_down: threading.Event = field(default_factory=threading.Event)  # see the docstring
+    down: threading.Event = field(default_factory=threading.Event)  # the listener is closed
+    close_listener: Callable[[], Awaitable[None]] | None = None  # set by `serving_llm`
+
+    def go_down_between_probes(self, timeout: float = 30.0) -> None:
+        """Close the listener right after the next probe's last request (module
+        docstring); returns once it is closed. Only for a `threaded_llm` (another thread
+        calls this)."""
+        self.going_down.set()
+        if not self.down.wait(timeout):
+            raise AssertionError(f"no probe asked for /metrics within {timeout} s")
 
     @property
     def root(self) -> str:
@@ -188,7 +207,13 @@ def _app(token: str | None, prefix: str, llm: LLM) -> web.Application:
     async def metrics(request: web.Request) -> web.Response:
         if llm.load is None and llm.kv_cache is None:
             return web.Response(status=404, text="404: Not Found")
-        return web.Response(text=_metrics(llm.load, llm.kv_cache), content_type="text/plain")
+        response = web.Response(text=_metrics(llm.load, llm.kv_cache), content_type="text/plain")
+        if llm.going_down.is_set() and not llm.down.is_set():
+            assert llm.close_listener is not None
+            await llm.close_listener()
+            response.force_close()  # answered with `Connection: close`, never reused
+            llm.down.set()
+        return response
 
     async def dcgm(request: web.Request) -> web.Response:
         if llm.gpus is None:
@@ -310,6 +335,13 @@ async def serving_llm(
     server = TestServer(_app(token, prefix, llm), host="127.0.0.1", port=port)
     await server.start_server()
     llm.url = str(server.make_url("/v1"))
+
+    async def close_listener() -> None:
+        assert server.runner is not None
+        for site in list(server.runner.sites):
+            await site.stop()  # closes the socket at once: new connections are refused
+
+    llm.close_listener = close_listener
     try:
         yield llm
     finally:

@@ -78,10 +78,23 @@ def test_the_timeline_advances_step_by_step_during_a_deploy_without_a_reload(
     ref, digest = publish(stack, "ui-held", text=held_workflow(hold.url + "/hold"))
     page = ui.open(browser, f"/ns/{namespace}/runs")
     following(page, "#runs-body")
+    page.evaluate(
+        "window.plntUpdates = 0;"
+        "document.addEventListener('plnt:updated', () => { window.plntUpdates += 1; })"
+    )
     apply(kubectl, namespace, workflowrun("held", ref, digest))
     row = page.locator('tr[data-run="held"]')
     expect(row).to_be_visible(timeout=10_000)  # the Runs page follows its watch
-    row.get_by_role("link", name="held").click()
+    link = row.get_by_role("link", name="held")
+    # A live update changes the row in place: the link under the pointer stays the same
+    # element, so a click across an update (mousedown before it, mouseup after) still
+    # navigates. A replaced link would lose it, and no navigation would ever come.
+    link.evaluate("a => { a.plntKept = true; }")
+    updates = page.evaluate("window.plntUpdates")
+    kubectl.run("annotate", "-n", namespace, "wfr/held", "test.plnt.work/touched=yes")
+    page.wait_for_function(f"window.plntUpdates > {updates}", timeout=10_000)
+    assert link.evaluate("a => a.plntKept === true")
+    link.click()
     page.wait_for_url(f"**/ns/{namespace}/runs/held")
     following(page, "[data-live]")
     page.evaluate("window.plntSamePage = true")

@@ -173,6 +173,18 @@ def test_each_backend_lists_its_recent_events_newest_first_with_count_and_age() 
     assert found["gpu-b"][0].last_seen == "2m00s"
 
 
+def test_a_backends_events_of_the_same_second_list_the_one_created_later_first() -> None:
+    same_second = "2025-01-01T12:00:05Z"
+    found = views.backend_events(
+        [
+            backend_event("gpu-a", "BackendReachable", same_second),
+            backend_event("gpu-a", "BackendUnreachable", same_second),
+        ],
+        NOW,
+    )
+    assert [e.reason for e in found["gpu-a"]] == ["BackendUnreachable", "BackendReachable"]
+
+
 def test_a_backends_events_are_cut_to_the_most_recent_and_series_counts_win() -> None:
     events = [
         backend_event("gpu-a", f"R{i}", f"2025-01-01T12:00:0{i}Z") for i in range(8)

@@ -21,6 +21,36 @@ function parse(html) {
   return inTable ? template.content.querySelector("tbody").childNodes : template.content.childNodes;
 }
 
+// A live update changes the page in place, node by node, where the new HTML has the same
+// shape: an element a user is clicking stays the same element. Replacing a whole table
+// body on each watch event would detach the link under the pointer between mousedown and
+// mouseup, and the click would be lost (no navigation).
+function sameShape(old, fresh) {
+  return old.nodeType === fresh.nodeType && old.nodeName === fresh.nodeName
+    && (old.nodeType !== Node.ELEMENT_NODE || old.id === fresh.id);
+}
+
+function morph(old, fresh) {
+  if (old.nodeType !== Node.ELEMENT_NODE) {
+    if (old.nodeValue !== fresh.nodeValue) old.nodeValue = fresh.nodeValue;
+    return;
+  }
+  if (old.isEqualNode(fresh)) return;
+  for (const { name } of [...old.attributes]) if (!fresh.hasAttribute(name)) old.removeAttribute(name);
+  for (const { name, value } of fresh.attributes) if (old.getAttribute(name) !== value) old.setAttribute(name, value);
+  morphChildren(old, fresh.childNodes);
+}
+
+function morphChildren(target, freshNodes) {
+  const fresh = [...freshNodes];
+  const old = [...target.childNodes];
+  if (old.length !== fresh.length || !old.every((node, i) => sameShape(node, fresh[i]))) {
+    target.replaceChildren(...fresh);
+    return;
+  }
+  old.forEach((node, i) => morph(node, fresh[i]));
+}
+
 function follow(element) {
   const source = new EventSource(element.dataset.live);
   source.onopen = () => { element.dataset.following = "open"; };
@@ -29,7 +59,7 @@ function follow(element) {
     for (const id of message.clear ?? []) document.getElementById(id)?.replaceChildren();
     for (const [id, html] of Object.entries(message.replace ?? {})) {
       const target = document.getElementById(id);
-      if (target) target.replaceChildren(...parse(html));
+      if (target) morphChildren(target, parse(html));
     }
     for (const [id, html] of Object.entries(message.prepend ?? {})) {
       const target = document.getElementById(id);
