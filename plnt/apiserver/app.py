@@ -227,7 +227,7 @@ def build_app(
         pki.ensure_pki(Path(settings.pki_dir), extra_sans=settings.extra_sans)
     limiter = inflight.InFlightLimiter.from_limits(settings.limits)
     app = web.Application(
-        middlewares=middleware.chain(limiter),
+        middlewares=[middleware.pipeline(limiter)],
         client_max_size=settings.max_request_body_bytes + 1,
     )
     app[keys.SETTINGS] = settings
