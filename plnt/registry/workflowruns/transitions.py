@@ -2,7 +2,8 @@
 
 Pure rules from a stored `Change` to `Transition`s; the Event recorder applies them,
 after the answer, to every change `ResourceStore.after_write` hands it, so a transition
-reads the same whether POST, PUT, PATCH, apply, `/scale`, `/rollback` or DELETE made it. In the order they are recorded:
+reads the same whether POST, PUT, PATCH, apply, `/scale`, `/rollback` or DELETE made it.
+In the order they are recorded:
 
 * `Accepted` on create;
 * `RollbackRequested` when the write is a rollback (its rollback-generation annotation
