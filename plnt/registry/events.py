@@ -149,8 +149,8 @@ class EventStrategy(Strategy):
     def validate_semantics(self, obj: Object) -> list[Cause]:
         return eventrules.causes(obj)
 
-    def canonicalize(self, obj: Object) -> None:
-        super().canonicalize(obj)
+    def canonicalize(self, obj: Object, canonical: Object | None = None) -> None:
+        super().canonicalize(obj, canonical)
         eventrules.normalise_times(obj)
 
 
