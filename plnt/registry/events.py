@@ -353,7 +353,8 @@ class EventRecorder:
                 log.info("event %s not recorded: %s", event["reason"], error)
             else:
                 log.exception("could not record event %s", event["reason"])
-            if creation:
+            refused = isinstance(error, errors.APIError) and error.code < 500
+            if creation and not refused:  # a refusal would be refused again
                 self.creation_failures += 1
                 if self.on_creation_failure is not None:
                     self.on_creation_failure()
