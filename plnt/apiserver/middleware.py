@@ -46,9 +46,9 @@ def pipeline(limiter: inflight.InFlightLimiter) -> Middleware:
     One frame instead of six nested ones, because the request path is CPU-bound and each
     awaited layer costs a coroutine, a frame and an exception path per request. It
     awaits only where a step must wait: authentication of a connection not seen before
-    (or of a token or front-proxy identity), an authorizer that has to ask (a policy, a
-    SubjectAccessReview; `system:masters` and the health paths are decided in place), and
-    the handler.
+    (or of a token or front-proxy identity), an authorizer that has to ask (a
+    SubjectAccessReview; `system:masters`, the health paths and the standalone policy
+    are decided in place, `authz.decide_now`), and the handler.
     """
 
     @web.middleware
