@@ -27,7 +27,7 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import pydantic
 import yaml
@@ -167,9 +167,10 @@ def decide_now(authorizer: Authorizer, attributes: Attributes) -> tuple[Decision
     """
     if isinstance(authorizer, UnionAuthorizer):
         return authorizer.decide_now(attributes)
-    if isinstance(authorizer, ImmediateAuthorizer):
-        return authorizer.decide(attributes)
-    return None
+    # Not isinstance(…, ImmediateAuthorizer): a runtime protocol check walks the
+    # protocol's attributes on every call, more than the decision itself costs.
+    decide = getattr(authorizer, "decide", None)
+    return None if decide is None else cast(ImmediateAuthorizer, authorizer).decide(attributes)
 
 
 class PolicyError(Exception):
@@ -306,6 +307,14 @@ class UnionAuthorizer:
 
     def __init__(self, authorizers: Sequence[Authorizer]) -> None:
         self._authorizers = tuple(authorizers)
+        # The leading authorizers that decide in place, found once (see `decide_now`).
+        leading: list[ImmediateAuthorizer] = []
+        for authorizer in self._authorizers:
+            if not isinstance(authorizer, ImmediateAuthorizer):
+                break
+            leading.append(authorizer)
+        self._immediate = tuple(leading)
+        self._all_immediate = len(leading) == len(self._authorizers)
 
     async def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
         reasons: list[str] = []
@@ -330,14 +339,14 @@ class UnionAuthorizer:
         """`authorize`'s answer when the authorizers up to the deciding one are all
         immediate; None when one that must be awaited would be asked."""
         reasons: list[str] = []
-        for authorizer in self._authorizers:
-            if not isinstance(authorizer, ImmediateAuthorizer):
-                return None
+        for authorizer in self._immediate:
             decision, reason = authorizer.decide(attributes)
             if decision is not Decision.NO_OPINION:
                 return decision, reason
             if reason:
                 reasons.append(reason)
+        if not self._all_immediate:
+            return None
         return Decision.DENY, "; ".join(reasons)
 
     def rules_for(self, user: authn.UserInfo, namespace: str) -> Rules:
