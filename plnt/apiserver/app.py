@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import ssl
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -30,6 +31,7 @@ from plnt.apiserver import (
     peers,
     pki,
     resources,
+    retrying,
     tlsconfig,
 )
 from plnt.apiserver import (
@@ -57,6 +59,8 @@ from plnt.storage.cache import CachedStore
 from plnt.storage.etcd import EtcdStore
 from plnt.storage.interface import Store
 from plnt.storage.memory import MemoryStore
+
+log = logging.getLogger("plnt.apiserver")
 
 
 def build_authenticator(settings: settings_module.ServerSettings) -> authn.Authenticator:
@@ -122,10 +126,14 @@ def _storage_context(
                 }
             app[keys.STORES] = stores
             recorder = events.EventRecorder.for_stores(stores, writer=app[keys.EVENT_WRITER])
+            app[keys.EVENT_RECORDER] = recorder
             async with tasks.running(recorder.run(), name="event recorder"):
+                recovery = _creation_event_recovery(recorder, stores)
+                recovery.start()
                 try:
                     yield
                 finally:
+                    await recovery.close()
                     with contextlib.suppress(TimeoutError):
                         async with asyncio.timeout(5):
                             await recorder.flush()
@@ -135,6 +143,33 @@ def _storage_context(
             await etcd.close()
 
     return context
+
+
+def _creation_event_recovery(
+    recorder: events.EventRecorder, stores: dict[tuple[str, str], ResourceStore]
+) -> retrying.RetryLoop:
+    """The retry pass of creation Events (WorkflowRun's `Accepted`): at start-up, record
+    those a previous process acknowledged but died before writing; later, those whose
+    write failed (see docs/observability.md, "Events")."""
+
+    async def converge() -> None:
+        queued = await recorder.record_missing_creation_events(stores)
+        if queued:
+            log.info("recording %d creation events a previous run did not write", queued)
+
+    async def retry() -> bool:
+        await recorder.record_missing_creation_events(stores)
+        await recorder.flush()
+        return recorder.creation_failures == 0
+
+    loop = retrying.RetryLoop(
+        "creation events",
+        converge=converge,
+        retry=retry,
+        pending=lambda: recorder.creation_failures > 0,
+    )
+    recorder.on_creation_failure = loop.wake
+    return loop
 
 
 def _resource_store(
@@ -228,7 +263,7 @@ def build_app(
         pki.ensure_pki(Path(settings.pki_dir), extra_sans=settings.extra_sans)
     limiter = inflight.InFlightLimiter.from_limits(settings.limits)
     app = web.Application(
-        middlewares=middleware.chain(limiter),
+        middlewares=[middleware.pipeline(limiter)],
         client_max_size=settings.max_request_body_bytes + 1,
     )
     app[keys.SETTINGS] = settings

@@ -27,7 +27,7 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import pydantic
 import yaml
@@ -151,6 +151,28 @@ class Authorizer(Protocol):
     async def authorize(self, attributes: Attributes) -> tuple[Decision, str]: ...
 
 
+@runtime_checkable
+class ImmediateAuthorizer(Protocol):
+    """An authorizer that never waits: its decision is a function of the attributes."""
+
+    def decide(self, attributes: Attributes) -> tuple[Decision, str]: ...
+
+
+def decide_now(authorizer: Authorizer, attributes: Attributes) -> tuple[Decision, str] | None:
+    """The authorizer's decision when it can be had without awaiting, else None.
+
+    The request path is CPU-bound, and most requests come from `system:masters` (the
+    admin certificate, the front proxy's controllers) or probe the health paths: a
+    union whose leading authorizers decide in place answers those with no coroutine.
+    """
+    if isinstance(authorizer, UnionAuthorizer):
+        return authorizer.decide_now(attributes)
+    # Not isinstance(…, ImmediateAuthorizer): a runtime protocol check walks the
+    # protocol's attributes on every call, more than the decision itself costs.
+    decide = getattr(authorizer, "decide", None)
+    return None if decide is None else cast(ImmediateAuthorizer, authorizer).decide(attributes)
+
+
 class PolicyError(Exception):
     """A policy file cannot be read or does not validate."""
 
@@ -246,6 +268,9 @@ class AlwaysAllowPathsAuthorizer:
         self._paths = tuple(paths)
 
     async def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
+        return self.decide(attributes)
+
+    def decide(self, attributes: Attributes) -> tuple[Decision, str]:
         if not attributes.resource_request and _path_matches(attributes.path, self._paths):
             return Decision.ALLOW, ""
         return Decision.NO_OPINION, ""
@@ -262,6 +287,9 @@ class AlwaysAllowGroupsAuthorizer:
         self._groups = frozenset(groups)
 
     async def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
+        return self.decide(attributes)
+
+    def decide(self, attributes: Attributes) -> tuple[Decision, str]:
         if self._groups.intersection(attributes.user.groups):
             return Decision.ALLOW, ""
         return Decision.NO_OPINION, ""
@@ -279,6 +307,14 @@ class UnionAuthorizer:
 
     def __init__(self, authorizers: Sequence[Authorizer]) -> None:
         self._authorizers = tuple(authorizers)
+        # The leading authorizers that decide in place, found once (see `decide_now`).
+        leading: list[ImmediateAuthorizer] = []
+        for authorizer in self._authorizers:
+            if not isinstance(authorizer, ImmediateAuthorizer):
+                break
+            leading.append(authorizer)
+        self._immediate = tuple(leading)
+        self._all_immediate = len(leading) == len(self._authorizers)
 
     async def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
         reasons: list[str] = []
@@ -297,6 +333,20 @@ class UnionAuthorizer:
                 reasons.append(reason)
         if failures:
             raise AuthorizerError("; ".join(failures))
+        return Decision.DENY, "; ".join(reasons)
+
+    def decide_now(self, attributes: Attributes) -> tuple[Decision, str] | None:
+        """`authorize`'s answer when the authorizers up to the deciding one are all
+        immediate; None when one that must be awaited would be asked."""
+        reasons: list[str] = []
+        for authorizer in self._immediate:
+            decision, reason = authorizer.decide(attributes)
+            if decision is not Decision.NO_OPINION:
+                return decision, reason
+            if reason:
+                reasons.append(reason)
+        if not self._all_immediate:
+            return None
         return Decision.DENY, "; ".join(reasons)
 
     def rules_for(self, user: authn.UserInfo, namespace: str) -> Rules:
@@ -465,6 +515,9 @@ class PolicyAuthorizer:
         return cls(load_policy(path))
 
     async def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
+        return self.decide(attributes)
+
+    def decide(self, attributes: Attributes) -> tuple[Decision, str]:
         for rule in self._policy.rules:
             if rule.allows(attributes):
                 return Decision.ALLOW, ""

@@ -20,7 +20,7 @@ from plnt.apiserver.metrics import Metrics
 from plnt.apiserver.peers import Peers
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.apiserver.settings import ServerSettings
-from plnt.registry.events import EventWriter
+from plnt.registry.events import EventRecorder, EventWriter
 from plnt.registry.store import ResourceStore
 from plnt.sagas.control import DeployControl
 from plnt.storage.interface import Store
@@ -30,6 +30,8 @@ STORAGE = web.AppKey("storage", Store)
 STORES = web.AppKey("stores", dict[tuple[str, str], ResourceStore])
 EVENT_WRITER: web.AppKey[EventWriter | None] = web.AppKey("event_writer")
 """Where Events go in a cluster (the cluster's Events); None: plnt's own store."""
+EVENT_RECORDER = web.AppKey("event_recorder", EventRecorder)
+"""The recorder of the stores' transition Events (set once storage is up)."""
 AUTHENTICATOR = web.AppKey("authenticator", authn.Authenticator)
 AUTHORIZER = web.AppKey("authorizer", authz.Authorizer)
 METRICS = web.AppKey("metrics", Metrics)

@@ -12,7 +12,8 @@ or updates through the same two) all run:
 4. the strategy's prepare (server fields cleared on create, with a new uid,
    creationTimestamp and generated name; status or spec kept on update);
 5. validation (ObjectMeta's rules, the structural schema and the kind's rules, every
-   error at once: 422), warnings and canonicalisation;
+   error at once: 422), warnings and canonicalisation, the schema's defaults taken
+   from the same pydantic pass that validated (`Strategy.check`);
 6. managedFields (`plnt.registry.managedfields`), unless server-side apply set them.
 
 Pure functions of a definition and objects, no storage: the store runs its admission
@@ -271,18 +272,18 @@ def validate(definition: ResourceDefinition, obj: Object, old: Object | None) ->
         causes = metavalidation.validate_create(
             meta, namespaced=definition.namespaced, name_rule=strategy.name_rule
         )
-        causes += strategy.validate(obj)
     else:
         causes = metavalidation.validate_update(
             meta, old.get("metadata", {}), namespaced=definition.namespaced
         )
-        causes += strategy.validate_update(obj, old)
+    checked = strategy.check(obj, old)  # the causes and the canonical body, one pass
+    causes += checked.causes
     if causes:
         raise errors.Invalid.of(definition.qualified_kind, name, _unique(causes))
     old_meta = old.get("metadata", {}) if old is not None else None
     warnings = metavalidation.finalizer_warnings(meta, old_meta) + strategy.warnings(obj)
     try:
-        strategy.canonicalize(obj)
+        strategy.canonicalize(obj, checked.canonical)
     except pydantic.ValidationError as error:  # a strategy changed what it had validated
         found = [
             errors.Cause(c.reason, c.message, c.field)

@@ -15,6 +15,7 @@ Event back sees what it would see from kube-apiserver, whatever precision it sen
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC
 from typing import Any
 
@@ -92,7 +93,10 @@ def causes(obj: Object) -> list[Cause]:
     return found
 
 
+@functools.lru_cache(maxsize=256)
 def _normalised(text: str, *, micro: bool) -> str:
+    """`text` at the precision kube keeps. Remembered: the recorder stamps every Event of
+    one second with the same text, and parsing it again was a fifth of an Event's write."""
     moment = parse_time(text)
     if moment is None:
         return text  # not a time: the schema's rules answer for it

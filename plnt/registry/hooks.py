@@ -18,7 +18,8 @@ store when it is built, so the store never calls back into a subclass:
 * `AfterWrite` runs once after each write that reached storage (never a dry run),
   before the answer, whatever HTTP path made it: create, update (PUT, PATCH, apply,
   `/scale`, `/rollback`, the last finalizer removed) and delete (marked or removed).
-  The store first records the kind's transition Events, then calls its after-write
+  The store first hands the change to its Event sink (the kind's transition Events,
+  derived and written after the answer), then calls its after-write
   hooks in order. A hook cannot undo the write; what it wants the client to know it
   returns as warnings, which the store adds to the write's result (`WriteResult.warnings`,
   or the `warnings` list a delete is given). The API server's WorkflowRun deploy hooks

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pydantic
@@ -74,6 +75,19 @@ def _integral_float(error: Any) -> bool:
     return error.get("type") == "int_type" and isinstance(value, float) and value.is_integer()
 
 
+def _wire(model: pydantic.BaseModel) -> Object:
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """What one validation pass found: the causes, or (none found) the canonical body,
+    without metadata: schema defaults applied, nulls dropped, as it is stored."""
+
+    causes: list[Cause]
+    canonical: Object | None = None
+
+
 class Strategy:
     """Default Kubernetes behaviour for a resource with a status subresource."""
 
@@ -83,7 +97,6 @@ class Strategy:
     def __init__(self, *, model: type[pydantic.BaseModel], has_status: bool = True) -> None:
         self.model = model
         self.has_status = has_status
-        self._validated: tuple[Object, pydantic.BaseModel] | None = None
 
     # --- prepare ---------------------------------------------------------------
 
@@ -125,32 +138,49 @@ class Strategy:
 
     # --- validate ----------------------------------------------------------------
 
+    def check(self, obj: Object, old: Object | None = None) -> Checked:
+        """`validate`'s causes (`validate_update`'s, given `old`) and, when there are
+        none, the canonical body `canonicalize` stores: one pydantic pass for both."""
+        checked = self.check_schema(obj)
+        causes = checked.causes
+        causes.extend(self.validate_semantics(obj))
+        if old is not None:
+            causes.extend(self.validate_transition(obj, old))
+        return Checked(causes, None if causes else checked.canonical)
+
     def validate(self, obj: Object) -> list[Cause]:
         """The structural schema (strictly typed, metadata aside) and the kind's own rules."""
-        causes = self.schema_causes(obj)
-        causes.extend(self.validate_semantics(obj))
-        return causes
+        return self.check(obj).causes
 
-    def schema_causes(self, obj: Object) -> list[Cause]:
-        """Every schema error of the body without metadata, as a custom resource's are told."""
-        self._validated = None
+    def check_schema(self, obj: Object) -> Checked:
+        """Every schema error of the body without metadata, as a custom resource's are
+        told; without errors, the body with the schema's defaults and without nulls.
+
+        The canonical body comes from the very model validation built (its dump), so a
+        write validates its body once, not once to judge it and again to default it.
+        """
         body = _without_metadata(obj)
         try:
             model = self.model.model_validate(body, strict=True)
         except pydantic.ValidationError as error:
             kept = [e for e in error.errors(include_url=False) if not _integral_float(e)]
             if kept:
-                return [
-                    Cause(reason=c.reason, message=c.message, field=c.field)
-                    for c in fieldcauses.error_causes(kept, model=self.model)
-                ]
+                return Checked(
+                    [
+                        Cause(reason=c.reason, message=c.message, field=c.field)
+                        for c in fieldcauses.error_causes(kept, model=self.model)
+                    ]
+                )
             model = self.model.model_validate(body)  # only integral floats: read as integers
-        self._validated = (obj, model)
-        return []
+        return Checked([], _wire(model))
+
+    def schema_causes(self, obj: Object) -> list[Cause]:
+        """Every schema error of the body without metadata (see `check_schema`)."""
+        return self.check_schema(obj).causes
 
     def validate_update(self, obj: Object, old: Object) -> list[Cause]:
         """Validation of an update: the object's rules plus immutability rules."""
-        return self.validate(obj) + self.validate_transition(obj, old)
+        return self.check(obj, old).causes
 
     def validate_semantics(self, obj: Object) -> list[Cause]:
         """Kind-specific rules the schema cannot express; override per kind."""
@@ -173,21 +203,20 @@ class Strategy:
         del obj
         return []
 
-    def canonicalize(self, obj: Object) -> None:
+    def canonicalize(self, obj: Object, canonical: Object | None = None) -> None:
         """Apply schema defaults and drop explicit nulls, as defaulting does for CRDs.
 
-        Runs after validation passed, so the model accepts the object; metadata is
-        left exactly as sent. Should it not (a strategy changed the object after
-        validating it), pydantic's error is raised for `admitting` to answer 422.
+        `canonical` is the body `check` made of this very object; without it the
+        schema is applied here. Metadata is left exactly as sent, and keys already in
+        `obj` keep their place. Should the model not accept the object (a strategy
+        changed it after validating it), pydantic's error is raised for `admitting` to
+        answer 422.
         """
-        # The model `validate` just built for this very object, if any (writes run
-        # validate then canonicalize with nothing in between): one pydantic pass, not two.
-        memo, self._validated = self._validated, None
-        if memo is not None and memo[0] is obj:
-            model = memo[1]
-        else:
-            model = self.model.model_validate(_without_metadata(obj))
-        wire = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+        wire = (
+            canonical
+            if canonical is not None
+            else _wire(self.model.model_validate(_without_metadata(obj)))
+        )
         for key in list(obj):
             if key not in ("metadata", "apiVersion", "kind") and key not in wire:
                 del obj[key]

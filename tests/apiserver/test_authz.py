@@ -110,42 +110,50 @@ def test_forbidden_details_name_the_plural_resource_as_kind() -> None:
 # --- the default standalone chain ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("attributes", "decision"),
-    [
-        (resource(ADMIN, "delete", "plntbackends", name="b"), Decision.ALLOW),
-        (path(ADMIN, "/metrics"), Decision.ALLOW),
-        (resource(ALICE, "list", "workflowruns"), Decision.ALLOW),
-        (resource(ALICE, "watch", "events", group=""), Decision.ALLOW),
-        (resource(ALICE, "get", "workflowruns", name="x", subresource="status"), Decision.ALLOW),
-        (resource(ALICE, "create", "workflowruns"), Decision.DENY),
-        (resource(ALICE, "create", "workflowruns", name="x", subresource="invoke"), Decision.DENY),
-        (
-            resource(INVOKER, "create", "workflowruns", name="x", subresource="invoke"),
-            Decision.ALLOW,
-        ),
-        (
-            resource(INVOKER, "create", "workflowruns", name="x", subresource="rollback"),
-            Decision.DENY,
-        ),
-        (resource(INVOKER, "get", "workflowruns", name="x"), Decision.DENY),
-        (path(NOBODY, "/apis"), Decision.ALLOW),
-        (path(NOBODY, "/apis/plnt.work/v1"), Decision.ALLOW),
-        (path(NOBODY, "/openapi/v3"), Decision.ALLOW),
-        (path(NOBODY, "/version"), Decision.ALLOW),
-        (path(NOBODY, "/apis", verb="post"), Decision.DENY),
-        (path(NOBODY, "/metrics"), Decision.DENY),
-        (resource(NOBODY, "list", "workflowruns"), Decision.DENY),
-        (path(UserInfo(name="anonymous"), "/healthz"), Decision.ALLOW),
-        (path(UserInfo(name="anonymous"), "/readyz"), Decision.ALLOW),
-        (path(UserInfo(name="anonymous"), "/healthz/etcd"), Decision.DENY),
-        (path(UserInfo(name="anonymous"), "/apis"), Decision.DENY),
-    ],
-)
+STANDALONE_CASES = [
+    (resource(ADMIN, "delete", "plntbackends", name="b"), Decision.ALLOW),
+    (path(ADMIN, "/metrics"), Decision.ALLOW),
+    (resource(ALICE, "list", "workflowruns"), Decision.ALLOW),
+    (resource(ALICE, "watch", "events", group=""), Decision.ALLOW),
+    (resource(ALICE, "get", "workflowruns", name="x", subresource="status"), Decision.ALLOW),
+    (resource(ALICE, "create", "workflowruns"), Decision.DENY),
+    (resource(ALICE, "create", "workflowruns", name="x", subresource="invoke"), Decision.DENY),
+    (
+        resource(INVOKER, "create", "workflowruns", name="x", subresource="invoke"),
+        Decision.ALLOW,
+    ),
+    (
+        resource(INVOKER, "create", "workflowruns", name="x", subresource="rollback"),
+        Decision.DENY,
+    ),
+    (resource(INVOKER, "get", "workflowruns", name="x"), Decision.DENY),
+    (path(NOBODY, "/apis"), Decision.ALLOW),
+    (path(NOBODY, "/apis/plnt.work/v1"), Decision.ALLOW),
+    (path(NOBODY, "/openapi/v3"), Decision.ALLOW),
+    (path(NOBODY, "/version"), Decision.ALLOW),
+    (path(NOBODY, "/apis", verb="post"), Decision.DENY),
+    (path(NOBODY, "/metrics"), Decision.DENY),
+    (resource(NOBODY, "list", "workflowruns"), Decision.DENY),
+    (path(UserInfo(name="anonymous"), "/healthz"), Decision.ALLOW),
+    (path(UserInfo(name="anonymous"), "/readyz"), Decision.ALLOW),
+    (path(UserInfo(name="anonymous"), "/healthz/etcd"), Decision.DENY),
+    (path(UserInfo(name="anonymous"), "/apis"), Decision.DENY),
+]
+
+
+@pytest.mark.parametrize(("attributes", "decision"), STANDALONE_CASES)
 async def test_standalone_chain_grants_admins_viewers_invokers_and_discovery(
     attributes: Attributes, decision: Decision
 ) -> None:
     assert (await authz.standalone_authorizer().authorize(attributes))[0] is decision
+
+
+@pytest.mark.parametrize(("attributes", "decision"), STANDALONE_CASES)
+def test_the_standalone_chain_decides_in_place_as_it_authorizes(
+    attributes: Attributes, decision: Decision
+) -> None:
+    # The request pipeline asks `decide_now` first: no coroutine for these authorizers.
+    assert authz.decide_now(authz.standalone_authorizer(), attributes) == (decision, "")
 
 
 async def test_a_denial_by_the_default_chain_carries_no_reason_so_the_message_is_kubes() -> None:
@@ -292,6 +300,24 @@ async def test_union_denies_when_nobody_has_an_opinion_and_joins_their_reasons()
     )
 
     assert await union.authorize(path(NOBODY, "/x")) == (Decision.DENY, "webhook unreachable")
+
+
+def test_a_union_decides_in_place_only_until_an_authorizer_that_must_be_awaited() -> None:
+    union = authz.UnionAuthorizer(
+        [
+            authz.AlwaysAllowGroupsAuthorizer(),
+            authz.AlwaysAllowPathsAuthorizer(),
+            Canned(Decision.ALLOW),
+        ]
+    )
+
+    assert authz.decide_now(union, resource(ADMIN, "create", "workflowruns")) == (
+        Decision.ALLOW,
+        "",
+    )
+    assert authz.decide_now(union, path(NOBODY, "/healthz")) == (Decision.ALLOW, "")
+    assert authz.decide_now(union, resource(NOBODY, "create", "workflowruns")) is None
+    assert authz.decide_now(Canned(Decision.ALLOW), path(ADMIN, "/x")) is None
 
 
 class Failing:

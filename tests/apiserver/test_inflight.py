@@ -217,7 +217,12 @@ async def _ok(request: web.Request) -> web.StreamResponse:
 
 async def test_the_middleware_exempts_long_running_requests_and_health_probes() -> None:
     limiter = InFlightLimiter(read_only=1, mutating=1)
-    limit = middleware.max_in_flight_middleware(limiter)
+
+    async def limit(request: web.Request, handler: middleware.Handler) -> web.StreamResponse:
+        info = request[keys.REQUEST_INFO]
+        with middleware.in_flight_slot(limiter, request, info, request[keys.USER]):
+            return await handler(request)
+
     release = asyncio.Event()
     seen_long_running: list[int] = []
 

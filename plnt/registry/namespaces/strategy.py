@@ -90,9 +90,9 @@ class NamespaceStrategy(Strategy):
         controller clears once the namespace is empty."""
         return super().deletion_held(obj) or bool(spec_finalizers(obj))
 
-    def canonicalize(self, obj: Object) -> None:
+    def canonicalize(self, obj: Object, canonical: Object | None = None) -> None:
         """Schema defaults, then the name label kube keeps equal to the name."""
-        super().canonicalize(obj)
+        super().canonicalize(obj, canonical)
         meta = obj["metadata"]
         labels = meta.get("labels")
         if not isinstance(labels, dict):

@@ -1,8 +1,9 @@
 """Which Events a change to a WorkflowRun deserves: every state transition is an Event.
 
-Pure rules from a stored `Change` to `Transition`s; `ResourceStore.after_write` records
-them, so a transition reads the same whether POST, PUT, PATCH, apply, `/scale`,
-`/rollback` or DELETE made it. In the order they are recorded:
+Pure rules from a stored `Change` to `Transition`s; the Event recorder applies them,
+after the answer, to every change `ResourceStore.after_write` hands it, so a transition
+reads the same whether POST, PUT, PATCH, apply, `/scale`, `/rollback` or DELETE made it.
+In the order they are recorded:
 
 * `Accepted` on create;
 * `RollbackRequested` when the write is a rollback (its rollback-generation annotation
