@@ -192,10 +192,11 @@ async def measure(
 
 def meter(*, server: int, etcd: int | None) -> cputime.Meter:
     """The processes of the API server benchmark, by the names its CPU rows use: the server
-    child (plnt's API server; the bare handler shares it), etcd, and this load generator."""
+    child (plnt's API server; the bare handler shares it) with its worker copies under
+    `--workers N`, etcd, and this load generator."""
     return cputime.Meter(
         [
-            cputime.Watched(SERVER, server),
+            cputime.Watched(SERVER, server, tree=True),
             cputime.Watched(ETCD, etcd),
             cputime.Watched(GENERATOR, os.getpid()),
         ]

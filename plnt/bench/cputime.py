@@ -105,6 +105,20 @@ def children_named(parent: int, name: str) -> list[int]:
     return [stat.pid for stat in all_stats() if stat.ppid == parent and stat.name == name]
 
 
+def children_running(parent: int, module: str) -> list[int]:
+    """The pids of `parent`'s children whose command line runs `module` (`-m MODULE`):
+    how the API server worker copies of `plnt up --workers N` are told from its other
+    children (etcd, the fork server)."""
+    found = []
+    for stat in all_stats():
+        if stat.ppid != parent:
+            continue
+        with contextlib.suppress(OSError):
+            if module.encode() in (PROC / str(stat.pid) / "cmdline").read_bytes().split(b"\0"):
+                found.append(stat.pid)
+    return found
+
+
 def listening_pid(port: int) -> int | None:
     """The process listening on TCP `port` (any address), found through its socket's inode
     in /proc/net/tcp{,6} and then among the fds /proc lets this user read; None if none.

@@ -76,6 +76,12 @@ class ProxySettings:
     sequential_duration: float = 3.0
     warmup: float = 0.5
     latency_ms: float = 0.0
+    workers: tuple[int, ...] = (1,)
+    """API server process counts (`--workers 1,2`): the whole benchmark runs once per count."""
+
+
+WORKERS_TARGET = 1.5
+"""Proxied chats/s two API server workers should reach against one."""
 
 
 @dataclass
@@ -228,8 +234,9 @@ async def publish(session: aiohttp.ClientSession, base: str, runner: str) -> Non
             raise harness.BenchError(f"status {NAME}: {response.status} {await response.text()}")
 
 
-async def bench(settings: ProxySettings, workdir: Path) -> ProxyResults:
-    """Start etcd, the server and a runner; measure proxy and direct, wide then one by one."""
+async def bench(settings: ProxySettings, workdir: Path, *, workers: int = 1) -> ProxyResults:
+    """Start etcd, the server (on `workers` processes) and a runner; measure proxy and
+    direct, wide then one by one."""
     paths = pki.ensure_pki(workdir / "pki")
     context = harness.client_ssl_context(
         ca_cert=paths.ca_cert, client_cert=paths.admin_cert, client_key=paths.admin_key
@@ -237,14 +244,16 @@ async def bench(settings: ProxySettings, workdir: Path) -> ProxyResults:
     pool = settings.concurrency
     async with (
         EtcdProcess(workdir / "etcd", unsafe_no_fsync=True) as etcd,
-        apiserver_running.running_server(etcd, workdir / "pki", cprofile=None) as server,
+        apiserver_running.running_server(
+            etcd, workdir / "pki", cprofile=None, workers=workers
+        ) as server,
         running_runner(settings.latency_ms) as (runner, runner_pid),
         harness.https_session(context, pool=pool) as api,
         http_session(pool=pool) as direct,
     ):
         meter = cputime.Meter(
             [
-                cputime.Watched(SERVER, server.child.process.pid),
+                cputime.Watched(SERVER, server.child.process.pid, tree=True),  # + its workers
                 cputime.Watched(RUNNER, runner_pid),
                 cputime.Watched(ETCD, etcd.pid),
                 cputime.Watched(GENERATOR, os.getpid()),
@@ -356,21 +365,64 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[ProxySettings, Path |
     p.add_argument("--sequential-duration", type=float, default=3.0, help="seconds at c=1")
     p.add_argument("--warmup", type=float, default=0.5, help="seconds before each phase")
     p.add_argument("--latency-ms", type=float, default=0.0, help="the echo backend's delay")
+    p.add_argument(
+        "--workers",
+        default="1",
+        help="API server processes, comma-separated counts run one after another (1,2)",
+    )
     p.add_argument("--json", type=Path, help="also write the results to this file")
     args = p.parse_args(argv)
+    try:
+        counts = tuple(int(count) for count in args.workers.split(","))
+    except ValueError:
+        p.error(f"--workers: {args.workers!r} is not a comma-separated list of counts")
+    if not counts or min(counts) < 1:
+        p.error("--workers: each count must be at least 1")
     settings = ProxySettings(
         concurrency=args.concurrency,
         duration=args.duration,
         sequential_duration=args.sequential_duration,
         warmup=args.warmup,
         latency_ms=args.latency_ms,
+        workers=counts,
     )
     return settings, args.json
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     settings, json_path = parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="plnt-bench-proxy-") as workdir:
-        results = asyncio.run(bench(settings, Path(workdir)))
-    reports.write(report(results, settings), as_json(results, settings), json_path)
+    runs: dict[int, ProxyResults] = {}
+    for count in settings.workers:
+        with tempfile.TemporaryDirectory(prefix="plnt-bench-proxy-") as workdir:
+            runs[count] = asyncio.run(bench(settings, Path(workdir), workers=count))
+    if len(runs) == 1:
+        results = next(iter(runs.values()))
+        reports.write(report(results, settings), as_json(results, settings), json_path)
+        return 0
+    lines: list[str] = []
+    for count, results in runs.items():
+        lines += [f"== --workers {count}", *report(results, settings)]
+    lines += worker_ratios(runs)
+    document = {
+        "workers": {str(count): as_json(results, settings) for count, results in runs.items()}
+    }
+    reports.write(lines, document, json_path)
     return 0
+
+
+def worker_ratios(runs: dict[int, ProxyResults]) -> list[str]:
+    """Proxied chats/s at every count against the first count's, each beside the direct
+    chats/s of the same run (the runner's ceiling moves with the load)."""
+    (first, baseline), *others = runs.items()
+    lines = [f"proxied chats/s against --workers {first} (target x{WORKERS_TARGET} at 2):"]
+    for count, results in others:
+        if baseline.proxy.rate == 0:
+            continue
+        ratio = results.proxy.rate / baseline.proxy.rate
+        miss = "  (below target)" if count == 2 * first and ratio < WORKERS_TARGET else ""
+        lines.append(
+            f"  chat --workers {count}: {results.proxy.rate:8.0f}/s vs "
+            f"{baseline.proxy.rate:8.0f}/s  x{ratio:.2f}{miss}; "
+            f"direct {results.direct.rate:.0f}/s vs {baseline.direct.rate:.0f}/s"
+        )
+    return lines

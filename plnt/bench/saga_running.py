@@ -44,6 +44,9 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "fanout.workflow.yaml"
 NAMESPACE = "bench-saga"
 READY = "plnt is ready"
+APIWORKER = "plnt.standalone.apiworker"
+"""The module `plnt up --workers N` runs its API server worker copies as (named, not
+imported: the benchmarks do not import the standalone composition)."""
 
 
 @dataclass
@@ -217,15 +220,18 @@ async def bench(settings: SagaBenchSettings, workdir: Path) -> saga.SagaResults:
 
 
 def invoke_meter(plnt_up: int, *, endpoint: str, floors: dict[str, int]) -> cputime.Meter:
-    """The invoke phases' processes: `plnt up` alone (its API server and in-process worker;
-    not its children), the runner behind `endpoint` (found by its listening port: the
+    """The invoke phases' processes: `plnt up` (its API server and in-process worker, and
+    under `--workers N` its API server worker children; not etcd or the fork server), the
+    runner behind `endpoint` (found by its listening port: the
     fork server started it), the etcd `plnt up` runs, each floor's proxy by its key, and
     this generator."""
     port = urllib.parse.urlsplit(endpoint).port
     runner = cputime.listening_pid(port) if port is not None else None
     etcd = cputime.children_named(plnt_up, "etcd")
+    copies = set(cputime.children_running(plnt_up, APIWORKER))
+    others = {stat.pid for stat in cputime.all_stats() if stat.ppid == plnt_up} - copies
     watched = [
-        cputime.Watched(saga.PLNT_UP, plnt_up),
+        cputime.Watched(saga.PLNT_UP, plnt_up, tree=True, prune=frozenset(others)),
         cputime.Watched(saga.RUNNER, runner),
         cputime.Watched(saga.ETCD, etcd[0] if etcd else None),
         cputime.Watched(saga.GENERATOR, os.getpid()),

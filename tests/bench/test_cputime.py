@@ -157,3 +157,18 @@ def test_a_row_without_a_floor_reading_or_a_target_says_so() -> None:
     assert "floor - ms, ratio - (no target)" in row.line()
     passing = cputime.CpuRow("c", plnt="p", plnt_ms=1.0, floor="f", floor_ms=2.0, target=1.0)
     assert passing.passed is True and "(target <= 1) PASS" in passing.line()
+
+
+def test_children_running_a_module_are_told_from_the_parents_other_children() -> None:
+    module = subprocess.Popen([sys.executable, "-m", "timeit", "-n", "1000000000", "pass"])
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        deadline = time.monotonic() + 30  # until the child has exec'd its module
+        while module.pid not in (found := cputime.children_running(os.getpid(), "timeit")):
+            assert time.monotonic() < deadline, "the timeit child never showed its module"
+        assert other.pid not in found, found
+        assert cputime.children_running(os.getpid(), "json.tool") == []
+    finally:
+        for child in (module, other):
+            child.kill()
+            child.wait()

@@ -46,3 +46,27 @@ def test_proxy_benchmark_completes_and_prints_each_target_line(tmp_path: Path) -
         assert results[phase]["ops"] > 0 and results[phase]["errors"] == 0, phase
         assert {"server", "runner", "etcd", "generator"} <= set(results[phase]["cpuMsPerRequest"])
     assert results["ttftP50Ms"]["proxy"] > 0 and results["ttftP50Ms"]["direct"] > 0
+
+
+def test_workers_are_a_list_of_counts_and_each_count_is_compared_with_the_first() -> None:
+    from plnt.bench import proxy
+
+    settings, _ = proxy.parse_args(["--workers", "1,2"])
+    assert settings.workers == (1, 2)
+    one, two = proxy.ProxyResults(), proxy.ProxyResults()
+    one.proxy.ops, one.proxy.elapsed, one.direct.ops, one.direct.elapsed = 100, 1.0, 300, 1.0
+    two.proxy.ops, two.proxy.elapsed, two.direct.ops, two.direct.elapsed = 130, 1.0, 290, 1.0
+    lines = proxy.worker_ratios({1: one, 2: two})
+    assert lines[0].startswith("proxied chats/s against --workers 1")
+    assert "x1.30  (below target)" in lines[1] and "direct 290/s vs 300/s" in lines[1], lines
+
+
+def test_a_worker_count_below_one_is_refused() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "plnt.bench", "proxy", "--workers", "1,0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
+    assert result.returncode == 2 and "--workers: each count must be at least 1" in result.stderr
