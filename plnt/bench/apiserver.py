@@ -332,11 +332,12 @@ async def wait_for_count(
 
 
 def cpu_seconds(pid: int | None = None) -> float:
-    """User + system CPU seconds of process `pid` (this process when None), from /proc."""
+    """User + system CPU seconds of process `pid` with its descendants (a server's worker
+    processes under `--workers N`), or of this process when None, from /proc."""
     if pid is None:
         times = os.times()
         return times.user + times.system
-    return cputime.cpu_seconds(pid) or 0.0
+    return cputime.Meter([cputime.Watched("tree", pid, tree=True)]).snapshot().get("tree", 0.0)
 
 
 def probes(buffered: bytes, data: bytes) -> tuple[list[tuple[int, int]], bytes]:

@@ -70,7 +70,7 @@ def up(
         ),
     ] = None,
     workers: Annotated[
-        int | None, typer.Option("--workers", envvar="PLNT_WORKERS", help=worker_count.HELP)
+        int | None, typer.Option("--workers", envvar="PLNT_WORKERS", help=worker_count.UP_HELP)
     ] = None,
     *,
     limits: LimitOptions,
@@ -82,7 +82,7 @@ def up(
     """
     from plnt.standalone import serving as standalone
 
-    count = worker_count.resolve(workers)
+    count = worker_count.resolve(workers, spare=1)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
 
     def ready(parts: standalone.Ready) -> None:

@@ -47,11 +47,15 @@ def test_the_flag_and_the_environment_set_the_count(recorded: list[int], tmp_pat
     assert recorded == [3, 3, 2, 2]
 
 
-def test_the_default_is_the_cpus_this_process_may_use(recorded: list[int], tmp_path: Path) -> None:
-    for argv in (["up", "--state-dir", str(tmp_path)], SERVE):
-        result = CliRunner().invoke(app, argv, env={"PLNT_WORKERS": None})
-        assert result.exit_code == 0, result.output
-    assert recorded == [cpus.available()] * 2
+def test_the_default_is_the_cpus_this_process_may_use_less_one_for_plnt_ups_neighbours(
+    recorded: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for available, expected_up in ((4, 3), (2, 1), (1, 1)):
+        monkeypatch.setattr(cpus, "available", lambda available=available: available)
+        for argv in (["up", "--state-dir", str(tmp_path)], SERVE):
+            result = CliRunner().invoke(app, argv, env={"PLNT_WORKERS": None})
+            assert result.exit_code == 0, result.output
+        assert recorded[-2:] == [expected_up, available], (available, recorded)
 
 
 @pytest.mark.parametrize("count", ["0", "-2"])
