@@ -78,6 +78,6 @@ CONNECTION_IDENTITIES: web.AppKey[weakref.WeakKeyDictionary[Any, authn.UserInfo 
 )
 """Who a connection's client certificate says it is, while the connection lives."""
 
-# Per-request storage, set by the middleware chain.
+# Per-request storage, set by the request pipeline (`middleware.pipeline`).
 REQUEST_INFO = web.RequestKey("request_info", RequestInfo)
 USER = web.RequestKey("user", authn.UserInfo)

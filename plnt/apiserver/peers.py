@@ -33,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,7 @@ from prometheus_client.registry import Collector
 
 from plnt.api import codec
 from plnt.apiserver import metrics
+from plnt.apiserver.backlogs import Backlog
 from plnt.apiserver.settings import WorkerSlot
 
 SCRAPE_SECONDS = 1.0
@@ -75,37 +75,6 @@ def socket_path(directory: Path, index: int) -> Path:
     return directory / f"worker-{index}.sock"
 
 
-class _Subscriber:
-    """One sibling reading a stream: its queued lines, never more than `capacity`."""
-
-    __slots__ = ("_wakeup", "capacity", "ended", "lines")
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.lines: deque[bytes] = deque()
-        self._wakeup = asyncio.Event()
-        self.ended = False
-
-    def push(self, line: bytes) -> bool:
-        if len(self.lines) >= self.capacity:
-            return False
-        self.lines.append(line)
-        self._wakeup.set()
-        return True
-
-    def end(self) -> None:
-        self.ended = True
-        self._wakeup.set()
-
-    async def take(self) -> list[bytes]:
-        while not self.lines and not self.ended:
-            self._wakeup.clear()
-            await self._wakeup.wait()
-        taken = list(self.lines)
-        self.lines.clear()
-        return taken
-
-
 class Stream:
     """A kind's items for the siblings: published here, received from theirs."""
 
@@ -115,7 +84,7 @@ class Stream:
         """Called with each item a sibling published (records it, publishes nothing)."""
         self._dropped = dropped
         self._backlog = backlog
-        self._subscribers: set[_Subscriber] = set()
+        self._subscribers: set[Backlog[bytes]] = set()
         self.subscribed: set[int] = set()
         """The siblings whose stream this worker reads now."""
 
@@ -134,8 +103,8 @@ class Stream:
         return len(self._subscribers)
 
     @contextlib.contextmanager
-    def _attached(self) -> Iterator[_Subscriber]:
-        subscriber = _Subscriber(self._backlog)
+    def _attached(self) -> Iterator[Backlog[bytes]]:
+        subscriber: Backlog[bytes] = Backlog(self._backlog)
         self._subscribers.add(subscriber)
         try:
             yield subscriber

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from plnt.apiserver import connections
+from plnt.apiserver import connections, keys
 
 
 class ServingError(Exception):
@@ -52,13 +52,14 @@ async def listening(
     ssl_context: ssl.SSLContext,
     shutdown_timeout: float,
     handler_cancellation: bool = False,
-    reuse_port: bool = False,
 ) -> AsyncIterator[str]:
     """Serve `application` (from `app.build_app`) over HTTPS on `host:port` while the block
     runs; yields the server's URL.
 
-    `reuse_port`: bind with `SO_REUSEPORT`, so that the N worker processes of one server
-    (`--workers N`) share the port and the kernel spreads new connections among them."""
+    An application built for one of a server's worker processes (`ServerSettings.worker`,
+    `--workers N`) binds with `SO_REUSEPORT`, so that the N workers share the port and
+    the kernel spreads new connections among them."""
+    reuse_port = application[keys.SETTINGS].worker is not None
     runner = connections.app_runner(
         application, shutdown_timeout=shutdown_timeout, handler_cancellation=handler_cancellation
     )

@@ -19,7 +19,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from plnt.bench import apiserver_report, apiserver_running
-from plnt.bench.settings import API_PHASES, DEFAULT_API_PHASES, QUICK, ApiBenchSettings
+from plnt.bench.settings import (
+    API_PHASES,
+    DEFAULT_API_PHASES,
+    QUICK,
+    ApiBenchSettings,
+    worker_counts,
+)
 
 SIZED = (
     "list_concurrency",
@@ -71,7 +77,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--py-spy", type=Path, help="record the server with py-spy (speedscope file)")
     p.add_argument(
         "--workers",
-        default="1",
+        type=worker_counts,
+        default=(1,),
         help="API server processes sharing the port; comma-separated (1,2) runs once per "
         "count and prints each phase's throughput ratio to the first",
     )
@@ -88,12 +95,6 @@ def parse_args(argv: Sequence[str] | None = None) -> ApiBenchSettings:
     if args.py_spy is not None and apiserver_running.py_spy_binary() is None:
         # An optional tool of one flag: not a dependency of plnt (see docs/dependencies.md).
         p.exit(1, "error: --py-spy needs the py-spy package: pip install py-spy\n")
-    try:
-        counts = tuple(int(count) for count in args.workers.split(","))
-    except ValueError:
-        p.error(f"--workers: {args.workers!r} is not a comma-separated list of counts")
-    if not counts or min(counts) < 1:
-        p.error("--workers: each count must be at least 1")
     base = QUICK if args.quick else ApiBenchSettings()
     given = {name: getattr(args, name) for name in SIZED if getattr(args, name) is not None}
     return dataclasses.replace(
@@ -108,7 +109,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ApiBenchSettings:
         json_file=args.json,
         server_cprofile=args.server_cprofile,
         py_spy=args.py_spy,
-        workers=counts,
+        workers=args.workers,
     )
 
 

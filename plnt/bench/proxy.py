@@ -57,6 +57,7 @@ from plnt.bench.saga import (
     measure,
     runner_cpu_row,
 )
+from plnt.bench.settings import worker_counts
 from plnt.processes.etcd import EtcdProcess
 
 REPO = Path(__file__).resolve().parents[2]
@@ -367,24 +368,19 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[ProxySettings, Path |
     p.add_argument("--latency-ms", type=float, default=0.0, help="the echo backend's delay")
     p.add_argument(
         "--workers",
-        default="1",
+        type=worker_counts,
+        default=(1,),
         help="API server processes, comma-separated counts run one after another (1,2)",
     )
     p.add_argument("--json", type=Path, help="also write the results to this file")
     args = p.parse_args(argv)
-    try:
-        counts = tuple(int(count) for count in args.workers.split(","))
-    except ValueError:
-        p.error(f"--workers: {args.workers!r} is not a comma-separated list of counts")
-    if not counts or min(counts) < 1:
-        p.error("--workers: each count must be at least 1")
     settings = ProxySettings(
         concurrency=args.concurrency,
         duration=args.duration,
         sequential_duration=args.sequential_duration,
         warmup=args.warmup,
         latency_ms=args.latency_ms,
-        workers=counts,
+        workers=args.workers,
     )
     return settings, args.json
 

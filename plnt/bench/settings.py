@@ -7,6 +7,7 @@ would pass unnoticed until the phase that reads it.
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,3 +78,17 @@ class InvocationBenchSettings:
     rss_objects: int = 10_000
     deploy_timeout: float = 120.0
     json_file: Path | None = None
+
+
+def worker_counts(text: str) -> tuple[int, ...]:
+    """`--workers 1,2` of the apiserver and proxy benchmarks: API server process counts,
+    each run in turn (an argparse `type`: its error names the flag)."""
+    try:
+        counts = tuple(int(count) for count in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of counts"
+        ) from None
+    if min(counts) < 1:
+        raise argparse.ArgumentTypeError("each count must be at least 1")
+    return counts

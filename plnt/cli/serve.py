@@ -17,7 +17,7 @@ from plnt.cli import exits, worker_count
 from plnt.cli.catalog_options import CatalogOptions, with_catalog_options
 from plnt.cli.limit_options import LimitOptions, with_limit_options
 from plnt.cli.temporal_options import TemporalOptions, with_temporal_options
-from plnt.cli.up import exit_now
+from plnt.processes.exiting import exit_now
 
 
 def register(app: typer.Typer) -> None:

@@ -4,8 +4,6 @@ the deploy worker), and `plnt down`: stop the runner processes a state directory
 from __future__ import annotations
 
 import logging
-import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -14,6 +12,7 @@ import typer
 from plnt.cli import worker_count
 from plnt.cli.catalog_options import CatalogOptions, with_catalog_options
 from plnt.cli.limit_options import LimitOptions, with_limit_options
+from plnt.processes.exiting import exit_now
 
 # The server stack (aiohttp app, Temporal SDK) is imported inside the commands, so
 # every other `plnt` command starts without paying for it.
@@ -127,19 +126,6 @@ def up(
         typer.echo(f"error: {error}", err=True)
         code = 1
     exit_now(code)
-
-
-def exit_now(code: int) -> None:
-    """Flush and leave without interpreter teardown.
-
-    The Temporal SDK's native runtime can crash while a plain Python process tears
-    itself down (temporalio/sdk-python#300); every command that used the SDK exits
-    here instead, after its own orderly shutdown, so users never see that crash.
-    """
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 def down(

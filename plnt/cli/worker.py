@@ -17,9 +17,9 @@ import yaml
 
 from plnt.cli import exits
 from plnt.cli.temporal_options import TemporalOptions, with_temporal_options
-from plnt.cli.up import exit_now
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
+from plnt.processes.exiting import exit_now
 from plnt.sagas.values import TASK_QUEUE
 
 if TYPE_CHECKING:

@@ -169,13 +169,7 @@ def _slot(settings: ClusterSettings, directory: Path | None) -> WorkerSlot | Non
 def _worker_processes(slot: WorkerSlot) -> list[workers.WorkerProcess]:
     """Workers 1..N-1: this very command again (`sys.orig_argv`), each told its slot, so
     each composes the same delegated authentication, clients and settings."""
-    argv = [sys.executable, *sys.orig_argv[1:]]
-    return [
-        workers.WorkerProcess(
-            argv, workers.Slot(index, slot.count, slot.directory, parent=os.getpid())
-        )
-        for index in range(1, slot.count)
-    ]
+    return workers.siblings([sys.executable, *sys.orig_argv[1:]], slot.count, slot.directory)
 
 
 async def _listen(
@@ -230,7 +224,6 @@ async def _listen_as(
         port=settings.secure_port,
         ssl_context=tls.context,
         shutdown_timeout=5.0,
-        reuse_port=slot is not None,
     )
     try:
         async with contextlib.AsyncExitStack() as parts:

@@ -175,6 +175,15 @@ class WorkerProcess:
         return subprocess.Popen(self.argv, env=env, stdin=subprocess.DEVNULL)
 
 
+def siblings(argv: Sequence[str], count: int, directory: Path) -> list[WorkerProcess]:
+    """Workers 1..count-1 of the server this process is worker 0 of: `argv` each, told
+    its slot in `directory`."""
+    return [
+        WorkerProcess(argv, Slot(index, count, directory, parent=os.getpid()))
+        for index in range(1, count)
+    ]
+
+
 def _stop(process: subprocess.Popen[bytes], deadline: float) -> None:
     with contextlib.suppress(ProcessLookupError):
         process.terminate()

@@ -69,6 +69,7 @@ TransitionRules = Callable[[Change], Sequence[Transition]]
 
 
 class EventSink(Protocol):
-    """Where a store's Events go (`plnt.registry.events.EventRecorder`)."""
+    """Where a store's Events go (`plnt.registry.events.EventRecorder`): it is handed each
+    stored change with the kind's rules and derives the Events itself, after the answer."""
 
-    def record(self, involved: Object, *, type: str, reason: str, message: str) -> None: ...
+    def record_change(self, change: Change, rules: TransitionRules) -> None: ...

@@ -177,16 +177,6 @@ EventWriter = Callable[[Object], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
-class _Direct:
-    """An Event asked for by name (`EventRecorder.record`), built when written."""
-
-    involved: Object
-    type: str
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
 class _Derived:
     """A stored change whose Events the kind's rules derive when it is written."""
 
@@ -242,7 +232,7 @@ class EventRecorder:
         self._writer = writer
         self._component = component
         self._queue_size = queue_size
-        self._pending: collections.deque[_Direct | _Derived] = collections.deque()
+        self._pending: collections.deque[_Derived] = collections.deque()
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -257,21 +247,17 @@ class EventRecorder:
         """Events go to plnt's own `events` store (standalone), which can be listed."""
         return self._writer is None
 
-    def record(self, involved: Object, *, type: str, reason: str, message: str) -> None:
-        """Queue an Event about `involved` (an object as served, with uid)."""
-        self._enqueue(_Direct(involved, type, reason, message), reason, involved)
-
     def record_change(self, change: Change, rules: TransitionRules) -> None:
         """Queue the Events `rules` derive from `change`; they are derived after the answer."""
-        self._enqueue(_Derived(change, rules), "transition", change.after)
+        self._enqueue(_Derived(change, rules), "transition")
 
-    def _enqueue(self, item: _Direct | _Derived, what: str, involved: Object) -> None:
+    def _enqueue(self, item: _Derived, what: str) -> None:
         if len(self._pending) >= self._queue_size:
             self.dropped += 1
             log.warning(
                 "event queue full; dropped %s event for %s",
                 what,
-                involved.get("metadata", {}).get("name"),
+                item.change.after.get("metadata", {}).get("name"),
             )
             return
         self._pending.append(item)
@@ -309,17 +295,8 @@ class EventRecorder:
                         await self._write(event, creation=creation)
             self._idle.set()
 
-    def _events_of(self, item: _Direct | _Derived) -> list[tuple[Object, bool]]:
-        """The Events of one pending item, each with whether it is a creation Event."""
-        if isinstance(item, _Direct):
-            event = event_about(
-                item.involved,
-                type=item.type,
-                reason=item.reason,
-                message=item.message,
-                component=self._component,
-            )
-            return [(event, False)]
+    def _events_of(self, item: _Derived) -> list[tuple[Object, bool]]:
+        """The Events of one pending change, each with whether it is a creation Event."""
         change, out = item.change, []
         for index, transition in enumerate(item.rules(change)):
             event = event_about(
@@ -392,7 +369,7 @@ class EventRecorder:
                 created = Change(None, obj)
                 missing = [t for t in rules(created) if (uid, t.reason) not in recorded]
                 if missing:
-                    self._enqueue(_Derived(created, _only(missing)), "creation", obj)
+                    self._enqueue(_Derived(created, _only(missing)), "creation")
                     queued += 1
         return queued
 

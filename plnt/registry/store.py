@@ -28,7 +28,7 @@ from typing import Any
 from plnt.api import errors
 from plnt.api.meta import now_rfc3339
 from plnt.registry import admitting, applying, hooks, managedfields, served, storageerrors, watching
-from plnt.registry.changes import Change, EventSink, TransitionRules
+from plnt.registry.changes import Change, EventSink
 from plnt.registry.definitions import ResourceDefinition
 from plnt.registry.objects import Object
 from plnt.registry.options import (
@@ -104,31 +104,16 @@ class ResourceStore:
         """Called once after each successful write that is not a dry run, before the answer.
 
         Hands `change` to the Event sink, which derives the definition's transition Events
-        after the answer (`EventRecorder.record_change`; a sink with only `record` gets
-        them now), then runs the after-write hooks; returns their warnings.
+        after the answer (`EventRecorder.record_change`), then runs the after-write hooks;
+        returns their warnings.
         """
         rules = self.definition.transitions
         if rules is not None and self.events is not None:
-            # A sink that takes the change derives its Events after the answer.
-            deferred = getattr(self.events, "record_change", None)
-            if deferred is not None:
-                deferred(change, rules)
-            else:
-                self._record_now(change, rules)
+            self.events.record_change(change, rules)
         warnings: Warnings = []
         for hook in self.after_write_hooks:
             warnings += await hook.after_write(change)
         return warnings
-
-    def _record_now(self, change: Change, rules: TransitionRules) -> None:
-        if self.events is not None:
-            for transition in rules(change):
-                self.events.record(
-                    change.after,
-                    type=transition.type,
-                    reason=transition.reason,
-                    message=transition.message,
-                )
 
     # --- helpers -----------------------------------------------------------------
 

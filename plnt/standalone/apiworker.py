@@ -17,19 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import logging
-import os
 import sys
-import types
-import typing
 from pathlib import Path
-from typing import Any
+
+import pydantic
 
 from plnt.apiserver import app as app_module
 from plnt.apiserver import serving
 from plnt.apiserver.settings import ServerSettings, WorkerSlot
 from plnt.processes import signals, workers
+from plnt.processes.exiting import exit_now
 from plnt.sagas import starter
 from plnt.sagas.control import DeployUnavailable
 
@@ -45,45 +43,18 @@ class WorkerSettings:
     temporal_namespace: str = "default"
 
 
-def to_json(value: Any) -> Any:
-    """Settings dataclasses as JSON values (paths as strings, tuples as lists)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, tuple | list):
-        return [to_json(item) for item in value]
-    return value
-
-
-def from_json(kind: Any, data: Any) -> Any:
-    """The inverse of `to_json` for a value of type `kind` (a settings dataclass, a
-    path, a tuple, a scalar, or one of them or None)."""
-    origin = typing.get_origin(kind)
-    if origin in (typing.Union, types.UnionType):
-        if data is None:
-            return None
-        (inner,) = [arg for arg in typing.get_args(kind) if arg is not type(None)]
-        return from_json(inner, data)
-    if origin is tuple:
-        (item, *_) = typing.get_args(kind)
-        return tuple(from_json(item, each) for each in data)
-    if dataclasses.is_dataclass(kind) and isinstance(kind, type):
-        hints = typing.get_type_hints(kind)
-        return kind(**{name: from_json(hints[name], value) for name, value in data.items()})
-    if kind is Path:
-        return Path(data)
-    return data
+_CODEC = pydantic.TypeAdapter(WorkerSettings)
+"""The settings dataclasses as JSON and back (paths, tuples, nested settings), by pydantic
+rather than by hand."""
 
 
 def write(path: Path, settings: WorkerSettings) -> None:
-    path.write_text(json.dumps(to_json(settings)))
+    path.write_bytes(_CODEC.dump_json(settings))
     path.chmod(0o600)
 
 
 def read(path: Path) -> WorkerSettings:
-    parsed: WorkerSettings = from_json(WorkerSettings, json.loads(path.read_text()))
-    return parsed
+    return _CODEC.validate_json(path.read_bytes())
 
 
 async def serve(settings: WorkerSettings, slot: workers.Slot, *, stop: asyncio.Event) -> None:
@@ -105,7 +76,6 @@ async def serve(settings: WorkerSettings, slot: workers.Slot, *, stop: asyncio.E
         ssl_context=app_module.ssl_context_for(server_settings),
         shutdown_timeout=2.0,
         handler_cancellation=True,
-        reuse_port=True,
     ):
         workers.announce_ready(slot)
         await stop.wait()
@@ -129,9 +99,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    code = main(sys.argv[1:])
-    # As `plnt up`: no interpreter teardown after the Temporal SDK ran (see cli.up.exit_now).
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    # As `plnt up`: no interpreter teardown after the Temporal SDK ran.
+    exit_now(main(sys.argv[1:]))

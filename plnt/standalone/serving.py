@@ -47,7 +47,6 @@ import base64
 import contextlib
 import dataclasses
 import logging
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -340,7 +339,6 @@ async def _serve_api(
                     ssl_context=app_module.ssl_context_for(server_settings),
                     shutdown_timeout=2.0,
                     handler_cancellation=True,
-                    reuse_port=slot is not None,
                 )
             )
         except serving.CannotListen as error:
@@ -396,12 +394,7 @@ def _worker_processes(
         ),
     )
     argv = [sys.executable, "-m", "plnt.standalone.apiworker", str(settings_file)]
-    return [
-        workers.WorkerProcess(
-            argv, workers.Slot(index, slot.count, slot.directory, parent=os.getpid())
-        )
-        for index in range(1, slot.count)
-    ]
+    return workers.siblings(argv, slot.count, slot.directory)
 
 
 async def _register_model(kubeconfig: Path, model: ModelServer) -> ModelReady:

@@ -18,6 +18,8 @@ from plnt.apiserver import app as app_module
 from plnt.apiserver import pki as pki_module
 from plnt.apiserver.settings import ServerSettings
 from plnt.sagas.control import DeployControl
+from tests.runner.conftest import EXAMPLES
+from tests.runner.test_process import runner_process
 from tests.support import tls
 from tests.support.etcd import etcd_endpoint_fixture
 
@@ -25,6 +27,29 @@ etcd_endpoint = etcd_endpoint_fixture()
 
 DIGEST = "sha256:" + "cd" * 32
 BASE = "/apis/plnt.work/v1/namespaces/default/workflowruns"
+
+
+@contextlib.asynccontextmanager
+async def runner() -> AsyncIterator[str]:
+    """A real runner process serving the chat example with the echo backend."""
+    async with runner_process(
+        "--spec", str(EXAMPLES / "chat.workflow.yaml"), "--backend-type", "echo"
+    ) as (_, url):
+        yield url
+
+
+@pytest.fixture
+async def runner_a() -> AsyncIterator[str]:
+    """A runner (a run's stable revision where two are needed)."""
+    async with runner() as url:
+        yield url
+
+
+@pytest.fixture
+async def runner_b() -> AsyncIterator[str]:
+    """Another runner (the canary's, where one is the stable's)."""
+    async with runner() as url:
+        yield url
 
 
 def workflowrun(name: str, **spec: Any) -> dict[str, Any]:

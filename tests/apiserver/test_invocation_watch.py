@@ -25,8 +25,8 @@ from plnt.apiserver import pki as pki_module
 from plnt.apiserver.settings import ServerSettings
 from plnt.apiserver.workflowruns import keys
 from plnt.apiserver.workflowruns.traffic import InvocationLog
-from tests.apiserver.conftest import BASE, Api, workflowrun
-from tests.apiserver.test_invoke import invoke, run_with_traffic, runner, target
+from tests.apiserver.conftest import BASE, Api, runner, workflowrun
+from tests.apiserver.test_invoke import invoke, run_with_traffic, target
 from tests.support import tls
 from tests.support.waiting import eventually
 

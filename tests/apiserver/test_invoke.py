@@ -7,7 +7,6 @@ tests play the saga's part by writing `status.traffic` through the status subres
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
@@ -15,34 +14,11 @@ from typing import Any
 import pytest
 
 from tests.apiserver.conftest import BASE, Api, workflowrun
-from tests.runner.conftest import EXAMPLES
-from tests.runner.test_process import runner_process
 from tests.support.gate import Gate, serving_gate
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
 DIGEST = "sha256:" + "ab" * 32
 DEADLINE_SECONDS = 20.0
-
-
-@contextlib.asynccontextmanager
-async def runner() -> AsyncIterator[str]:
-    """A real runner process serving the chat example with the echo backend."""
-    async with runner_process(
-        "--spec", str(EXAMPLES / "chat.workflow.yaml"), "--backend-type", "echo"
-    ) as (_, url):
-        yield url
-
-
-@pytest.fixture
-async def runner_a() -> AsyncIterator[str]:
-    async with runner() as url:
-        yield url
-
-
-@pytest.fixture
-async def runner_b() -> AsyncIterator[str]:
-    async with runner() as url:
-        yield url
 
 
 @pytest.fixture

@@ -17,26 +17,12 @@ from typing import Any
 import pytest
 
 from tests.apiserver.conftest import BASE, Api
-from tests.apiserver.test_invoke import MERGE, run_with_traffic, runner, target
+from tests.apiserver.test_invoke import MERGE, run_with_traffic, target
 from tests.runner.conftest import EXAMPLES
 from tests.runner.test_process import runner_process
 from tests.support.gate import serving_gate
 
 DEADLINE_SECONDS = 30.0
-
-
-@pytest.fixture
-async def runner_a() -> AsyncIterator[str]:
-    """The stable's runner (the chat example on the echo backend)."""
-    async with runner() as url:
-        yield url
-
-
-@pytest.fixture
-async def runner_b() -> AsyncIterator[str]:
-    """The canary's runner."""
-    async with runner() as url:
-        yield url
 
 
 def shadowed(revision: int, *endpoints: str, percent: int = 100, queue: int = 64) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from plnt.apiserver.peers import DirectoryNotPrivate, Peers, SocketPathTooLong, 
 from plnt.apiserver.settings import WorkerSlot
 from plnt.apiserver.workflowruns.traffic import InvocationLog, insert_by_time
 from tests.apiserver.conftest import BASE, Api, serving
-from tests.apiserver.test_invoke import run_with_traffic, runner, target
+from tests.apiserver.test_invoke import run_with_traffic, target
 from tests.apiserver.test_shadow_traffic import shadowed
 from tests.support.waiting import eventually
 
@@ -45,18 +45,6 @@ def worker_dir() -> Iterator[Path]:
         yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-
-
-@pytest.fixture
-async def runner_a() -> AsyncIterator[str]:
-    async with runner() as url:
-        yield url
-
-
-@pytest.fixture
-async def runner_b() -> AsyncIterator[str]:
-    async with runner() as url:
-        yield url
 
 
 class Server:

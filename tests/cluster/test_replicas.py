@@ -4,6 +4,7 @@ started from the write's resourceVersion. Both replicas are real child processes
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import urllib.request
@@ -25,14 +26,14 @@ BACKEND = {
 }
 
 
-@pytest.fixture(scope="module")
-def second(cluster: Cluster) -> Iterator[Cluster]:
-    """Another replica: the same etcd, cluster and certificate, its own port."""
+@contextlib.contextmanager
+def another_replica(cluster: Cluster, what: str, *flags: str) -> Iterator[Cluster]:
+    """`plnt serve` again (with `flags` added) on the same etcd, cluster and certificate,
+    on its own port; stopped when the block ends."""
     argv = list(cluster.serve.argv)
     port = free_port()
     argv[argv.index("--secure-port") + 1] = str(port)
-    assert argv[:3] == [sys.executable, "-m", "plnt"]
-    replica = ChildProcess(argv, "plnt is serving at", "plnt serve (second replica)")
+    replica = ChildProcess([*argv, *flags], "plnt is serving at", what)
     replica.start()
     try:
         yield Cluster(
@@ -40,6 +41,14 @@ def second(cluster: Cluster) -> Iterator[Cluster]:
         )
     finally:
         replica.stop()
+
+
+@pytest.fixture(scope="module")
+def second(cluster: Cluster) -> Iterator[Cluster]:
+    """Another replica: the same etcd, cluster and certificate, its own port."""
+    assert list(cluster.serve.argv)[:3] == [sys.executable, "-m", "plnt"]
+    with another_replica(cluster, "plnt serve (second replica)") as replica:
+        yield replica
 
 
 @pytest.fixture

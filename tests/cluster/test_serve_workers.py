@@ -11,27 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from plnt.processes.ports import free_port
 from tests.cluster.conftest import Cluster
 from tests.cluster.test_aggregated import direct
-from tests.cluster.test_replicas import create, token  # noqa: F401 (a fixture)
-from tests.support.plnt_server import ChildProcess
+from tests.cluster.test_replicas import (  # noqa: F401 (token is a fixture)
+    another_replica,
+    create,
+    token,
+)
 
 
 @pytest.fixture(scope="module")
 def served(cluster: Cluster) -> Iterator[Cluster]:
     """`plnt serve --workers 2` on the cluster fixture's etcd, cluster and certificate."""
-    argv = list(cluster.serve.argv)
-    port = free_port()
-    argv[argv.index("--secure-port") + 1] = str(port)
-    replica = ChildProcess([*argv, "--workers", "2"], "plnt is serving at", "plnt serve --workers")
-    replica.start()
-    try:
-        yield Cluster(
-            cluster.standin, cluster.directory, cluster.serving_ca, port, replica, cluster.worker
-        )
-    finally:
-        replica.stop()
+    with another_replica(cluster, "plnt serve --workers", "--workers", "2") as replica:
+        yield replica
 
 
 def _children(pid: int) -> set[int]:

@@ -8,6 +8,7 @@ OCI image layout, the embedded default source.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import uuid
@@ -73,13 +74,14 @@ def temporal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TemporalDevSe
         server.stop()
 
 
-@pytest.fixture(scope="module")
-def stack(temporal: TemporalDevServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    state = tmp_path_factory.mktemp("plnt-deploy")
+@contextlib.contextmanager
+def running_stack(temporal: TemporalDevServer, state: Path, *server_flags: str) -> Iterator[Stack]:
+    """`plnt up` (with `server_flags` added) on the session's Temporal, and its deploy
+    worker as a process of its own; everything stopped when the block ends."""
     server = PlntServer(
         state,
         sagas=True,
-        extra_args=("--temporal-address", temporal.address, "--no-worker"),
+        extra_args=("--temporal-address", temporal.address, "--no-worker", *server_flags),
     )
     server.start()
     worker: WorkerProcess | None = None
@@ -105,6 +107,12 @@ def stack(temporal: TemporalDevServer, tmp_path_factory: pytest.TempPathFactory)
         # next module's worker (tests/support/temporal.py says what it would do there).
         asyncio.run(terminate_running(temporal.address))
         kill_strays(state)
+
+
+@pytest.fixture(scope="module")
+def stack(temporal: TemporalDevServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with running_stack(temporal, tmp_path_factory.mktemp("plnt-deploy")) as built:
+        yield built
 
 
 @pytest.fixture

@@ -20,17 +20,17 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from plnt.bench import cputime
 from plnt.processes.temporal import TemporalDevServer
 from tests.deploy.conftest import (
     Api,
     Stack,
     apply,
     backend_manifest,
-    kill_strays,
+    running_stack,
     workflowrun,
 )
 from tests.support.plnt_server import Kubectl, PlntServer, wait_for
-from tests.support.stack import WorkerProcess
 
 FRESH_CONNECTIONS = 12
 
@@ -38,46 +38,18 @@ FRESH_CONNECTIONS = 12
 @pytest.fixture(scope="module")
 def stack(temporal: TemporalDevServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """The module's one `plnt up --workers 2` (overrides the deploy tests' single process)."""
-    state = tmp_path_factory.mktemp("plnt-workers")
-    server = PlntServer(
-        state,
-        sagas=True,
-        extra_args=(
-            "--temporal-address", temporal.address, "--no-worker",
-            "--workers", "2", "--max-mutating-requests-inflight", "2",
-        ),
-    )  # fmt: skip
-    server.start()
-    worker: WorkerProcess | None = None
-    try:
-        worker = WorkerProcess(temporal.address, server.kubeconfig, state).start()
-        yield Stack(state, state / "layout", temporal, server, worker)
-    finally:
-        if worker is not None:
-            worker.stop()
-        server.stop()
-        kill_strays(state)
+    with running_stack(
+        temporal,
+        tmp_path_factory.mktemp("plnt-workers"),
+        "--workers", "2", "--max-mutating-requests-inflight", "2",
+    ) as built:  # fmt: skip
+        yield built
 
 
-def children(pid: int) -> set[int]:
-    found: set[int] = set()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found |= {int(p) for p in (task / "children").read_text().split()}
-    return found
-
-
-def worker_children(stack: Stack) -> set[int]:
+def worker_children(server: PlntServer) -> set[int]:
     """The parent's `plnt.standalone.apiworker` children."""
-    assert stack.server.process is not None
-    pids = set()
-    for child in children(stack.server.process.pid):
-        try:
-            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
-        except FileNotFoundError:
-            continue
-        if b"plnt.standalone.apiworker" in cmdline:
-            pids.add(child)
-    return pids
+    assert server.process is not None
+    return set(cputime.children_running(server.process.pid, "plnt.standalone.apiworker"))
 
 
 def sockets_on(port: int, state: str) -> set[int]:
@@ -114,7 +86,7 @@ def test_both_workers_listen_on_the_port_and_fresh_connections_reach_each(
 ) -> None:
     assert stack.server.process is not None
     parent = stack.server.process.pid
-    [child] = worker_children(stack)
+    [child] = worker_children(stack.server)
     listening = sockets_on(stack.server.port, "0A")
     assert socket_inodes_of(parent) & listening
     assert socket_inodes_of(child) & listening
@@ -228,10 +200,10 @@ def test_a_killed_worker_is_restarted_and_counted_while_the_port_keeps_answering
     stack: Stack, tmp_path: Path
 ) -> None:
     kubectl = kubectl_for(stack, tmp_path)
-    [child] = worker_children(stack)
+    [child] = worker_children(stack.server)
     os.kill(child, signal.SIGKILL)
     replaced = wait_for(
-        lambda: (pids := worker_children(stack)) and pids != {child} and pids,
+        lambda: (pids := worker_children(stack.server)) and pids != {child} and pids,
         timeout=60,
         message="a new worker process",
     )
@@ -263,17 +235,8 @@ def test_stopping_the_parent_leaves_no_worker_process(tmp_path: Path) -> None:
     server = PlntServer(tmp_path / "state", extra_args=("--workers", "2"))
     server.start()
     try:
-        [child] = worker_children_of(server)
+        [child] = worker_children(server)
     finally:
         code = server.stop()
     assert code == 0, "".join(server.output)
     assert not Path(f"/proc/{child}").exists()
-
-
-def worker_children_of(server: PlntServer) -> set[int]:
-    assert server.process is not None
-    return {
-        pid
-        for pid in children(server.process.pid)
-        if b"plnt.standalone.apiworker" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    }

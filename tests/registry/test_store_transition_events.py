@@ -15,6 +15,7 @@ import pytest
 
 from plnt.api import errors
 from plnt.registry import events, plntbackends, workflowruns
+from plnt.registry.changes import Change, TransitionRules
 from plnt.registry.definitions import Object
 from plnt.registry.options import DeleteOptions, ListOptions, WriteOptions
 from plnt.registry.store import ResourceStore
@@ -31,8 +32,10 @@ class RecordingSink:
     def __init__(self) -> None:
         self.recorded: list[tuple[str, str, str, str]] = []
 
-    def record(self, involved: Object, *, type: str, reason: str, message: str) -> None:
-        self.recorded.append((involved["metadata"]["name"], type, reason, message))
+    def record_change(self, change: Change, rules: TransitionRules) -> None:
+        name = change.after["metadata"]["name"]
+        for t in rules(change):
+            self.recorded.append((name, t.type, t.reason, t.message))
 
     def of(self, name: str) -> list[tuple[str, str, str]]:
         return [(t, r, m) for n, t, r, m in self.recorded if n == name]

@@ -23,7 +23,6 @@ No I/O here; errors: none.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import random
@@ -31,6 +30,8 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from plnt.apiserver.backlogs import Backlog
 
 LOG_SIZE = 100
 LOGGED_RUNS = 10_000
@@ -153,7 +154,7 @@ def hop_timings(server_timing: Sequence[str], *, apiserver_ms: float) -> dict[st
     return hops
 
 
-class Follower:
+class Follower(Backlog[dict[str, Any]]):
     """One watcher of a run's log: the entries recorded since it started, not yet taken.
 
     `push` never blocks and never grows the queue past `capacity`: the entry that would
@@ -162,37 +163,20 @@ class Follower:
     one when none is queued; an ended follower answers what it still holds, then `[]`.
     """
 
-    __slots__ = ("_queue", "_wakeup", "capacity", "ended", "overflowed")
+    __slots__ = ("overflowed",)
 
     def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._queue: deque[dict[str, Any]] = deque()
-        self._wakeup = asyncio.Event()
-        self.ended = False
+        super().__init__(capacity)
         self.overflowed = False
 
-    def push(self, entry: dict[str, Any]) -> None:
+    def push(self, item: dict[str, Any]) -> bool:
         if self.ended:
-            return
-        if len(self._queue) >= self.capacity:
+            return False
+        if not super().push(item):
             self.overflowed = True
             self.end()
-            return
-        self._queue.append(entry)
-        self._wakeup.set()
-
-    def end(self) -> None:
-        """Take nothing more; `take` drains what is queued, then answers `[]`."""
-        self.ended = True
-        self._wakeup.set()
-
-    async def take(self) -> list[dict[str, Any]]:
-        while not self._queue and not self.ended:
-            self._wakeup.clear()
-            await self._wakeup.wait()
-        taken = list(self._queue)
-        self._queue.clear()
-        return taken
+            return False
+        return True
 
 
 @dataclass
