@@ -56,7 +56,7 @@ from importlib import resources
 from pathlib import Path
 from types import TracebackType
 
-from plnt.processes.ports import free_port
+from plnt.processes import ports
 
 _LIVE: set[EtcdProcess] = set()
 
@@ -156,7 +156,9 @@ class EtcdProcess:
 
     def start(self) -> None:
         """Spawn etcd and block until it is healthy (EtcdProcessError otherwise)."""
-        attempts = 3 if self._want_client_port == 0 or self._want_peer_port == 0 else 1
+        attempts = (
+            ports.PORT_ATTEMPTS if self._want_client_port == 0 or self._want_peer_port == 0 else 1
+        )
         for attempt in range(attempts):
             self._spawn()
             deadline = time.monotonic() + self.start_timeout
@@ -167,7 +169,7 @@ class EtcdProcess:
                         raise EtcdProcessError(f"etcd not healthy within {self.start_timeout}s")
                     time.sleep(0.02)
                 return
-            except _PortRace:
+            except ports.PortRace:
                 self.stop()
             except BaseException:
                 self.stop()
@@ -203,7 +205,9 @@ class EtcdProcess:
 
     async def astart(self) -> None:
         """Like `start`, without blocking the event loop; cancellation stops the child."""
-        attempts = 3 if self._want_client_port == 0 or self._want_peer_port == 0 else 1
+        attempts = (
+            ports.PORT_ATTEMPTS if self._want_client_port == 0 or self._want_peer_port == 0 else 1
+        )
         await self._astart(attempts, keep_ports=False)
 
     async def arestart(self) -> None:
@@ -232,7 +236,7 @@ class EtcdProcess:
                         raise EtcdProcessError(f"etcd not healthy within {self.start_timeout}s")
                     await asyncio.sleep(0.02)
                 return
-            except _PortRace:
+            except ports.PortRace:
                 await self.astop()
             except BaseException:
                 await self.astop()
@@ -258,10 +262,10 @@ class EtcdProcess:
 
     def _spawn(self, *, keep_ports: bool = False) -> None:
         if not keep_ports:
-            self.client_port = self._want_client_port or free_port()
-            self.peer_port = self._want_peer_port or free_port()
+            self.client_port = self._want_client_port or ports.free_port()
+            self.peer_port = self._want_peer_port or ports.free_port()
             while self.peer_port == self.client_port:
-                self.peer_port = free_port()
+                self.peer_port = ports.free_port()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
@@ -281,8 +285,8 @@ class EtcdProcess:
         if code is None:
             return
         tail = self._log_tail()
-        if retryable and "address already in use" in tail:
-            raise _PortRace
+        if retryable and ports.lost_port_race(tail):
+            raise ports.PortRace
         raise EtcdProcessError(f"etcd exited with code {code} during start-up:\n{tail}")
 
     def _log_tail(self, limit: int = 4000) -> str:
@@ -299,10 +303,6 @@ class EtcdProcess:
         except (OSError, ValueError, urllib.error.URLError):
             return False
         return isinstance(body, dict) and body.get("health") == "true"
-
-
-class _PortRace(Exception):
-    """The freshly picked port was taken before etcd bound it."""
 
 
 @atexit.register

@@ -52,8 +52,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from plnt.processes import logtails, models, readiness, weights
-from plnt.processes.ports import free_port
+from plnt.processes import logtails, models, ports, readiness, weights
 
 PROGRAM = "plnt.processes.llamaserving"
 """The child's module: llama-cpp-python's server with its load at `/metrics` (see there)."""
@@ -175,15 +174,15 @@ class ModelServer:
         began = time.perf_counter()
         await weights.averify(self.weights_path, self.pin)
         verified = time.perf_counter()
-        attempts = 1 if keep_port or self._want_port else 3
+        attempts = 1 if keep_port or self._want_port else ports.PORT_ATTEMPTS
         for attempt in range(attempts):
             if not keep_port:
-                self.port = self._want_port or free_port()
+                self.port = self._want_port or ports.free_port()
             spawned = time.perf_counter()
             self._spawn()
             try:
                 await self._wait_ready(retryable=attempt + 1 < attempts)
-            except _PortRace:
+            except ports.PortRace:
                 await self.astop()
                 continue
             except BaseException:
@@ -211,8 +210,8 @@ class ModelServer:
 
         def exited(code: int) -> BaseException:
             tail = self._tail()
-            if retryable and "address already in use" in tail.lower():
-                return _PortRace()
+            if retryable and ports.lost_port_race(tail):
+                return ports.PortRace()
             return models.ModelServerError(f"the model server exited with code {code}: {tail}")
 
         def late() -> BaseException:
@@ -250,7 +249,3 @@ class ModelServer:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(process.pid, signal.SIGKILL)
         return process.wait()
-
-
-class _PortRace(Exception):
-    """The port picked a moment ago was taken before the server bound it."""

@@ -6,14 +6,16 @@ Python interpreter), and `server start-dev` is a full Temporal server with SQLit
 persistence, so workflows survive a restart that reuses the same database file. SQLite
 runs with a write-ahead log for throughput (`THROUGHPUT_PRAGMAS`).
 
-Lifecycle: `astart()` picks free loopback ports unless given, spawns the server and
-waits, with a deadline, until its HTTP API answers for the namespace. `astop()` sends
-SIGTERM, waits (the server needs about a second to stop), then SIGKILLs, and always
-reaps. The child has a process group of its own, so a Ctrl-C in the terminal reaches
-only the parent, which stops its worker before it stops Temporal. `arestart()` starts
-a server that has exited again on the same gRPC port and database file, so clients
-and workers reconnect to the same address and workflows resume from their history
-(`plnt.processes.supervision` calls it when `exit_code()` says the child exited).
+Lifecycle: `astart()` picks free loopback ports unless given (again, up to
+`ports.PORT_ATTEMPTS` times, when another process took one before the server bound it),
+spawns the server and waits, with a deadline, until its HTTP API answers for the
+namespace. `astop()` sends SIGTERM, waits (the server needs about a second to stop),
+then SIGKILLs, and always reaps. The child has a process group of its own, so a Ctrl-C
+in the terminal reaches only the parent, which stops its worker before it stops
+Temporal. `arestart()` starts a server that has exited again on the same gRPC port and
+database file, so clients and workers reconnect to the same address and workflows resume
+from their history (`plnt.processes.supervision` calls it when `exit_code()` says the
+child exited).
 
 Errors: `TemporalProcessError` when the binary is missing, the child exits early,
 or it is not ready by the deadline (the message carries the log's last lines).
@@ -31,8 +33,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from plnt.processes import logtails, readiness
-from plnt.processes.ports import free_port
+from plnt.processes import logtails, ports, readiness
 
 THROUGHPUT_PRAGMAS = ("journal_mode=wal", "synchronous=normal")
 """The SQLite pragmas the server runs with unless told otherwise: a write-ahead log synced
@@ -78,6 +79,8 @@ class TemporalDevServer:
         self.sqlite_pragmas = tuple(sqlite_pragmas)
         self.port = port
         self.ui_port = ui_port
+        self._want_port = port
+        self._want_ui_port = ui_port
         self.http_port = 0
         self.namespace = namespace
         self.log_file = log_file or db_file.with_suffix(".log")
@@ -95,11 +98,40 @@ class TemporalDevServer:
         return None if self.ui_port is None else f"http://127.0.0.1:{self.ui_port}"
 
     async def astart(self) -> None:
+        """Spawn the server and wait until it answers; ports it picked itself are picked
+        again when another process took one first (`ports.PortRace`)."""
+        await self._astart(keep_ports=False)
+
+    async def arestart(self) -> None:
+        """Start the server again on its gRPC (and UI) port with the same database.
+
+        A child still running is stopped first. The HTTP and metrics ports are picked
+        afresh (and again if lost to another process): nothing outside this object knows
+        them. The gRPC port is kept, because clients and workers hold its address.
+        """
+        await self.astop()
+        await self._astart(keep_ports=True)
+
+    async def _astart(self, *, keep_ports: bool) -> None:
         self.db_file.parent.mkdir(parents=True, exist_ok=True)
-        self.port = self.port or free_port()
-        self.http_port = free_port()
-        if self.ui_port == 0:
-            self.ui_port = free_port()
+        want_port, want_ui_port = (
+            (self.port, self.ui_port) if keep_ports else (self._want_port, self._want_ui_port)
+        )
+        for attempt in range(ports.PORT_ATTEMPTS):
+            self.port = want_port or ports.free_port()
+            self.ui_port = want_ui_port or (None if want_ui_port is None else ports.free_port())
+            self.http_port = ports.free_port()
+            self._process = self._spawn(self._command(metrics_port=ports.free_port()))
+            try:
+                await self._wait_ready(retryable=attempt + 1 < ports.PORT_ATTEMPTS)
+                return
+            except ports.PortRace:
+                await self.astop()
+            except BaseException:
+                await self.astop()
+                raise
+
+    def _command(self, *, metrics_port: int) -> list[str]:
         command = [
             str(temporal_binary()),
             "server",
@@ -111,7 +143,7 @@ class TemporalDevServer:
             "--http-port",
             str(self.http_port),
             "--metrics-port",
-            str(free_port()),
+            str(metrics_port),
             "--db-filename",
             str(self.db_file),
             "--namespace",
@@ -125,21 +157,7 @@ class TemporalDevServer:
             command.append("--headless")
         else:
             command += ["--ui-port", str(self.ui_port), "--ui-ip", "127.0.0.1"]
-        self._process = self._spawn(command)
-        try:
-            await self._wait_ready()
-        except BaseException:
-            await self.astop()
-            raise
-
-    async def arestart(self) -> None:
-        """Start the server again on its gRPC (and UI) port with the same database.
-
-        A child still running is stopped first. The HTTP and metrics ports are picked
-        afresh: nothing outside this object knows them.
-        """
-        await self.astop()
-        await self.astart()
+        return command
 
     @property
     def pid(self) -> int | None:
@@ -160,15 +178,20 @@ class TemporalDevServer:
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, process_group=0
             )
 
-    async def _wait_ready(self) -> None:
+    async def _wait_ready(self, *, retryable: bool) -> None:
         assert self._process is not None
+
+        def exited(code: int) -> BaseException:
+            tail = self._tail()
+            if retryable and ports.lost_port_race(tail):
+                return ports.PortRace()
+            return TemporalProcessError(f"temporal exited with code {code}: {tail}")
+
         await readiness.wait_until_answering(
             f"http://127.0.0.1:{self.http_port}/api/v1/namespaces/{self.namespace}",
             self._process,
             within_seconds=self.start_timeout,
-            exited=lambda code: TemporalProcessError(
-                f"temporal exited with code {code}: {self._tail()}"
-            ),
+            exited=exited,
             late=lambda: TemporalProcessError(
                 f"temporal not ready after {self.start_timeout:.0f} s: {self._tail()}"
             ),

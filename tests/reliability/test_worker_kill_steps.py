@@ -15,7 +15,10 @@ step is held:
 * resolve: the run names a PlntBackend whose endpoint is `Gate`, which holds the
   reachability probe (`GET …/models`);
 * install: the canary's first runner is stopped (SIGSTOP) as soon as it exists, so it
-  cannot become ready (the deploy tests' worker-kill technique);
+  cannot become ready (`RunnerStopper`, watching before the run is applied). The worker
+  executes its runners here (`PLNT_RUNNER_FORKSERVER=0`): a forked runner is ready within
+  milliseconds of existing, an executed one spends its imports (half a second or more)
+  first, which is the window the stop needs to land in every time;
 * smoke: the workflow's `http` step calls `Gate`, which holds the smoke call;
 * analyze: the same, letting the smoke call through and holding the analysis load;
 * promote: a second generation promotes with `canary.drainSeconds`, a durable timer
@@ -28,6 +31,7 @@ gives every activity one), so each recovery takes seconds, not an activity's tim
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.server
 import os
 import signal
@@ -46,10 +50,13 @@ import yaml
 from plnt.workflowspec import sources
 from tests.deploy.conftest import Api, condition_of, kill_strays, step_of
 from tests.support.plnt_server import Kubectl, PlntServer, wait_for
+from tests.support.processes import live_processes
 from tests.support.registry import Registry, running_registry
 from tests.support.stack import WorkerProcess, publish, runner_pids, runner_pids_by_revision
 
 NAMESPACE = "default"
+WORKER_ENV = {"PLNT_RUNNER_FORKSERVER": "0"}
+"""Runners executed, not forked: see the install hold in the module docstring."""
 
 
 class _QuietServer(http.server.ThreadingHTTPServer):
@@ -161,6 +168,38 @@ class Gate:
             request.wfile.write(body)
 
 
+class RunnerStopper:
+    """A thread that stops (SIGSTOP) every runner whose command line has `needle` the
+    moment it appears in /proc, until `done`. Started before the run is applied, so how
+    long the test takes to reach the hold does not matter; the pids it stopped are
+    `stopped`."""
+
+    def __init__(self, state: Path, needle: str) -> None:
+        self.stopped: set[int] = set()
+        self._needles = ("plnt.runner", str(state), needle)
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def held(self) -> set[int]:
+        with self._lock:
+            return set(self.stopped)
+
+    def done(self) -> None:
+        self._done.set()
+        self._thread.join(timeout=10)
+
+    def _watch(self) -> None:
+        while not self._done.is_set():
+            for pid in live_processes(*self._needles) - self.held():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+                with self._lock:
+                    self.stopped.add(pid)
+            self._done.wait(0.005)
+
+
 @dataclass
 class Stack:
     state: Path
@@ -178,6 +217,7 @@ class Stack:
             self.server.kubeconfig,
             self.state,
             extra_args=("--probe-interval", "0"),
+            env=WORKER_ENV,
         ).start()
 
 
@@ -194,7 +234,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             (line,) = [x for x in server.output if x.startswith("Temporal at ")]
             address = line.split()[2].rstrip(",")
             worker = WorkerProcess(
-                address, server.kubeconfig, state, extra_args=("--probe-interval", "0")
+                address,
+                server.kubeconfig,
+                state,
+                extra_args=("--probe-interval", "0"),
+                env=WORKER_ENV,
             ).start()
             built = Stack(state, server, worker, gate, registry, address)
             yield built
@@ -263,6 +307,7 @@ class Case:
     api: Api
     kubectl: Kubectl
     name: str
+    stopper: RunnerStopper | None = None
 
     def apply(self, manifest: str) -> None:
         self.kubectl.run("apply", "-n", NAMESPACE, "-f", "-", input=manifest)
@@ -315,15 +360,21 @@ def hold_resolve(case: Case) -> Release:
 
 
 def begin_install(case: Case) -> None:
+    # The runner's spec lives in the run's directory, NAMESPACE/NAME-UID, under the state.
+    case.stopper = RunnerStopper(case.stack.state, f"/{NAMESPACE}/{case.name}-")
     ref, digest = case.layout_spec(f"{case.stack.gate.url}/open")
     case.apply(run_manifest(case.name, ref, digest))
 
 
 def hold_install(case: Case) -> Release:
-    state, uid = case.stack.state, case.uid
-    held = wait_for(lambda: runner_pids(state, contains=uid), timeout=60, message="a runner")
-    for pid in held:
-        os.kill(pid, signal.SIGSTOP)
+    stopper = case.stopper
+    assert stopper is not None
+    try:
+        held = wait_for(stopper.held, timeout=60, message="a runner")
+    finally:
+        stopper.done()
+    held = stopper.held()  # one found between the wait and `done` is stopped too
+    assert held == runner_pids(case.stack.state, contains=case.uid), "the run's runner"
 
     def release() -> None:
         for pid in held:

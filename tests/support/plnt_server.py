@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,8 @@ class ChildProcess:
     what: str
     start_timeout: float = 60.0
     own_session: bool = False
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Set in the child's environment, over this process's own."""
     process: subprocess.Popen[str] | None = None
     output: list[str] = field(default_factory=list)
     _pump: threading.Thread = field(default_factory=lambda: threading.Thread())
@@ -67,6 +69,7 @@ class ChildProcess:
             text=True,
             cwd=REPO,
             start_new_session=self.own_session,
+            env={**os.environ, **self.env} if self.env else None,
         )
         stdout = self.process.stdout
         assert stdout is not None

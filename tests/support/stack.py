@@ -19,6 +19,7 @@ import json
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +46,8 @@ class WorkerProcess:
     state_dir: Path
     start_timeout: float = 30.0
     extra_args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Set in the worker's environment, over this process's own."""
     child: ChildProcess | None = None
     output: list[str] = field(default_factory=list)
 
@@ -59,7 +62,9 @@ class WorkerProcess:
             "--kubeconfig", str(self.kubeconfig), "--state-dir", str(self.state_dir),
             *self.extra_args,
         ]  # fmt: skip
-        self.child = ChildProcess(argv, "plnt worker polling", "plnt worker", self.start_timeout)
+        self.child = ChildProcess(
+            argv, "plnt worker polling", "plnt worker", self.start_timeout, env=self.env
+        )
         self.child.output = self.output
         self.child.start()
         return self

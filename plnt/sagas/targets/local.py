@@ -418,7 +418,7 @@ class LocalTarget:
                             ready[index] = pending.pop(index)
                         continue
                     tail = await asyncio.to_thread(processes.log_tail, Path(record.log))
-                    if processes.lost_port_race(tail) and attempts[index] < self.port_attempts:
+                    if ports.lost_port_race(tail) and attempts[index] < self.port_attempts:
                         attempts[index] += 1
                         pending[index] = current[index] = await _in_thread_to_the_end(
                             self._start, layout, revision.revision, index, launch

@@ -225,8 +225,3 @@ def log_tail(path: Path, *, lines: int = 20, max_bytes: int = 16384) -> str:
     except OSError:
         return ""
     return "\n".join(data.decode(errors="replace").splitlines()[-lines:])
-
-
-def lost_port_race(log: str) -> bool:
-    """True when a runner's output says its port was taken (bind failed with EADDRINUSE)."""
-    return "address already in use" in log.lower()

@@ -27,12 +27,13 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from plnt.processes.ports import free_port
 
 Obj = dict[str, Any]
 LOG_TAIL_BYTES = 2048
@@ -66,12 +67,6 @@ class Images:
     def entrypoint(self, image: str) -> tuple[list[str], list[str]] | None:
         repository = image.split("@", 1)[0].rpartition("/")[2].split(":", 1)[0]
         return self.entrypoints.get(repository)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _strip_flag(args: list[str], flag: str) -> list[str]:
