@@ -226,21 +226,16 @@ class EtcdProcess:
         return proc.poll() if proc is not None else None
 
     async def _astart(self, attempts: int, *, keep_ports: bool) -> None:
-        for attempt in range(attempts):
+        async def attempt(retryable: bool) -> None:
             self._spawn(keep_ports=keep_ports)
             deadline = time.monotonic() + self.start_timeout
-            try:
-                while not await asyncio.to_thread(self._healthy_sync):
-                    self._check_alive(retryable=attempt + 1 < attempts)
-                    if time.monotonic() > deadline:
-                        raise EtcdProcessError(f"etcd not healthy within {self.start_timeout}s")
-                    await asyncio.sleep(0.02)
-                return
-            except ports.PortRace:
-                await self.astop()
-            except BaseException:
-                await self.astop()
-                raise
+            while not await asyncio.to_thread(self._healthy_sync):
+                self._check_alive(retryable=retryable)
+                if time.monotonic() > deadline:
+                    raise EtcdProcessError(f"etcd not healthy within {self.start_timeout}s")
+                await asyncio.sleep(0.02)
+
+        await ports.start_until_bound(attempts, attempt, self.astop)
 
     async def astop(self) -> int | None:
         """Like `stop`; the waiting happens in a thread, and is finished even if cancelled."""

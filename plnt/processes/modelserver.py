@@ -175,21 +175,16 @@ class ModelServer:
         await weights.averify(self.weights_path, self.pin)
         verified = time.perf_counter()
         attempts = 1 if keep_port or self._want_port else ports.PORT_ATTEMPTS
-        for attempt in range(attempts):
+
+        async def attempt(retryable: bool) -> None:
             if not keep_port:
                 self.port = self._want_port or ports.free_port()
             spawned = time.perf_counter()
             self._spawn()
-            try:
-                await self._wait_ready(retryable=attempt + 1 < attempts)
-            except ports.PortRace:
-                await self.astop()
-                continue
-            except BaseException:
-                await self.astop()
-                raise
+            await self._wait_ready(retryable=retryable)
             self.started = StartTimes(verify=verified - began, load=time.perf_counter() - spawned)
-            return
+
+        await ports.start_until_bound(attempts, attempt, self.astop)
 
     def _spawn(self) -> None:
         """Popen rather than an asyncio subprocess: the child must not belong to one event

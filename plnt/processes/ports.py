@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import random
 import socket
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 PORT_ATTEMPTS = 3
@@ -73,3 +74,23 @@ def _bindable(port: int) -> bool:
         except OSError:
             return False
         return True
+
+
+async def start_until_bound(
+    attempts: int,
+    start: Callable[[bool], Awaitable[None]],
+    stop: Callable[[], Awaitable[object]],
+) -> None:
+    """Call `start(retryable)` (pick ports, spawn, wait until ready) until it does not end
+    in `PortRace`, at most `attempts` times; `retryable` is False on the last attempt, so
+    a child that loses its port then fails with its own error. Whatever ends an attempt,
+    `stop` has reaped the child before the next attempt or the exception leaves."""
+    for attempt in range(attempts):
+        try:
+            await start(attempt + 1 < attempts)
+            return
+        except PortRace:
+            await stop()
+        except BaseException:
+            await stop()
+            raise

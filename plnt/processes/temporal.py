@@ -117,19 +117,15 @@ class TemporalDevServer:
         want_port, want_ui_port = (
             (self.port, self.ui_port) if keep_ports else (self._want_port, self._want_ui_port)
         )
-        for attempt in range(ports.PORT_ATTEMPTS):
+
+        async def attempt(retryable: bool) -> None:
             self.port = want_port or ports.free_port()
             self.ui_port = want_ui_port or (None if want_ui_port is None else ports.free_port())
             self.http_port = ports.free_port()
             self._process = self._spawn(self._command(metrics_port=ports.free_port()))
-            try:
-                await self._wait_ready(retryable=attempt + 1 < ports.PORT_ATTEMPTS)
-                return
-            except ports.PortRace:
-                await self.astop()
-            except BaseException:
-                await self.astop()
-                raise
+            await self._wait_ready(retryable=retryable)
+
+        await ports.start_until_bound(ports.PORT_ATTEMPTS, attempt, self.astop)
 
     def _command(self, *, metrics_port: int) -> list[str]:
         command = [
