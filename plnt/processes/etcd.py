@@ -152,13 +152,17 @@ class EtcdProcess:
             cmd.append("--unsafe-no-fsync")
         return cmd
 
+    @property
+    def _start_attempts(self) -> int:
+        """Starts allowed: several when etcd picks a port itself (`ports.PortRace`), else one."""
+        picks = self._want_client_port == 0 or self._want_peer_port == 0
+        return ports.PORT_ATTEMPTS if picks else 1
+
     # -- sync API -------------------------------------------------------------------------
 
     def start(self) -> None:
         """Spawn etcd and block until it is healthy (EtcdProcessError otherwise)."""
-        attempts = (
-            ports.PORT_ATTEMPTS if self._want_client_port == 0 or self._want_peer_port == 0 else 1
-        )
+        attempts = self._start_attempts
         for attempt in range(attempts):
             self._spawn()
             deadline = time.monotonic() + self.start_timeout
@@ -205,10 +209,7 @@ class EtcdProcess:
 
     async def astart(self) -> None:
         """Like `start`, without blocking the event loop; cancellation stops the child."""
-        attempts = (
-            ports.PORT_ATTEMPTS if self._want_client_port == 0 or self._want_peer_port == 0 else 1
-        )
-        await self._astart(attempts, keep_ports=False)
+        await self._astart(self._start_attempts, keep_ports=False)
 
     async def arestart(self) -> None:
         """Start etcd again on the ports and data directory it had (after it exited).
@@ -280,9 +281,8 @@ class EtcdProcess:
         if code is None:
             return
         tail = self._log_tail()
-        if retryable and ports.lost_port_race(tail):
-            raise ports.PortRace
-        raise EtcdProcessError(f"etcd exited with code {code} during start-up:\n{tail}")
+        error = EtcdProcessError(f"etcd exited with code {code} during start-up:\n{tail}")
+        raise ports.race_or(error, tail, retryable=retryable)
 
     def _log_tail(self, limit: int = 4000) -> str:
         try:

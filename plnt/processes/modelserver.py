@@ -205,9 +205,8 @@ class ModelServer:
 
         def exited(code: int) -> BaseException:
             tail = self._tail()
-            if retryable and ports.lost_port_race(tail):
-                return ports.PortRace()
-            return models.ModelServerError(f"the model server exited with code {code}: {tail}")
+            error = models.ModelServerError(f"the model server exited with code {code}: {tail}")
+            return ports.race_or(error, tail, retryable=retryable)
 
         def late() -> BaseException:
             return models.ModelServerError(

@@ -57,6 +57,12 @@ def lost_port_race(log: str) -> bool:
     return "address already in use" in log.lower()
 
 
+def race_or(error: Exception, tail: str, *, retryable: bool) -> Exception:
+    """What a child that exited during start-up with log `tail` ends its attempt with:
+    `PortRace` when it lost a port the starter may pick again, else `error`."""
+    return PortRace() if retryable and lost_port_race(tail) else error
+
+
 @functools.cache
 def _below_ephemeral() -> int | None:
     """The highest port under the ephemeral range, or None when there is too little room."""

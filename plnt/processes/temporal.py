@@ -120,7 +120,7 @@ class TemporalDevServer:
 
         async def attempt(retryable: bool) -> None:
             self.port = want_port or ports.free_port()
-            self.ui_port = want_ui_port or (None if want_ui_port is None else ports.free_port())
+            self.ui_port = None if want_ui_port is None else want_ui_port or ports.free_port()
             self.http_port = ports.free_port()
             self._process = self._spawn(self._command(metrics_port=ports.free_port()))
             await self._wait_ready(retryable=retryable)
@@ -179,9 +179,8 @@ class TemporalDevServer:
 
         def exited(code: int) -> BaseException:
             tail = self._tail()
-            if retryable and ports.lost_port_race(tail):
-                return ports.PortRace()
-            return TemporalProcessError(f"temporal exited with code {code}: {tail}")
+            error = TemporalProcessError(f"temporal exited with code {code}: {tail}")
+            return ports.race_or(error, tail, retryable=retryable)
 
         await readiness.wait_until_answering(
             f"http://127.0.0.1:{self.http_port}/api/v1/namespaces/{self.namespace}",

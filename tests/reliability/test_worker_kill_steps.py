@@ -50,7 +50,6 @@ import yaml
 from plnt.workflowspec import sources
 from tests.deploy.conftest import Api, condition_of, kill_strays, step_of
 from tests.support.plnt_server import Kubectl, PlntServer, wait_for
-from tests.support.processes import live_processes
 from tests.support.registry import Registry, running_registry
 from tests.support.stack import WorkerProcess, publish, runner_pids, runner_pids_by_revision
 
@@ -169,14 +168,15 @@ class Gate:
 
 
 class RunnerStopper:
-    """A thread that stops (SIGSTOP) every runner whose command line has `needle` the
-    moment it appears in /proc, until `done`. Started before the run is applied, so how
-    long the test takes to reach the hold does not matter; the pids it stopped are
-    `stopped`."""
+    """A thread that stops (SIGSTOP) every runner of `state` whose command line has
+    `needle` the moment it appears (`runner_pids`), until `done`. Started before the run
+    is applied, so how long the test takes to reach the hold does not matter; `held()`
+    says which pids it stopped."""
 
     def __init__(self, state: Path, needle: str) -> None:
-        self.stopped: set[int] = set()
-        self._needles = ("plnt.runner", str(state), needle)
+        self._state = state
+        self._needle = needle
+        self._stopped: set[int] = set()
         self._done = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._watch, daemon=True)
@@ -184,7 +184,7 @@ class RunnerStopper:
 
     def held(self) -> set[int]:
         with self._lock:
-            return set(self.stopped)
+            return set(self._stopped)
 
     def done(self) -> None:
         self._done.set()
@@ -192,12 +192,24 @@ class RunnerStopper:
 
     def _watch(self) -> None:
         while not self._done.is_set():
-            for pid in live_processes(*self._needles) - self.held():
+            for pid in runner_pids(self._state, contains=self._needle) - self.held():
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGSTOP)
                 with self._lock:
-                    self.stopped.add(pid)
+                    self._stopped.add(pid)
             self._done.wait(0.005)
+
+
+def start_worker(temporal_address: str, kubeconfig: Path, state: Path) -> WorkerProcess:
+    """The module's `plnt worker`: periodic probes off (only a deploy's resolve probes),
+    runners executed (`WORKER_ENV`)."""
+    return WorkerProcess(
+        temporal_address,
+        kubeconfig,
+        state,
+        extra_args=("--probe-interval", "0"),
+        env=WORKER_ENV,
+    ).start()
 
 
 @dataclass
@@ -212,13 +224,7 @@ class Stack:
 
     def restart_worker(self) -> None:
         self.worker.stop()
-        self.worker = WorkerProcess(
-            self.temporal_address,
-            self.server.kubeconfig,
-            self.state,
-            extra_args=("--probe-interval", "0"),
-            env=WORKER_ENV,
-        ).start()
+        self.worker = start_worker(self.temporal_address, self.server.kubeconfig, self.state)
 
 
 @pytest.fixture(scope="module")
@@ -233,13 +239,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             server.start()
             (line,) = [x for x in server.output if x.startswith("Temporal at ")]
             address = line.split()[2].rstrip(",")
-            worker = WorkerProcess(
-                address,
-                server.kubeconfig,
-                state,
-                extra_args=("--probe-interval", "0"),
-                env=WORKER_ENV,
-            ).start()
+            worker = start_worker(address, server.kubeconfig, state)
             built = Stack(state, server, worker, gate, registry, address)
             yield built
     finally:
@@ -370,10 +370,10 @@ def hold_install(case: Case) -> Release:
     stopper = case.stopper
     assert stopper is not None
     try:
-        held = wait_for(stopper.held, timeout=60, message="a runner")
+        wait_for(stopper.held, timeout=60, message="a runner")
     finally:
         stopper.done()
-    held = stopper.held()  # one found between the wait and `done` is stopped too
+    held = stopper.held()  # with any found between the wait and `done`
     assert held == runner_pids(case.stack.state, contains=case.uid), "the run's runner"
 
     def release() -> None:
