@@ -20,9 +20,14 @@ Lifecycle rules:
 * The child gets a process group of its own (`process_group=0`), so a Ctrl-C in
   the terminal reaches only the parent, which stops its server first and etcd
   last: a server that is still closing its watches never sees etcd vanish under
-  it. A parent killed with SIGKILL cannot clean up; etcd then keeps running
-  until it is stopped by hand (no `prctl(PR_SET_PDEATHSIG)`, which would need a
-  `preexec_fn` that is unsafe in a process with threads).
+  it. A parent killed with SIGKILL cannot clean up; etcd gets SIGTERM from the
+  kernel then (`plnt.processes.tethering`: start it from a thread that lives as
+  long as it should, the event loop's own), and a record beside its log
+  (`pid_file`, `plnt.processes.leftovers`) lets the next start find one that
+  outlived its parent all the same.
+* The environment is built for it (`plnt.processes.environments`): etcd reads a
+  flag from every `ETCD_*` variable, so none of the parent's reaches it; every
+  setting is a flag.
 
 Defaults (each is a keyword argument):
 
@@ -56,7 +61,7 @@ from importlib import resources
 from pathlib import Path
 from types import TracebackType
 
-from plnt.processes import ports
+from plnt.processes import environments, leftovers, ports, tethering
 
 _LIVE: set[EtcdProcess] = set()
 
@@ -118,6 +123,11 @@ class EtcdProcess:
     @property
     def endpoint(self) -> str:
         return f"http://{self.host}:{self.client_port}"
+
+    @property
+    def pid_file(self) -> Path:
+        """The running child's record (`plnt.processes.leftovers`), beside its log."""
+        return leftovers.record_path(self.log_path)
 
     @property
     def pid(self) -> int | None:
@@ -197,6 +207,7 @@ class EtcdProcess:
         finally:
             self._proc = None
             _LIVE.discard(self)
+            leftovers.forget(self.pid_file, proc.pid)
 
     def __enter__(self) -> EtcdProcess:
         self.start()
@@ -266,14 +277,16 @@ class EtcdProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             self._proc = subprocess.Popen(
-                self.command(),
+                tethering.tethered(self.command()),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 process_group=0,
                 close_fds=True,
+                env=environments.child(),
             )
         _LIVE.add(self)
+        leftovers.record(self.pid_file, self._proc.pid, what="etcd")
 
     def _check_alive(self, *, retryable: bool) -> None:
         assert self._proc is not None

@@ -7,6 +7,18 @@ replica from there (see its module doc for the protocol and what the forked runn
 Here, below the sagas, because the local target and the saga benchmark both use it;
 it only names the server's module, never imports the runner.
 
+Environments (`plnt.processes.environments`): the server starts with a Python child's
+(nothing of the worker's environment but the allow-list), and each request carries the
+environment its runner gets (`environments.runner`: the allow-list and the variable its
+backend config names as `apiKeyEnv`), which the forked runner takes as its own, so a forked
+runner sees exactly what an executed one would.
+
+It dies with its owner without a parent-death signal: its control socket closes when the
+owner exits, however it exits, and the server ends then. (A parent-death signal would be
+wrong here: the server is started from a pool thread, and the kernel sends the signal when
+that *thread* exits.) Runners it forked are never tied to it. With a `log_path`, a record
+beside the log (`plnt.processes.leftovers`) names the running server for a later start.
+
 Blocking (the local target calls it from a thread); requests are
 serialised by a lock because several installs may spawn at once. Anything wrong with the
 server (it died, it refused, it cannot be started) makes `spawn` raise `Unavailable`, and
@@ -25,6 +37,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from plnt.processes import environments, leftovers
 
 _START_TIMEOUT = 60.0
 """Seconds the server may take to import the runner and say it is ready."""
@@ -65,12 +79,14 @@ class ForkServer:
         Raises `Unavailable` when the server is closed, cannot be (re)started, refuses the
         request or dies while answering; a server found dead is restarted once.
         """
-        request = json.dumps({"argv": list(argv), "log": str(log_path)}).encode() + b"\n"
+        environment = environments.runner(argv)
+        request = {"argv": list(argv), "log": str(log_path), "env": environment}
+        line = json.dumps(request).encode() + b"\n"
         with self._lock:
             for attempt in (1, 2):
                 self._ensure_started()
                 try:
-                    answer = self._ask(request)
+                    answer = self._ask(line)
                 except (OSError, ValueError) as error:
                     self._discard()
                     if attempt == 2:
@@ -118,6 +134,7 @@ class ForkServer:
                     stderr=subprocess.STDOUT,
                     pass_fds=(theirs.fileno(),),
                     close_fds=True,
+                    env=environments.child(python=True),
                 )
             finally:
                 if not isinstance(output, int):
@@ -127,6 +144,10 @@ class ForkServer:
             raise Unavailable(f"cannot start the fork server: {error}") from error
         finally:
             theirs.close()
+        if self.log_path is not None:
+            leftovers.record(
+                leftovers.record_path(self.log_path), self._process.pid, what="fork server"
+            )
         self._control = ours
         self._reader = ours.makefile("rb")
         ours.settimeout(_START_TIMEOUT)
@@ -172,6 +193,8 @@ class ForkServer:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        if self.log_path is not None:
+            leftovers.forget(leftovers.record_path(self.log_path), process.pid)
 
 
 def enabled_by_default() -> bool:

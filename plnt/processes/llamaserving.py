@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -137,10 +136,11 @@ def main() -> None:
     )
     app = create_app(server_settings=server_settings, model_settings=[model_settings])
     alias = model_settings.model_alias or model_settings.model
+    # Host and port as the arguments say, never from `HOST`/`PORT` (llama-cpp-python's own
+    # `__main__` reads those): the parent builds this process's environment, and the
+    # command line is the one place a setting comes from (`plnt.processes.environments`).
     uvicorn.run(
-        instrument(app, aliases=[alias]),
-        host=os.getenv("HOST", server_settings.host),
-        port=int(os.getenv("PORT", str(server_settings.port))),
+        instrument(app, aliases=[alias]), host=server_settings.host, port=server_settings.port
     )
 
 

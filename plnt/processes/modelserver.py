@@ -26,7 +26,14 @@ Lifecycle:
   PlntBackend naming the endpoint stays right.
 * `stop()` sends SIGTERM, waits `stop_timeout`, SIGKILLs, and always reaps; idempotent.
   The child has a process group of its own, so a Ctrl-C in the terminal reaches only the
-  parent, which stops it in order.
+  parent, which stops it in order. A parent killed with SIGKILL stops nothing: the kernel
+  sends the child SIGTERM then (`plnt.processes.tethering`, spawned from the event loop's
+  thread), and a record beside the log (`pid_file`, `plnt.processes.leftovers`) lets the
+  next start find one that outlived its parent all the same.
+* Its environment is built for it (`plnt.processes.environments`), never inherited:
+  llama-cpp-python reads every one of its settings from environment variables (`PORT`,
+  `HOST`, `MODEL`, `N_CTX`, `API_KEY`, … pydantic settings, which fill any field the
+  command line leaves out), so a `PORT` exported for something else would move the server.
 
 Settings that matter for plnt (each a keyword argument): `--interrupt_requests False`,
 because llama-cpp-python otherwise ends a stream early as soon as any other request
@@ -52,7 +59,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from plnt.processes import logtails, models, ports, readiness, weights
+from plnt.processes import (
+    environments,
+    leftovers,
+    logtails,
+    models,
+    ports,
+    readiness,
+    tethering,
+    weights,
+)
 
 PROGRAM = "plnt.processes.llamaserving"
 """The child's module: llama-cpp-python's server with its load at `/metrics` (see there)."""
@@ -137,6 +153,11 @@ class ModelServer:
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
+    @property
+    def pid_file(self) -> Path:
+        """The running child's record (`plnt.processes.leftovers`), beside its log."""
+        return leftovers.record_path(self.log_file)
+
     def exit_code(self) -> int | None:
         """The child's exit code once it has exited (negative: killed by that signal);
         None while it runs or when it was never started or has been stopped."""
@@ -192,13 +213,15 @@ class ModelServer:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         with self.log_file.open("ab") as log:
             self._process = subprocess.Popen(
-                self.command(),
+                tethering.tethered(self.command()),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 process_group=0,
                 close_fds=True,
+                env=environments.child(python=True),
             )
+        leftovers.record(self.pid_file, self._process.pid, what=f"model server {self.model}")
 
     async def _wait_ready(self, *, retryable: bool) -> None:
         assert self._process is not None
@@ -242,4 +265,6 @@ class ModelServer:
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(process.pid, signal.SIGKILL)
-        return process.wait()
+        code = process.wait()
+        leftovers.forget(self.pid_file, process.pid)
+        return code

@@ -17,6 +17,13 @@ database file, so clients and workers reconnect to the same address and workflow
 from their history (`plnt.processes.supervision` calls it when `exit_code()` says the
 child exited).
 
+Parent death and leftovers, as for etcd: the child gets SIGTERM from the kernel when the
+thread that started it exits (`plnt.processes.tethering`; `astart` spawns from the event
+loop's thread), and writes a record beside its log (`pid_file`, `plnt.processes.leftovers`)
+that the next start reads. Its environment is built for it
+(`plnt.processes.environments`): the `temporal` CLI reads `TEMPORAL_*` variables (the
+address, namespace, TLS of its client commands), so none of the parent's reaches it.
+
 Errors: `TemporalProcessError` when the binary is missing, the child exits early,
 or it is not ready by the deadline (the message carries the log's last lines).
 """
@@ -33,7 +40,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from plnt.processes import logtails, ports, readiness
+from plnt.processes import environments, leftovers, logtails, ports, readiness, tethering
 
 THROUGHPUT_PRAGMAS = ("journal_mode=wal", "synchronous=normal")
 """The SQLite pragmas the server runs with unless told otherwise: a write-ahead log synced
@@ -159,6 +166,11 @@ class TemporalDevServer:
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
+    @property
+    def pid_file(self) -> Path:
+        """The running child's record (`plnt.processes.leftovers`), beside its log."""
+        return leftovers.record_path(self.log_file)
+
     def exit_code(self) -> int | None:
         """The child's exit code once it has exited (negative: killed by that signal);
         None while it runs or when it was never started or has been stopped."""
@@ -170,9 +182,16 @@ class TemporalDevServer:
         loop, so that sync callers (test fixtures) can stop it from any loop. Spawning
         does not wait for the child, so it does not block the loop."""
         with self.log_file.open("ab") as log:
-            return subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, process_group=0
+            process = subprocess.Popen(
+                tethering.tethered(command),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                process_group=0,
+                env=environments.child(),
             )
+        leftovers.record(self.pid_file, process.pid, what="Temporal")
+        return process
 
     async def _wait_ready(self, *, retryable: bool) -> None:
         assert self._process is not None
@@ -212,3 +231,4 @@ class TemporalDevServer:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(process.pid, signal.SIGKILL)
                 process.wait()
+        leftovers.forget(self.pid_file, process.pid)

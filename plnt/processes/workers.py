@@ -11,6 +11,8 @@ Rules:
 
 * A child learns its slot from `PLNT_WORKER_SLOT` (JSON: index, count, directory, the
   parent's pid). The directory is private to the server (mode 0700).
+* Its environment is a copy of plnt's own settings and nothing else
+  (`plnt.processes.environments.replica`), the slot added.
 * A child whose parent died exits too (`PR_SET_PDEATHSIG` → SIGTERM, and a check that
   the parent is still the one that started it), so no orphan keeps holding the port.
 * Ready: a child writes `worker-<index>.ready` in the directory once it listens; the
@@ -36,6 +38,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from plnt.processes import environments
 from plnt.processes.supervision import Supervisor, supervising
 
 log = logging.getLogger(__name__)
@@ -122,9 +125,10 @@ class WorkerProcess:
     """One child worker: `argv` started with its slot in the environment, restartable."""
 
     def __init__(self, argv: Sequence[str], slot: Slot, *, env: dict[str, str] | None = None):
+        """`env`: the child's environment, the slot aside; `environments.replica()` if None."""
         self.argv = list(argv)
         self.slot = slot
-        self._env = dict(os.environ if env is None else env)
+        self._env = environments.replica() if env is None else dict(env)
         self._process: subprocess.Popen[bytes] | None = None
 
     @property

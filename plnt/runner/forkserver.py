@@ -7,8 +7,9 @@ of it once, then forks a runner per request, so a replica starts in milliseconds
 
 Protocol, over the connected Unix socket `N` the parent passed (a socketpair, so no path,
 no permissions to get right, and nobody but the parent can ask): one JSON object per line
-each way. The parent sends ``{"argv": [...], "log": PATH}`` where `argv` is exactly what it
-would have executed (``PYTHON -X plnt-replica=TOKEN -m plnt.runner ARGS...``); the server
+each way. The parent sends ``{"argv": [...], "log": PATH, "env": {...}}`` where `argv` is
+exactly what it would have executed (``PYTHON -X plnt-replica=TOKEN -m plnt.runner
+ARGS...``) and `env` the environment it would have executed it with; the server
 answers ``{"pid": PID}`` or ``{"error": MESSAGE}``. A closed socket (the parent exited or
 let go) ends the server, so it never outlives its owner.
 
@@ -16,6 +17,8 @@ The forked runner is what the executed one would have been:
 
 * its own session (``setsid``), standard input from ``/dev/null``, standard output and
   error to `log` (truncated), unbuffered, default signal dispositions;
+* `env` as its environment, in place of this server's (which the parent built without
+  the variables a runner may be told to read, such as its backend's `apiKeyEnv`);
 * its command line (``/proc/PID/cmdline``, through `setproctitle`) reads as `argv`, so the
   replica's token identifies it exactly as for an executed runner (`local_processes`);
 * it runs `plnt.runner.__main__.main(ARGS)` and exits with its status, never returning
@@ -63,7 +66,7 @@ def runner_arguments(argv: list[str]) -> list[str]:
     return argv[index + 2 :]
 
 
-def _parse(line: bytes) -> tuple[list[str], str]:
+def _parse(line: bytes) -> tuple[list[str], str, dict[str, str]]:
     try:
         request: Any = json.loads(line)
     except ValueError as error:
@@ -75,10 +78,17 @@ def _parse(line: bytes) -> tuple[list[str], str]:
         raise RequestError("argv must be a non-empty list of strings")
     if not isinstance(log, str) or not log:
         raise RequestError("log must be a path")
-    return argv, log
+    env = request.get("env")
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
+        raise RequestError("env must map names to strings")
+    return argv, log, env
 
 
-def _become_runner(argv: list[str], arguments: list[str], log: str, named: int) -> None:
+def _become_runner(
+    argv: list[str], arguments: list[str], log: str, env: dict[str, str], named: int
+) -> None:
     """In the forked child: take the runner's name, detach, redirect, run it, exit.
 
     The name comes first and `named` (a pipe's write end) is closed right after it, so
@@ -100,6 +110,8 @@ def _become_runner(argv: list[str], arguments: list[str], log: str, named: int) 
         # Nothing of the server's (its control socket, held open by its reader) stays open
         # in a runner.
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+        os.environ.clear()
+        os.environ.update(env)
         os.environ["PYTHONUNBUFFERED"] = "1"
         sys.stdout.reconfigure(line_buffering=True, write_through=True)  # type: ignore[union-attr]
         sys.stderr.reconfigure(line_buffering=True, write_through=True)  # type: ignore[union-attr]
@@ -119,7 +131,7 @@ def _become_runner(argv: list[str], arguments: list[str], log: str, named: int) 
 
 def _serve_one(line: bytes) -> dict[str, Any]:
     try:
-        argv, log = _parse(line)
+        argv, log, env = _parse(line)
         arguments = runner_arguments(argv)
         os.makedirs(os.path.dirname(log) or ".", exist_ok=True)
     except (RequestError, OSError) as error:
@@ -133,7 +145,7 @@ def _serve_one(line: bytes) -> dict[str, Any]:
         return {"error": f"fork failed: {error}"}
     if pid == 0:
         os.close(waiting)
-        _become_runner(argv, arguments, log, named)
+        _become_runner(argv, arguments, log, env, named)
     os.close(named)
     try:
         os.read(waiting, 1)  # end of file once the child has taken its name (or died)

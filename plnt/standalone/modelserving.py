@@ -11,9 +11,16 @@ WorkflowRun can name it (`spec.backend.name: NAME`) like any other backend.
 In the state directory:
 
     DIR/models/NAME.log    the server's output
-    DIR/models/NAME.port   the port it listened on last, reused when it is still free: the
+    DIR/models/NAME.port   the port it listened on last, reused by the next start: the
                            PlntBackend's endpoint, and the runners started with it (they
                            keep serving across plnt restarts), stay right
+    DIR/models/NAME.pid    the running server's record (`plnt.processes.leftovers`)
+
+A restart reuses the port unless another process holds it now (a model server left by an
+earlier run does not: `reclaiming` stopped it first). Then the server gets a new port, a
+warning line says so, and the PlntBackend applied once the API answers names the new
+endpoint; runners deployed before the restart keep the old one until their run is
+deployed again.
 
 The PlntBackend: type `openai` (llama-cpp-python's server speaks the OpenAI API), the
 server's endpoint, its one model, `capacity.maxConcurrency` 1 (the server generates for
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import socket
 import time
 from pathlib import Path
@@ -40,6 +48,8 @@ from plnt.processes.modelserver import ModelServer
 FIELD_MANAGER = "plnt-up"
 NAMESPACE = "default"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "plnt-up"}
+
+log = logging.getLogger("plnt.standalone")
 
 
 def check(name: str) -> models.ModelPin:
@@ -58,18 +68,26 @@ async def start(pin: models.ModelPin, state_dir: Path) -> ModelServer:
     began = time.perf_counter()
     path = await weights.aassemble(pin)
     assembled = time.perf_counter() - began
-    server = ModelServer(
-        pin, path, log_file=directory / f"{pin.name}.log", port=_remembered_port(port_file)
-    )
+    remembered, port = _remembered_port(port_file)
+    server = ModelServer(pin, path, log_file=directory / f"{pin.name}.log", port=port)
     await server.astart()
+    if remembered and server.port != remembered:
+        log.warning(
+            "the model server's port %d (of the last start) is taken: serving %s on %d, "
+            "and its PlntBackend will name the new endpoint",
+            remembered,
+            pin.name,
+            server.port,
+        )
     if server.started is not None:  # the start-up line reports where the time went
         server.started = dataclasses.replace(server.started, assemble=assembled)
     port_file.write_text(f"{server.port}\n")
     return server
 
 
-def _remembered_port(path: Path) -> int:
-    """The port in `path` when it is free now, else 0 (pick one).
+def _remembered_port(path: Path) -> tuple[int, int]:
+    """The port in `path` (0 when none) and the one to ask for: the same when it is free
+    now, else 0 (pick one).
 
     Probed as the server binds (uvicorn sets SO_REUSEADDR): connections the last server
     closed linger in TIME_WAIT on the port for a minute, which would refuse a plain bind
@@ -78,12 +96,12 @@ def _remembered_port(path: Path) -> int:
     try:
         port = int(path.read_text().strip())
     except (OSError, ValueError):
-        return 0
+        return 0, 0
     with socket.socket() as probe, contextlib.suppress(OSError):
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         probe.bind(("127.0.0.1", port))
-        return port
-    return 0
+        return port, port
+    return port, 0
 
 
 def backend_of(server: ModelServer) -> dict[str, Any]:

@@ -10,6 +10,8 @@ finds the same objects, certificates and kubeconfig:
     DIR/specs/        the deploy worker's cache of verified workflow specs
     DIR/runners/      the local target: runner processes' records, specs and logs
     DIR/prometheus/   Prometheus file SD files: the API server, each run's runners
+    DIR/*.pid         the running children's records (etcd.pid, temporal.pid; and
+                      models/NAME.pid, runners/forkserver.pid): `plnt.processes.leftovers`
 
 Unless `temporal_address` names an external Temporal, a Temporal dev server runs as
 a child process too; unless `worker` is off, the deploy worker runs in this process.
@@ -32,6 +34,13 @@ processes sharing the port: once it listens it starts workers 1..N-1
 DIR/workers/, mode 0700), waits until each listens, and supervises them
 (`plnt_child_restarts_total{child="apiserver-worker"}`); the in-flight limits are
 divided among the workers (`ServingLimits.per_worker`).
+
+Before anything starts, children an earlier run of DIR left running are stopped, one
+warning line each (`reclaiming`). Every child but the runners gets SIGTERM from the kernel
+when this process dies (`plnt.processes.tethering`; the fork server ends as its socket
+closes), and starts with an environment built for it (`plnt.processes.environments`): no
+`PORT`, `HOST` or `MODEL` exported for `make` reaches a child, which takes every setting
+from its command line.
 
 On SIGINT/SIGTERM the server stops accepting, closes watches, the worker stops, the
 API server workers are stopped and reaped, the supervisors stop, then Temporal, etcd
@@ -70,7 +79,7 @@ from plnt.registry.workflows import sources as catalog_sources
 from plnt.sagas import starter, worker
 from plnt.sagas.control import DeployUnavailable
 from plnt.sagas.metrics import SagaMetrics
-from plnt.standalone import apiworker, modelserving, scrape
+from plnt.standalone import apiworker, modelserving, reclaiming, scrape
 from plnt.workflowspec import scanning
 
 log = logging.getLogger("plnt.standalone")
@@ -203,6 +212,10 @@ async def serve(
         raise StandaloneError(str(error)) from error
     except catalog_sources.SourcesError as error:
         raise StandaloneError(f"--catalog-sources {error}") from error
+    try:
+        await reclaiming.stop_leftovers(state)
+    except reclaiming.InUse as error:
+        raise StandaloneError(str(error)) from error
     model: ModelServer | None = None
     if pin is not None:  # first: weights that are not the pinned bytes start nothing at all
         try:

@@ -6,11 +6,16 @@ Blocking, Linux-only helpers (they read `/proc`); the async target calls them th
 `spawn` executes a runner (the target forks them from `plnt.processes.forkserver` when
 it can, and falls back to this). Why `os.posix_spawn` and not `subprocess.Popen` or
 asyncio subprocesses: a replica must outlive the worker, so nobody keeps a process
-object for it. A dropped `Popen` warns
-(`ResourceWarning`) and asyncio's child watcher parks a thread per child; a bare pid
-does neither. Because the spawning process may still be the parent, every liveness check
-and every stop first reaps the pid with ``waitpid(pid, WNOHANG)`` (ECHILD — not our
-child — is fine), so exited replicas never linger as zombies.
+object for it. A dropped `Popen` warns (`ResourceWarning`) and asyncio's child watcher
+parks a thread per child; a bare pid does neither. Because the spawning process may
+still be the parent, every liveness check and every stop first reaps the pid with
+``waitpid(pid, WNOHANG)`` (ECHILD — not our child — is fine), so exited replicas never
+linger as zombies.
+
+The runner's environment is built for it (`plnt.processes.environments.runner`: the
+allow-list and the variable its backend config names as `apiKeyEnv`), never the worker's
+whole environment. No parent-death signal: a runner outlives the worker and `plnt up` on
+purpose, and the next start adopts it.
 
 Identity: a process is "ours" only if it is alive, not a zombie, and its command line
 holds the replica's unique ``-X plnt-replica=TOKEN`` argument. A pid that the kernel has
@@ -29,6 +34,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from plnt.processes import environments
 from plnt.sagas.targets import interface
 
 TOKEN_OPTION = "plnt-replica"
@@ -90,7 +96,7 @@ def spawn(argv: Sequence[str], *, log_path: Path) -> int:
         (os.POSIX_SPAWN_OPEN, 1, str(log_path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
         (os.POSIX_SPAWN_DUP2, 1, 2),
     ]
-    environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    environment = environments.runner(argv)
     return os.posix_spawn(
         argv[0],
         list(argv),
