@@ -9,7 +9,8 @@ The answers are scored by `scoring` (pure) and, for judge scorers, compared by a
 (`judging`). The result is the `EvaluationRecord` the saga writes to
 `status.lastEvaluation`; whether it passed is for the workflow to act on.
 
-Errors: `InvalidDataset` (a dataset that is not cases: a new generation must fix it),
+Errors: `InvalidDataset` (a dataset that is not cases: a new generation must fix it; read
+by `plnt.workflowspec.datasets`, the reader `plnt push` checks a dataset with),
 the spec cache's `SourceError`s for the fetch, `probing.Unreachable` for a runner that
 cannot be reached (worth retrying), `judging.JudgeFailed` for a judge that does not
 answer.
@@ -25,54 +26,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
-import pydantic
-import yaml
 
 from plnt.api import evaluations as ev
 from plnt.sagas import judging, probing, scoring
 from plnt.sagas.speccache import SpecCache
+from plnt.workflowspec.datasets import InvalidDataset as InvalidDataset
+from plnt.workflowspec.datasets import parse_dataset as parse_dataset
 
 MAX_OUTPUT_CHARS = 400
 """Output text kept per answer in the record (status is no place for long answers)."""
-
-
-class InvalidDataset(Exception):
-    """The dataset's bytes are not a list of valid cases."""
-
-
-def parse_dataset(data: bytes) -> list[ev.EvaluationCase]:
-    """Cases from a YAML/JSON document (a list, or `{cases: [...]}`) or from JSON Lines."""
-    if len(data) > ev.MAX_DATASET_BYTES:
-        raise InvalidDataset(f"{len(data)} bytes, more than {ev.MAX_DATASET_BYTES}")
-    text = data.decode("utf-8", errors="replace")
-    try:
-        document: Any = yaml.safe_load(text)
-    except yaml.YAMLError:
-        document = None  # several JSON objects, one a line, are not one YAML document
-    if isinstance(document, dict) and set(document) == {"cases"}:
-        document = document["cases"]
-    elif not isinstance(document, list):  # JSON Lines (one line is also one YAML mapping)
-        try:
-            document = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except ValueError as error:
-            raise InvalidDataset(f"neither YAML, JSON nor JSON Lines: {error}") from None
-    if not isinstance(document, list) or not document:
-        raise InvalidDataset("expected a non-empty list of cases (or {cases: [...]})")
-    if len(document) > ev.MAX_CASES:
-        raise InvalidDataset(f"{len(document)} cases, more than {ev.MAX_CASES}")
-    try:
-        cases = pydantic.TypeAdapter(list[ev.EvaluationCase]).validate_python(document)
-    except pydantic.ValidationError as error:
-        raise InvalidDataset("; ".join(_problem(item) for item in error.errors())) from None
-    return cases
-
-
-def _problem(item: Any) -> str:
-    """One validation problem as `cases[0].expect[1].regex: message`."""
-    path = "cases"
-    for part in item["loc"]:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return f"{path}: {item['msg']}"
 
 
 async def load_cases(evaluation: ev.CanaryEvaluation, specs: SpecCache) -> list[ev.EvaluationCase]:

@@ -10,8 +10,11 @@ Exceptions:
 
     WorkflowSpecError        base of every error about a workflow spec (sources and digests
                              raise their own subclasses)
-    └── SpecError            the document is not a valid workflow; `.problems` lists each
-                             problem with its path, and the message names them all
+    ├── SpecError            the document is not a valid workflow; `.problems` lists each
+    │                        problem with its path, and the message names them all
+    └── datasets.InvalidDataset
+                             an evaluation dataset that is not valid cases, each problem
+                             named by case, line and field
 """
 
 from __future__ import annotations

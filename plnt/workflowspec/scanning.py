@@ -4,9 +4,12 @@ key under an S3 prefix, each resolved to its digest, read, verified and parsed.
 What the workflow catalog lists (`plnt.registry.workflows`). A source is named as a
 reference without a tag (`oci://HOST/REPO`, `oci-layout:PATH`) or with one (only that
 tag), `s3://BUCKET/PREFIX` (every `.yaml`, `.yml` or `.json` key under it), or
-`oci-layout:*` (every layout directly under the layout root). A relative layout path is
-read inside the layout root and named relative in the references found, as a WorkflowRun
-names it (the deploy worker resolves it the same way).
+`oci-layout:*` (every layout directly under the layout root). A tag that holds an
+evaluation dataset (`artifacts.DATASET`, pushed beside the specs) is no workflow and is
+left out; under S3, where keys carry no artifact type, keep datasets under another prefix
+or name them `.jsonl`. A relative layout path is read inside the layout root and named
+relative in the references found, as a WorkflowRun names it (the deploy worker resolves
+it the same way).
 
 A spec is read once per digest: a later scan resolves each tag to its digest (an OCI
 manifest, a layout's index; for S3 the object's ETag names the bytes it read last) and
@@ -33,7 +36,7 @@ from typing import Any
 import yaml
 
 from plnt.workflowspec import digests, documents, errors, model, references
-from plnt.workflowspec.sources import settings
+from plnt.workflowspec.sources import artifacts, settings
 from plnt.workflowspec.sources.oci_layout import LAYOUT_FILE, OciLayoutSource
 from plnt.workflowspec.sources.oci_registry import OciRegistrySource
 from plnt.workflowspec.sources.s3 import S3Source
@@ -136,13 +139,13 @@ class Scanner:
     async def _tagged(
         self, ref: references.OciRef | references.LayoutRef, store: Any
     ) -> list[Found]:
-        """Every tag of a repository or layout (or the one tag `ref` names)."""
+        """Every tag of a repository or layout (or the one tag `ref` names) but datasets'."""
         readable = self._readable(ref)
         tags = [ref.tag] if ref.tag else await store.tags(readable)
         found = await asyncio.gather(
             *(self._tag(ref, readable, tag, store) for tag in tags if tag is not None)
         )
-        return list(found)
+        return [one for one in found if one is not None]
 
     async def _tag(
         self,
@@ -150,15 +153,19 @@ class Scanner:
         readable: references.OciRef | references.LayoutRef,
         tag: str,
         store: Any,
-    ) -> Found:
+    ) -> Found | None:
+        """What `tag` holds; None for an evaluation dataset, which is no workflow to list."""
         named = dataclasses.replace(ref, tag=tag, digest=None)
         at = dataclasses.replace(readable, tag=tag, digest=None)
         hint = _location_name(ref, tag)
         try:
             async with self._slots:
-                digest = await store.resolve(at)
+                layer: artifacts.Descriptor = await store.resolve(at)
         except errors.SourceError as error:
             return Found(tag, str(named), None, None, problem_of(error), hint)
+        if layer.media_type != artifacts.WORKFLOW_MEDIA_TYPE:
+            return None
+        digest = layer.digest
         pinned = str(references.pinned(named, digest))
         read = await self._spec(digest, lambda: store.fetch(at, digest=digest))
         return Found(tag, pinned, digest, read.workflow, read.problem, read.name or hint)

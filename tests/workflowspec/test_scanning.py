@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from plnt.workflowspec import digests, scanning, sources
+from plnt.workflowspec.sources import artifacts
 from tests.support import registry as registry_support
 from tests.support import s3 as s3_support
 
@@ -179,3 +180,17 @@ async def test_every_spec_key_under_an_s3_prefix_is_found(moto: s3_support.Moto)
     assert found.location == "prod/triage.yaml"
     assert found.ref == f"s3://catalog/prod/triage.yaml@{digests.compute(data)}"
     assert found.workflow is not None and found.workflow.metadata.version == "3.1.0"
+
+
+async def test_a_dataset_pushed_beside_the_specs_of_a_layout_is_not_listed(tmp_path: Path) -> None:
+    layout = tmp_path / "specs"
+    data = spec("listed")
+    await sources.publish(data, f"oci-layout:{layout}:listed")
+    dataset = b"- {name: a-case}\n"
+    await sources.publish(dataset, f"oci-layout:{layout}:evals", kind=artifacts.DATASET)
+    scanner = scanning.Scanner(sources.SourceSettings(limits=FAST))
+
+    scan = await scanner.scan(f"oci-layout:{layout}")
+
+    assert scan.error is None
+    assert [(f.location, f.problem) for f in scan.found] == [("listed", None)]

@@ -14,6 +14,7 @@ import pytest
 
 from plnt.processes.ports import free_port
 from plnt.workflowspec import digests, errors, references, sources
+from plnt.workflowspec.sources import artifacts
 from tests.support import s3 as support
 
 SPEC = b"apiVersion: microagents.plnt.work/v1\nkind: Workflow\n"
@@ -109,3 +110,19 @@ async def test_endpoint_down_is_unavailable_after_bounded_attempts(moto: support
         await sources.pull(f"s3://{BUCKET}/d.yaml", config=down)
     assert caught.value.attempts == 2
     assert "gave up after 2 attempts" in str(caught.value)
+
+
+async def test_a_dataset_is_put_with_its_media_type_and_pulled_back_by_key(
+    moto: support.Moto,
+) -> None:
+    dataset = b'{"name": "a-case"}\n{"name": "b-case"}\n'
+    key = "evals/chat.jsonl"
+
+    pinned = await sources.publish(
+        dataset, f"s3://{BUCKET}/{key}", config=_settings(moto), kind=artifacts.DATASET_LINES
+    )
+    pulled = await sources.pull(f"s3://{BUCKET}/{key}", config=_settings(moto))
+
+    assert pulled.data == dataset and pulled.ref == pinned
+    head = moto.client().head_object(Bucket=BUCKET, Key=key)
+    assert head["ContentType"] == artifacts.DATASET_LINES_MEDIA_TYPE

@@ -2,8 +2,10 @@
 
 Contract: `pull` returns bytes whose sha256 equals the pinned digest, or raises an
 `errors.SourceError`; it never returns unverified bytes for a pinned reference. `publish`
-stores bytes and returns the reference pinned to their digest. Every source bounds sizes
-(`Limits.max_bytes`), time (per-request timeouts) and retries (transient failures only).
+stores bytes and returns the reference pinned to their digest; its `kind` (a workflow spec
+unless told, or an evaluation dataset) only labels the artifact, and a pull takes either.
+Every source bounds sizes (`Limits.max_bytes`), time (per-request timeouts) and retries
+(transient failures only).
 Blocking libraries (oras/requests, botocore, file I/O) run in worker threads.
 """
 
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from plnt.workflowspec import digests, errors, references
+from plnt.workflowspec.sources import artifacts
 from plnt.workflowspec.sources.settings import (
     Limits,
     RegistrySettings,
@@ -43,8 +46,10 @@ class Source(Protocol[RefT_contra]):
         """The bytes at `ref`; verified against `digest` when it is given."""
         ...
 
-    async def publish(self, data: bytes, ref: RefT_contra) -> references.Reference:
-        """Store `data` at `ref` and return `ref` pinned to the digest of `data`."""
+    async def publish(
+        self, data: bytes, ref: RefT_contra, *, kind: artifacts.Kind = artifacts.WORKFLOW
+    ) -> references.Reference:
+        """Store `data` at `ref` as a `kind` artifact; return `ref` pinned to its digest."""
         ...
 
 
@@ -110,8 +115,10 @@ async def publish(
     ref: str | references.Reference,
     *,
     config: SourceSettings | None = None,
+    kind: artifacts.Kind = artifacts.WORKFLOW,
 ) -> references.Reference:
-    """Store `data` at `ref` (a tag or key, not a digest); return the pinned reference."""
+    """Store `data` at `ref` (a tag or key, not a digest) as a `kind` artifact; return the
+    pinned reference."""
     parsed = references.parse(ref) if isinstance(ref, str) else ref
     if parsed.digest is not None:
         raise errors.InvalidReference(
@@ -119,4 +126,4 @@ async def publish(
             ref=str(parsed),
         )
     source = for_reference(parsed, config or SourceSettings())
-    return await source.publish(data, parsed)
+    return await source.publish(data, parsed, kind=kind)

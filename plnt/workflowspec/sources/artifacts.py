@@ -1,9 +1,16 @@
-"""The OCI artifact that carries a workflow spec: media types and the manifest shape.
+"""The OCI artifacts that carry workflow specs and evaluation datasets: media types, manifests.
 
-A spec is published as an OCI image manifest (the form every OCI 1.0 registry accepts) with
-`artifactType` `application/vnd.plnt.workflow.v1`, the empty config descriptor, and exactly
-one layer of media type `application/vnd.plnt.workflow.v1+yaml` holding the spec's bytes.
-The layer digest is the spec digest. Registries and OCI layouts share this module.
+Each is published as an OCI image manifest (the form every OCI 1.0 registry accepts) with
+the empty config descriptor and exactly one layer holding the document's bytes; the layer
+digest is the document's digest. A `Kind` says which: a workflow spec has `artifactType`
+`application/vnd.plnt.workflow.v1` and a layer of `application/vnd.plnt.workflow.v1+yaml`;
+an evaluation dataset has `application/vnd.plnt.dataset.v1` and a layer of
+`application/vnd.plnt.dataset.v1+yaml` (a YAML/JSON document) or `…+jsonl` (JSON Lines).
+
+A pull takes the one plnt layer of either kind: the quality gate fetches its dataset through
+the same spec cache and sources as a spec, and what the bytes are is for their reader to
+check (a dataset read as a spec fails the spec's loader, naming why). The catalog lists
+only workflow artifacts. Registries and OCI layouts share this module.
 """
 
 from __future__ import annotations
@@ -16,6 +23,9 @@ from plnt.workflowspec import digests, errors
 
 ARTIFACT_TYPE = "application/vnd.plnt.workflow.v1"
 WORKFLOW_MEDIA_TYPE = "application/vnd.plnt.workflow.v1+yaml"
+DATASET_ARTIFACT_TYPE = "application/vnd.plnt.dataset.v1"
+DATASET_MEDIA_TYPE = "application/vnd.plnt.dataset.v1+yaml"
+DATASET_LINES_MEDIA_TYPE = "application/vnd.plnt.dataset.v1+jsonl"
 EMPTY_CONFIG_MEDIA_TYPE = "application/vnd.oci.empty.v1+json"
 EMPTY_CONFIG = b"{}"
 MANIFEST_MEDIA_TYPE = "application/vnd.oci.image.manifest.v1+json"
@@ -25,6 +35,22 @@ ACCEPT = ", ".join((MANIFEST_MEDIA_TYPE, INDEX_MEDIA_TYPE, DOCKER_MANIFEST_MEDIA
 TITLE_ANNOTATION = "org.opencontainers.image.title"
 REF_NAME_ANNOTATION = "org.opencontainers.image.ref.name"
 SPEC_FILENAME = "workflow.yaml"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What an artifact holds: its `artifactType`, its layer's media type, the file it names."""
+
+    artifact_type: str
+    media_type: str
+    filename: str
+
+
+WORKFLOW = Kind(ARTIFACT_TYPE, WORKFLOW_MEDIA_TYPE, SPEC_FILENAME)
+DATASET = Kind(DATASET_ARTIFACT_TYPE, DATASET_MEDIA_TYPE, "dataset.yaml")
+DATASET_LINES = Kind(DATASET_ARTIFACT_TYPE, DATASET_LINES_MEDIA_TYPE, "dataset.jsonl")
+CONTENT_MEDIA_TYPES = (WORKFLOW_MEDIA_TYPE, DATASET_MEDIA_TYPE, DATASET_LINES_MEDIA_TYPE)
+"""The layers a pull takes: one of them, exactly, per manifest."""
 
 
 @dataclass(frozen=True)
@@ -45,19 +71,19 @@ def config_descriptor() -> Descriptor:
     return Descriptor(EMPTY_CONFIG_MEDIA_TYPE, digests.compute(EMPTY_CONFIG), len(EMPTY_CONFIG))
 
 
-def spec_descriptor(spec: bytes) -> Descriptor:
-    """The layer descriptor of a spec's bytes."""
-    return Descriptor(WORKFLOW_MEDIA_TYPE, digests.compute(spec), len(spec))
+def spec_descriptor(spec: bytes, kind: Kind = WORKFLOW) -> Descriptor:
+    """The layer descriptor of a spec's (or a dataset's) bytes."""
+    return Descriptor(kind.media_type, digests.compute(spec), len(spec))
 
 
-def manifest_for(spec: bytes) -> dict[str, Any]:
-    """The image manifest that publishes `spec` as a plnt workflow artifact."""
-    layer = spec_descriptor(spec).to_json()
-    layer["annotations"] = {TITLE_ANNOTATION: SPEC_FILENAME}
+def manifest_for(spec: bytes, kind: Kind = WORKFLOW) -> dict[str, Any]:
+    """The image manifest that publishes `spec` as a plnt artifact of `kind`."""
+    layer = spec_descriptor(spec, kind).to_json()
+    layer["annotations"] = {TITLE_ANNOTATION: kind.filename}
     return {
         "schemaVersion": 2,
         "mediaType": MANIFEST_MEDIA_TYPE,
-        "artifactType": ARTIFACT_TYPE,
+        "artifactType": kind.artifact_type,
         "config": config_descriptor().to_json(),
         "layers": [layer],
     }
@@ -69,7 +95,8 @@ def encode(document: dict[str, Any]) -> bytes:
 
 
 def spec_layer(manifest: bytes, *, ref: str) -> Descriptor:
-    """The spec layer of a fetched manifest; `errors.ProtocolError` if it is not a plnt one."""
+    """The one plnt layer of a fetched manifest (a spec's or a dataset's), with its media
+    type; `errors.ProtocolError` if it is not a plnt artifact."""
     try:
         document = json.loads(manifest)
     except ValueError as exc:
@@ -87,15 +114,16 @@ def spec_layer(manifest: bytes, *, ref: str) -> Descriptor:
     found = [
         layer
         for layer in layers
-        if isinstance(layer, dict) and layer.get("mediaType") == WORKFLOW_MEDIA_TYPE
+        if isinstance(layer, dict) and layer.get("mediaType") in CONTENT_MEDIA_TYPES
     ]
     if len(found) != 1:
         raise errors.ProtocolError(
-            f"{ref}: expected exactly one layer of media type {WORKFLOW_MEDIA_TYPE}, "
-            f"found {len(found)}; is this a plnt workflow artifact?",
+            f"{ref}: expected exactly one layer of media type {WORKFLOW_MEDIA_TYPE} "
+            f"(or a plnt dataset's), found {len(found)}; is this a plnt workflow artifact?",
             ref=ref,
         )
     layer = found[0]
+    media_type = str(layer["mediaType"])
     size = layer.get("size")
     if not isinstance(size, int) or size < 0:
         raise errors.ProtocolError(f"{ref}: the spec layer has no valid size", ref=ref)
@@ -103,4 +131,4 @@ def spec_layer(manifest: bytes, *, ref: str) -> Descriptor:
         digest = digests.parse(str(layer.get("digest", "")))
     except errors.InvalidDigest as exc:
         raise errors.ProtocolError(f"{ref}: the spec layer: {exc}", ref=ref) from exc
-    return Descriptor(WORKFLOW_MEDIA_TYPE, digest, size)
+    return Descriptor(media_type, digest, size)

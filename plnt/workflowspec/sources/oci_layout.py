@@ -39,16 +39,23 @@ class OciLayoutSource:
         """The spec's bytes, by `digest` when given (the tag is then ignored), else by tag."""
         return await asyncio.to_thread(self._fetch, ref, digest)
 
-    async def publish(self, data: bytes, ref: references.LayoutRef) -> references.LayoutRef:
-        """Write the spec, its manifest and the tag; return the pinned reference."""
-        return await asyncio.to_thread(self._publish, data, ref)
+    async def publish(
+        self,
+        data: bytes,
+        ref: references.LayoutRef,
+        *,
+        kind: artifacts.Kind = artifacts.WORKFLOW,
+    ) -> references.LayoutRef:
+        """Write the spec (or dataset), its manifest and the tag; return the pinned reference."""
+        return await asyncio.to_thread(self._publish, data, ref, kind)
 
     async def tags(self, ref: references.LayoutRef) -> list[str]:
         """Every tag `index.json` names, in its order (NotFound when it is no layout)."""
         return await asyncio.to_thread(self._tags, ref)
 
-    async def resolve(self, ref: references.LayoutRef) -> digests.Digest:
-        """The spec digest `ref`'s tag names: its manifest's spec layer (no spec is read)."""
+    async def resolve(self, ref: references.LayoutRef) -> artifacts.Descriptor:
+        """The layer `ref`'s tag names (its digest and media type: a spec's or a dataset's),
+        from its manifest (no spec is read)."""
         return await asyncio.to_thread(self._resolve, ref)
 
     def _tags(self, ref: references.LayoutRef) -> list[str]:
@@ -62,7 +69,7 @@ class OciLayoutSource:
                 tags.append(tag)
         return tags
 
-    def _resolve(self, ref: references.LayoutRef) -> digests.Digest:
+    def _resolve(self, ref: references.LayoutRef) -> artifacts.Descriptor:
         root, text = Path(ref.path), str(ref)
         if not (root / LAYOUT_FILE).is_file():
             raise errors.NotFound(f"{text}: {root} is not an OCI image layout", ref=text)
@@ -74,7 +81,7 @@ class OciLayoutSource:
         )
         layer = artifacts.spec_layer(manifest, ref=text)
         _check_size(layer.size, self._limits.max_bytes, ref=text)
-        return layer.digest
+        return layer
 
     def _fetch(self, ref: references.LayoutRef, digest: digests.Digest | None) -> bytes:
         root = Path(ref.path)
@@ -92,7 +99,9 @@ class OciLayoutSource:
             digest = layer.digest
         return _read_blob(root, digest, limit=self._limits.max_bytes, ref=text)
 
-    def _publish(self, data: bytes, ref: references.LayoutRef) -> references.LayoutRef:
+    def _publish(
+        self, data: bytes, ref: references.LayoutRef, kind: artifacts.Kind
+    ) -> references.LayoutRef:
         _check_size(len(data), self._limits.max_bytes, ref=str(ref))
         root = Path(ref.path)
         tag = ref.tag or DEFAULT_TAG
@@ -102,10 +111,10 @@ class OciLayoutSource:
                 _write_atomically(root / LAYOUT_FILE, json.dumps(LAYOUT_VERSION).encode())
             spec_digest = _write_blob(root, data)
             _write_blob(root, artifacts.EMPTY_CONFIG)
-            manifest = artifacts.encode(artifacts.manifest_for(data))
+            manifest = artifacts.encode(artifacts.manifest_for(data, kind))
             manifest_digest = _write_blob(root, manifest)
             with _locked(root):
-                _tag(root, tag, manifest_digest, size=len(manifest))
+                _tag(root, tag, manifest_digest, size=len(manifest), kind=kind)
         except OSError as exc:
             raise errors.Unavailable(
                 f"{ref}: cannot write the layout: {exc}", ref=str(ref)
@@ -170,7 +179,9 @@ def _read_index(root: Path, *, ref: str, limit: int) -> dict[str, Any]:
     return document
 
 
-def _tag(root: Path, tag: str, manifest_digest: digests.Digest, *, size: int) -> None:
+def _tag(
+    root: Path, tag: str, manifest_digest: digests.Digest, *, size: int, kind: artifacts.Kind
+) -> None:
     index = _read_index(root, ref=str(root), limit=64 * settings.MIB)
     kept = [
         entry
@@ -180,7 +191,7 @@ def _tag(root: Path, tag: str, manifest_digest: digests.Digest, *, size: int) ->
     kept.append(
         {
             "mediaType": artifacts.MANIFEST_MEDIA_TYPE,
-            "artifactType": artifacts.ARTIFACT_TYPE,
+            "artifactType": kind.artifact_type,
             "digest": manifest_digest,
             "size": size,
             "annotations": {artifacts.REF_NAME_ANNOTATION: tag},

@@ -57,8 +57,10 @@ class OciRegistrySource:
             what=f"pulling {ref}",
         )
 
-    async def publish(self, data: bytes, ref: references.OciRef) -> references.OciRef:
-        """Push the spec as a plnt workflow artifact under `ref`'s tag; return it pinned."""
+    async def publish(
+        self, data: bytes, ref: references.OciRef, *, kind: artifacts.Kind = artifacts.WORKFLOW
+    ) -> references.OciRef:
+        """Push the spec (or dataset) as a plnt artifact under `ref`'s tag; return it pinned."""
         if len(data) > self._limits.max_bytes:
             raise errors.TooLarge(
                 f"{ref}: {len(data)} bytes exceeds the limit of {self._limits.max_bytes} bytes",
@@ -67,7 +69,7 @@ class OciRegistrySource:
                 ref=str(ref),
             )
         await retrying.call(
-            lambda: asyncio.to_thread(self._publish, data, ref),
+            lambda: asyncio.to_thread(self._publish, data, ref, kind),
             limits=self._limits,
             what=f"pushing {ref}",
         )
@@ -86,8 +88,9 @@ class OciRegistrySource:
             what=f"listing the tags of {ref}",
         )
 
-    async def resolve(self, ref: references.OciRef) -> digests.Digest:
-        """The spec digest `ref`'s tag names: its manifest's spec layer (no blob is read)."""
+    async def resolve(self, ref: references.OciRef) -> artifacts.Descriptor:
+        """The layer `ref`'s tag names (its digest and media type: a spec's or a dataset's),
+        from the manifest alone (no blob is read)."""
         return await retrying.call(
             lambda: asyncio.to_thread(self._resolve, ref),
             limits=self._limits,
@@ -128,11 +131,11 @@ class OciRegistrySource:
             registry.session.close()
         return found
 
-    def _resolve(self, ref: references.OciRef) -> digests.Digest:
+    def _resolve(self, ref: references.OciRef) -> artifacts.Descriptor:
         registry = self._client(ref)
         try:
             container = registry.get_container(_container_name(ref, tag_only=True))
-            return self._spec_layer(registry, container, ref).digest
+            return self._spec_layer(registry, container, ref)
         finally:
             registry.session.close()
 
@@ -179,21 +182,21 @@ class OciRegistrySource:
         digests.verify(data, digest, ref=text)
         return data
 
-    def _publish(self, data: bytes, ref: references.OciRef) -> None:
+    def _publish(self, data: bytes, ref: references.OciRef, kind: artifacts.Kind) -> None:
         text = str(ref)
         registry = self._client(ref)
         try:
             container = registry.get_container(_container_name(ref, tag_only=True))
             with tempfile.TemporaryDirectory(prefix="plnt-push-") as tmp:
                 for descriptor, content in (
-                    (artifacts.spec_descriptor(data), data),
+                    (artifacts.spec_descriptor(data, kind), data),
                     (artifacts.config_descriptor(), artifacts.EMPTY_CONFIG),
                 ):
                     path = Path(tmp) / digests.hex_of(descriptor.digest)
                     path.write_bytes(content)
                     response = registry.upload_blob(str(path), container, descriptor.to_json())
                     _expect_success(response, ref=text, what=f"uploading blob {descriptor.digest}")
-            response = registry.upload_manifest(artifacts.manifest_for(data), container)
+            response = registry.upload_manifest(artifacts.manifest_for(data, kind), container)
             _expect_success(response, ref=text, what="uploading the manifest")
         except (ValueError, KeyError) as exc:
             # oras raises ValueError when an upload session URL is missing, among others.

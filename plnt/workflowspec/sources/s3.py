@@ -48,8 +48,13 @@ class S3Source:
         """The object's bytes, verified against `digest` when given."""
         return await asyncio.to_thread(self._fetch, ref, digest)
 
-    async def publish(self, data: bytes, ref: references.S3Ref) -> references.S3Ref:
-        """Put the spec at `ref`'s key; return the reference pinned to its digest."""
+    async def publish(
+        self, data: bytes, ref: references.S3Ref, *, kind: artifacts.Kind = artifacts.WORKFLOW
+    ) -> references.S3Ref:
+        """Put the spec (or dataset) at `ref`'s key; return the reference pinned to its digest.
+
+        The object's Content-Type is the kind's media type; a pull reads the bytes whatever
+        it says."""
         if len(data) > self._limits.max_bytes:
             raise errors.TooLarge(
                 f"{ref}: {len(data)} bytes exceeds the limit of {self._limits.max_bytes} bytes",
@@ -57,7 +62,7 @@ class S3Source:
                 size=len(data),
                 ref=str(ref),
             )
-        return await asyncio.to_thread(self._publish, data, ref)
+        return await asyncio.to_thread(self._publish, data, ref, kind)
 
     async def keys(self, bucket: str, prefix: str) -> list[tuple[str, str]]:
         """(key, ETag) of every object under `prefix`, in key order (all pages).
@@ -134,14 +139,16 @@ class S3Source:
             digests.verify(data, digest, ref=text)
         return data
 
-    def _publish(self, data: bytes, ref: references.S3Ref) -> references.S3Ref:
+    def _publish(
+        self, data: bytes, ref: references.S3Ref, kind: artifacts.Kind
+    ) -> references.S3Ref:
         digest = digests.compute(data)
         with self._translated(ref):
             self._s3().put_object(
                 Bucket=ref.bucket,
                 Key=ref.key,
                 Body=data,
-                ContentType=artifacts.WORKFLOW_MEDIA_TYPE,
+                ContentType=kind.media_type,
                 Metadata={"plnt-digest": digest},
             )
         return references.S3Ref(bucket=ref.bucket, key=ref.key, digest=digest)
