@@ -1,5 +1,8 @@
 """`plnt up --model gemma3-270m`: the model server as a supervised child of plnt, its
-PlntBackend, and the one line a user gets without the `llm` extra.
+PlntBackend, and the one line a user gets without the `llm` extra; a server that takes its
+settings from plnt alone (never from `PORT`, `HOST`, `MODEL` … in plnt's environment), dies
+with a `plnt up` killed with SIGKILL, and keeps its port across restarts (a new one, named
+by the PlntBackend, when another process holds it).
 
 The server is the real one on the real weights. `plnt up` runs with `--no-sagas` here: the
 model server and its PlntBackend do not depend on Temporal (a deploy on the model is the
@@ -13,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -21,7 +25,9 @@ from typing import Any
 
 import pytest
 
-from plnt.processes import models, modelserver
+from plnt.processes import leftovers, models, modelserver
+from plnt.processes.ports import free_port
+from tests.processes.hostile import leaked, set_hostile
 from tests.support.model import PIN
 from tests.support.plnt_server import Kubectl, PlntServer, wait_for
 from tests.support.processes import kill_all, live_processes
@@ -145,3 +151,71 @@ def test_plnt_up_serves_the_model_as_a_supervised_child_and_registers_its_backen
     finally:
         if port:
             kill_all(model_servers(port))
+
+
+def completion(endpoint: str) -> str:
+    """A short completion straight from the server (which would demand a key it was given
+    through `API_KEY`)."""
+    body = {"model": PIN.name, "prompt": "1, 2, 3,", "max_tokens": 4, "temperature": 0}
+    request = urllib.request.Request(
+        f"{endpoint}/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return str(json.loads(answer.read())["choices"][0]["text"])
+
+
+def recorded_model_server(state: Path) -> int:
+    document = json.loads((state / "models" / f"{PIN.name}.pid").read_text())
+    return int(document["process"]["pid"])
+
+
+def test_the_model_server_ignores_hostile_variables_dies_with_plnt_and_keeps_its_port(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "state"
+    cache = tmp_path / "home" / ".kube" / "cache"
+    cache.mkdir(parents=True)
+    kubectl = Kubectl(kubeconfig=state / "kubeconfig", cache_dir=cache)
+    api_port = free_port()
+    set_hostile(monkeypatch)
+    monkeypatch.setenv("PORT", str(api_port))  # as `make up PORT=…` exports it: the API's
+    started: set[int] = set()
+    try:
+        with PlntServer(state, port=api_port, extra_args=("--model", PIN.name)) as first:
+            endpoint = backend(kubectl)["spec"]["endpoint"]
+            port = int(endpoint.removeprefix("http://127.0.0.1:").removesuffix("/v1"))
+            assert port != api_port
+            assert served(endpoint) == [PIN.name] and completion(endpoint)
+            pid = recorded_model_server(state)
+            started.add(pid)
+            assert leaked(pid) == set()
+            assert first.process is not None
+            first.process.kill()  # SIGKILL: the model server goes with plnt up all the same
+            first.process.wait()
+            wait_for(
+                lambda: leftovers.identity_of(pid) is None,
+                timeout=30,
+                message="the model server to exit with plnt up",
+            )
+
+        # Started again: the same port, the backend unchanged, nothing left to stop.
+        with PlntServer(state, extra_args=("--model", PIN.name)) as second:
+            started.add(recorded_model_server(state))
+            assert backend(kubectl)["spec"]["endpoint"] == endpoint
+            assert served(endpoint) == [PIN.name]
+            assert not [line for line in second.output if "left by an earlier run" in line]
+
+        # Its port held by another process: a new one, and the backend names it.
+        with socket.socket() as holder:
+            holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past TIME_WAIT
+            holder.bind(("127.0.0.1", port))
+            holder.listen()
+            with PlntServer(state, extra_args=("--model", PIN.name)) as third:
+                started.add(recorded_model_server(state))
+                moved = backend(kubectl)["spec"]["endpoint"]
+                assert moved != endpoint and served(moved) == [PIN.name]
+                assert [line for line in third.output if f"port {port} (of the last" in line]
+    finally:
+        kill_all(started)
