@@ -62,7 +62,7 @@ def row(obj: dict[str, Any]) -> WorkflowRow:
         for e in status.get("versionErrors") or []
     ]
     return WorkflowRow(
-        str(meta.get("name", "")),
+        str(meta.get("name") or ""),
         str(spec.get("latestVersion") or ""),
         str(spec.get("description") or ""),
         versions,
@@ -81,10 +81,8 @@ def source_errors(items: list[dict[str, Any]]) -> list[str]:
 async def page(request: web.Request) -> web.StreamResponse:
     namespace = request.match_info["namespace"]
     items = await _client(request).list_workflows(namespace=namespace)
-    refreshed = next(
-        (str((o.get("status") or {}).get("lastRefreshTime")) for o in items if o.get("status")),
-        "",
-    )
+    times = ((o.get("status") or {}).get("lastRefreshTime") for o in items)
+    refreshed = next((str(t) for t in times if t), "")  # a status may not say it yet
     return rendering.page(
         request,
         "catalog.html",

@@ -53,7 +53,7 @@ def invocation_object_row(obj: Mapping[str, Any], now: datetime) -> InvocationOb
     tokens = usage.get("totalTokens")
     phase = str(status.get("phase") or "Pending")
     return InvocationObjectRow(
-        name=str(meta.get("name", "")),
+        name=str(meta.get("name") or ""),
         revision="" if status.get("revision") is None else str(status["revision"]),
         phase=phase,
         duration=invocation_duration(status, now),

@@ -25,9 +25,10 @@ from typing import Any
 from aiohttp import web
 
 from plnt.api import codec
-from plnt.client import ApiError, ClientError, NotFound, PlntClient, WatchEvent, event_time
-from plnt.ui import following, keys, rendering, views
+from plnt.client import ApiError, ClientError, NotFound, PlntClient, WatchEvent
+from plnt.ui import benches, following, keys, rendering, views
 from plnt.ui import invocations as invocation_views
+from plnt.ui import runs as run_views
 
 RUNNING_REDRAW_SECONDS = 2.0
 Message = dict[str, Any]
@@ -132,22 +133,22 @@ async def runs(request: web.Request) -> web.StreamResponse:
 
 
 def run_fragments(request: web.Request, run: Mapping[str, Any]) -> dict[str, str]:
-    """The parts of the Run page that follow the WorkflowRun itself."""
-    status = run.get("status") or {}
+    """The parts of the Run page that follow the WorkflowRun itself, from its `RunView`
+    (the route names the run and its namespace, whatever the object carries)."""
+    view = run_views.run_view(run, now())
     context = {
-        "run": run,
-        "status": status,
-        "timeline": views.timeline(status.get("saga"), now()),
-        "history": views.history(status),
-        "traffic": views.traffic_bars(status.get("traffic")),
-        "namespace": (run.get("metadata") or {}).get("namespace", ""),
+        "view": view,
+        "namespace": request.match_info.get("namespace", ""),
+        "run_name": request.match_info.get("name", ""),
     }
     return {
         "run-summary": rendering.fragment(request, "run_summary.html", **context),
         "run-timeline": rendering.fragment(request, "run_timeline.html", **context),
         "run-conditions": rendering.fragment(request, "run_conditions.html", **context),
         "run-history": rendering.fragment(request, "run_history.html", **context),
-        "run-evaluation": rendering.fragment(request, "run_evaluation.html", **context),
+        "run-evaluation": rendering.fragment(
+            request, "run_evaluation.html", evaluation=view.evaluation
+        ),
     }
 
 
@@ -160,8 +161,9 @@ def events_path(namespace: str) -> str:
 
 
 def events_fragment(request: web.Request, events: Mapping[str, Mapping[str, Any]]) -> str:
-    ordered = sorted(events.values(), key=event_time)
-    return rendering.fragment(request, "run_events.html", events=ordered, now=now(), views=views)
+    """The Run page's Events, newest first."""
+    rows = views.event_rows(events.values(), now())
+    return rendering.fragment(request, "run_events.html", rows=rows)
 
 
 def _running(run: Mapping[str, Any] | None) -> bool:
@@ -406,7 +408,7 @@ async def bench(request: web.Request) -> web.StreamResponse:
         async for _source, _kind, _obj in _merged(sources, idle=idle):
             current["bench"] = await read_bench(client, namespace, name)
             html = rendering.fragment(
-                request, "bench_result.html", bench=views.bench_view(current["bench"])
+                request, "bench_result.html", bench=benches.bench_view(current["bench"])
             )
             yield {"replace": {"bench-result": html}}
 

@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from plnt.client import ApiError, ClientError, PlntClient
-from plnt.ui import forms, keys, live, rendering, views
+from plnt.ui import benches, forms, keys, live, rendering, views
 from plnt.ui import invocations as invocation_views
 
 
@@ -38,7 +38,7 @@ async def _namespaces(client: PlntClient, current: str) -> list[str]:
         found = await client.list_all("/api/v1/namespaces")
     except ClientError:
         found = []
-    names = {str((n.get("metadata") or {}).get("name", "")) for n in found}
+    names = {str((n.get("metadata") or {}).get("name") or "") for n in found}
     return sorted(names | {current})
 
 
@@ -179,5 +179,5 @@ async def bench(request: web.Request) -> web.StreamResponse:
     revisions = _revisions(obj)
     current = await live.read_bench(client, namespace, name)
     return rendering.page(
-        request, "bench.html", revisions=revisions, bench=views.bench_view(current), title=name
+        request, "bench.html", revisions=revisions, bench=benches.bench_view(current), title=name
     )

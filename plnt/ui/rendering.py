@@ -1,9 +1,11 @@
 """Templates to HTML: the Jinja2 environment, whole pages, fragments, and error pages.
 
 One environment per app, autoescaping on: every value from the API (names, messages)
-is text, never markup. Pages and the fragments the live streams send come from the same
-templates (a fragment is a template `{% include %}`d by its page), so a live update
-looks exactly like a reload.
+is text, never markup. Undefined is strict: templates read the typed views of `views`,
+`runs`, `evaluations`, `benches` and `invocations`, never an API object, so a name no
+view has is a typo, and it fails the page tests instead of printing nothing. Pages and
+the fragments the live streams send come from the same templates (a fragment is a
+template `{% include %}`d by its page), so a live update looks exactly like a reload.
 """
 
 from __future__ import annotations
@@ -28,10 +30,11 @@ HEADERS = {
 
 
 def environment() -> jinja2.Environment:
-    """The templates shipped in `plnt/ui/templates`, autoescaped."""
+    """The templates shipped in `plnt/ui/templates`, autoescaped, undefined strict."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("plnt.ui", "templates"),
         autoescape=True,
+        undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )

@@ -2,14 +2,18 @@
 
 Every function takes the objects as the API answered them (camelCase JSON) and the
 current time, and returns plain data the templates lay out, so the arithmetic of the
-timeline and the histogram is tested without a browser.
+timeline and the histogram is tested without a browser. Templates read only such typed
+values, never an API object: a field the API left out is None or "" here, said once,
+instead of an error in whichever template reads it (the environment's undefined is
+strict, so a template that names a field no view has fails in the tests).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from plnt.api.meta import parse_time
@@ -23,13 +27,35 @@ COMPENSATION_STEP = "rollback"
 
 
 def parsed_time(value: Any) -> datetime | None:
-    """A timestamp as the API wrote it; None when it is missing or malformed."""
+    """A timestamp as the API wrote it; None when it is missing or malformed. One without
+    an offset is taken as UTC (the API's zone): a naive time beside an aware one would
+    make every comparison and subtraction of the two raise."""
     if not isinstance(value, str) or not value:
         return None
     try:
-        return parse_time(value)
+        moment = parse_time(value)
     except ValueError:
         return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def number(value: Any) -> float | None:
+    """A JSON number as a float; None for anything else (null, text, booleans, objects)
+    and for a value that is not finite, so a page formats only what it can."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    result = float(value)
+    return result if math.isfinite(result) else None
+
+
+def integer(value: Any) -> int | None:
+    """A JSON integer; None for anything else (booleans included)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def mapping(value: Any) -> Mapping[str, Any]:
+    """`value` when it is a JSON object, else an empty one (a field left out or null)."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def duration_text(seconds: float | None) -> str:
@@ -200,7 +226,7 @@ def run_row(run: Mapping[str, Any], now: datetime) -> RunRow:
     wanted = spec.get("replicas", 1)
     ready = status.get("readyReplicas")
     return RunRow(
-        name=str(meta.get("name", "")),
+        name=str(meta.get("name") or ""),
         phase=str(status.get("phase") or "Pending"),
         revision="" if status.get("revision") is None else str(status["revision"]),
         traffic=traffic_text(status.get("traffic")),
@@ -305,7 +331,7 @@ def backend_row(backend: Mapping[str, Any]) -> BackendRow:
     reachable = status.get("reachable")
     models = status.get("loadedModels") or spec.get("models") or []
     return BackendRow(
-        name=str((backend.get("metadata") or {}).get("name", "")),
+        name=str((backend.get("metadata") or {}).get("name") or ""),
         type=str(spec.get("type") or ""),
         endpoint=str(spec.get("endpoint") or "—"),
         reachable="—" if reachable is None else ("yes" if reachable else "no"),
@@ -333,8 +359,25 @@ class EventRow:
 
 
 def _count(event: Mapping[str, Any]) -> int:
-    count = (event.get("series") or {}).get("count") or event.get("count") or 1
+    count = mapping(event.get("series")).get("count") or event.get("count") or 1
     return count if isinstance(count, int) else 1
+
+
+def event_row(event: Mapping[str, Any], now: datetime) -> EventRow:
+    return EventRow(
+        type=str(event.get("type") or "Normal"),
+        reason=str(event.get("reason") or ""),
+        message=str(event.get("message") or event.get("note") or ""),
+        count=_count(event),
+        last_seen=age(event_time(event), now),
+    )
+
+
+def event_rows(events: Iterable[Mapping[str, Any]], now: datetime) -> list[EventRow]:
+    """Events newest first (by when they last happened); Events of the same second keep
+    the order they were listed and watched in (the order they were created), the later
+    one first, as timestamps have seconds."""
+    return [event_row(e, now) for e in sorted(reversed(list(events)), key=event_time, reverse=True)]
 
 
 def backend_events(
@@ -344,115 +387,8 @@ def backend_events(
     newest first, at most `shown` each; Events about other kinds are left out."""
     by_backend: dict[str, list[Mapping[str, Any]]] = {}
     for event in events:
-        involved = event.get("involvedObject") or {}
+        involved = mapping(event.get("involvedObject"))
         if involved.get("kind") != "PlntBackend" or not involved.get("name"):
             continue
         by_backend.setdefault(str(involved["name"]), []).append(event)
-    return {
-        name: [
-            EventRow(
-                type=str(e.get("type") or "Normal"),
-                reason=str(e.get("reason") or ""),
-                message=str(e.get("message") or e.get("note") or ""),
-                count=_count(e),
-                last_seen=age(event_time(e), now),
-            )
-            # Timestamps have seconds: Events of the same second keep the order they were
-            # listed and watched in (the order they were created), the later one first.
-            for e in sorted(reversed(found), key=event_time, reverse=True)[:shown]
-        ]
-        for name, found in by_backend.items()
-    }
-
-
-PERCENTILES = (("p50", "p50Ms"), ("p90", "p90Ms"), ("p95", "p95Ms"), ("p99", "p99Ms"))
-
-
-@dataclass(frozen=True, slots=True)
-class LatencyBar:
-    """One bar of the latency chart: a percentile of one revision, in SVG units."""
-
-    label: str
-    percentile: str
-    ms: float
-    x: float
-    y: float
-    width: float
-    height: float
-    series: int
-
-
-@dataclass(frozen=True, slots=True)
-class BenchView:
-    """A bench (running or done) as the Bench page shows it."""
-
-    id: str
-    phase: str
-    message: str
-    progress: tuple[tuple[str, float, int, int], ...]
-    """(label, elapsed seconds, requests, errors) per revision while it runs."""
-    results: tuple[Mapping[str, Any], ...]
-    bars: tuple[LatencyBar, ...]
-    scale_ms: float
-
-
-CHART_WIDTH, CHART_HEIGHT = 600.0, 200.0
-
-
-def latency_bars(results: Sequence[Mapping[str, Any]]) -> tuple[list[LatencyBar], float]:
-    """Grouped bars: for each percentile, one bar per result (revision), on one scale."""
-    values = [
-        float((result.get("latency") or {}).get(key) or 0.0)
-        for result in results
-        for _, key in PERCENTILES
-    ]
-    top = max([*values, 0.001])
-    group = CHART_WIDTH / len(PERCENTILES)
-    width = (group * 0.8) / max(len(results), 1)
-    bars: list[LatencyBar] = []
-    for g, (name, key) in enumerate(PERCENTILES):
-        for series, result in enumerate(results):
-            ms = float((result.get("latency") or {}).get(key) or 0.0)
-            height = ms / top * (CHART_HEIGHT - 20)
-            bars.append(
-                LatencyBar(
-                    label=str(result.get("label") or series),
-                    percentile=name,
-                    ms=round(ms, 2),
-                    x=round(g * group + group * 0.1 + series * width, 2),
-                    y=round(CHART_HEIGHT - height, 2),
-                    width=round(width, 2),
-                    height=round(height, 2),
-                    series=series,
-                )
-            )
-    return bars, top
-
-
-def bench_view(bench: Mapping[str, Any] | None) -> BenchView | None:
-    """A `Bench` (from GET …/bench) or a `BenchRecord` (status.lastBench) for the page."""
-    if not bench:
-        return None
-    status = bench.get("status") if "status" in bench else bench
-    status = status or {}
-    results = tuple(r for r in status.get("results") or [] if isinstance(r, Mapping))
-    bars, top = latency_bars(results)
-    progress = tuple(
-        (
-            str(p.get("label", "")),
-            float(p.get("elapsedSeconds") or 0.0),
-            int(p.get("requests") or 0),
-            int(p.get("errors") or 0),
-        )
-        for p in status.get("progress") or []
-    )
-    ident = (bench.get("metadata") or {}).get("name") if "metadata" in bench else bench.get("id")
-    return BenchView(
-        id=str(ident or ""),
-        phase=str(status.get("phase") or bench.get("phase") or ""),
-        message=str(status.get("message") or ""),
-        progress=progress,
-        results=results,
-        bars=tuple(bars),
-        scale_ms=round(top, 2),
-    )
+    return {name: event_rows(found, now)[:shown] for name, found in by_backend.items()}

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import markupsafe
 import pytest
 
-from plnt.ui import actions, forms, rendering, views
+from plnt.ui import actions, benches, evaluations, forms, rendering, views
 from plnt.ui import invocations as invocation_views
 
 NOW = datetime(2025, 1, 1, 12, 0, 10, tzinfo=UTC)
@@ -107,7 +107,7 @@ def test_the_latency_chart_groups_percentiles_on_one_scale() -> None:
         {"label": "1", "latency": {"p50Ms": 10, "p90Ms": 20, "p95Ms": 30, "p99Ms": 90}},
         {"label": "2", "latency": {"p50Ms": 5, "p90Ms": 10, "p95Ms": 15, "p99Ms": 45}},
     ]
-    bars, top = views.latency_bars(results)
+    bars, top = benches.latency_bars(results)
     assert top == 90 and len(bars) == 8
     tallest = max(bars, key=lambda bar: bar.height)
     assert (tallest.label, tallest.percentile) == ("1", "p99")
@@ -224,7 +224,7 @@ def test_the_run_page_shows_each_cases_answers_canary_beside_stable_with_scores(
         ],
     }  # fmt: skip
     template = rendering.environment().get_template("run_evaluation.html")
-    html = template.render(status={"lastEvaluation": record})
+    html = template.render(evaluation=evaluations.evaluation_view(record))
     assert 'data-testid="evaluation"' in html and "failed" in html
     assert "beside stable r1" in html and str(markupsafe.escape(record["message"])) in html
     case = html[html.index('data-case="after-4"') :]
@@ -233,4 +233,22 @@ def test_the_run_page_shows_each_cases_answers_canary_beside_stable_with_scores(
     assert stable < case.index("✓ next") and case.index("✗ next") < stable
     assert "{&#34;n&#34;: 5}" in case or '{"n": 5}' in case  # JSON output as JSON
     assert "judge: tie" in case and "&lt;b&gt;count&lt;/b&gt;" in html
-    assert "No evaluation has run" in template.render(status={})
+    assert "No evaluation has run" in template.render(evaluation=evaluations.evaluation_view(None))
+
+
+def test_a_scorer_gated_by_its_pass_rate_alone_shows_no_regression_limit() -> None:
+    record = {
+        "passed": True,
+        "message": "ok",
+        "scorers": [
+            {"name": "has", "type": "contains", "checks": 2, "canaryPassRate": 1.0,
+             "minPassRate": 0.9, "passed": True, "message": "ok"},
+            {"name": "both", "type": "regex", "checks": 2, "canaryPassRate": 1.0,
+             "minPassRate": 0.9, "maxRegression": 0.0, "passed": True, "message": "ok"},
+        ],
+    }  # fmt: skip
+    template = rendering.environment().get_template("run_evaluation.html")
+    html = template.render(evaluation=evaluations.evaluation_view(record))
+    alone = html[html.index('data-scorer="has"') : html.index('data-scorer="both"')]
+    assert "≥ 0.90" in alone and "regression" not in alone
+    assert "≥ 0.90, regression ≤ 0.00" in html[html.index('data-scorer="both"') :]
