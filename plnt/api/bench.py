@@ -49,6 +49,8 @@ Selector = str | int
 """A revision: "stable" (the promoted one), "canary" (the other one taking traffic), or N."""
 SELECTOR_WORDS = ("stable", "canary")
 BenchPhase = Literal["Pending", "Running", "Succeeded", "Failed"]
+BenchCache = Literal["bypass", "use"]
+"""Whether the bench's calls may use the runners' step cache (`plnt.api.headers`)."""
 
 
 def selector(value: Any) -> Selector:
@@ -131,6 +133,14 @@ class BenchSpec(WireModel):
             " carry time to first token and tokens per second of the workflow's model step."
         ),
     )
+    cache: BenchCache = Field(
+        default="bypass",
+        description=(
+            '"bypass" (default): every call asks the runners not to use their step cache'
+            " (`Cache-Control: no-cache`), so a few inputs sent again and again measure the"
+            ' model, not the cache; "use": the cache answers what it holds, to measure it.'
+        ),
+    )
 
     @field_validator("revision", mode="before")
     @classmethod
@@ -184,6 +194,10 @@ class BenchTarget(WireModel):
     )
     replicas: int | None = Field(
         default=None, description="Ready replicas of the revision; one of them was measured."
+    )
+    cache: BenchCache | None = Field(
+        default=None,
+        description='"bypass": the step cache was not used, "use": it was (spec.cache).',
     )
 
 

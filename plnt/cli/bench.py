@@ -5,7 +5,9 @@ this command only starts it and follows `GET …/bench`: on a terminal a live pr
 per revision with the running p50/p99 and error count, then a table of the results
 (`--json`: the Bench as JSON instead). `--wait=false` prints the bench's id and returns
 at once; Ctrl-C stops following, not the bench. `--compare 1,2` measures two revisions
-side by side in the same window.
+side by side in the same window. The calls bypass the runners' step cache unless
+`--cache use` says to measure the cache (a few inputs sent again and again would otherwise
+measure the cache, not the model); the table's CACHE HITS column says `bypassed`.
 
 Exit codes (`exits`): 0 when the bench succeeded; 1 when it failed (its message on
 stderr); the API's errors as usual (404 → 3, 409 a bench already running or no ready
@@ -15,6 +17,7 @@ revision → 4, 422 a limit out of range → 6); 2 for bad options.
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import sys
 import time
@@ -33,6 +36,16 @@ from plnt.client import PlntClient
 
 POLL_SECONDS = 0.5
 DONE = ("Succeeded", "Failed")
+
+
+class CacheChoice(enum.StrEnum):
+    """`--cache`: the values of a Bench's `spec.cache` (`plnt.api.bench.BenchCache`)."""
+
+    BYPASS = "bypass"
+    USE = "use"
+
+
+_CACHE_WORDS = {"bypass": ", step cache bypassed", "use": ", step cache used"}
 
 
 class BenchInputError(exits.UsageError):
@@ -117,6 +130,14 @@ def bench(
             "--stream", help="Stream each invocation: adds time to first token and tokens/s."
         ),
     ] = False,
+    cache: Annotated[
+        CacheChoice,
+        typer.Option(
+            "--cache",
+            help="bypass (default): measure the model, never the runners' step cache;"
+            " use: let the cache answer what it holds, to measure the cache.",
+        ),
+    ] = CacheChoice.BYPASS,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the Bench as JSON instead of a table.")
     ] = False,
@@ -134,6 +155,7 @@ def bench(
     follow = _truth(wait)
     spec: dict[str, Any] = {"durationSeconds": duration, "warmupSeconds": warmup}
     spec["timeoutSeconds"] = request_timeout
+    spec["cache"] = cache.value
     if stream:
         spec["stream"] = True
     for key, value in (("rate", rate), ("concurrency", concurrency), ("revision", revision)):
@@ -278,6 +300,13 @@ def _percent(value: Any, reason: Any = None) -> str:
     return f"{100 * float(value):.1f}%"
 
 
+def _cache_cell(target: dict[str, Any], result: dict[str, Any]) -> str:
+    """The step cache's share of answers, or `bypassed` when the bench asked not to use it."""
+    if target.get("cache") == CacheChoice.BYPASS:
+        return "bypassed"
+    return _percent(result.get("cacheHitRate"), result.get("cacheReason"))
+
+
 def results_table(bench: dict[str, Any]) -> Table:
     """One row per revision: throughput, latency percentiles, errors, cache, GPU; and time
     to first token and tokens per second when the bench streamed (`--stream`)."""
@@ -317,7 +346,7 @@ def results_table(bench: dict[str, Any]) -> Table:
             _ms(latency.get("p99Ms")),
             _ms(latency.get("maxMs")),
             f"{error_count} ({_percent(result.get('errorRate'))})",
-            _percent(result.get("cacheHitRate"), result.get("cacheReason")),
+            _cache_cell(target, result),
             _percent(result.get("gpuUtilization"), result.get("gpuReason")),
         ]
         if streamed:
@@ -351,7 +380,7 @@ def _print_results(console: Console, bench: dict[str, Any]) -> None:
         console.print(results_table(bench))
         measured = [
             f"{_target_name(t)}: {t.get('url')} ({t.get('path')}, 1 of {t.get('replicas')}"
-            " ready replicas)"
+            f" ready replicas{_CACHE_WORDS.get(t.get('cache'), '')})"
             for t in status.get("targets") or []
             if t.get("url")
         ]

@@ -16,6 +16,22 @@ that adds what plnt's backend probes need and llama-cpp-python does not offer:
   takes the lock for it, so a probe asking while a long answer streams waited for the end
   of it (or timed out and called a busy server unreachable). The model is loaded before
   the port opens, so the list is as true here as it is behind the lock.
+* `POST /extras/tokenize/count` answered here too, from a tokenizer of its own (the same
+  weights file loaded `vocab_only`, so the count is the server's), without the lock: the
+  runner counts a streamed completion's prompt once the stream has ended
+  (`plnt.runner.counting`), and behind the lock that count would wait for every
+  generation queued meanwhile.
+* Model output is text. A generation request gets a `logit_bias` of -100 (OpenAI's "never")
+  on the vocabulary's tokens that are not text (`Vocabulary.suppressed`): control tokens
+  that do not end generation (`<start_of_turn>`, `<pad>`, …: llama.cpp renders them as
+  nothing, so they only cost a token and break a count of one token per delta) and the
+  markers the model's pin names (Gemma 3's `<start_of_image>`: llama.cpp marks it a
+  user-defined token, like `<table>`, and renders it as text, so a base model continuing
+  text sent `…and blue<start_of_image>The red…` to callers). Why at sampling and not by
+  deleting the text afterwards: the model then picks the best token that *is* text, the
+  answer stays one coherent piece, and every generated token is a delta with text, so the
+  reported and the counted usage both stay exact. A caller's own `logit_bias` is kept,
+  and the ban wins over it.
 
 Everything else goes to llama-cpp-python untouched. Running inside the child (no proxy
 hop in front of it) keeps the generation path exactly llama-cpp-python's.
@@ -31,6 +47,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from plnt.processes import models
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -40,6 +58,11 @@ Asgi = Callable[[Scope, Receive, Send], Awaitable[None]]
 GENERATING = frozenset({"/v1/completions", "/v1/chat/completions"})
 METRICS_PATH = "/metrics"
 MODELS_PATH = "/v1/models"
+COUNT_PATH = "/extras/tokenize/count"
+BANNED = -100.0
+"""OpenAI's `logit_bias` value for a token that must never be sampled."""
+_CONTROL, _USER_DEFINED, _UNUSED = 8, 16, 2
+"""llama.cpp's token attributes (`llama_token_attr`) that matter here."""
 PROMETHEUS_TEXT = b"text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -57,6 +80,53 @@ class Load:
     @property
     def waiting(self) -> int:
         return self.in_flight - self.running
+
+
+class Vocabulary:
+    """The served model's tokenizer, loaded on its own (`vocab_only`): counts prompts as the
+    server does and says which tokens are not text (module docstring)."""
+
+    def __init__(self, path: str, *, markers: tuple[str, ...] = ()) -> None:
+        import llama_cpp
+
+        self._llama = llama_cpp.Llama(model_path=path, vocab_only=True, verbose=False)
+        vocab = llama_cpp.llama_model_get_vocab(self._llama.model)
+        suppressed: dict[str, float] = {}
+        for token in range(llama_cpp.llama_vocab_n_tokens(vocab)):
+            attributes = llama_cpp.llama_vocab_get_attr(vocab, token)
+            text = llama_cpp.llama_vocab_get_text(vocab, token).decode("utf-8", "replace")
+            control = attributes & _CONTROL and not attributes & _UNUSED
+            marker = attributes & _USER_DEFINED and text in markers
+            if (control and not llama_cpp.llama_vocab_is_eog(vocab, token)) or marker:
+                suppressed[str(token)] = BANNED
+        self.suppressed = suppressed
+        """Token id (as `logit_bias` keys it) → `BANNED`, for every token that is not text."""
+
+    def texts_of_suppressed(self) -> list[str]:
+        """The suppressed tokens as text (what a caller must never see)."""
+        return [
+            self._llama.detokenize([int(token)], special=True).decode("utf-8", "replace")
+            for token in self.suppressed
+        ]
+
+    def count(self, text: str) -> int:
+        """Tokens in `text` as the server's `/extras/tokenize/count` counts them (BOS too)."""
+        return len(self._llama.tokenize(text.encode("utf-8"), special=True))
+
+
+def with_suppressed(body: Any, suppressed: dict[str, float]) -> Any:
+    """A generation request's JSON with the suppressed tokens banned in its `logit_bias`
+    (merged: the caller's other biases kept, the ban winning); anything that is not a JSON
+    object is left for llama-cpp-python to refuse. A request that biases by token text
+    (`logit_bias_type: tokens`) keeps its own biases only: its keys are not token ids."""
+    if not isinstance(body, dict) or not suppressed:
+        return body
+    if body.get("logit_bias_type") == "tokens":
+        return body
+    given = body.get("logit_bias")
+    merged = dict(given) if isinstance(given, dict) else {}
+    merged.update(suppressed)
+    return {**body, "logit_bias": merged}
 
 
 def metrics_text(load: Load, *, model: str) -> str:
@@ -88,11 +158,78 @@ async def _answer(send: Send, body: bytes, content_type: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def instrument(app: Asgi, *, aliases: list[str], load: Load | None = None) -> Asgi:
-    """`app` with the load counted and `/metrics` and `/v1/models` answered here."""
+async def _read_body(receive: Receive) -> bytes:
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return bytes(body)
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return bytes(body)
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that answers `body` once, then what the connection says (a disconnect)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+async def _count(receive: Receive, send: Send, vocabulary: Vocabulary) -> None:
+    try:
+        request = json.loads(await _read_body(receive))
+        text = request["input"]
+        if not isinstance(text, str):
+            raise TypeError("input")
+    except (ValueError, KeyError, TypeError):
+        problem = {"detail": "the body must be a JSON object with a string `input`"}
+        body = json.dumps(problem).encode()
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 422, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+        return
+    answer = json.dumps({"count": vocabulary.count(text)}).encode()
+    await _answer(send, answer, b"application/json")
+
+
+def _without_length(scope: Scope) -> Scope:
+    headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
+    return {**scope, "headers": headers}
+
+
+def instrument(
+    app: Asgi,
+    *,
+    aliases: list[str],
+    load: Load | None = None,
+    vocabulary: Vocabulary | None = None,
+) -> Asgi:
+    """`app` with the load counted, `/metrics` and `/v1/models` answered here and, given
+    the model's `vocabulary`, prompt counts answered here and non-text tokens banned."""
     counted = load if load is not None else Load()
     models = models_body(aliases)
     model = aliases[0] if aliases else ""
+
+    async def generate(scope: Scope, receive: Receive, send: Send) -> None:
+        if vocabulary is None or not vocabulary.suppressed:
+            await app(scope, receive, send)
+            return
+        raw = await _read_body(receive)
+        try:
+            body = json.dumps(with_suppressed(json.loads(raw), vocabulary.suppressed)).encode()
+        except ValueError:
+            body = raw  # not JSON: llama-cpp-python words the refusal
+        headers = _without_length(scope)["headers"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        await app({**scope, "headers": headers}, _replaying(body, receive), send)
 
     async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -103,10 +240,12 @@ def instrument(app: Asgi, *, aliases: list[str], load: Load | None = None) -> As
             await _answer(send, metrics_text(counted, model=model).encode(), PROMETHEUS_TEXT)
         elif method == "GET" and path == MODELS_PATH:
             await _answer(send, models, b"application/json")
+        elif method == "POST" and path == COUNT_PATH and vocabulary is not None:
+            await _count(receive, send, vocabulary)
         elif method == "POST" and path in GENERATING:
             counted.in_flight += 1
             try:
-                await app(scope, receive, send)
+                await generate(scope, receive, send)
             finally:
                 counted.in_flight -= 1
                 counted.finished += 1
@@ -136,11 +275,15 @@ def main() -> None:
     )
     app = create_app(server_settings=server_settings, model_settings=[model_settings])
     alias = model_settings.model_alias or model_settings.model
+    pin = models.CATALOG.get(alias)
+    vocabulary = Vocabulary(model_settings.model, markers=pin.markers if pin else ())
     # Host and port as the arguments say, never from `HOST`/`PORT` (llama-cpp-python's own
     # `__main__` reads those): the parent builds this process's environment, and the
     # command line is the one place a setting comes from (`plnt.processes.environments`).
     uvicorn.run(
-        instrument(app, aliases=[alias]), host=server_settings.host, port=server_settings.port
+        instrument(app, aliases=[alias], vocabulary=vocabulary),
+        host=server_settings.host,
+        port=server_settings.port,
     )
 
 

@@ -77,6 +77,10 @@ class ModelPin:
     description: str
     terms: str
     """The licence terms the weights come under (shown in the docs and `plnt up`)."""
+    markers: tuple[str, ...] = ()
+    """Tokens of the vocabulary that mark something other than text (another modality) but
+    that the weights file types as ordinary user-defined tokens, so llama.cpp would render
+    them as text: the model server never samples them (`plnt.processes.llamaserving`)."""
 
 
 GEMMA3_270M = ModelPin(
@@ -91,6 +95,8 @@ GEMMA3_270M = ModelPin(
         "it continues text; use it through completion steps"
     ),
     terms="https://ai.google.dev/gemma/terms",
+    # Gemma 3's image markers: special tokens of its tokenizer, user-defined in the GGUF.
+    markers=("<start_of_image>", "<end_of_image>", "[multimodal]"),
 )
 
 CATALOG: dict[str, ModelPin] = {pin.name: pin for pin in (GEMMA3_270M,)}

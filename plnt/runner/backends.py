@@ -16,18 +16,27 @@ because the caller went away, or timed out) closes the backend connection, which
 inference server learns to stop generating. The client uses the app's shared aiohttp
 session (created in a cleanup context, never at import time).
 
+A stream is whole only when the model said it finished: some chunk carries a
+`finish_reason` (`stop`, `length`, …), as every OpenAI-compatible server sends before
+`[DONE]`. A stream that ends without one — `[DONE]` early, or the body's end — was cut
+off upstream (llama-cpp-python's server, for one, ends a stream with a bare `[DONE]` when
+another request waits for its model), and is a `StreamCutShort` error, never a shorter
+answer passed off as whole.
+
 Usage is what the backend reported (`source: reported`). A backend that streams without
 it (llama-cpp-python's server sends none, whatever the request asks) gets its tokens
-counted instead, by `counting.UsageCounter`, for completion calls: the completion tokens
-are the stream's content deltas (that server sends one token per delta) and the prompt
-tokens the server's own tokenizer's count; the usage is then marked `counted`. A chat
-call's prompt is rendered by the server's chat template, which the client never sees, so
-an unreported chat stream has no usage (None): nothing is estimated.
+counted instead, by `counting.UsageCounter`, for completion calls, once the stream has
+ended (never while it is read: see `plnt.runner.counting`): the completion tokens are the
+stream's content deltas (that server sends one token per delta) and the prompt tokens the
+server's own tokenizer's count; the usage is then marked `counted`. A chat call's prompt
+is rendered by the server's chat template, which the client never sees, so an unreported
+chat stream has no usage (None): nothing is estimated.
 
 Exceptions (translated into step errors by the executor):
 
     BackendError          base
     ├── BackendUnavailable  connection refused/reset, an error status, or an error event
+    │   └── StreamCutShort  the stream ended before the model said it finished
     └── BackendTimeout      the backend did not answer within the configured timeout
 """
 
@@ -56,6 +65,11 @@ class BackendError(Exception):
 
 class BackendUnavailable(BackendError):
     """The backend cannot be reached or answered with an error status."""
+
+
+class StreamCutShort(BackendUnavailable):
+    """A stream ended (`[DONE]` or the end of the body) with no `finish_reason` in any
+    chunk: the backend stopped sending before the model finished."""
 
 
 class BackendTimeout(BackendError):
@@ -178,6 +192,15 @@ def _delta_content(chunk: Any) -> str:
     return content if isinstance(content, str) else ""
 
 
+def _finish_reason(chunk: Any) -> str | None:
+    """`choices[0].finish_reason` of a stream chunk (chat or text), None when unset."""
+    try:
+        reason = chunk["choices"][0].get("finish_reason")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return None
+    return reason if isinstance(reason, str) and reason else None
+
+
 def _chunk_text(chunk: Any) -> str:
     """`choices[0].text` of a text completion stream chunk, "" when it has none."""
     try:
@@ -193,6 +216,8 @@ class _Streamed:
 
     pieces: list[str] = field(default_factory=list)
     usage: Usage | None = None
+    finish_reason: str | None = None
+    """Why the model stopped, from the chunk that said so; None: it never said."""
 
 
 class OpenAICompatibleBackend:
@@ -256,10 +281,7 @@ class OpenAICompatibleBackend:
         backend or, for a stream that carried none, counted (see the module docstring)."""
         body = {"model": request.model, "prompt": request.prompt}
         body = self._options(body, request, stream=on_delta is not None)
-        if on_delta is None:
-            return await self._call(self._completions, body, None, counted=None)
-        async with self._counter.counting(request.model, request.prompt) as count:
-            return await self._call(self._completions, body, on_delta, counted=count)
+        return await self._call(self._completions, body, on_delta, counted=request)
 
     async def _call(
         self,
@@ -267,7 +289,7 @@ class OpenAICompatibleBackend:
         body: dict[str, Any],
         on_delta: DeltaListener | None,
         *,
-        counted: counting.PromptCount | None,
+        counted: CompletionRequest | None,
     ) -> Reply:
         try:
             async with self._session.post(
@@ -297,15 +319,12 @@ class OpenAICompatibleBackend:
             on_delta(text)
         return Reply(text, usage_of(payload))
 
-    async def _usage(
-        self, streamed: _Streamed, counted: counting.PromptCount | None
-    ) -> Usage | None:
-        """The stream's reported usage; else, for a completion, the counted one."""
+    async def _usage(self, streamed: _Streamed, counted: CompletionRequest | None) -> Usage | None:
+        """The stream's reported usage; else, for a completion, the counted one (asked now
+        that the stream has ended: `plnt.runner.counting`)."""
         if streamed.usage is not None or counted is None:
-            self._counter.learn(reports_usage=streamed.usage is not None)
             return streamed.usage
-        self._counter.learn(reports_usage=False)
-        prompt = await counted.result()
+        prompt = await self._counter.count(counted.model, counted.prompt)
         if prompt is None:
             return None
         return Usage(prompt, len(streamed.pieces), UsageSource.COUNTED)
@@ -313,7 +332,8 @@ class OpenAICompatibleBackend:
     async def _read_stream(
         self, api: _Api, response: aiohttp.ClientResponse, on_delta: DeltaListener
     ) -> _Streamed:
-        """Read SSE `data:` events up to `[DONE]` (or the end of the body)."""
+        """Read SSE `data:` events up to `[DONE]` (or the end of the body); `StreamCutShort`
+        when no chunk said why the model stopped."""
         streamed = _Streamed()
         async for raw in response.content:
             line = raw.strip()
@@ -326,10 +346,16 @@ class OpenAICompatibleBackend:
             if isinstance(chunk, dict) and chunk.get("error"):
                 raise BackendUnavailable(f"backend {api.url} sent an error: {chunk['error']}")
             streamed.usage = usage_of(chunk) or streamed.usage
+            streamed.finish_reason = _finish_reason(chunk) or streamed.finish_reason
             piece = api.piece_of(chunk)
             if piece:
                 streamed.pieces.append(piece)
                 on_delta(piece)
+        if streamed.finish_reason is None:
+            raise StreamCutShort(
+                f"backend {api.url} ended its stream after {len(streamed.pieces)} pieces"
+                " without saying the model finished (no finish_reason): the answer was cut off"
+            )
         return streamed
 
 

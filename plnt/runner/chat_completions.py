@@ -176,7 +176,9 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     if chat.stream:
         return await _stream(request, chat, inputs, began=began)
     try:
-        execution = await handlers.execute(request.app, inputs, endpoint="chat")
+        execution = await handlers.execute(
+            request.app, inputs, endpoint="chat", cache_mode=handlers.cache_mode_of(request)
+        )
     except errors.RunnerError as error:
         elapsed = (time.perf_counter() - began) * 1000.0
         timing = responses.server_timing(runner_ms=elapsed, backend_ms=None)
@@ -248,6 +250,7 @@ async def stream_answer(
                     endpoint=endpoint,
                     on_delta=lambda _step, text: piece(text),
                     on_valid=start,
+                    cache_mode=handlers.cache_mode_of(request),
                 )
             except errors.RunnerError as error:
                 if not response.prepared:

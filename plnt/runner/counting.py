@@ -16,15 +16,16 @@ client that pays by the token blind. So the runner counts, and marks the usage `
   without its `/v1`). It counts as the completion does (the BOS token included), so the
   result equals the `prompt_tokens` the server reports for the same prompt.
 
-When the count is asked: the first stream of a backend is read with nothing extra. Once a
-stream came without usage the backend is known not to report, and each later streamed
-completion asks for the prompt's count at the same moment it sends the completion: that
-server handles one request at a time, so a count asked only after the stream would wait
-behind every other caller's generation, while one asked alongside is answered (in about a
-millisecond) before or right after this generation. A backend that has no such endpoint
-(404, 405, 501) is not asked again; any failure (an error, no answer within
-`COUNT_TIMEOUT`) leaves the usage unknown and never fails the step. A chat's prompt is
-rendered by the server's chat template, which the runner never sees: chat streams are
+When the count is asked: only once the stream has ended, never while it is read. That
+server generates for one request at a time and, by default (`interrupt_requests`), ends
+the stream it is sending with `[DONE]` as soon as any other request waits for the model:
+a count asked alongside the completion cut the caller's answer off after its first token.
+plnt's own model server (`plnt.processes.llamaserving`) answers the count from a tokenizer
+of its own, outside the model's lock, so there it takes about a millisecond; another
+llama-cpp-python server may make it wait for the generation ahead of it. A backend that
+has no such endpoint (404, 405, 501) is not asked again; any failure (an error, no answer
+within `COUNT_TIMEOUT`) leaves the usage unknown and never fails the step. A chat's prompt
+is rendered by the server's chat template, which the runner never sees: chat streams are
 not counted.
 
 Errors: none of its own.
@@ -32,40 +33,16 @@ Errors: none of its own.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator
-
 import aiohttp
-
-from plnt.processes import tasks
 
 COUNT_TIMEOUT = 10.0
 """Seconds a prompt count may take before the usage is left unknown."""
 _ABSENT = frozenset({404, 405, 501})
 
 
-class PromptCount:
-    """One prompt's token count: asked already (a task), or asked when `result` is awaited."""
-
-    def __init__(
-        self, counter: UsageCounter, model: str, prompt: str, task: asyncio.Task[int | None] | None
-    ) -> None:
-        self._counter = counter
-        self._model = model
-        self._prompt = prompt
-        self._task = task
-
-    async def result(self) -> int | None:
-        """The count, or None when it could not be had."""
-        if self._task is not None:
-            return await self._task
-        return await self._counter.count(self._model, self._prompt)
-
-
 class UsageCounter:
     """Counts prompts through one backend's tokenizer endpoint, and remembers whether the
-    backend reports usage in its streams (and whether it has the endpoint at all)."""
+    backend has the endpoint at all."""
 
     def __init__(
         self, session: aiohttp.ClientSession, *, endpoint: str, headers: dict[str, str]
@@ -73,28 +50,11 @@ class UsageCounter:
         self._session = session
         self.url = endpoint.rstrip("/").removesuffix("/v1") + "/extras/tokenize/count"
         self._headers = headers
-        self.reports_usage: bool | None = None
-        """None until a stream was read; then whether the last one carried usage."""
         self.available = True
 
-    def learn(self, *, reports_usage: bool) -> None:
-        """Record whether the stream just read carried the backend's own usage."""
-        self.reports_usage = reports_usage
-
-    @contextlib.asynccontextmanager
-    async def counting(self, model: str, prompt: str) -> AsyncIterator[PromptCount]:
-        """A `PromptCount` for one streamed completion: already being asked for when the
-        backend is known not to report usage, else asked only if needed. A count still
-        running when the block ends is cancelled (the usage was reported after all)."""
-        if self.reports_usage is False and self.available:
-            coroutine = self.count(model, prompt)
-            async with tasks.running(coroutine, name="count prompt tokens") as task:
-                yield PromptCount(self, model, prompt, task)
-        else:
-            yield PromptCount(self, model, prompt, None)
-
     async def count(self, model: str, prompt: str) -> int | None:
-        """The prompt's token count by the backend's tokenizer, None when not to be had."""
+        """The prompt's token count by the backend's tokenizer, None when not to be had.
+        Called after the completion's stream ended (see the module docstring)."""
         if not self.available:
             return None
         timeout = aiohttp.ClientTimeout(total=COUNT_TIMEOUT)

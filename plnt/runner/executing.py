@@ -26,6 +26,11 @@ piece. Once a piece went out, a failed attempt is not retried (the caller alread
 of an answer a retry could not take back). The moment of the first piece is the
 invocation's time to first token (`Execution.first_token_ms`).
 
+The step cache: a step with `cache` enabled is looked up by its key before it runs and its
+output stored after, unless the call asked to bypass the cache (`cache=CacheMode.BYPASS`,
+from the caller's `Cache-Control: no-cache`; `plnt.api.headers`): then every step runs
+and nothing is read or written, and the trace says `bypass` for each such step.
+
 Model steps: a chat step resolves its messages and calls `Backend.chat`; a completion step
 (`mode: completion`) resolves its prompt and calls `Backend.complete`. Either one's
 resolved request (with `stop` and `seed` when set) is part of the step's cache key.
@@ -55,6 +60,7 @@ from typing import Any, Literal
 
 import aiohttp
 
+from plnt.api.headers import CacheMode
 from plnt.api.usage import Usage
 from plnt.runner import backends, errors, metrics, settings, step_cache
 from plnt.workflowspec import documents, model, templating
@@ -77,7 +83,7 @@ class StepTrace:
     finished_ms: float = 0.0
     backend_ms: float = 0.0
     attempts: int = 0
-    cache: Literal["hit", "miss", "off"] = "off"
+    cache: Literal["hit", "miss", "bypass", "off"] = "off"
     resumed: bool = False
     """Finished by an earlier attempt of the invocation (`completed`): not run here."""
     output: Any = field(default=None, repr=False, compare=False)
@@ -112,6 +118,8 @@ class Execution:
     backend_ms: float
     usage: Usage | None = None
     first_token_ms: float | None = None
+    cache_bypassed: int = 0
+    """Steps with the cache enabled that ran without it, because the call asked."""
 
     @property
     def runner_ms(self) -> float:
@@ -128,6 +136,8 @@ class _Invocation:
     intervals: list[tuple[float, float]] = field(default_factory=list)
     hits: int = 0
     misses: int = 0
+    bypassed: int = 0
+    cache_mode: CacheMode = CacheMode.USE
     on_step: StepListener | None = None
     on_delta: DeltaListener | None = None
     usage: Usage | None = None
@@ -270,15 +280,21 @@ class Executor:
         on_step: StepListener | None = None,
         on_delta: DeltaListener | None = None,
         completed: Mapping[str, Any] | None = None,
+        cache_mode: CacheMode = CacheMode.USE,
     ) -> Execution:
         """Execute the DAG over validated inputs and evaluate the output expression.
 
         `on_step(trace, error)` is called as each step finishes, `on_delta(step, text)` for
         each piece of the output step's reply; the steps in `completed` are taken as
-        finished with those outputs (see the module docstring).
+        finished with those outputs; `cache_mode` says whether the step cache may be used
+        (see the module docstring).
         """
         invocation = _Invocation(
-            inputs=inputs, started=time.perf_counter(), on_step=on_step, on_delta=on_delta
+            inputs=inputs,
+            started=time.perf_counter(),
+            on_step=on_step,
+            on_delta=on_delta,
+            cache_mode=cache_mode,
         )
         if completed:
             self.check_completed(completed)
@@ -317,6 +333,7 @@ class Executor:
             backend_ms=union_ms(invocation.intervals),
             usage=invocation.total_usage(),
             first_token_ms=invocation.first_token_ms,
+            cache_bypassed=invocation.bypassed,
         )
 
     async def _run_step(
@@ -350,7 +367,10 @@ class Executor:
         except templating.RenderError as error:
             raise errors.StepFailed(step.id, f"template failed: {error}") from error
         key = None
-        if step.cache:
+        if step.cache and invocation.cache_mode is CacheMode.BYPASS:
+            trace.cache = "bypass"
+            invocation.bypassed += 1
+        elif step.cache:
             key = step_cache.cache_key(
                 step=self._definitions[step.id],
                 resolved=resolved,
@@ -367,7 +387,7 @@ class Executor:
             else:
                 invocation.misses += 1
                 self._metrics.cache_misses.inc()
-        if not step.cache or trace.cache == "miss":
+        if trace.cache != "hit":
             value = await self._attempt(step, resolved, invocation, trace)
             if key is not None:
                 self.cache.put(key, value)

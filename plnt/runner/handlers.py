@@ -27,6 +27,7 @@ from typing import Any
 import prometheus_client
 from aiohttp import web
 
+from plnt.api.headers import CACHE_CONTROL, CacheMode
 from plnt.api.invocations import InvalidInvokeRequest, InvokeRequest
 from plnt.runner import errors, executing, keys, responses, streaming
 
@@ -42,13 +43,14 @@ async def execute(
     on_delta: executing.DeltaListener | None = None,
     on_valid: Callable[[], Awaitable[None]] | None = None,
     completed: Mapping[str, Any] | None = None,
+    cache_mode: CacheMode = CacheMode.USE,
 ) -> executing.Execution:
     """Validate inputs and run the workflow once, recording metrics for `endpoint`.
 
     `on_valid` is awaited once the inputs passed the schema, before any step runs;
-    `on_step`, `on_delta` and `completed` (steps an earlier attempt finished) are handed to
-    the executor. An invocation cancelled because its caller went away counts with outcome
-    `cancelled`.
+    `on_step`, `on_delta`, `completed` (steps an earlier attempt finished) and `cache_mode`
+    (`cache_mode_of` the request) are handed to the executor. An invocation cancelled
+    because its caller went away counts with outcome `cancelled`.
     """
     metrics = app[keys.METRICS]
     executor = app[keys.EXECUTOR]
@@ -61,7 +63,11 @@ async def execute(
         if on_valid is not None:
             await on_valid()
         execution = await executor.run(
-            validated, on_step=on_step, on_delta=on_delta, completed=completed
+            validated,
+            on_step=on_step,
+            on_delta=on_delta,
+            completed=completed,
+            cache_mode=cache_mode,
         )
     except errors.RunnerError as error:
         metrics.invocations.labels(endpoint, "error").inc()
@@ -85,12 +91,19 @@ def cache_stats(app: web.Application, execution: executing.Execution) -> dict[st
     return {
         "hits": execution.cache_hits,
         "misses": execution.cache_misses,
+        "bypassed": execution.cache_bypassed,
         "entries": len(cache),
         "maxEntries": cache.max_entries,
         "ttlSeconds": cache.ttl_seconds,
         "totalHits": cache.hits,
         "totalMisses": cache.misses,
     }
+
+
+def cache_mode_of(request: web.Request) -> CacheMode:
+    """Whether the caller let this call use the step cache (`Cache-Control: no-cache`
+    bypasses it: `plnt.api.headers`)."""
+    return CacheMode.of_cache_control(request.headers.get(CACHE_CONTROL))
 
 
 def result_body(app: web.Application, execution: executing.Execution) -> dict[str, Any]:
@@ -126,7 +139,11 @@ async def invoke(request: web.Request) -> web.StreamResponse:
         return await invoke_stream(request, envelope, began=began)
     try:
         execution = await execute(
-            request.app, envelope.inputs, endpoint="invoke", completed=_completed(envelope)
+            request.app,
+            envelope.inputs,
+            endpoint="invoke",
+            completed=_completed(envelope),
+            cache_mode=cache_mode_of(request),
         )
     except errors.RunnerError as error:
         elapsed = (time.perf_counter() - began) * 1000.0
@@ -168,6 +185,7 @@ async def invoke_stream(
                     on_delta=lambda step, piece: writer.send(streaming.delta_line(step, piece)),
                     on_valid=start,
                     completed=_completed(envelope),
+                    cache_mode=cache_mode_of(request),
                 )
             except errors.RunnerError as error:
                 if not response.prepared:

@@ -79,7 +79,9 @@ def headers_of(execution: executing.Execution) -> dict[str, str]:
     outcome, so a proxy can report both without parsing the body."""
     return {
         "Server-Timing": timing_of(execution),
-        CACHE_HEADER: CacheOutcome.of_counts(execution.cache_hits, execution.cache_misses),
+        CACHE_HEADER: CacheOutcome.of_counts(
+            execution.cache_hits, execution.cache_misses, execution.cache_bypassed
+        ),
     }
 
 

@@ -117,7 +117,12 @@ async def completions(request: web.Request) -> web.StreamResponse:
             began=began,
         )
     try:
-        execution = await handlers.execute(request.app, inputs, endpoint="completion")
+        execution = await handlers.execute(
+            request.app,
+            inputs,
+            endpoint="completion",
+            cache_mode=handlers.cache_mode_of(request),
+        )
     except errors.RunnerError as error:
         elapsed = (time.perf_counter() - began) * 1000.0
         timing = responses.server_timing(runner_ms=elapsed, backend_ms=None)

@@ -32,6 +32,7 @@ from temporalio.exceptions import ApplicationError
 from plnt import harness
 from plnt.api.bench import BENCH_HISTORY
 from plnt.api.events import event_about
+from plnt.api.headers import BYPASS_HEADERS
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.processes import tasks
@@ -186,6 +187,8 @@ class BenchActivities:
         targets: list[dict[str, Any]] = []
         backend_metrics = await self._backend_metrics(obj)
         query = "?stream=true" if request.spec.get("stream") else ""
+        cache = "use" if request.spec.get("cache") == "use" else "bypass"
+        headers = BYPASS_HEADERS if cache == "bypass" else {}
         for target in request.targets:
             ready = _endpoints_of(obj, target.revision)
             if not ready:
@@ -195,6 +198,7 @@ class BenchActivities:
                 harness.Endpoint(
                     label=target.label,
                     invoke_url=f"{url}/invoke{query}",
+                    headers=headers,
                     runner_metrics_urls=(f"{url}/metrics",),
                     backend_metrics_url=backend_metrics,
                 )
@@ -206,6 +210,7 @@ class BenchActivities:
                     "url": f"{url}/invoke{query}",
                     "path": MEASURED_PATH,
                     "replicas": len(ready),
+                    "cache": cache,
                 }
             )
         inputs = await self._inputs(obj, request.spec, request.targets[0].revision)

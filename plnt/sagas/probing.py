@@ -1,7 +1,10 @@
 """Judging a canary over HTTP: the smoke case, and the analysis under load.
 
 Both call the runners' own `POST /invoke` directly (not through the API server), so
-what they measure is the revision, not the proxy. The analysis is a bench
+what they measure is the revision, not the proxy, and both bypass the runners' step
+cache (`Cache-Control: no-cache`, `plnt.api.headers`): a canary is judged on the answers
+and answer times of its own steps, never on a cache that the same inputs filled a moment
+before (the analysis cycles a few inputs for its whole window). The analysis is a bench
 (`plnt.harness`) of the canary and the stable side by side in the same window, so a
 busy machine slows both alike. Messages state measured values against limits
 ("p95 412 ms > limit 250 ms; stable 120 ms") because they end up in conditions.
@@ -22,6 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from yarl import URL
 
 from plnt import harness
+from plnt.api.headers import BYPASS_HEADERS
 from plnt.harness import BenchResult, Endpoint, LoadPlan, Progress
 from plnt.workflowspec import model, smoke
 
@@ -45,9 +49,11 @@ class Unreachable(ProbeError):
 async def invoke(
     session: aiohttp.ClientSession, endpoint: str, inputs: dict[str, Any]
 ) -> tuple[int, Any]:
-    """POST `{endpoint}/invoke`; (status, parsed body)."""
+    """POST `{endpoint}/invoke`, bypassing the step cache; (status, parsed body)."""
     try:
-        async with session.post(f"{endpoint}/invoke", json={"inputs": inputs}) as response:
+        async with session.post(
+            f"{endpoint}/invoke", json={"inputs": inputs}, headers=BYPASS_HEADERS
+        ) as response:
             return response.status, await response.json(content_type=None)
     except (aiohttp.ClientError, TimeoutError) as error:
         raise Unreachable(f"{endpoint} unreachable: {error or type(error).__name__}") from error
@@ -252,7 +258,12 @@ def analysis_plan(
 def analysis_endpoints(canary: Sequence[str], stable: Sequence[str]) -> list[Endpoint]:
     """The runners' `/invoke` (replicas of one revision share a label) and `/metrics`."""
     return [
-        Endpoint(label, f"{base}/invoke", runner_metrics_urls=(f"{base}/metrics",))
+        Endpoint(
+            label,
+            f"{base}/invoke",
+            headers=BYPASS_HEADERS,
+            runner_metrics_urls=(f"{base}/metrics",),
+        )
         for label, bases in (("canary", canary), ("stable", stable))
         for base in bases
     ]

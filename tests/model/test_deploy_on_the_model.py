@@ -197,15 +197,19 @@ async def stream_completion(
     url: str,
     *,
     on_first_token: Any = None,
+    direct: bool = False,
 ) -> Streamed:
     """POST a streamed text completion; every SSE event with the number of the read it
-    completed in (a proxy that buffered the answer would deliver it in one read)."""
-    body = {
+    completed in (a proxy that buffered the answer would deliver it in one read). With
+    `direct`, the same request as the run's step makes, for the model server itself."""
+    body: dict[str, Any] = {
         "model": "continue",
         "prompt": COUNTING,
         "stream": True,
         "stream_options": {"include_usage": True},
     }
+    if direct:
+        body |= {"model": PIN.name, "max_tokens": TOKENS, "temperature": 0, "seed": 0}
     events: list[Any] = []
     reads: list[int] = []
     pending = b""
@@ -252,6 +256,43 @@ async def test_a_completion_streamed_through_the_proxy_comes_token_by_token_with
     assert usage["source"] == "counted"
 
 
+async def test_thirty_streams_in_a_row_through_the_proxy_are_as_whole_as_the_same_streams_direct(
+    deployed: Deployed, client: PlntClient, model_server: ModelServer
+) -> None:
+    proxied = proxy_url(client, deployed.namespace, "/v1/completions")
+    direct = f"{model_server.endpoint}/completions"
+    async with http(client) as session:
+        reference = await stream_completion(session, direct, direct=True)
+        assert len(reference.token_reads()) == TOKENS
+        for index in range(30):
+            through = await stream_completion(session, proxied)
+            assert through.status == 200, through.events
+            assert through.events[-1] == "[DONE]", (index, through.events[-3:])
+            assert len(through.token_reads()) == len(reference.token_reads()), index
+            assert through.text == reference.text, index
+            if index % 3 == 2:  # alternating with the model server's own stream
+                again = await stream_completion(session, direct, direct=True)
+                assert again.text == reference.text
+
+
+async def test_streams_through_the_proxy_stay_whole_while_others_stream_at_once(
+    deployed: Deployed, client: PlntClient, model_server: ModelServer
+) -> None:
+    proxied = proxy_url(client, deployed.namespace, "/v1/completions")
+    direct = f"{model_server.endpoint}/completions"
+    async with http(client) as session:
+        reference = await stream_completion(session, direct, direct=True)
+        for _ in range(3):
+            answers = await asyncio.gather(
+                *(stream_completion(session, proxied) for _ in range(3)),
+                stream_completion(session, direct, direct=True),
+            )
+            for answer in answers:
+                assert answer.status == 200 and answer.events[-1] == "[DONE]", answer.events
+                assert len(answer.token_reads()) == TOKENS
+                assert answer.text == reference.text
+
+
 # -- c: /bench -----------------------------------------------------------------------------
 
 
@@ -283,6 +324,7 @@ async def test_a_streamed_bench_reports_time_to_first_token_and_tokens_per_secon
     assert status["phase"] == "Succeeded", status
     (target,) = status["targets"]
     assert target["revision"] == 2 and target["url"].endswith("/invoke?stream=true")
+    assert target["cache"] == "bypass"  # the default: the model is measured
     (result,) = status["results"]
     assert result["requests"] >= 1 and result["errorRate"] == 0
     first_token, latency = result["timeToFirstToken"], result["latency"]

@@ -150,3 +150,54 @@ async def test_a_chat_through_the_sdk_streams_the_continuation_with_the_servers_
         direct["usage"]["prompt_tokens"],
         direct["usage"]["completion_tokens"],
     )
+
+
+COLOURS = "red, green,"
+"""A prefix after which Gemma 3 270M, left alone at temperature 0, samples its image marker
+`<start_of_image>` within a few tokens (`… and blue<start_of_image>The red …`)."""
+MARKER_TOKENS = 64
+
+
+def special_texts() -> list[str]:
+    """The texts of the served vocabulary's tokens that are not text (markers and control
+    tokens), read from the weights themselves."""
+    from plnt.processes.llamaserving import Vocabulary
+    from plnt.processes.weights import assemble
+    from tests.support.model import PIN
+
+    vocabulary = Vocabulary(str(assemble(PIN)), markers=PIN.markers)
+    return vocabulary.texts_of_suppressed()
+
+
+async def test_no_special_token_of_the_vocabulary_reaches_a_caller_streamed_or_not(
+    start_runner: StartRunner,
+    session: aiohttp.ClientSession,
+    model_server: ModelServer,
+    write_spec: Callable[[str], Path],
+) -> None:
+    specials = await asyncio.to_thread(special_texts)
+    assert "<start_of_image>" in specials and "<start_of_turn>" in specials
+    # Straight from the model server, even when the caller pushes the marker's logit up.
+    plain = await asyncio.to_thread(
+        complete, model_server, COLOURS, max_tokens=MARKER_TOKENS, seed=0
+    )
+    forced = await asyncio.to_thread(
+        complete, model_server, COLOURS, max_tokens=8, seed=0, logit_bias={"255999": 100}
+    )
+    for answer in (plain, forced):
+        text = answer["choices"][0]["text"]
+        assert text.strip() and not [s for s in specials if s in text], text
+    # Through a runner, streamed: every delta is text, and one token each, so the counted
+    # usage equals what the server reports for the same request.
+    spec = continuations.spec_text(MARKER_TOKENS)
+    url = await runner(start_runner, model_server, write_spec(spec))
+    lines = await stream_lines(session, url, {"prefix": COLOURS})
+    deltas = [line["content"] for line in lines if line["type"] == "delta"]
+    result = lines[-1]
+    assert result["type"] == "result", result
+    assert "".join(deltas) == result["output"]
+    assert all(delta for delta in deltas) and not [s for s in specials if s in result["output"]]
+    # The model generated MARKER_TOKENS tokens (it stops at the limit), each one a delta.
+    assert plain["choices"][0]["finish_reason"] == "length"
+    assert len(deltas) == MARKER_TOKENS == result["usage"]["completion_tokens"]
+    assert result["usage"]["prompt_tokens"] == plain["usage"]["prompt_tokens"]

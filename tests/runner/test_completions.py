@@ -141,24 +141,75 @@ async def test_a_stream_without_usage_is_counted_from_its_deltas_and_the_servers
     assert llm.tokenized == [{"input": "one two three", "model": "stand-in"}]
 
 
-async def test_once_a_backend_is_known_not_to_report_the_count_is_asked_during_the_stream(
+async def test_the_prompt_is_counted_only_once_the_stream_has_ended_never_while_it_is_read(
     llm: LLM, runner_on: Callable[..., Any], session: aiohttp.ClientSession
 ) -> None:
     llm.stream_usage = False
     url = await runner_on(llm, CONTINUE)
-    await invoke_stream(session, url, {"prefix": "first"})  # learns: no usage in streams
+    await invoke_stream(session, url, {"prefix": "first"})
     llm.hold_last = asyncio.Event()
     async with session.post(
         f"{url}/invoke?stream=true", json={"inputs": {"prefix": "second call"}}
     ) as response:
         first = json.loads(await response.content.readline())
         assert first["type"] == "delta"
-        # The last token does not exist yet, and the prompt was counted already.
-        assert llm.tokenized[-1]["input"] == "second call"
+        # Mid-stream: nothing else was sent to the one-at-a-time server.
+        assert [body["input"] for body in llm.tokenized] == ["first"]
         llm.hold_last.set()
         lines = [first] + [json.loads(line) async for line in response.content if line.strip()]
     assert lines[-1]["usage"]["source"] == "counted"
-    assert len(llm.tokenized) == 2
+    assert [body["input"] for body in llm.tokenized] == ["first", "second call"]
+
+
+async def test_streams_from_a_server_that_interrupts_on_any_new_request_arrive_whole(
+    llm: LLM, runner_on: Callable[..., Any], session: aiohttp.ClientSession
+) -> None:
+    # llama-cpp-python's server ends a stream as soon as another request waits for its
+    # model; the runner's own prompt count must never be that request.
+    llm.stream_usage, llm.interrupting = False, True
+    url = await runner_on(llm, CONTINUE)
+    expected = tokens_of("stand-in: one two three four five")
+    for _ in range(12):
+        lines = await invoke_stream(session, url, {"prefix": "one two three four five"})
+        deltas = [line["content"] for line in lines if line["type"] == "delta"]
+        assert deltas == expected
+        assert lines[-1]["type"] == "result"
+        assert lines[-1]["usage"]["completion_tokens"] == len(expected)
+    assert llm.interrupted == 0
+
+
+@pytest.mark.parametrize("cut_after", [0, 1, 3])
+async def test_a_stream_the_backend_cuts_short_ends_in_an_error_line_not_a_shorter_answer(
+    llm: LLM,
+    runner_on: Callable[..., Any],
+    session: aiohttp.ClientSession,
+    cut_after: int,
+) -> None:
+    llm.cut_after = cut_after
+    url = await runner_on(llm, CONTINUE)
+    lines = await invoke_stream(session, url, {"prefix": "one two three four five"})
+    assert [line["type"] for line in lines].count("delta") == cut_after
+    last = lines[-1]
+    assert last["type"] == "error", last
+    assert "no finish_reason" in last["error"]["message"]
+    assert "cut off" in last["error"]["message"]
+
+
+async def test_a_cut_stream_through_the_openai_sdk_raises_instead_of_ending_quietly(
+    llm: LLM, runner_on: Callable[..., Any]
+) -> None:
+    llm.cut_after = 2
+    url = await runner_on(llm, CONTINUE)
+    client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+    pieces: list[str] = []
+    with pytest.raises(openai.APIError, match="cut off"):
+        stream = await client.completions.create(
+            model="continue", prompt="one two three four", stream=True
+        )
+        async for chunk in stream:
+            pieces.append(chunk.choices[0].text if chunk.choices else "")
+    await client.close()
+    assert "".join(pieces) == "".join(tokens_of("stand-in: one two three four")[:2])
 
 
 async def test_without_a_tokenizer_endpoint_usage_is_absent_and_it_is_not_asked_again(

@@ -29,6 +29,12 @@ test can prove it received the first token before the last one existed. A stream
 client goes away before `[DONE]` is counted in `cancelled` (and sets `cancelled_event`):
 that is what an inference server sees when plnt stops a generation.
 
+Two ways a stream is cut short, as servers do: with `interrupting`, as llama-cpp-python's
+server with its default `interrupt_requests`, a stream ends with a bare `data: [DONE]`
+(no `finish_reason`) at the first token after any other request arrived while it was
+being sent (counted in `interrupted`); with `cut_after = N`, every stream ends that way
+after N tokens.
+
 `go_down_between_probes()` takes a `threaded_llm` down at a moment no probe straddles: the
 next `GET /metrics` (the last request of a vLLM backend's probe) closes the listening socket
 before it answers, and answers with `Connection: close`, so the probe it ends saw the
@@ -78,6 +84,10 @@ class LLM:
     going_down: threading.Event = field(default_factory=threading.Event)  # see the docstring
     down: threading.Event = field(default_factory=threading.Event)  # the listener is closed
     close_listener: Callable[[], Awaitable[None]] | None = None  # set by `serving_llm`
+    interrupting: bool = False  # a request arriving mid-stream ends the stream (docstring)
+    interrupted: int = 0
+    cut_after: int | None = None  # every stream ends after this many tokens (docstring)
+    arrivals: int = 0  # requests that reached a /v1 or /extras handler
 
     def go_down_between_probes(self, timeout: float = 30.0) -> None:
         """Close the listener right after the next probe's last request (module
@@ -241,8 +251,14 @@ def _app(token: str | None, prefix: str, llm: LLM) -> web.Application:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         tokens = tokens_of(content)
+        arrived = llm.arrivals
         try:
             for index, token in enumerate(tokens):
+                cut = llm.cut_after is not None and index >= llm.cut_after
+                if cut or (llm.interrupting and index and llm.arrivals != arrived):
+                    llm.interrupted += 1
+                    await response.write(_event("[DONE]"))
+                    return response
                 if index == len(tokens) - 1 and llm.hold_last is not None:
                     await llm.hold_last.wait()
                 elif index and llm.pace:
@@ -261,6 +277,7 @@ def _app(token: str | None, prefix: str, llm: LLM) -> web.Application:
         return response
 
     async def completions(request: web.Request) -> web.StreamResponse:
+        llm.arrivals += 1
         if not authorized(request):
             return refused()
         body = await request.json()
@@ -286,6 +303,7 @@ def _app(token: str | None, prefix: str, llm: LLM) -> web.Application:
         )
 
     async def text_completions(request: web.Request) -> web.StreamResponse:
+        llm.arrivals += 1
         if not authorized(request):
             return refused()
         body = await request.json()
@@ -304,6 +322,7 @@ def _app(token: str | None, prefix: str, llm: LLM) -> web.Application:
         )
 
     async def tokenize_count(request: web.Request) -> web.Response:
+        llm.arrivals += 1
         body = await request.json()
         llm.tokenized.append(body)  # asked, whether or not it answers
         if not llm.tokenizer:

@@ -56,7 +56,7 @@ import yarl
 from aiohttp import web
 
 from plnt.api import codec, errors
-from plnt.api.headers import CACHE_HEADER, REVISION_HEADER, CacheOutcome
+from plnt.api.headers import CACHE_CONTROL, CACHE_HEADER, REVISION_HEADER, CacheOutcome
 from plnt.api.invocations import InvalidInvokeRequest, InvokeRequest
 from plnt.api.meta import now_rfc3339
 from plnt.api.usage import Usage
@@ -290,6 +290,8 @@ async def handle_invoke(
     headers = {"Content-Type": "application/json"}
     if stream:
         headers["Accept"] = relay.NDJSON
+    if CACHE_CONTROL in request.headers:  # the caller may bypass the step cache
+        headers[CACHE_CONTROL] = request.headers[CACHE_CONTROL]
     call = Call("POST", "/invoke", "stream=true" if stream else "", payload, headers)
     return await forward(request, store, info, call, began=began)
 

@@ -15,7 +15,8 @@ POSTs are invocations: they go in the invocation log with their `path` and, for 
 `timeToFirstTokenMs`.
 
 What is sent on: the method, the path below `proxy` (cleaned of `.` and `..`), the query
-string as it came, the body, `Content-Type` and `Accept`. Never the caller's
+string as it came, the body, `Content-Type`, `Accept` and `Cache-Control` (a caller may
+bypass the step cache: `plnt.api.headers`). Never the caller's
 `Authorization`: plnt authenticated it, and the runner is no place for user credentials.
 
 Authorization is kube's for a proxy subresource: resource `workflowruns`, subresource
@@ -33,13 +34,16 @@ import time
 from aiohttp import web
 
 from plnt.api import errors
+from plnt.api.headers import CACHE_CONTROL
 from plnt.apiserver import keys, params
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.apiserver.workflowruns import invoke
 from plnt.registry.store import ResourceStore
 
 PROXIED_METHODS = frozenset({"GET", "HEAD", "POST"})
-_FORWARDED_HEADERS = ("Content-Type", "Accept")
+_FORWARDED_HEADERS = ("Content-Type", "Accept", CACHE_CONTROL)
+"""Passed to the runner as the caller sent them: the body's type, the answer wanted, and
+whether the call may use the step cache (`plnt.api.headers`)."""
 _PREFIX_SEGMENTS = 9  # "", apis, group, version, namespaces, NS, workflowruns, NAME, proxy
 
 

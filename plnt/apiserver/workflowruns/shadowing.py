@@ -12,10 +12,11 @@ counter, and `dropped` in the read path's answer).
 
 A small pool of background tasks (`context`, a cleanup context: started with the app,
 cancelled before the runner session closes) sends each mirrored call to a canary
-endpoint's `POST /invoke` (not streamed: only the answer is compared), logs it in the
-invocation log with `"shadow": true`, and keeps the pair (inputs, the stable's answer,
-the canary's) in the `ShadowLog`: the last `PAIRS_KEPT` per run, in memory, per process.
-`GET …/workflowruns/NAME/shadow?revision=N` answers them (`handle_shadow`). The worker
+endpoint's `POST /invoke` (not streamed: only the answer is compared; with
+`Cache-Control: no-cache`, so the canary's steps run rather than answer from its cache),
+logs it in the invocation log with `"shadow": true`, and keeps the pair (inputs, the
+stable's answer, the canary's) in the `ShadowLog`: the last `PAIRS_KEPT` per run, in
+memory, per process. `GET …/workflowruns/NAME/shadow?revision=N` answers them (`handle_shadow`). The worker
 processes of one server (`--workers`) share their pairs and drops (`ShadowLog.forward`
 and `receive`, wired by `sharing`), so one read answers the whole server's; with several
 API server replicas each holds its own pairs, and the reader collects distinct ids over
@@ -40,7 +41,7 @@ from aiohttp import web
 
 from plnt.api import codec, errors
 from plnt.api import shadows as wire
-from plnt.api.headers import CACHE_HEADER, CacheOutcome
+from plnt.api.headers import BYPASS_HEADERS, CACHE_HEADER, CacheOutcome
 from plnt.api.meta import now_rfc3339
 from plnt.apiserver import keys, responses
 from plnt.apiserver.requestinfo import RequestInfo
@@ -240,7 +241,8 @@ async def send(app: web.Application, mirror: Mirror) -> dict[str, Any]:
             async with session.post(
                 f"{endpoint}/invoke",
                 data=mirror.body,
-                headers={"Content-Type": "application/json"},
+                # The canary's own answer, never its step cache's: a pair compares answers.
+                headers={"Content-Type": "application/json", **BYPASS_HEADERS},
             ) as answer:
                 status, data = answer.status, await answer.read()
                 body = _loads(data)
