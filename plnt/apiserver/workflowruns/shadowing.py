@@ -11,16 +11,15 @@ flight) has the new one dropped and counted (the `plnt_apiserver_shadow_dropped`
 counter, and `dropped` in the read path's answer).
 
 A small pool of background tasks (`context`, a cleanup context: started with the app,
-cancelled before the runner session closes) sends each mirrored call to a canary
-endpoint's `POST /invoke` (not streamed: only the answer is compared; with
-`Cache-Control: no-cache`, so the canary's steps run rather than answer from its cache),
-logs it in the invocation log with `"shadow": true`, and keeps the pair (inputs, the
-stable's answer, the canary's) in the `ShadowLog`: the last `PAIRS_KEPT` per run, in
-memory, per process. `GET …/workflowruns/NAME/shadow?revision=N` answers them (`handle_shadow`). The worker
-processes of one server (`--workers`) share their pairs and drops (`ShadowLog.forward`
-and `receive`, wired by `sharing`), so one read answers the whole server's; with several
-API server replicas each holds its own pairs, and the reader collects distinct ids over
-repeated reads.
+cancelled before the runner session closes) sends each mirrored call to a canary endpoint's
+`POST /invoke` (not streamed: only the answer is compared; with `Cache-Control: no-cache`,
+so the canary's steps run rather than answer from its cache), logs it in the invocation log
+with `"shadow": true`, and keeps the pair (inputs, the stable's answer, the canary's) in the
+`ShadowLog`: the last `PAIRS_KEPT` per run, in memory, per process. `GET
+…/workflowruns/NAME/shadow?revision=N` answers them (`handle_shadow`). The worker processes
+of one server (`--workers`) share their pairs and drops (`ShadowLog.forward` and `receive`,
+wired by `sharing`), so one read answers the whole server's; with several API server
+replicas each holds its own pairs, and the reader collects distinct ids over repeated reads.
 
 Errors: none raised; a canary that fails or cannot be reached is a pair with its error.
 """
