@@ -35,6 +35,7 @@ import aiohttp
 import orjson
 from yarl import URL
 
+from plnt.api.headers import CACHE_CONTROL, CacheMode
 from plnt.harness import counters, timings
 from plnt.harness.histograms import LatencyHistogram
 from plnt.harness.plan import Endpoint, LoadPlan, PlanError, Progress
@@ -147,6 +148,11 @@ class _Target:
         self.urls = [endpoint.invoke_url for endpoint in endpoints]
         self.stream = [streaming(url) for url in self.urls]
         self.headers = {"Content-Type": "application/json", **first.headers}
+        self.bypasses_cache = (
+            CacheMode.of_cache_control(self.headers.get(CACHE_CONTROL)) is CacheMode.BYPASS
+        )
+        """The requests ask not to use the step cache: the runners' counters (which count
+        every caller) say nothing of them, their answers do."""
         self.ssl: Any = True if first.ssl is None else first.ssl
         self.runner_metrics_urls = [u for e in endpoints for u in e.runner_metrics_urls]
         self.gpu = counters.GpuSampler(
@@ -508,8 +514,11 @@ def _percentiles(histograms: Mapping[str, LatencyHistogram]) -> dict[str, Any]:
 
 
 def _cache(target: _Target) -> tuple[float | None, str | None]:
-    """From the runners' counters when the endpoint names them, else from the answers."""
-    if target.cache_before is not None and target.cache_after is not None:
+    """From the runners' counters when the endpoint names them (unless its requests bypass
+    the cache), else from the answers."""
+    counted = target.cache_before is not None and target.cache_after is not None
+    if counted and not (target.bypasses_cache and target.recorder.body_cache_seen):
+        assert target.cache_before is not None and target.cache_after is not None
         return counters.cache_hit_rate(target.cache_before, target.cache_after)
     recorder = target.recorder
     if not recorder.body_cache_seen:

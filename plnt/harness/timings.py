@@ -68,13 +68,15 @@ def step_durations(trace: Any) -> Iterator[tuple[str, float]]:
 
 
 def cache_counts(body: Any) -> tuple[int, int] | None:
-    """This invocation's step-cache (hits, misses) from the answer's `cache`, if it has one."""
+    """This invocation's step-cache (hits, misses) from the answer's `cache`, if it has one;
+    a step that bypassed the cache (the call asked) is a miss: the cache did not answer it."""
     cache = body.get("cache") if isinstance(body, Mapping) else None
     if not isinstance(cache, Mapping):
         return None
     hits, misses = cache.get("hits"), cache.get("misses")
-    if isinstance(hits, int) and isinstance(misses, int):
-        return hits, misses
+    bypassed = cache.get("bypassed", 0)
+    if isinstance(hits, int) and isinstance(misses, int) and isinstance(bypassed, int):
+        return hits, misses + bypassed
     return None
 
 

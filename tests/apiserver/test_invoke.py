@@ -6,6 +6,8 @@ tests play the saga's part by writing `status.traffic` through the status subres
 
 from __future__ import annotations
 
+import json
+
 import asyncio
 import socket
 from collections.abc import AsyncIterator
@@ -63,6 +65,21 @@ async def test_invoke_answers_the_runner_body_with_revision_cache_and_timing_hea
     assert timing.rsplit(", ", 1)[-1].startswith("apiserver;dur=")
     again = await invoke(api, "w", "hello")
     assert again.headers["X-Plnt-Cache"] == "hit"
+
+
+async def test_invoke_passes_the_callers_no_cache_to_the_runner(api: Api, runner_a: str) -> None:
+    await run_with_traffic(api, "w", target(1, 100, runner_a))
+    assert (await invoke(api, "w", "cached")).headers["X-Plnt-Cache"] == "miss"
+    path = f"{BASE}/w/invoke"
+    body = {"inputs": {"question": "cached"}}
+    for stream in ("", "?stream=true"):
+        reply = await api.call(
+            "POST", path + stream, body=body, headers={"Cache-Control": "no-cache"}
+        )
+        assert reply.status == 200, reply.text
+        last = reply.json if not stream else json.loads(reply.text.strip().splitlines()[-1])
+        assert last["cache"]["bypassed"] >= 1 and last["cache"]["hits"] == 0, last
+    assert (await invoke(api, "w", "cached")).headers["X-Plnt-Cache"] == "hit"
 
 
 async def test_invalid_inputs_come_back_with_the_runner_status_unchanged(

@@ -134,6 +134,25 @@ async def test_sync_and_async_sdk_clients_list_the_model_and_complete_with_backe
     ]
 
 
+async def test_the_sdks_no_cache_header_passes_the_proxy_and_every_call_reaches_the_model(
+    stack: Stack, llm: LLM
+) -> None:
+    async with llm_runner(llm) as (_, runner):
+        await run_with_traffic(stack.api, "w", target(1, 100, runner))
+        async with stack.client("w") as client:
+            for _ in range(2):
+                await client.chat.completions.create(model="chat", messages=QUESTION)
+            asked = len(llm.requests)
+            outcomes = []
+            for _ in range(3):
+                raw = await client.chat.completions.with_raw_response.create(
+                    model="chat", messages=QUESTION, extra_headers={"Cache-Control": "no-cache"}
+                )
+                outcomes.append(raw.headers["X-Plnt-Cache"])
+    assert outcomes == ["bypass"] * 3
+    assert len(llm.requests) == asked + 3  # each one generated, none came from the cache
+
+
 async def test_tokens_stream_one_by_one_and_the_first_arrives_before_the_last_exists(
     stack: Stack, llm: LLM
 ) -> None:

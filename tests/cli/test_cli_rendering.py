@@ -173,3 +173,28 @@ def test_details_show_the_usage_and_whether_plnt_counted_it() -> None:
     assert not any(
         line.startswith("usage:") for line in invocations.details_text(none).splitlines()
     )
+
+
+def test_a_bench_table_says_whether_it_measured_the_model_or_the_step_cache() -> None:
+    result = {"requests": 10, "latency": {"p50Ms": 900.0}, "cacheHitRate": 0.0}
+    cached = {**result, "cacheHitRate": 0.97}
+    bench = {
+        "metadata": {"name": "bench-complete-1"},
+        "status": {
+            "phase": "Succeeded",
+            "targets": [
+                {"label": "stable", "revision": 1, "cache": "bypass", "url": "http://r/invoke"},
+                {"label": "2", "revision": 2, "cache": "use", "url": "http://s/invoke"},
+            ],
+            "results": [result, cached],
+        },
+    }
+    out = io.StringIO()
+    cli_bench._print_results(cli_bench.output_console(out), bench)
+    lines = out.getvalue().splitlines()
+    stable = next(line for line in lines if "stable (r1)" in line and "│" in line)
+    second = next(line for line in lines if "revision 2" in line and "│" in line)
+    assert "bypassed" in stable and "%" not in stable.split("│")[-3]
+    assert "97.0%" in second and "bypassed" not in second
+    assert any(line.endswith("step cache bypassed)") for line in lines)
+    assert any(line.endswith("step cache used)") for line in lines)

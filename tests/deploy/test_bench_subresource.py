@@ -124,6 +124,7 @@ def test_a_bench_is_accepted_at_once_shows_progress_then_lands_in_status_with_an
     assert started["status"]["phase"] == "Pending"
     assert started["status"]["targets"] == [{"label": "stable", "revision": 1}]
     assert started["spec"]["rate"] == 40 and "concurrency" not in started["spec"]
+    assert started["spec"]["cache"] == "bypass"  # the default: measure the model
 
     seen: list[dict[str, Any]] = []
 
@@ -151,10 +152,12 @@ def test_a_bench_is_accepted_at_once_shows_progress_then_lands_in_status_with_an
     assert status["phase"] == "Succeeded", status
     (target,) = status["targets"]
     assert (target["revision"], target["path"], target["replicas"]) == (1, "runner", 1)
-    assert target["url"].endswith("/invoke")
+    assert target["url"].endswith("/invoke") and target["cache"] == "bypass"
     (result,) = status["results"]
     assert result["label"] == "stable" and result["requestedRate"] == 40
     assert result["requests"] > 0 and result["errorRate"] == 0
+    # One input, sent again and again: not once did the cache answer it.
+    assert result["cacheHitRate"] == 0 and result["cacheReason"] is None
     assert result["latency"]["p99Ms"] >= result["latency"]["p50Ms"] > 0
 
     run = held.run()
@@ -170,9 +173,8 @@ def test_a_bench_is_accepted_at_once_shows_progress_then_lands_in_status_with_an
 
 
 def test_compare_measures_both_revisions_in_one_window(held: Held) -> None:
-    bench_id = held.post({"durationSeconds": 1, "rate": 20, "compare": ["stable", 2]}).json()[
-        "metadata"
-    ]["name"]
+    spec = {"durationSeconds": 1, "rate": 20, "compare": ["stable", 2], "cache": "use"}
+    bench_id = held.post(spec).json()["metadata"]["name"]
     status = held.finished(bench_id)["status"]
     assert status["phase"] == "Succeeded", status
     assert [(t["label"], t["revision"]) for t in status["targets"]] == [("stable", 1), ("2", 2)]
@@ -180,9 +182,12 @@ def test_compare_measures_both_revisions_in_one_window(held: Held) -> None:
     assert {t["url"] for t in status["targets"]} == {
         f"{t['endpoints'][0]}/invoke" for t in held.run()["status"]["traffic"]
     }
+    assert {t["cache"] for t in status["targets"]} == {"use"}
     for result in status["results"]:
         assert result["requests"] > 0 and result["errorRate"] == 0
         assert result["durationSeconds"] == pytest.approx(1, abs=0.5)
+        # The smoke input, sent again and again with the cache in use: nearly all hits.
+        assert result["cacheHitRate"] > 0.5, result
 
 
 def test_a_bench_survives_its_worker_being_killed_and_starts_its_measurement_again(

@@ -180,6 +180,7 @@ def test_every_dashboard_query_parses_and_returns_data(
             "durationSeconds": 2,
             "rate": 10,
             "inputs": [{"question": "bench one"}, {"question": "bench two"}],
+            "cache": "use",  # the cache hit rate is among what this test reads
         },
     }
     started = api.call(lambda c: c.request("POST", f"{path}/{RUN}/bench", json=bench))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 import aiohttp
+import pytest
 
 from plnt.runner import settings
 from tests.runner.conftest import EXAMPLES, StartRunner
@@ -54,6 +57,57 @@ async def test_second_identical_invocation_is_served_from_the_step_cache(
     async with session.post(f"{url}/invoke", json={"inputs": {"topic": "paxos"}}) as response:
         third = await response.json()
     assert third["cache"]["misses"] == 3
+
+
+@pytest.mark.parametrize(
+    "cache_control", ["no-cache", "no-store", "max-age=0, No-Cache", "private,no-store=x"]
+)
+async def test_a_call_asking_no_cache_runs_every_step_and_neither_reads_nor_writes_the_cache(
+    start_runner: StartRunner, session: aiohttp.ClientSession, cache_control: str
+) -> None:
+    url = await start_runner(EXAMPLES / "fanout.workflow.yaml")
+    payload = {"inputs": {"topic": "raft"}}
+    bypass = {"Cache-Control": cache_control}
+    async with session.post(f"{url}/invoke", json=payload) as response:
+        assert response.headers["X-Plnt-Cache"] == "miss"  # now cached
+    for path, body in (("/invoke", payload), ("/invoke?stream=true", payload)):
+        async with session.post(f"{url}{path}", json=body, headers=bypass) as response:
+            assert response.status == 200
+            if "stream" in path:
+                lines = [json.loads(line) async for line in response.content if line.strip()]
+                answer = lines[-1]
+            else:
+                assert response.headers["X-Plnt-Cache"] == "bypass"
+                answer = await response.json()
+        assert answer["cache"]["hits"] == answer["cache"]["misses"] == 0
+        assert answer["cache"]["bypassed"] == 3
+        assert {step["cache"] for step in answer["trace"]} == {"bypass"}
+    # Nothing written either: a new input asked with no-cache is still a miss afterwards.
+    fresh = {"inputs": {"topic": "paxos"}}
+    async with session.post(f"{url}/invoke", json=fresh, headers=bypass) as response:
+        assert response.headers["X-Plnt-Cache"] == "bypass"
+    async with session.post(f"{url}/invoke", json=fresh) as response:
+        assert response.headers["X-Plnt-Cache"] == "miss"
+    async with session.post(f"{url}/invoke", json=payload) as response:
+        assert response.headers["X-Plnt-Cache"] == "hit"  # a plain call still uses it
+
+
+async def test_the_openai_endpoints_take_no_cache_from_the_request_too(
+    start_runner: StartRunner, session: aiohttp.ClientSession
+) -> None:
+    url = await start_runner(EXAMPLES / "chat.workflow.yaml")
+    chat = {"model": "chat", "messages": [{"role": "user", "content": "hello?"}]}
+    async with session.post(f"{url}/v1/chat/completions", json=chat) as response:
+        assert response.status == 200, await response.text()
+    async with session.post(f"{url}/v1/chat/completions", json=chat) as response:
+        assert response.headers["X-Plnt-Cache"] == "hit"
+    bypass = {"Cache-Control": "no-cache"}
+    async with session.post(f"{url}/v1/chat/completions", json=chat, headers=bypass) as response:
+        assert response.headers["X-Plnt-Cache"] == "bypass"
+        assert {step["cache"] for step in (await response.json())["plnt"]["trace"]} <= {
+            "bypass",
+            "off",
+        }
 
 
 async def test_inputs_failing_the_schema_get_422_naming_each_path(
