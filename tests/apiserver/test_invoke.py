@@ -6,9 +6,8 @@ tests play the saga's part by writing `status.traffic` through the status subres
 
 from __future__ import annotations
 
-import json
-
 import asyncio
+import json
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
