@@ -1,7 +1,9 @@
 """Child processes plnt runs beside itself: etcd, a Temporal dev server, a model server on
 pinned weights (`models`, `weights`, `modelserver`), the API server's own worker processes
 of `--workers N` (`workers`, sized by `cpus`, their restarts counted by `restarts`), and
-free ports;
+free ports; what every child starts with and how it ends: an environment built from an
+allow-list (`environments`), the parent-death signal (`tethering`), a record that lets a
+later start stop what outlived its run (`leftovers`);
 and the lifetimes of what runs inside it: background tasks (`tasks`) and the stop signals
 of a serving command (`signals`).
 

@@ -18,12 +18,20 @@ of docs/openai.md, each run as it is written.
   goes to a file the test reads: the model list and the workflow's answer.
 * Afterwards, pass or fail: SIGINT to `make up`'s process group (Ctrl-C), then
   `plnt down --state-dir STATE` of the copy, and no process of the copy or the state
-  directory may be left. The copy's `.venv` is then removed (it is large); the rest of
-  the copy stays in pytest's temporary directory for a look after a failure.
+  directory may be left. The copy is the module's (its `.venv` then serves both tests);
+  the `.venv` is removed when the module ends (it is large); the rest of the copy stays in
+  pytest's temporary directory for a look after a failure.
+* `make up MODEL=gemma3-270m STATE_DIR=... PORT=...` runs as a user whose shell exports
+  variables meant for something else (`PORT`, `HOST`, `MODEL`, `ETCD_DATA_DIR`): make
+  exports its command line's variables into the recipe's environment too, so `plnt up`'s
+  own environment holds `PORT` = the API server's port. Every child must still start where
+  plnt says (the model server on its own port, etcd in the state directory), the model's
+  PlntBackend must be reachable, and nothing may be left once `make up` is stopped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -32,18 +40,21 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from plnt.processes import models
 from plnt.processes.ports import free_port
-from tests.support.plnt_server import REPO
+from tests.support.plnt_server import REPO, Kubectl, wait_for
 from tests.support.processes import kill_all, live_processes
 from tests.support.stack import runner_pids
 
 INSTALL_AND_START = 600.0  # a new venv: pip installs plnt and its dependencies
+MODEL_READY = 120.0  # the PlntBackend's first probe (the worker probes at start, then every 30 s)
 QUICKSTART = 600.0  # its `kubectl wait`s allow 120 s each
 STOP = 60.0
 
@@ -117,6 +128,8 @@ class MakeUp:
     state: Path
     port: int
     env: dict[str, str]
+    model: str = ""
+    """`MODEL=` on make's command line; empty: none."""
     process: subprocess.Popen[str] | None = None
     output: list[str] = field(default_factory=list)
     ready_line: str = ""
@@ -127,7 +140,13 @@ class MakeUp:
         ready = threading.Event()
         began = time.monotonic()
         self.process = subprocess.Popen(
-            ["make", "up", f"STATE_DIR={self.state}", f"PORT={self.port}"],
+            [
+                "make",
+                "up",
+                f"STATE_DIR={self.state}",
+                f"PORT={self.port}",
+                *([f"MODEL={self.model}"] if self.model else []),
+            ],
             cwd=self.copy,
             env=self.env,
             stdin=subprocess.DEVNULL,
@@ -205,20 +224,39 @@ class MakeUp:
         return problems
 
 
-@pytest.fixture
-def make_up(tmp_path: Path) -> Iterator[MakeUp]:
-    home = tmp_path / "home"
-    home.mkdir()
-    copy = fresh_copy(tmp_path / "plnt")
-    stack = MakeUp(copy, tmp_path / "state", free_port(), user_environment(home))
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The module's fresh copy; the `.venv` its first `make up` creates is removed at the end."""
+    root = fresh_copy(tmp_path_factory.mktemp("readme") / "plnt")
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root / ".venv", ignore_errors=True)
+
+
+@contextlib.contextmanager
+def made_up(stack: MakeUp) -> Iterator[MakeUp]:
+    """`stack` started; stopped on exit, pass or fail, and nothing of it may be left."""
     try:
         stack.start()
         yield stack
     finally:
         problems = stack.stop()
-        shutil.rmtree(copy / ".venv", ignore_errors=True)
         assert not problems, "\n".join(problems) + "\n" + stack.transcript()
         assert "Traceback" not in stack.transcript(), stack.transcript()
+
+
+def home_of(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    return home
+
+
+@pytest.fixture
+def make_up(copy: Path, tmp_path: Path) -> Iterator[MakeUp]:
+    stack = MakeUp(copy, tmp_path / "state", free_port(), user_environment(home_of(tmp_path)))
+    with made_up(stack):
+        yield stack
 
 
 def quickstart_with_the_openai_snippet(root: Path) -> str:
@@ -290,3 +328,48 @@ def test_make_up_then_the_readme_quickstart_and_the_openai_snippet_work_as_writt
     assert runner_pids(state) == set(), transcript
     # Every command used $STATE: nothing went to the default state directory.
     assert not (Path(env["HOME"]) / ".local" / "state" / "plnt").exists(), transcript
+
+
+HOSTILE_SHELL = {"PORT": "1", "HOST": "192.0.2.1", "MODEL": "hostile"}
+"""What the user's shell exports for something else (ETCD_DATA_DIR is added per test)."""
+
+
+def served_models(endpoint: str) -> list[str] | None:
+    try:
+        with urllib.request.urlopen(f"{endpoint}/models", timeout=10) as answer:
+            return [entry["id"] for entry in json.loads(answer.read())["data"]]
+    except OSError:
+        return None
+
+
+@pytest.mark.timeout(INSTALL_AND_START + MODEL_READY + 4 * STOP + 120)
+def test_make_up_with_a_model_serves_it_where_plnt_says_whatever_the_shell_exports(
+    copy: Path, tmp_path: Path
+) -> None:
+    home = home_of(tmp_path)
+    hostile_etcd = tmp_path / "hostile-etcd"
+    env = {**user_environment(home), **HOSTILE_SHELL, "ETCD_DATA_DIR": str(hostile_etcd)}
+    model = models.GEMMA3_270M.name
+    stack = MakeUp(copy, tmp_path / "state", free_port(), env, model=model)
+    with made_up(stack):
+        state = stack.state
+        assert stack.ready_line.startswith(f"plnt is ready at https://127.0.0.1:{stack.port};")
+        kubectl = Kubectl(kubeconfig=state / "kubeconfig", cache_dir=home / ".kube" / "cache")
+        found = kubectl.json("get", "plntbackend", model, "-n", "default")
+        endpoint = found["spec"]["endpoint"]
+        assert endpoint.startswith("http://127.0.0.1:") and endpoint.endswith("/v1")
+        assert f":{stack.port}/" not in endpoint, "the model server took plnt's PORT"
+        assert served_models(endpoint) == [model]
+        wait_for(
+            lambda: (
+                kubectl.json("get", "plntbackend", model, "-n", "default")
+                .get("status", {})
+                .get("reachable")
+            ),
+            timeout=MODEL_READY,
+            interval=1.0,
+            message=f"PlntBackend {model} reachable",
+        )
+        assert (state / "etcd" / "member").is_dir() and not hostile_etcd.exists()
+        started = [line.strip() for line in stack.output if line.startswith(f"Model {model} ")]
+        print(f"\nmake up MODEL={model} ready after {stack.seconds_to_ready:.1f} s:", *started)
