@@ -302,9 +302,10 @@ def _percent(value: Any, reason: Any = None) -> str:
 
 def _cache_cell(target: dict[str, Any], result: dict[str, Any]) -> str:
     """The step cache's share of answers, or `bypassed` when the bench asked not to use it."""
+    rate = _percent(result.get("cacheHitRate"), result.get("cacheReason"))
     if target.get("cache") == CacheChoice.BYPASS:
-        return "bypassed"
-    return _percent(result.get("cacheHitRate"), result.get("cacheReason"))
+        return "bypassed" if result.get("cacheHitRate") is None else f"{rate} (bypassed)"
+    return rate
 
 
 def results_table(bench: dict[str, Any]) -> Table:
