@@ -17,7 +17,7 @@ from typing import Any
 
 import typer
 
-from plnt.api.headers import REVISION_HEADER, CacheOutcome
+from plnt.api.headers import REVISION_HEADER, CacheMode, CacheOutcome
 from plnt.api.usage import Usage
 from plnt.cli import exits
 from plnt.client import InvokeResult, PlntClient, TimingHop
@@ -89,7 +89,7 @@ def step_text(step: dict[str, Any]) -> str:
     if isinstance(error, dict):
         return f"✗ {step.get('id', '?')}  {took}  {error.get('message', 'failed')}"
     cache = step.get("cache")
-    suffix = f"  cache {cache}" if cache in ("hit", "miss") else ""
+    suffix = f"  cache {cache}" if cache in ("hit", "miss", "bypass") else ""
     return f"✓ {step.get('id', '?')}  {took}{suffix}"
 
 
@@ -116,12 +116,17 @@ def stream_result(result: dict[str, Any], headers: dict[str, str]) -> InvokeResu
 
 
 async def streamed(
-    client: PlntClient, name: str, inputs: dict[str, Any], *, request_timeout: float
+    client: PlntClient,
+    name: str,
+    inputs: dict[str, Any],
+    *,
+    request_timeout: float,
+    cache: CacheMode = CacheMode.USE,
 ) -> InvokeResult | str:
     """Print step lines as they come; the result, or the message of the error line."""
     headers: dict[str, str] = {}
     async for line in client.invoke_stream(
-        name, inputs, request_timeout=request_timeout, on_headers=headers.update
+        name, inputs, request_timeout=request_timeout, on_headers=headers.update, cache=cache
     ):
         kind = line.get("type")
         if kind == "step":

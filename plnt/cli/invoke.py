@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
+from plnt.api.headers import CacheMode
 from plnt.cli import connecting, exits, invocations
 from plnt.cli.connecting import ContextOption, KubeconfigOption, NamespaceOption
 from plnt.client import InvokeResult, PlntClient
@@ -56,6 +57,13 @@ def invoke(
     request_timeout: Annotated[
         float, typer.Option("--request-timeout", help="Seconds to wait for the answer.")
     ] = 300.0,
+    no_cache: Annotated[
+        bool,
+        typer.Option(
+            "--no-cache",
+            help="Run every step: the runners' step cache neither answers nor keeps this call.",
+        ),
+    ] = False,
     detach: Annotated[
         bool,
         typer.Option(
@@ -80,10 +88,14 @@ def invoke(
         typer.echo(connecting.call(target, create)["metadata"]["name"])
         return
 
+    cache = CacheMode.BYPASS if no_cache else CacheMode.USE
+
     async def action(client: PlntClient) -> InvokeResult | str:
         if stream:
-            return await invocations.streamed(client, name, inputs, request_timeout=request_timeout)
-        return await client.invoke(name, inputs, request_timeout=request_timeout)
+            return await invocations.streamed(
+                client, name, inputs, request_timeout=request_timeout, cache=cache
+            )
+        return await client.invoke(name, inputs, request_timeout=request_timeout, cache=cache)
 
     result = connecting.call(connecting.Target(kubeconfig, context, namespace), action)
     if isinstance(result, str):

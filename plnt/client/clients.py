@@ -228,8 +228,10 @@ class PlntClient(transport.Transport):
         *,
         namespace: str | None = None,
         request_timeout: float | None = None,
+        cache: headers.CacheMode = headers.CacheMode.USE,
     ) -> InvokeResult:
-        """Run the workflow once with `inputs` on its promoted revision.
+        """Run the workflow once with `inputs` on its promoted revision (`cache` bypass:
+        without the runners' step cache, `Cache-Control: no-cache`).
 
         The call goes through the run's `proxy` subresource (`…/NAME/proxy/invoke`, the
         runner's own `POST /invoke`), which kube-apiserver treats as long-running, so a
@@ -241,11 +243,14 @@ class PlntClient(transport.Transport):
         """
         body = {"inputs": dict(inputs)}
         proxied, subresource = self.invoke_paths(name, namespace=namespace)
+        sent = _cache_headers(cache)
         try:
-            reply = await self.request("POST", proxied, json=body, request_timeout=request_timeout)
+            reply = await self.request(
+                "POST", proxied, json=body, headers=sent, request_timeout=request_timeout
+            )
         except errors.Forbidden:
             reply = await self.request(
-                "POST", subresource, json=body, request_timeout=request_timeout
+                "POST", subresource, json=body, headers=sent, request_timeout=request_timeout
             )
         lowered = {key.lower(): value for key, value in reply.headers.items()}
         return InvokeResult(
@@ -263,6 +268,7 @@ class PlntClient(transport.Transport):
         namespace: str | None = None,
         request_timeout: float | None = None,
         on_headers: Callable[[Mapping[str, str]], None] | None = None,
+        cache: headers.CacheMode = headers.CacheMode.USE,
     ) -> AsyncIterator[dict[str, Any]]:
         """Run the workflow once and yield the lines of its NDJSON stream as they arrive.
 
@@ -280,10 +286,14 @@ class PlntClient(transport.Transport):
         try:
             async with contextlib.AsyncExitStack() as stack:
                 try:
-                    response = await stack.enter_async_context(self._stream(path, body, limit))
+                    response = await stack.enter_async_context(
+                        self._stream(path, body, limit, cache)
+                    )
                 except errors.Forbidden:
                     path = subresource
-                    response = await stack.enter_async_context(self._stream(path, body, limit))
+                    response = await stack.enter_async_context(
+                        self._stream(path, body, limit, cache)
+                    )
                 if on_headers is not None:
                     on_headers(dict(response.headers))
                 # Split by hand: readline() refuses lines over the read buffer, and a
@@ -311,14 +321,14 @@ class PlntClient(transport.Transport):
 
     @contextlib.asynccontextmanager
     async def _stream(
-        self, path: str, body: bytes, limit: float
+        self, path: str, body: bytes, limit: float, cache: headers.CacheMode
     ) -> AsyncIterator[aiohttp.ClientResponse]:
         """An NDJSON invocation stream that started (2xx); raises the `errors` tree else."""
         async with self._client_session().post(
             self.connection.server + path,
             params={"stream": "true"},
             data=body,
-            headers={"Content-Type": transport.JSON, "Accept": NDJSON},
+            headers={"Content-Type": transport.JSON, "Accept": NDJSON, **_cache_headers(cache)},
             timeout=aiohttp.ClientTimeout(total=limit),
             server_hostname=self.connection.tls_server_name,
         ) as response:
@@ -488,3 +498,8 @@ def _line(raw: bytes) -> dict[str, Any]:
 def _object(reply: transport.Response) -> dict[str, Any]:
     body = reply.json()
     return body if isinstance(body, dict) else {"value": body}
+
+
+def _cache_headers(cache: headers.CacheMode) -> dict[str, str]:
+    """What an invocation sends to say whether the runners' step cache may answer it."""
+    return dict(headers.BYPASS_HEADERS) if cache is headers.CacheMode.BYPASS else {}

@@ -49,6 +49,27 @@ async def test_stream_prints_each_finished_step_on_stderr_then_the_output(
     assert verbose.stdout == "hello\n"
 
 
+async def test_no_cache_runs_the_step_again_plain_or_streamed_and_says_bypass(
+    cli: Cli, client: PlntClient, runner_url: str
+) -> None:
+    await client.create_workflowrun(workflowrun("chat"))
+    await client.patch_workflowrun_status("chat", ready_status(runner_url))
+    warmed = await cli("invoke", "chat", "--input", "question=again", "-v")
+    assert warmed.code == 0, warmed.stderr
+    for extra in ((), ("--stream",)):
+        result = await cli(
+            "invoke", "chat", *extra, "--input", "question=again", "-v", "--no-cache"
+        )
+        assert result.code == 0, result.stderr
+        assert result.stdout == "again\n"
+        lines = result.stderr.splitlines()
+        assert "cache: bypass" in lines, result.stderr
+        if extra:
+            assert lines[0].endswith("cache bypass"), result.stderr
+    cached = await cli("invoke", "chat", "--input", "question=again", "-v")
+    assert "cache: hit" in cached.stderr.splitlines()
+
+
 async def test_an_error_line_exits_1_with_the_runners_message_after_the_failed_step(
     cli: Cli,
     client: PlntClient,
