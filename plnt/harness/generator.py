@@ -148,7 +148,7 @@ class _Target:
         self.urls = [endpoint.invoke_url for endpoint in endpoints]
         self.stream = [streaming(url) for url in self.urls]
         self.headers = {"Content-Type": "application/json", **first.headers}
-        self.bypasses_cache = (
+        self.bypasses_cache = not first.cache_of_runners and (
             CacheMode.of_cache_control(self.headers.get(CACHE_CONTROL)) is CacheMode.BYPASS
         )
         """The requests ask not to use the step cache: the runners' counters (which count

@@ -77,6 +77,10 @@ class Endpoint:
     runner_metrics_urls: Sequence[str] = ()
     backend_metrics_url: str | None = None
     ssl: ssl.SSLContext | bool | None = None
+    cache_of_runners: bool = False
+    """The hit rate is the runners' (their counters: every other caller in the window)
+    even when these requests bypass the step cache: what the canary analysis judges
+    `minCacheHitRate` on. Otherwise requests that bypass it are judged by their answers."""
 
 
 @dataclass(frozen=True)

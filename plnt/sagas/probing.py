@@ -263,6 +263,7 @@ def analysis_endpoints(canary: Sequence[str], stable: Sequence[str]) -> list[End
             f"{base}/invoke",
             headers=BYPASS_HEADERS,
             runner_metrics_urls=(f"{base}/metrics",),
+            cache_of_runners=True,  # `minCacheHitRate`: the live traffic's, not the probe's
         )
         for label, bases in (("canary", canary), ("stable", stable))
         for base in bases
