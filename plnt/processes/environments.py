@@ -20,15 +20,16 @@ What a child gets (`child`), taken from plnt's own environment when set:
   them where its parent did (an installed plnt needs none; one run from a source tree may);
 * whatever the caller names (`names`) or sets (`values`) for that one child.
 
-The children and what each adds: etcd, the Temporal dev server and the model server
-nothing (every setting is a flag); the fork server and the API server's worker processes
-are plnt itself, so they add what plnt reads as its own settings (`replica`: the
-kubeconfig and in-cluster variables, botocore's `AWS_*` chain for catalog sources, the
-proxy variables of registry pulls); a runner adds the one variable its backend config
-names as `apiKeyEnv` (`runner`), read from the file its command line names, so a key a
-user exported for a backend still reaches the runner that was told to read it, and no
-other variable does. A runner forked by the fork server is given the same environment
-(`plnt.runner.forkserver` replaces its own with the one in the request).
+The children and what each adds: etcd, the Temporal dev server, the model server and the
+fork server nothing (every setting is a flag; the last two are Python children); the API
+server's worker processes are plnt itself, so they add what plnt reads as its own
+settings (`replica`: the kubeconfig and in-cluster variables, botocore's `AWS_*` chain for
+catalog sources, the proxy variables of registry pulls); a runner adds the one variable its
+backend config names as `apiKeyEnv` (`runner`), read from the file its command line
+names, so a key a user exported for a backend still reaches the runner that was told to
+read it, and no other variable does. A runner forked by the fork server is given the same
+environment (`plnt.runner.forkserver` replaces its own with the one in the request), and
+the fork server itself never holds the key.
 """
 
 from __future__ import annotations
