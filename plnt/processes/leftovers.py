@@ -1,7 +1,7 @@
 """Pid files for plnt's children, and stopping the children an earlier run left behind.
 
 Why: a child that outlived its `plnt up` (one killed before its parent-death signal could
-matter, a child that ignored it, a run of an older plnt) keeps what the next start needs:
+matter, a child that ignored it or is slow to act on it) keeps what the next start needs:
 etcd holds its data directory's lock and the next etcd waits for it until its deadline
 ("etcd not healthy within 20 s", naming neither cause), Temporal holds its database, a
 model server holds its port. Each child therefore writes a record beside its log when it

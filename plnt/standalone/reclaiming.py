@@ -1,7 +1,7 @@
 """Reclaiming a state directory from an earlier run: stop the children it left running.
 
 Why: a child that outlived its `plnt up` (one killed before its children's parent-death
-signal could matter, a child that ignored the signal, a run of an older plnt) keeps what
+signal could matter, a child that ignored the signal or is slow to act on it) keeps what
 the next start needs: etcd its data directory's lock (the next etcd then waits for it
 until "etcd not healthy within 20 s", naming neither cause nor culprit), Temporal its
 database, a model server its port. Each child writes a record beside its log while it
@@ -12,10 +12,11 @@ in the state directory and stops each child still running whose `plnt up` is gon
     stopped etcd (pid 4242) left by an earlier run of /home/me/.local/state/plnt
 
 A child whose `plnt up` still runs means the directory is in use: the start fails with one
-line (`InUse`) and nothing is stopped. The runners' fork server is the exception: a
-`plnt worker` sharing the directory may own it, so a live owner leaves it alone. Runner
-processes are not children in this sense: they outlive `plnt up` on purpose and are
-adopted.
+line (`InUse`) and nothing is stopped. The runners' fork server is the exception: a `plnt
+worker` sharing the directory may own it, so a live owner leaves it alone. Runner processes
+are not children in this sense: they outlive `plnt up` on purpose and are adopted. A
+process no record names (one started by a plnt older than the records) is not found here:
+it is stopped by hand.
 """
 
 from __future__ import annotations

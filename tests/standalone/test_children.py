@@ -5,7 +5,8 @@ directory whose `plnt up` still runs is refused without stopping anything.
 `plnt up` runs as the tests' other servers do (`tests.support.plnt_server.PlntServer`),
 with sagas here: Temporal and the deploy worker's fork server are children too. The
 earlier run's leftovers are made as they arise, by an owner that started etcd and Temporal
-in their own sessions without a parent-death signal (as an older plnt did) and exited.
+in their own sessions without a parent-death signal (as a child that ignores it would
+behave) and exited.
 Every process is stopped by pid at the end, also after a failure."""
 
 from __future__ import annotations
