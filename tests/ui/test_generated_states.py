@@ -55,6 +55,15 @@ def valid(model: type[BaseModel]) -> Any:
     return wire.objects(model).filter(accepted)
 
 
+def name_of(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def named(model: type[BaseModel]) -> Any:
+    """Lists of `model`'s objects with distinct names, as one namespace holds them."""
+    return st.lists(valid(model), max_size=3, unique_by=name_of)
+
+
 def with_status(model: type[BaseModel], status: Any) -> Any:
     """Objects of `model` whose `status` is always drawn from `status`."""
     return st.builds(lambda obj, drawn: {**obj, "status": drawn}, valid(model), status)
@@ -221,8 +230,7 @@ def check_run_page(html: str, run: Obj, listed_events: list[Obj], listed: list[O
         assert "No Events." in shown_events
     shown_invocations = section(html, "run-invocations")
     for invocation in listed:
-        name = (invocation.get("metadata") or {}).get("name") or ""
-        assert f'data-invocation="{text(name)}"' in shown_invocations
+        assert f'data-invocation="{text(name_of(invocation))}"' in shown_invocations
     check_gate(section(html, "run-evaluation"), status.get("lastEvaluation"))
 
 
@@ -262,7 +270,7 @@ def check_gate(html: str, record: Obj | None) -> None:
 @given(
     run=runs,
     listed_events=st.lists(valid(events.Event), max_size=3),
-    listed=st.lists(valid(invocations.Invocation), max_size=3),
+    listed=named(invocations.Invocation),
 )
 def test_the_run_page_renders_every_card_for_any_workflowrun(
     pages: Pages, run: Obj, listed_events: list[Obj], listed: list[Obj]
@@ -308,9 +316,8 @@ def test_an_invocations_page_renders_any_invocation(pages: Pages, invocation: Ob
 @given(run=runs)
 def test_the_runs_page_lists_any_workflowrun(pages: Pages, run: Obj) -> None:
     html = pages.get(f"/ns/{NAMESPACE}/runs", run=run)
-    name = (run.get("metadata") or {}).get("name") or ""
     phase = (run.get("status") or {}).get("phase") or "Pending"
-    assert f'data-run="{text(name)}" data-phase="{text(phase)}"' in html
+    assert f'data-run="{text(name_of(run))}" data-phase="{text(phase)}"' in html
 
 
 @EXAMPLES
@@ -326,7 +333,7 @@ def test_the_invocation_log_page_renders_any_workflowrun(pages: Pages, run: Obj)
 
 @EXAMPLES
 @given(
-    listed=st.lists(valid(backends.PlntBackend), max_size=3),
+    listed=named(backends.PlntBackend),
     listed_events=st.lists(valid(events.Event), max_size=3),
     run=runs,
 )
@@ -336,8 +343,8 @@ def test_the_backends_page_renders_any_backends(
     html = pages.get(f"/ns/{NAMESPACE}/backends?run={RUN}", backends=listed,
                      events=listed_events, run=run)  # fmt: skip
     for backend in listed:
-        name = (backend.get("metadata") or {}).get("name") or ""
-        row = html[html.index(f'<tr data-backend="{text(name)}">') :].split("</tr>")[0]
+        row = html[html.index(f'<tr data-backend="{text(name_of(backend))}">') :]
+        row = row.split("</tr>")[0]
         latency = (backend.get("status") or {}).get("latencyMilliseconds")
         assert (f"{latency} ms" if latency is not None else "—") in row
     if not listed:
@@ -385,12 +392,11 @@ def test_the_bench_page_renders_any_bench_and_its_results(
 
 
 @EXAMPLES
-@given(listed=st.lists(valid(workflows.Workflow), max_size=3))
+@given(listed=named(workflows.Workflow))
 def test_the_catalog_page_renders_any_workflows(pages: Pages, listed: list[Obj]) -> None:
     html = pages.get(f"/ns/{NAMESPACE}/catalog", workflows=listed)
     for workflow in listed:
-        name = (workflow.get("metadata") or {}).get("name") or ""
-        assert f'data-testid="workflow-{text(name)}"' in html
+        assert f'data-testid="workflow-{text(name_of(workflow))}"' in html
         for version in (workflow.get("spec") or {}).get("versions") or []:
             assert text(version["version"]) in html
         for problem in (workflow.get("status") or {}).get("versionErrors") or []:
