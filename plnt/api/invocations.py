@@ -217,7 +217,11 @@ class InvocationStatus(WireModel):
         default=None, description="One entry per step, as the runner traced it."
     )
     attempts: int | None = Field(
-        default=None, description="Calls made to a runner (more than 1 after a lost replica)."
+        default=None,
+        description=(
+            "Calls sent to runners, every replica and retry together (more than 1 after a"
+            " lost replica or worker); each is counted before it is sent."
+        ),
     )
     error: InvocationError | None = Field(default=None, description="Why it failed.")
     message: str | None = Field(default=None, description="What is happening now.")

@@ -16,8 +16,9 @@ recreated Invocation is a new call and starting one twice changes nothing). The 
    goes on with another ready replica of the same revision, and when the worker dies the
    next attempt (on another worker, after `HEARTBEAT_TIMEOUT`) does, handing the
    finished steps back (`completedSteps`): they are not run again. Status says `Running`,
-   the replica and the attempt as each call starts, and a success is recorded by the
-   activity itself as soon as the runner answered;
+   the replica and the number of the call (`attempts`) before each call is sent, so every
+   call a runner received is counted whenever a worker dies (`invoking`, "Attempts"), and
+   a success is recorded by the activity itself as soon as the runner answered;
 2. **records the end** otherwise (`invocation-report`, a local activity: it runs inside
    the workflow task that handles the call's end, with no round trip of its own):
    Succeeded with the output, tokens, trace and attempts (when the call could not record
@@ -178,8 +179,9 @@ class CallRequest:
 class Called:
     """The runner's answer, as status keeps it, and the revision that gave it.
 
-    `completion_time`: set when the call activity recorded the success in status itself
-    (then the workflow does not report it again).
+    `attempts`: the calls sent to runners, every replica and every attempt of the activity
+    together (`invoking`, "Attempts"). `completion_time`: set when the call activity
+    recorded the success in status itself (then the workflow does not report it again).
     """
 
     output: Any

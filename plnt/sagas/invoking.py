@@ -7,10 +7,11 @@ can run anywhere that reaches the API server, the runners and Temporal.
 `call` is the one that lasts. Its attempt first pins the revision (one read of the run:
 `pinning`), unless an earlier attempt did (the heartbeat details say which). It asks a
 ready replica of that revision for its stream with each finished step's output
-(`stepOutputs`), keeps those outputs as its heartbeat details (sent at once when a step
-finishes, and every `BEAT_SECONDS`), writes `Running` in status while the stream starts,
-records a success in status itself as soon as the runner answered (the workflow's
-`report` records it when that write failed), and:
+(`stepOutputs`), keeps those outputs as its heartbeat details (handed to the SDK at once
+when a step finishes, and every `BEAT_SECONDS`; the worker's SDK sends at most one a
+second), writes `Running` in status before each call is sent, records a success in
+status itself as soon as the runner answered (the workflow's `report` records it when
+that write failed), and:
 
 * when the replica dies mid-call (the connection breaks, or the stream ends without a
   last line), calls the next ready replica of the same revision at once, handing it the
@@ -21,6 +22,22 @@ records a success in status itself as soon as the runner answered (the workflow'
   so the runner cancels the invocation and the backend call;
 * when an attempt after the first finds the success already recorded (the worker that
   recorded it was lost before Temporal heard of it), it returns that, calling no one.
+
+**Attempts** (`status.attempts`) count the calls sent to runners, every replica and
+every attempt of the activity together. A call is counted by the `Running` write that
+names its replica, which is awaited before the call is sent: once a runner can have
+received a call, the count that includes it is durable, whenever the worker dies after.
+So an attempt after the first counts on from `status.attempts` (read with the object it
+reads anyway), not from the heartbeat's `tries`: a worker killed right after a call
+takes with it the heartbeat its SDK had not sent yet, so that copy can lag behind (and
+it can be ahead of a take-back, below). Each write sets the count rather than adding to
+it, so a write repeated counts no call twice: the `Running` write is tried until the API
+server answers (one whose answer was lost may have landed), and only then is the call
+sent. What is not a call is not counted: an attempt that fails before calling (no
+promoted revision or no ready replica yet: `NotReady`), a replica that does not answer
+`/readyz`, a call whose connection was refused (it never left: the count is written back
+one less). The one over-count left: a worker lost between the `Running` write and the
+send.
 
 A runner's refusal (invalid inputs) or a failed step is the Invocation's failure, not
 retried: the runner already retried the step as its spec says. Which revision and which
@@ -61,6 +78,10 @@ NDJSON = "application/x-ndjson"
 READY_TIMEOUT = aiohttp.ClientTimeout(total=2.0)
 CALL_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=5.0)
 """A call lasts as long as its workflow does (the schedule-to-close timeout bounds it)."""
+COUNT_RETRY_SECONDS = (0.2, 5.0)
+"""First and longest wait between tries of the `Running` write that counts a call (it
+doubles), tried again until the API server answers: a write that landed but whose answer
+was lost is written again with the same count, and the call is sent only then."""
 
 
 class InvocationActivities:
@@ -111,7 +132,7 @@ class InvocationActivities:
         progress = resuming.Progress.of(
             info.heartbeat_details[0] if info.heartbeat_details else None
         )
-        if info.attempt > 1 and (ended := await self._ended_before(call)) is not None:
+        if info.attempt > 1 and (ended := await self._resumed(call, progress)) is not None:
             return ended
         if progress.revision is None:
             pinned = await self._pin(call.request)
@@ -134,10 +155,12 @@ class InvocationActivities:
                 if not await self._ready(endpoint):
                     problems.append(f"{endpoint} is not ready")
                     continue
-                progress.tries += 1
+                await self._running(call, endpoint, progress, problems)
                 try:
-                    answer = await self._calling(call, endpoint, progress, problems)
+                    answer = await self._stream(endpoint, call.request, progress)
                 except resuming.Lost as lost:
+                    if not lost.sent:
+                        await self._uncount(call, progress)
                     if endpoint not in progress.lost:
                         progress.lost.append(endpoint)
                     problems.append(f"{endpoint}: {lost}")
@@ -149,15 +172,22 @@ class InvocationActivities:
             f"no ready replica of revision {revision} finished the call ({'; '.join(problems)})",
         )
 
-    async def _ended_before(self, call: inv.CallRequest) -> inv.Called | None:
-        """The success an earlier attempt recorded before its worker was lost (its
-        completion never reached Temporal), so it is neither called nor written again;
-        None when the call has not ended. `InvocationGone` when the Invocation is."""
+    async def _resumed(
+        self, call: inv.CallRequest, progress: resuming.Progress
+    ) -> inv.Called | None:
+        """What the earlier attempts left in status: the success one recorded before its
+        worker was lost (its completion never reached Temporal), returned so that it is
+        neither called nor written again; otherwise None, `progress` counting on from the
+        calls status counts (module docstring, "Attempts"). `InvocationGone` when the
+        Invocation is."""
         obj = await recording.read(self.api, call.request.invocation)
         if obj is None:
             raise inv.fail(inv.Reason.INVOCATION_GONE, "the Invocation was deleted")
         status = obj.get("status") or {}
         if status.get("phase") != "Succeeded" or not status.get("completionTime"):
+            # The record: every count reached it before its call was sent (a consistent
+            # read), where the heartbeat's copy may be stale.
+            progress.tries = int(status.get("attempts") or 0)
             return None
         return inv.Called(
             output=status.get("output"),
@@ -168,24 +198,6 @@ class InvocationActivities:
             usage=status.get("usage"),
             completion_time=str(status["completionTime"]),
         )
-
-    async def _calling(
-        self, call: inv.CallRequest, endpoint: str, progress: resuming.Progress, problems: list[str]
-    ) -> dict[str, Any]:
-        """One streamed call, with the status saying so written meanwhile rather than
-        before: the write does not delay the call. The answer is returned only once the
-        write is done, so no later write lands before it; when the write finds the
-        Invocation gone (or fails), the call is stopped and that is raised."""
-        stream = asyncio.ensure_future(self._stream(endpoint, call.request, progress))
-        try:
-            await self._running(call, endpoint, progress, problems)
-        except BaseException:
-            stream.cancel()
-            await asyncio.wait([stream])
-            if not stream.cancelled():
-                stream.exception()  # the write's failure is the one that counts
-            raise
-        return await stream
 
     async def _finish(self, call: inv.CallRequest, called: inv.Called) -> inv.Called:
         """Record the success in status at once, as the workflow's report would (one try:
@@ -238,7 +250,12 @@ class InvocationActivities:
     async def _running(
         self, call: inv.CallRequest, endpoint: str, progress: resuming.Progress, problems: list[str]
     ) -> None:
-        """Say in status which replica is called now, and why again when it is a retry."""
+        """Count the call about to be sent and say in status which replica it goes to (and
+        why again when it is a retry); awaited before the call is sent, so the count is
+        durable before a runner can receive the call. The count is set, not added to: the
+        write, tried until the API server answers (`COUNT_RETRY_SECONDS`), sets the same
+        number each time. `InvocationGone` when the Invocation is."""
+        attempts = progress.tries + 1
         message = f"calling revision {progress.revision} at {endpoint}"
         if problems:
             message += f" ({'; '.join(problems)})"
@@ -248,7 +265,7 @@ class InvocationActivities:
             "digest": progress.digest or None,
             "startTime": progress.start_time,
             "endpoint": endpoint,
-            "attempts": progress.tries,
+            "attempts": attempts,
             "message": message,
             "conditions": [
                 {
@@ -260,13 +277,37 @@ class InvocationActivities:
                 }
             ],
         }
-        if not await recording.write(self.api, call.request.invocation, fields):
-            raise inv.fail(inv.Reason.INVOCATION_GONE, "the Invocation was deleted")
+        wait, longest = COUNT_RETRY_SECONDS
+        while True:
+            try:
+                written = await recording.write(self.api, call.request.invocation, fields)
+            except (client_errors.TransportError, client_errors.ServerError) as error:
+                log.info("counting call %d of %s: %s", attempts, call.request.invocation, error)
+                await asyncio.sleep(wait)  # heartbeats go on meanwhile, cancels come through
+                wait = min(wait * 2, longest)
+                continue
+            if not written:
+                raise inv.fail(inv.Reason.INVOCATION_GONE, "the Invocation was deleted")
+            progress.tries = attempts
+            return
+
+    async def _uncount(self, call: inv.CallRequest, progress: resuming.Progress) -> None:
+        """Take back the call just counted, which never left (its replica refused the
+        connection): status says one call less again. One try: when it fails, the count
+        stays one over until this attempt's next call sets it."""
+        progress.tries -= 1
+        try:
+            await recording.write(
+                self.api, call.request.invocation, {"attempts": progress.tries or None}
+            )
+        except (client_errors.ClientError, ApplicationError) as error:
+            log.info("the attempts of %s stay one over: %s", call.request.invocation, error)
 
     async def _stream(
         self, endpoint: str, request: inv.InvocationRequest, progress: resuming.Progress
     ) -> dict[str, Any]:
-        """The `result` line of one streamed call; `_Lost` when the replica goes away."""
+        """The `result` line of one streamed call; `resuming.Lost` when the replica goes
+        away (`sent` False when it could not even be connected to)."""
         body: dict[str, Any] = {"inputs": request.inputs, "stepOutputs": True}
         if progress.completed:
             body["completedSteps"] = {k: {"output": o} for k, o in progress.completed.items()}
@@ -282,6 +323,8 @@ class InvocationActivities:
                 except BaseException:
                     response.close()  # never reused: the runner sees its caller leave
                     raise
+        except aiohttp.ClientConnectorError as error:  # no connection: no runner received it
+            raise resuming.Lost(str(error) or type(error).__name__, sent=False) from error
         except (aiohttp.ClientError, OSError) as error:
             raise resuming.Lost(str(error) or type(error).__name__) from error
 

@@ -3,7 +3,10 @@
 `Progress` is what a call has done so far — the revision it pinned, the outputs of the
 steps that finished, the replicas that were lost, the calls made — kept as the call
 activity's heartbeat details, so an attempt on another replica or worker calls the same
-revision and starts from it (`completedSteps`). The rest
+revision and starts from it (`completedSteps`). Heartbeat details are what the SDK last
+sent, not what the activity last gave it: a worker killed within the SDK's throttle
+interval loses the newest, so the calls made are counted in status instead, before each
+is sent (`invoking`, "Attempts"). The rest
 reads the NDJSON stream whatever the length of its lines and turns a runner's error body
 into the Invocation's failure. No I/O here beyond reading the response handed in.
 """
@@ -45,6 +48,8 @@ class Progress:
     completed: dict[str, Any] = field(default_factory=dict)
     lost: list[str] = field(default_factory=list)
     tries: int = 0
+    """The calls made so far: this attempt's copy of `status.attempts`, which an attempt
+    after the first reads back rather than trusting the heartbeat's (`invoking`)."""
     revision: int | None = None
     """The revision pinned (None until an attempt pinned one): every attempt calls it."""
     digest: str = ""
@@ -95,7 +100,15 @@ class Progress:
 
 
 class Lost(Exception):
-    """The replica went away mid-call, or could not be called: try another one."""
+    """The replica went away mid-call, or could not be called: try another one.
+
+    `sent`: False when the call never left (the connection was refused), so no runner
+    received it and it is not counted as one.
+    """
+
+    def __init__(self, message: str, *, sent: bool = True) -> None:
+        super().__init__(message)
+        self.sent = sent
 
 
 async def ndjson(response: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:

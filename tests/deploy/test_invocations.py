@@ -5,13 +5,21 @@ these tests then kill what a long call depends on at the moment it matters and c
 call still finishes exactly once: a runner replica (SIGKILL mid-step: the next replica
 resumes), the worker (SIGKILL mid-call: another worker resumes after the heartbeat
 timeout), the API server (restarted mid-call). Steps are `http` steps calling a local
-target (`tests.support.steptarget`) that counts every call and holds the second step
-until the test releases it, so "a finished step was not run again" is a count, and
-"mid-call" is an explicit hold, never a window of time.
+target (`tests.support.steptarget`) that counts every call and holds a step until the
+test releases it, so "a finished step was not run again" is a count, and "mid-call" is
+an explicit hold, never a window of time.
+
+`status.attempts` is checked against the calls the runner itself counted
+(`plnt_runner_invocations_total` and `plnt_runner_in_flight` on its `/metrics`): the
+worker is killed at each moment of a call that matters — the call just received, a
+step's end read or not yet read, the answer not yet read — the moments that are not
+holds being made exact by stopping the worker (SIGSTOP) before the runner goes on.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -24,7 +32,10 @@ from typing import Any
 
 import pytest
 import yaml
+from temporalio import client as temporal_client
+from temporalio.converter import DataConverter
 
+from plnt.sagas import invocation as inv
 from tests.deploy.conftest import (
     Api,
     Stack,
@@ -237,30 +248,201 @@ def invocation_events(api: Api, namespace: str, name: str) -> list[dict[str, Any
     ]
 
 
+def runner_metrics(endpoint: str) -> str:
+    with urllib.request.urlopen(f"{endpoint}/metrics", timeout=10) as response:
+        text: str = response.read().decode()
+    return text
+
+
+def received(endpoint: str) -> int:
+    """Calls of `/invoke` the replica at `endpoint` has received so far: those that ended,
+    whatever their outcome, and those still running."""
+    text = runner_metrics(endpoint)
+    ended = sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("plnt_runner_invocations_total{") and 'endpoint="invoke"' in line
+    )
+    return int(ended + in_flight(text))
+
+
+def in_flight(text: str) -> float:
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("plnt_runner_in_flight ")
+    )
+
+
+def answered(endpoint: str) -> int:
+    """Calls of `/invoke` the replica at `endpoint` ran to their answer."""
+    return int(
+        sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in runner_metrics(endpoint).splitlines()
+            if line.startswith("plnt_runner_invocations_total{")
+            and 'endpoint="invoke"' in line
+            and 'outcome="ok"' in line
+        )
+    )
+
+
+def only_endpoint(api: Api, namespace: str, run: str) -> str:
+    (entry,) = api.get(namespace, run)["status"]["traffic"]
+    (endpoint,) = entry["endpoints"]
+    return str(endpoint).rstrip("/")
+
+
+def carried(stack: Stack, api: Api, namespace: str, name: str) -> set[str]:
+    """The steps whose outputs Temporal holds in the call's last heartbeat details: what
+    an attempt after a lost worker hands back to the runner."""
+    uid = get_invocation(api, namespace, name)["metadata"]["uid"]
+    workflow = inv.workflow_id(namespace, name, uid)
+
+    async def read() -> set[str]:
+        client = await temporal_client.Client.connect(stack.temporal.address)
+        described = await client.get_workflow_handle(workflow).describe()
+        steps: set[str] = set()
+        for pending in described.raw_description.pending_activities:
+            payloads = list(pending.heartbeat_details.payloads)
+            if payloads:
+                (details,) = DataConverter.default.payload_converter.from_payloads(payloads)
+                steps |= set((details or {}).get("completed") or {})
+        return steps
+
+    return asyncio.run(read())
+
+
+@contextlib.contextmanager
+def worker_lost(stack: Stack) -> Iterator[WorkerProcess]:
+    """The module's worker (which runs every call), SIGKILLed when the block ends — also
+    when it fails, and also when the block stopped it (SIGSTOP) — as a crashed machine
+    would be; then a new worker takes its place (and the module fixture stops it)."""
+    lost = stack.worker
+    try:
+        yield lost
+    finally:
+        lost.kill()
+        lost.stop()  # reaps it and closes its pipes
+        standby = WorkerProcess(stack.temporal.address, stack.server.kubeconfig, stack.state_dir)
+        stack.worker = standby  # the module fixture stops it, even if it fails to start
+        standby.start()
+
+
+def pause(worker: WorkerProcess) -> None:
+    """SIGSTOP: the worker reads nothing more (what the runner sends waits in its socket)
+    and sends nothing more, until `worker_lost` kills it."""
+    assert worker.process is not None
+    os.kill(worker.process.pid, signal.SIGSTOP)
+
+
 def test_a_worker_killed_mid_call_is_finished_by_another_worker_without_rerunning_steps(
     stack: Stack, kubectl: Kubectl, api: Api, namespace: str, target: StepTarget
 ) -> None:
     run = deployed(stack, kubectl, namespace, target)
+    endpoint = only_endpoint(api, namespace, run)
+    before = received(endpoint)
     key = step_key()
     target.hold(key)
     apply(kubectl, namespace, invocation("orphan", run, {"key": key}))
     wait_for(lambda: target.arrivals(f"/hold/{key}") == 1, timeout=60, message="slow step")
     wait_invocation(api, namespace, "orphan", running_at, what="running")
-    # The call runs on the module's only worker; a standby starts polling, then the worker
-    # that holds the call dies mid-call, as a crashed machine would.
-    standby = WorkerProcess(stack.temporal.address, stack.server.kubeconfig, stack.state_dir)
-    standby.start()
-    lost, stack.worker = stack.worker, standby
-    lost.kill()
-    lost.stop()  # reaps it and closes its pipes
+    # A finished step is not run again once Temporal holds its output: the SDK sends a
+    # heartbeat at most once a second, so the kill waits for that (a step's output lost
+    # with its worker before it left is run again: docs/invocations.md).
+    wait_for(
+        lambda: "first" in carried(stack, api, namespace, "orphan"),
+        timeout=30,
+        message="the heartbeat carrying the finished step",
+    )
+    # The call runs on the module's only worker; it dies mid-call, as a crashed machine
+    # would, and another worker takes the call over.
+    with worker_lost(stack):
+        pass
     wait_for(lambda: target.arrivals(f"/hold/{key}") == 2, timeout=60, message="resumed call")
     target.release(key)
     done = wait_invocation(api, namespace, "orphan", phase("Succeeded"), what="Succeeded")
     status = done["status"]
     assert status["attempts"] == 2
+    assert received(endpoint) - before == 2
     assert status["output"] == {"first": f"count {key}", "slow": f"hold {key}"}
     assert {e["id"]: e for e in status["trace"]}["first"].get("resumed") is True
     assert target.arrivals(f"/count/{key}") == 1
+
+
+def held_steps_workflow(url: str) -> str:
+    """Two `http` steps in a row, each of which the test may hold: `/hold/KEY-a`, then
+    `/hold/KEY-b`."""
+    return f"""
+apiVersion: microagents.plnt.work/v1
+kind: Workflow
+metadata: {{name: held, version: 1.0.0}}
+inputs: {{type: object, properties: {{key: {{type: string}}}}, required: [key]}}
+steps:
+  - id: a
+    kind: http
+    url: "{url}/hold/{{{{ inputs.key }}}}-a"
+    retries: 0
+    timeoutSeconds: 300
+  - id: b
+    kind: http
+    needs: [a]
+    url: "{url}/hold/{{{{ inputs.key }}}}-b"
+    retries: 0
+    timeoutSeconds: 300
+output: '{{"a": steps.a.output, "b": steps.b.output}}'
+"""
+
+
+MOMENTS = ("received", "mid-stream", "step-ended", "answered")
+"""When the worker is killed: the runner has just received the call (step `a` held, no
+heartbeat since); step `a` ended and `b` is held, the kill coming at once (whether the
+heartbeat with `a` left is a race); step `a` ended while the worker was stopped (it never
+read that end); the runner answered while the worker was stopped (it never read the
+answer, so recorded no success)."""
+
+
+@pytest.mark.parametrize("moment", MOMENTS)
+def test_attempts_count_every_call_the_runner_received_whenever_the_worker_is_killed(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str, target: StepTarget, moment: str
+) -> None:
+    name = f"h{uuid.uuid4().hex[:6]}"
+    ref, digest = stack.spec(name, text=held_steps_workflow(target.url))
+    apply(kubectl, namespace, workflowrun(name, ref, digest))
+    kubectl.run("wait", "-n", namespace, "--for=condition=Ready", f"wfr/{name}", "--timeout=90s")
+    endpoint = only_endpoint(api, namespace, name)
+    before, answers = received(endpoint), answered(endpoint)
+    key = step_key()
+    a, b = f"/hold/{key}-a", f"/hold/{key}-b"
+    target.hold(f"{key}-b")
+    if moment in ("received", "step-ended"):
+        target.hold(f"{key}-a")
+    apply(kubectl, namespace, invocation("killed", name, {"key": key}))
+    with worker_lost(stack) as lost:
+        if moment == "received":
+            wait_for(lambda: target.arrivals(a) == 1, timeout=60, message="step a called")
+        elif moment == "mid-stream":
+            wait_for(lambda: target.arrivals(b) == 1, timeout=60, message="step b called")
+        elif moment == "step-ended":
+            wait_for(lambda: target.arrivals(a) == 1, timeout=60, message="step a called")
+            pause(lost)
+            target.release(f"{key}-a")
+            wait_for(lambda: target.arrivals(b) == 1, timeout=60, message="step b called")
+        else:
+            wait_for(lambda: target.arrivals(b) == 1, timeout=60, message="step b called")
+            pause(lost)
+            target.release(f"{key}-b")
+            wait_for(lambda: answered(endpoint) == answers + 1, timeout=60, message="the answer")
+    wait_for(lambda: received(endpoint) - before == 2, timeout=60, message="the call again")
+    target.release(f"{key}-a")
+    target.release(f"{key}-b")
+    done = wait_invocation(api, namespace, "killed", phase("Succeeded"), what="Succeeded")
+    status = done["status"]
+    assert status["output"] == {"a": f"hold {key}-a", "b": f"hold {key}-b"}
+    wait_for(
+        lambda: in_flight(runner_metrics(endpoint)) == 0, timeout=30, message="no call running"
+    )
+    assert (status["attempts"], received(endpoint) - before) == (2, 2)
 
 
 def test_an_api_server_restarted_mid_call_loses_nothing(
@@ -281,11 +463,9 @@ def test_an_api_server_restarted_mid_call_loses_nothing(
 
 
 def runner_cancellations(endpoint: str) -> float:
-    with urllib.request.urlopen(f"{endpoint}/metrics", timeout=10) as response:
-        text = response.read().decode()
     return sum(
         float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
+        for line in runner_metrics(endpoint).splitlines()
         if line.startswith("plnt_runner_invocations_total{") and 'outcome="cancelled"' in line
     )
 
