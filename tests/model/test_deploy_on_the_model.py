@@ -256,11 +256,17 @@ async def test_a_completion_streamed_through_the_proxy_comes_token_by_token_with
     assert usage["source"] == "counted"
 
 
+def both_ways(deployed: Deployed, client: PlntClient, server: ModelServer) -> tuple[str, str]:
+    """The run's text completions through plnt's proxy, and the model server's own."""
+    return proxy_url(
+        client, deployed.namespace, "/v1/completions"
+    ), f"{server.endpoint}/completions"
+
+
 async def test_thirty_streams_in_a_row_through_the_proxy_are_as_whole_as_the_same_streams_direct(
     deployed: Deployed, client: PlntClient, model_server: ModelServer
 ) -> None:
-    proxied = proxy_url(client, deployed.namespace, "/v1/completions")
-    direct = f"{model_server.endpoint}/completions"
+    proxied, direct = both_ways(deployed, client, model_server)
     async with http(client) as session:
         reference = await stream_completion(session, direct, direct=True)
         assert len(reference.token_reads()) == TOKENS
@@ -278,8 +284,7 @@ async def test_thirty_streams_in_a_row_through_the_proxy_are_as_whole_as_the_sam
 async def test_streams_through_the_proxy_stay_whole_while_others_stream_at_once(
     deployed: Deployed, client: PlntClient, model_server: ModelServer
 ) -> None:
-    proxied = proxy_url(client, deployed.namespace, "/v1/completions")
-    direct = f"{model_server.endpoint}/completions"
+    proxied, direct = both_ways(deployed, client, model_server)
     async with http(client) as session:
         reference = await stream_completion(session, direct, direct=True)
         for _ in range(3):
