@@ -114,8 +114,15 @@ def latency_bars(results: Sequence[Mapping[str, Any]]) -> tuple[list[LatencyBar]
     return bars, top
 
 
-def result_row(result: Mapping[str, Any], series: int) -> ResultRow:
+def result_row(
+    result: Mapping[str, Any], series: int, target: Mapping[str, Any] | None = None
+) -> ResultRow:
+    """One result; its `target` (same position in `status.targets`) says whether the bench
+    bypassed the step cache, which the cache column then says."""
     requests = views.integer(result.get("requests"))
+    cache_hits = _fixed(views.number(result.get("cacheHitRate")), "%", scale=100, digits=0)
+    if target is not None and target.get("cache") == "bypass":
+        cache_hits = f"{cache_hits} (bypassed)"
     return ResultRow(
         label=_label(result, series),
         requests=MISSING if requests is None else str(requests),
@@ -124,7 +131,7 @@ def result_row(result: Mapping[str, Any], series: int) -> ResultRow:
             _fixed(_ms(result, key), " ms") for key in ("p50Ms", "p90Ms", "p95Ms", "p99Ms", "maxMs")
         ),
         errors=_fixed(views.number(result.get("errorRate")), "%", scale=100),
-        cache_hits=_fixed(views.number(result.get("cacheHitRate")), "%", scale=100, digits=0),
+        cache_hits=cache_hits,
     )
 
 
@@ -136,6 +143,7 @@ def bench_view(bench: Mapping[str, Any] | None) -> BenchView | None:
     record = "id" in bench
     status = bench if record else views.mapping(bench.get("status"))
     results = tuple(r for r in status.get("results") or [] if isinstance(r, Mapping))
+    targets = [t if isinstance(t, Mapping) else {} for t in status.get("targets") or []]
     bars, top = latency_bars(results)
     progress = tuple(
         ProgressRow(
@@ -154,7 +162,10 @@ def bench_view(bench: Mapping[str, Any] | None) -> BenchView | None:
         phase=str(status.get("phase") or "Pending"),
         message=str(status.get("message") or ""),
         progress=progress,
-        results=tuple(result_row(r, series) for series, r in enumerate(results)),
+        results=tuple(
+            result_row(r, series, targets[series] if series < len(targets) else None)
+            for series, r in enumerate(results)
+        ),
         bars=tuple(bars),
         scale_ms=round(top, 2),
     )

@@ -252,3 +252,12 @@ def test_a_scorer_gated_by_its_pass_rate_alone_shows_no_regression_limit() -> No
     alone = html[html.index('data-scorer="has"') : html.index('data-scorer="both"')]
     assert "≥ 0.90" in alone and "regression" not in alone
     assert "≥ 0.90, regression ≤ 0.00" in html[html.index('data-scorer="both"') :]
+
+
+def test_a_bench_that_bypassed_the_step_cache_says_so_beside_its_hit_rate() -> None:
+    result = {"label": "stable", "requests": 14, "cacheHitRate": 0.0}
+    for cache, shown in (("bypass", "0% (bypassed)"), ("use", "0%"), (None, "0%")):
+        target = {"label": "stable", "revision": 1, **({"cache": cache} if cache else {})}
+        bench = {"id": "bench-1", "phase": "Succeeded", "results": [result], "targets": [target]}
+        view = benches.bench_view(bench)
+        assert view is not None and view.results[0].cache_hits == shown
