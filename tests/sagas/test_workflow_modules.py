@@ -1,4 +1,5 @@
-"""Every workflow lives where the determinism contract looks: `plnt.sagas.<saga>.workflow`.
+"""Every workflow lives where the determinism contract looks: `plnt.sagas.<saga>.workflow`;
+the invocation workflow, run outside the sandbox, is replayed inside it here.
 
 import-linter's contract "workflow code imports nothing that does I/O" names the workflow
 side by that pattern, not by a list, so a workflow defined anywhere else would escape it.
@@ -6,6 +7,7 @@ side by that pattern, not by a list, so a workflow defined anywhere else would e
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import pkgutil
 import re
@@ -13,8 +15,12 @@ from pathlib import Path
 
 import pytest
 from importlinter import cli
+from temporalio import client as temporal_client
+from temporalio.worker import Replayer
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 import plnt.sagas
+from plnt.sagas.invoking import workflow as inv
 
 WORKFLOW_SIDE = re.compile(r"^plnt\.sagas\.[a-z_]+\.workflow(\.[a-z_]+)*$")
 
@@ -52,3 +58,22 @@ def test_the_import_contracts_hold(monkeypatch: pytest.MonkeyPatch) -> None:
     root = Path(plnt.__file__).resolve().parent.parent
     monkeypatch.chdir(root)
     assert cli.lint_imports(config_filename=str(root / "pyproject.toml"), no_cache=True) == 0
+
+
+KEPT = sorted((Path(__file__).parent / "histories").glob("invocation-*.json"))
+
+
+@pytest.mark.parametrize("path", KEPT, ids=[path.stem for path in KEPT])
+async def test_the_invocation_workflow_replays_inside_temporals_sandbox(path: Path) -> None:
+    # The worker runs it unsandboxed (docs/sagas.md, "Determinism": the sandbox costs each
+    # Invocation milliseconds on its critical path); the tests run it sandboxed, so a clock,
+    # random number or file read on its path fails here instead of in a replay.
+    text = await asyncio.to_thread(path.read_text)
+    history = temporal_client.WorkflowHistory.from_json(path.stem, text)
+    sandboxed = SandboxedWorkflowRunner()
+    replayer = Replayer(
+        workflows=[inv.InvocationWorkflow],
+        workflow_runner=sandboxed,
+        unsandboxed_workflow_runner=sandboxed,
+    )
+    await replayer.replay_workflow(history)
