@@ -16,9 +16,10 @@ already been stored, so the caller reports it and retries later (see
 read its progress or result. A control that does not implement it (a test's in-memory
 one) serves no benches. `BenchRunning` names the bench that keeps another from starting.
 
-`InvocationControl` starts and cancels the workflow of an Invocation (`plnt.sagas.invocation`):
-started after the Invocation's create, cancelled when it is deleted; and lists the
-invocation workflows that run, so the API server can cancel those whose Invocation is gone
+`InvocationControl` starts and cancels the workflow of an Invocation
+(`plnt.sagas.invoking.workflow`): started after the Invocation's create, cancelled when it
+is deleted; and lists the invocation workflows that run, so the API server can cancel
+those whose Invocation is gone
 (a delete whose cancel could not reach Temporal, then an API server restart).
 """
 
@@ -62,7 +63,7 @@ class BenchRunning(Exception):
 
 @runtime_checkable
 class BenchControl(Protocol):
-    """The bench operations the request path needs (`plnt.sagas.bench`)."""
+    """The bench operations the request path needs (`plnt.sagas.benching.workflow`)."""
 
     async def start_bench(self, obj: dict[str, Any], bench: dict[str, Any]) -> None:
         """Start the bench `bench` (a Bench as the API answers it: id in metadata.name, the
@@ -94,7 +95,7 @@ class RunningInvocation:
 
 @runtime_checkable
 class InvocationControl(Protocol):
-    """The Invocation operations the request path needs (`plnt.sagas.invocation`)."""
+    """The Invocation operations the request path needs (`plnt.sagas.invoking.workflow`)."""
 
     async def start_invocation(self, obj: dict[str, Any]) -> None:
         """Start the Invocation `obj`'s workflow (id `invocation/NS/NAME/UID`); nothing

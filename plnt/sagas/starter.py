@@ -39,11 +39,11 @@ from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 from plnt.api import bench as api_bench
 from plnt.api.invocations import DEFAULT_TIMEOUT_SECONDS, DEFAULT_TTL_SECONDS_AFTER_FINISHED
 from plnt.api.workflowruns import ROLLBACK_GENERATION_ANNOTATION, ROLLBACK_TO_ANNOTATION
-from plnt.sagas import bench as benches
-from plnt.sagas import deploy
-from plnt.sagas import invocation as invocations
 from plnt.sagas import values as v
+from plnt.sagas.benching import workflow as benches
 from plnt.sagas.control import BenchRunning, DeployUnavailable, RunningInvocation
+from plnt.sagas.deploying.workflow import controller as deploy
+from plnt.sagas.invoking import workflow as invocations
 
 
 def desired_of(obj: dict[str, Any]) -> v.Desired:

@@ -48,12 +48,16 @@ from plnt.kube.releases import HelmReleases
 from plnt.kube.routes import HTTPRoutes
 from plnt.kube.workloads import Workloads
 from plnt.processes import forkserver, tasks
-from plnt.sagas import backend_probes, bench, deploy, invocation, placement
+from plnt.sagas import placement
 from plnt.sagas import values as v
-from plnt.sagas.activities import DeployActivities
-from plnt.sagas.benching import BenchActivities
-from plnt.sagas.invoking import InvocationActivities
+from plnt.sagas.benching import workflow as bench
+from plnt.sagas.benching.activities import BenchActivities
+from plnt.sagas.deploying.activities import DeployActivities
+from plnt.sagas.deploying.workflow import controller as deploy
+from plnt.sagas.invoking import workflow as invocation
+from plnt.sagas.invoking.activities import InvocationActivities
 from plnt.sagas.metrics import Observing, SagaMetrics
+from plnt.sagas.probing import backend_probes
 from plnt.sagas.speccache import SpecCache
 from plnt.sagas.targets import local_scrape
 from plnt.sagas.targets.interface import Target

@@ -1,6 +1,6 @@
 """Evaluation datasets: the cases a quality gate reads from a pinned document.
 
-The one reader of a dataset's bytes. The gate (`plnt.sagas.evaluating`) and `plnt push`
+The one reader of a dataset's bytes. The gate (`plnt.sagas.gating.evaluating`) and `plnt push`
 both call `read`, so a dataset that push accepts is one the gate will read, case for case.
 A dataset is published like a workflow spec (same sources, same digests), as an artifact
 of its own kind (`sources.artifacts.DATASET`).

@@ -1,5 +1,5 @@
 """How the invocation workflow's activities write an Invocation's status
-(`plnt.sagas.recording`): one patch that sets only the named fields while the object is
+(`plnt.sagas.invoking.recording`): one patch that sets only the named fields while the object is
 the same one, and nothing at all on an Invocation recreated under the same name.
 
 Real etcd and a real API server in-process; the writes go through `plnt.client` as a
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from plnt.client import Connection, PlntClient
-from plnt.sagas import invocation as inv
-from plnt.sagas import recording
+from plnt.sagas.invoking import recording
+from plnt.sagas.invoking import workflow as inv
 from tests.apiserver.conftest import BASE, Api, serving, workflowrun
 from tests.apiserver.test_invocation_admission import INVOCATIONS, invocation
 

@@ -24,8 +24,9 @@ from temporalio.worker import Worker
 
 from plnt.client import Connection, PlntClient
 from plnt.processes.temporal import TemporalDevServer
-from plnt.sagas import invocation as inv
-from plnt.sagas import invoking, starter
+from plnt.sagas import starter
+from plnt.sagas.invoking import activities as invoking
+from plnt.sagas.invoking import workflow as inv
 from tests.apiserver.conftest import BASE, Api, serving, workflowrun
 from tests.apiserver.test_invocation_admission import INVOCATIONS, invocation
 from tests.support.waiting import eventually

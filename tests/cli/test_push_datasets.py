@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from plnt.api import evaluations as ev
 from plnt.cli import exits, push
-from plnt.sagas import evaluating
+from plnt.sagas.gating import evaluating
 from plnt.sagas.speccache import SpecCache
 from plnt.workflowspec import digests, errors, references, sources
 from plnt.workflowspec.sources import artifacts

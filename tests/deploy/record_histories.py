@@ -1,6 +1,6 @@
 """Record the deploy saga's Temporal histories for the replay test.
 
-Run after an intentional workflow change (a change of `plnt/sagas/deploy.py` that
+Run after an intentional workflow change (a change of `plnt/sagas/deploying/workflow/` that
 alters the commands it issues), then commit the new files:
 
     .venv/bin/python tests/deploy/record_histories.py              # every scenario

@@ -27,8 +27,8 @@ from temporalio.worker import Replayer
 
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
-from plnt.sagas.bench import BenchWorkflow
-from plnt.sagas.bench import workflow_id as bench_workflow_id
+from plnt.sagas.benching.workflow import BenchWorkflow
+from plnt.sagas.benching.workflow import workflow_id as bench_workflow_id
 from tests.cli.conftest import Result, cli_env
 from tests.deploy.conftest import Api, Stack, settled, workflowrun
 from tests.support.namespaces import create_namespace

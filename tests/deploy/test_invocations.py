@@ -35,7 +35,7 @@ import yaml
 from temporalio import client as temporal_client
 from temporalio.converter import DataConverter
 
-from plnt.sagas import invocation as inv
+from plnt.sagas.invoking import workflow as inv
 from tests.deploy.conftest import (
     Api,
     Stack,

@@ -22,7 +22,7 @@ import pytest
 from temporalio import client as temporal_client
 from temporalio.worker import Replayer
 
-from plnt.sagas.deploy import WorkflowRunController
+from plnt.sagas.deploying.workflow.controller import WorkflowRunController
 from tests.deploy import record_histories as recording
 from tests.deploy.conftest import Stack
 

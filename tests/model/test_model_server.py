@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from plnt.processes import models, modelserver, weights
 from plnt.processes.modelserver import ModelServer
 from plnt.processes.supervision import Backoff, supervising
-from plnt.sagas import probing
+from plnt.sagas.probing import probes as probing
 from tests.support.model import COUNTING, PIN
 from tests.support.processes import kill_all, live_processes
 from tests.support.waiting import eventually

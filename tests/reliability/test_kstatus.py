@@ -39,7 +39,7 @@ from plnt.registry.plntbackends.strategy import PlntBackendStrategy
 from plnt.registry.workflowruns.strategy import WorkflowRunStrategy
 from plnt.sagas import activitynames
 from plnt.sagas import values as v
-from plnt.sagas.deploy import WorkflowRunController
+from plnt.sagas.deploying.workflow.controller import WorkflowRunController
 from plnt.sagas.failures import Failure
 from tests.sagas.test_saga_time import TEST_SERVER, Saga, ScriptedActivities, spec
 

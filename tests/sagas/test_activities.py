@@ -21,7 +21,7 @@ from plnt.client.clients import PlntClient
 from plnt.client.kubeconfig import Connection
 from plnt.sagas import activitynames, failures
 from plnt.sagas import values as v
-from plnt.sagas.activities import DeployActivities
+from plnt.sagas.deploying.activities import DeployActivities
 from plnt.sagas.failures import Failure
 from plnt.sagas.speccache import SpecCache
 from plnt.sagas.targets.local import LocalTarget

@@ -12,7 +12,7 @@ import aiohttp
 
 from plnt.client import errors as client_errors
 from plnt.client.events import EventPoster
-from plnt.sagas import backend_probes, backend_status
+from plnt.sagas.probing import backend_probes, backend_status
 from tests.support.llm import Gpu, serving_llm
 
 

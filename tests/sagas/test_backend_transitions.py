@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from plnt.sagas import backend_transitions as bt
-from plnt.sagas.backend_transitions import Transition, transitions
+from plnt.sagas.probing import backend_transitions as bt
+from plnt.sagas.probing.backend_transitions import Transition, transitions
 
 REFUSED = "GET http://gpu-a:8000/v1/models: Cannot connect to host gpu-a:8000"
 BAD_GATEWAY = "GET http://gpu-a:8000/v1/models: HTTP 503"

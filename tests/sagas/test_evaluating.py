@@ -28,10 +28,10 @@ from temporalio.testing import ActivityEnvironment
 from plnt.api import evaluations as ev
 from plnt.client.clients import PlntClient
 from plnt.client.kubeconfig import Connection
-from plnt.sagas import evaluating, judging
 from plnt.sagas import values as v
-from plnt.sagas.activities import DeployActivities
+from plnt.sagas.deploying.activities import DeployActivities
 from plnt.sagas.failures import Failure
+from plnt.sagas.gating import evaluating, judging
 from plnt.sagas.speccache import SpecCache
 from plnt.sagas.targets.local import LocalTarget
 from plnt.workflowspec import sources

@@ -1,6 +1,6 @@
 """`status.attempts` counts every call a runner received, whatever lost the one before.
 
-The call activity (`plnt.sagas.invoking`) runs in Temporal's `ActivityEnvironment`, whose
+The call activity (`plnt.sagas.invoking.activities`) runs in Temporal's `ActivityEnvironment`, whose
 heartbeat details are what the test hands it: an attempt after a lost worker starts from
 whatever that worker's SDK had sent, however stale. Replicas are aiohttp servers of this
 process that record `status.attempts` as each call arrives, so "counted before a runner
@@ -28,8 +28,8 @@ from plnt.client import errors as client_errors
 from plnt.client import transport
 from plnt.client.clients import PlntClient
 from plnt.client.kubeconfig import Connection
-from plnt.sagas import invocation as inv
-from plnt.sagas import invoking
+from plnt.sagas.invoking import activities as invoking
+from plnt.sagas.invoking import workflow as inv
 
 JSON = {"Content-Type": "application/json"}
 LATENCY = 0.05

@@ -30,7 +30,7 @@ from temporalio import client as temporal_client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
-from plnt.sagas import invocation as inv
+from plnt.sagas.invoking import workflow as inv
 from tests.support.temporal import end_when_idle
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -1,4 +1,4 @@
-"""Which revision an Invocation's call goes to (`plnt.sagas.pinning`): pure rules over a
+"""Which revision an Invocation's call goes to (`plnt.sagas.invoking.pinning`): pure rules over a
 run's status as the deploy saga writes it."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from plnt.sagas import invocation as inv
-from plnt.sagas import pinning, resuming
+from plnt.sagas.invoking import pinning, resuming
+from plnt.sagas.invoking import workflow as inv
 
 
 def run(**status: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import pytest
 
 from plnt.harness import BenchResult, Percentiles
 from plnt.processes import llamaserving
-from plnt.sagas import probing
+from plnt.sagas.probing import probes as probing
 from tests.support.llm import serving_llm
 
 

@@ -28,7 +28,7 @@ from temporalio.worker import Worker
 
 from plnt.sagas import activitynames
 from plnt.sagas import values as v
-from plnt.sagas.deploy import WorkflowRunController
+from plnt.sagas.deploying.workflow.controller import WorkflowRunController
 from plnt.sagas.failures import Failure
 from tests.support.temporal import end_when_idle
 

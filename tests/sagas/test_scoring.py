@@ -1,7 +1,7 @@
 """The quality gate's arithmetic: each scorer on its own, pass rates, regressions, win rates,
 and the verdict message that states every number against its limit and the stable's.
 
-Pure functions (`plnt.sagas.scoring`), so every case is spelled out here.
+Pure functions (`plnt.sagas.gating.scoring`), so every case is spelled out here.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from plnt.api import evaluations as ev
-from plnt.sagas import scoring
+from plnt.sagas.gating import scoring
 
 
 def scorer(**fields: Any) -> ev.Scorer:

@@ -6,7 +6,7 @@ from typing import Any
 
 from plnt.api import evaluations as ev
 from plnt.api import shadows as wire
-from plnt.sagas import evaluating, shadowing
+from plnt.sagas.gating import evaluating, shadowing
 
 
 def pair(n: int, canary: Any = "x", stable: Any = "x", status: int = 200) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from plnt.sagas import timeline
+from plnt.sagas.deploying.workflow import timeline
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 

@@ -3,7 +3,7 @@ preferences are scripted.
 
 This is a stand-in, not a model: no instruction-tuned model is available to these tests
 (the session's Gemma 3 270M is a base model that follows no rubric), so the judge
-protocol (`plnt.sagas.judging`: the prompt, two asks with the order swapped, the reply
+protocol (`plnt.sagas.gating.judging`: the prompt, two asks with the order swapped, the reply
 read as A, B or T) is tested against a server whose preference is a rule the test
 chooses. It reads answers A and B out of the user message exactly as plnt writes them,
 and records every request so tests can check what the judge was asked (rubric, model,

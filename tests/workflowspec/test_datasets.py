@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from plnt.api import evaluations as ev
-from plnt.sagas import evaluating
+from plnt.sagas.gating import evaluating
 from plnt.workflowspec import datasets, documents, sources
 from plnt.workflowspec.sources import artifacts
 

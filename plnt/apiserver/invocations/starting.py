@@ -28,7 +28,7 @@ was back; the state is Temporal's list and etcd's, nothing of this process. (A f
 would also make the cancel durable, but it would hold every delete of an Invocation until
 Temporal answers, `kubectl delete` waiting on the workflow engine; the sweep leaves
 delete semantics alone, and the workflow ends by itself anyway when it next finds its
-Invocation gone: `plnt.sagas.invoking`.)
+Invocation gone: `plnt.sagas.invoking.activities`.)
 
 Errors: none of its own; a failed start or cancel never fails the write.
 """

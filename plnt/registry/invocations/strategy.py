@@ -7,7 +7,7 @@ describe a call that never happened. Labels and annotations may change.
 
 A new Invocation starts `Pending`, with kstatus's `Reconciling=True`, so a client reading
 it right after its create (`kubectl wait`, a GitOps tool) sees it in progress; the
-invocation's workflow replaces the status as it runs (`plnt.sagas.invoking`).
+invocation's workflow replaces the status as it runs (`plnt.sagas.invoking.activities`).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ right after its create or spec change sees it in progress, not done: kstatus (He
 `--wait`, Flux, kpt) finds no `status.observedGeneration` on a new run and, on a changed
 one, an observedGeneration that still names the previous generation. The saga's
 reporter replaces these conditions once it reports on the generation
-(`plnt.sagas.reporting`).
+(`plnt.sagas.deploying.workflow.reporting`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from plnt.sagas import invocation as inv
+from plnt.sagas.invoking import workflow as inv
 
 
 def traffic(run: dict[str, Any]) -> list[dict[str, Any]]:

@@ -67,9 +67,9 @@ from plnt.api.invocations import MAX_OUTPUT_BYTES, PLURAL, RECONCILING
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.processes import tasks
-from plnt.sagas import invocation as inv
-from plnt.sagas import pinning, recording, resuming
 from plnt.sagas import values as v
+from plnt.sagas.invoking import pinning, recording, resuming
+from plnt.sagas.invoking import workflow as inv
 
 log = logging.getLogger("plnt.sagas.invocations")
 

@@ -27,7 +27,7 @@ from typing import Any, Literal
 import aiohttp
 
 from plnt.api import evaluations as ev
-from plnt.sagas import scoring
+from plnt.sagas.gating import scoring
 from plnt.workflowspec.smoke import as_text
 
 Letter = Literal["A", "B", "T"]

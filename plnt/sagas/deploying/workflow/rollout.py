@@ -19,8 +19,8 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from plnt.sagas import failures as f
-    from plnt.sagas.deploys import Deploy, Step
-    from plnt.sagas.steps import STEPS
+    from plnt.sagas.deploying.workflow.deploys import Deploy, Step
+    from plnt.sagas.deploying.workflow.steps import STEPS
 
 
 class Interrupted(Exception):

@@ -18,8 +18,8 @@ with workflow.unsafe.imports_passed_through():
     from plnt.sagas import activitynames
     from plnt.sagas import failures as f
     from plnt.sagas import values as v
-    from plnt.sagas.intents import Intent
-    from plnt.sagas.reporting import Event, Reporter
+    from plnt.sagas.deploying.workflow.intents import Intent
+    from plnt.sagas.deploying.workflow.reporting import Event, Reporter
 
 
 async def scale(reporter: Reporter, intent: Intent, stable: v.Deployment) -> None:

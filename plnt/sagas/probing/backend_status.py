@@ -30,7 +30,7 @@ from plnt.client import errors as client_errors
 from plnt.client import transport
 from plnt.client.clients import PlntClient
 from plnt.client.events import EventPoster
-from plnt.sagas import backend_transitions
+from plnt.sagas.probing import backend_transitions
 
 log = logging.getLogger("plnt.sagas")
 

@@ -294,11 +294,12 @@ class InvocationWorkflow:
 
     Not sandboxed: every Invocation is a new workflow, and building Temporal's sandbox
     for one (re-importing this module, its dataclasses and enums, behind restricted
-    proxies) cost more than all its workflow tasks together — tens of milliseconds on
-    each call's critical path. What the sandbox would check at run time is held here
-    otherwise: this module imports only Temporal and `plnt.api` (import-linter's
-    contracts), reads no clock but `workflow.now()`, and the replay tests run every
-    scenario's history through it.
+    proxies) adds about 8 ms and as much CPU to each call's critical path (measured in
+    docs/sagas.md, "Determinism, guarded by structure"). What the sandbox would check at
+    run time is checked otherwise: this module imports only Temporal and `plnt.api`
+    (import-linter's contract on `plnt.sagas.*.workflow`), reads no clock but
+    `workflow.now()`, the replay tests run every scenario's history through it, and
+    `tests/sagas/test_workflow_modules.py` replays the kept histories inside the sandbox.
     """
 
     @workflow.run

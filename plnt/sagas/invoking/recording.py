@@ -21,7 +21,7 @@ from temporalio.exceptions import ApplicationError
 from plnt.api.invocations import PLURAL
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
-from plnt.sagas import invocation as inv
+from plnt.sagas.invoking import workflow as inv
 
 JSON_PATCH = "application/json-patch+json"
 REREADS = 10

@@ -29,19 +29,13 @@ from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.client.events import EventPoster
 from plnt.harness import Progress
-from plnt.sagas import (
-    activitynames,
-    backend_probes,
-    evaluating,
-    heartbeats,
-    invoking,
-    judging,
-    placement,
-    probing,
-    shadowing,
-)
+from plnt.sagas import activitynames, heartbeats, placement
 from plnt.sagas import values as v
 from plnt.sagas.failures import Failure
+from plnt.sagas.gating import evaluating, judging, shadowing
+from plnt.sagas.invoking import activities as invoking
+from plnt.sagas.probing import backend_probes
+from plnt.sagas.probing import probes as probing
 from plnt.sagas.speccache import SpecCache
 from plnt.sagas.targets import interface as targets
 from plnt.workflowspec import documents, model

@@ -23,13 +23,14 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from plnt.sagas import activitynames, scaling
+    from plnt.sagas import activitynames
     from plnt.sagas import failures as f
     from plnt.sagas import values as v
-    from plnt.sagas.deploys import Controls, Deploy
-    from plnt.sagas.intents import Intent
-    from plnt.sagas.reporting import Event, Reporter
-    from plnt.sagas.rollout import Interrupted, roll_out
+    from plnt.sagas.deploying.workflow import scaling
+    from plnt.sagas.deploying.workflow.deploys import Controls, Deploy
+    from plnt.sagas.deploying.workflow.intents import Intent
+    from plnt.sagas.deploying.workflow.reporting import Event, Reporter
+    from plnt.sagas.deploying.workflow.rollout import Interrupted, roll_out
 
 
 KUBERNETES_TARGET = "kubernetes-target"

@@ -28,7 +28,8 @@ from typing import Any
 import aiohttp
 
 from plnt.api import evaluations as ev
-from plnt.sagas import judging, probing, scoring
+from plnt.sagas.gating import judging, scoring
+from plnt.sagas.probing import probes as probing
 from plnt.sagas.speccache import SpecCache
 from plnt.workflowspec.datasets import InvalidDataset as InvalidDataset
 from plnt.workflowspec.datasets import parse_dataset as parse_dataset

@@ -23,7 +23,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from plnt.api.usage import UsageSource
-from plnt.sagas import invocation as inv
+from plnt.sagas.invoking import workflow as inv
 
 
 def camel(error_type: str) -> str:

@@ -7,7 +7,7 @@ directly (the API server is not in the measured path; the result's targets say s
 `/invoke?stream=true` when the spec asks for `stream`, so time to first token and tokens
 per second come with the results) and heartbeats the harness's progress every
 `BEAT_SECONDS`. A retried attempt reads the lost attempt's last heartbeat and starts the
-measurement again (see `plnt.sagas.bench`).
+measurement again (see `plnt.sagas.benching.workflow`).
 
 `report` writes `status.lastBench` and `status.benchHistory` only while the run has
 the uid the bench was started for (a JSON patch whose tests are the uid and the
@@ -36,9 +36,9 @@ from plnt.api.headers import BYPASS_HEADERS
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.processes import tasks
-from plnt.sagas import bench
 from plnt.sagas import values as v
-from plnt.sagas.activities import DeployActivities
+from plnt.sagas.benching import workflow as bench
+from plnt.sagas.deploying.activities import DeployActivities
 from plnt.sagas.speccache import SpecCache
 
 BEAT_SECONDS = 1.0

@@ -27,12 +27,13 @@ with workflow.unsafe.imports_passed_through():
     from plnt.api.meta import format_time
     from plnt.api.shadows import CanaryShadow
     from plnt.api.workflowruns import CanaryAnalysis
-    from plnt.sagas import activitynames, routing, scaling
+    from plnt.sagas import activitynames, routing
     from plnt.sagas import failures as f
     from plnt.sagas import values as v
-    from plnt.sagas.compensation import Compensation
-    from plnt.sagas.deploys import Deploy, Step
-    from plnt.sagas.reporting import Canary, Event, Outcome
+    from plnt.sagas.deploying.workflow import scaling
+    from plnt.sagas.deploying.workflow.compensation import Compensation
+    from plnt.sagas.deploying.workflow.deploys import Deploy, Step
+    from plnt.sagas.deploying.workflow.reporting import Canary, Event, Outcome
 
 TYPED_INPUTS = "typed-activity-inputs"
 """The patch that gave pull and resolve one typed input each (`workflow.patched`)."""

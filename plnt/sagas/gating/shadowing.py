@@ -25,7 +25,7 @@ from typing import Any
 
 from plnt.api import evaluations as ev
 from plnt.api import shadows as wire
-from plnt.sagas import evaluating, scoring
+from plnt.sagas.gating import evaluating, scoring
 
 FIRST_POLL_SECONDS = 0.5
 LAST_POLL_SECONDS = 5.0

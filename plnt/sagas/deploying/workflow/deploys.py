@@ -1,11 +1,11 @@
 """The shape of one deploy: its context, the controls it obeys, and what a step is.
 
-A deploy is an ordered list of `Step`s (`plnt.sagas.steps.STEPS`) walked by
-`plnt.sagas.rollout.roll_out` over one `Deploy` context. A step says how it begins
-(`enter`), what undoes it (`compensation`, registered before it runs), whether it has
-nothing to do this time (`skip`) and does its work (`run`); it never writes status —
-the walker tells the `Reporter`. Adding a step (a rollout wait, a bench gate) is one
-new class and one new entry in the list. Workflow code: no I/O.
+A deploy is an ordered list of `Step`s (`steps.STEPS`) walked by `rollout.roll_out`
+over one `Deploy` context. A step says how it begins (`enter`), what undoes it
+(`compensation`, registered before it runs), whether it has nothing to do this time
+(`skip`) and does its work (`run`); it never writes status — the walker tells the
+`Reporter`. Adding a step (a rollout wait, a bench gate) is one new class and one new
+entry in the list. Workflow code: no I/O.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from plnt.sagas import values as v
-    from plnt.sagas.compensation import Compensation, CompensationStack
-    from plnt.sagas.intents import Intent
-    from plnt.sagas.reporting import Outcome, Reporter
+    from plnt.sagas.deploying.workflow.compensation import Compensation, CompensationStack
+    from plnt.sagas.deploying.workflow.intents import Intent
+    from plnt.sagas.deploying.workflow.reporting import Outcome, Reporter
 
 
 @dataclass

@@ -27,9 +27,9 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from plnt.sagas import activitynames
-    from plnt.sagas import timeline as tl
     from plnt.sagas import values as v
-    from plnt.sagas.intents import Intent
+    from plnt.sagas.deploying.workflow import timeline as tl
+    from plnt.sagas.deploying.workflow.intents import Intent
 
 REPORT_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=200),
