@@ -6,10 +6,11 @@ from typing import Literal
 
 from pydantic import Field
 
+from plnt.api import names
 from plnt.api.base import WireModel
 from plnt.api.meta import Condition, ObjectMeta
 
-KIND = "PlntBackend"
+KIND = names.BACKEND_KIND
 
 
 class SecretKeyReference(WireModel):

@@ -27,11 +27,12 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from plnt.api import names
 from plnt.api.base import WireModel
 from plnt.api.meta import ObjectMeta
 
-API_VERSION = "plnt.work/v1"
-KIND = "Bench"
+API_VERSION = names.API_VERSION
+KIND = names.BENCH_KIND
 MAX_SECONDS = 3600.0
 """Longest measured phase (and longest warm-up): an hour."""
 MAX_CONCURRENCY = 1000

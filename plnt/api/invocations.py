@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
+from plnt.api import names
 from plnt.api.base import WireModel
 from plnt.api.meta import Condition, ObjectMeta
 
@@ -94,9 +95,9 @@ def _explain(error: pydantic.ValidationError) -> str:
 
 # --- the Invocation kind ---------------------------------------------------------------
 
-KIND = "Invocation"
-PLURAL = "invocations"
-API_VERSION = "plnt.work/v1"
+KIND = names.INVOCATION_KIND
+PLURAL = names.INVOCATIONS
+API_VERSION = names.API_VERSION
 WORKFLOW_ID_PREFIX = "invocation"
 
 DEFAULT_TIMEOUT_SECONDS = 600
@@ -114,7 +115,7 @@ elsewhere)."""
 REVISION_WORDS = ("stable", "canary")
 
 InvocationPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Cancelled"]
-FINISHED_PHASES: tuple[str, ...] = ("Succeeded", "Failed", "Cancelled")
+FINISHED_PHASES: tuple[str, ...] = names.INVOCATION_FINISHED_PHASES
 
 COMPLETE = "Complete"
 FAILED = "Failed"

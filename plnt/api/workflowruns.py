@@ -10,16 +10,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from plnt.api import names
 from plnt.api.base import WireModel
 from plnt.api.bench import BENCH_HISTORY, BenchRecord
 from plnt.api.evaluations import CanaryEvaluation, EvaluationRecord
 from plnt.api.meta import Condition, LabelSelector, ObjectMeta
 from plnt.api.shadows import CanaryShadow, ShadowWindow
 
-GROUP = "plnt.work"
-VERSION = "v1"
-API_VERSION = f"{GROUP}/{VERSION}"
-KIND = "WorkflowRun"
+GROUP = names.GROUP
+VERSION = names.VERSION
+API_VERSION = names.API_VERSION
+KIND = names.WORKFLOWRUN_KIND
 
 # The names the API server and the deploy saga agree on (both sides import them from here).
 TEARDOWN_FINALIZER = "plnt.work/teardown"

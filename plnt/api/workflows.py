@@ -15,11 +15,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from plnt.api import names
 from plnt.api.base import WireModel
 from plnt.api.meta import ObjectMeta
 
-KIND = "Workflow"
-PLURAL = "workflows"
+KIND = names.WORKFLOW_KIND
+PLURAL = names.WORKFLOWS
 
 
 class WorkflowVersion(WireModel):

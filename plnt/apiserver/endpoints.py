@@ -18,7 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
-from plnt.api import errors
+from plnt.api import errors, names
 from plnt.apiserver import (
     discovery,
     keys,
@@ -31,7 +31,7 @@ from plnt.registry.catalog import CORE_RESOURCES, PLNT_RESOURCES
 from plnt.registry.definitions import ResourceDefinition
 from plnt.storage import errors as storage_errors
 
-GROUP, VERSION = "plnt.work", "v1"
+GROUP, VERSION = names.GROUP, names.VERSION
 PROTO_V2 = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 
 

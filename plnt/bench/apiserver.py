@@ -39,10 +39,11 @@ from pathlib import Path
 import aiohttp
 import uvloop
 
+from plnt.api import names
 from plnt.bench import cputime
 from plnt.storage.etcd import EtcdStore
 
-GROUP_PATH = "/apis/plnt.work/v1"
+GROUP_PATH = names.GROUP_PATH
 PROBE = "bench.plnt.work/probe"
 _PROBE_NEEDLE = f'"{PROBE}":"'.encode()
 _CONTINUE_NEEDLE = b'"continue":"'
@@ -119,8 +120,8 @@ def workflowrun(name: str, *, annotations: dict[str, str] | None = None) -> dict
     if annotations:
         metadata["annotations"] = annotations
     return {
-        "apiVersion": "plnt.work/v1",
-        "kind": "WorkflowRun",
+        "apiVersion": names.API_VERSION,
+        "kind": names.WORKFLOWRUN_KIND,
         "metadata": metadata,
         "spec": {"workflow": {"ref": "oci://registry.local/bench/workflow:1", "digest": DIGEST}},
     }

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from plnt.api import names
 from plnt.apiserver import app as app_module
 from plnt.apiserver.settings import ServerSettings, WorkerSlot
 from plnt.bench import apiserver as harness
@@ -42,8 +43,8 @@ LIST_NS = "bench-list"
 
 BARE_OBJECT = json.dumps(
     {
-        "apiVersion": "plnt.work/v1",
-        "kind": "WorkflowRun",
+        "apiVersion": names.API_VERSION,
+        "kind": names.WORKFLOWRUN_KIND,
         "metadata": {
             "creationTimestamp": "2025-01-01T00:00:00Z",
             "generation": 1,

@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any, cast
 
+from plnt.api import names
 from plnt.bench import apiserver as harness
 from plnt.client import errors as client_errors
 from plnt.client.clients import WORKFLOWRUNS, PlntClient
@@ -35,8 +36,8 @@ def workflowrun(
     if evaluation_cases:
         spec["canary"] = {"evaluation": evaluation(evaluation_cases)}
     return {
-        "apiVersion": "plnt.work/v1",
-        "kind": "WorkflowRun",
+        "apiVersion": names.API_VERSION,
+        "kind": names.WORKFLOWRUN_KIND,
         "metadata": {"name": name},
         "spec": spec,
     }

@@ -31,6 +31,7 @@ import aiohttp
 from temporalio import client as temporal_client
 from temporalio.service import RPCError
 
+from plnt.api import names
 from plnt.bench import apiserver as harness
 from plnt.bench import bareflows, reports
 from plnt.bench.settings import InvocationBenchSettings
@@ -44,7 +45,7 @@ Operation = Callable[[int], Awaitable[bool]]
 OVERHEAD_TARGET_P50_MS = 100.0
 THROUGHPUT_TARGET = 0.5
 RSS_TARGET_MB = 200.0
-FINISHED = ("Succeeded", "Failed", "Cancelled")
+FINISHED = names.INVOCATION_FINISHED_PHASES
 INPUTS = {"topic": "etcd"}
 CALL_WITHIN_S = 120.0
 
@@ -118,8 +119,8 @@ class Finishes:
 
 def manifest(name: str, run: str) -> bytes:
     body = {
-        "apiVersion": "plnt.work/v1",
-        "kind": "Invocation",
+        "apiVersion": names.API_VERSION,
+        "kind": names.INVOCATION_KIND,
         "metadata": {"name": name},
         "spec": {"workflowRun": run, "inputs": INPUTS},
     }

@@ -43,6 +43,7 @@ from typing import Any
 
 import aiohttp
 
+from plnt.api.envelopes import invoke_envelope
 from plnt.apiserver import pki
 from plnt.bench import apiserver as harness
 from plnt.bench import apiserver_running, children, continuations, proxy, reports
@@ -256,7 +257,7 @@ async def bench(settings: ModelSettings, workdir: Path) -> ModelResults:
                 "invoke": (
                     tls,
                     f"{run}/invoke?stream=true",
-                    {"inputs": {"prefix": continuations.PROMPT}},
+                    invoke_envelope({"prefix": continuations.PROMPT}),
                     True,
                 ),
             }

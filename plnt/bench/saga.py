@@ -27,12 +27,14 @@ from typing import Any
 
 import aiohttp
 
+from plnt.api import codec
+from plnt.api.envelopes import invoke_envelope
 from plnt.bench import apiserver as harness
 from plnt.bench import cputime, reports
 from plnt.bench.runner_starts import RunnerStarts
 
 PhaseStats = harness.PhaseStats
-INVOKE_BODY = b'{"inputs":{"topic":"etcd"}}'
+INVOKE_BODY = codec.dumps(invoke_envelope({"topic": "etcd"}))
 DEPLOY_TARGET_P50_S = 0.6
 THROUGHPUT_TARGET = 0.7
 OVERHEAD_TARGET_MS = 1.0

@@ -39,6 +39,7 @@ from typing import Any
 import aiohttp
 
 from plnt.api import shadows as wire
+from plnt.api.envelopes import invoke_envelope
 from plnt.apiserver import pki
 from plnt.bench import apiserver as harness
 from plnt.bench import apiserver_running, proxy, reports
@@ -143,7 +144,7 @@ def invoke_operation(
 
     async def operation(seq: int) -> bool:
         del seq  # `questions` numbers every call of the run, so no cache answers
-        body = json.dumps({"inputs": {"question": f"question {next(questions)}"}}).encode()
+        body = json.dumps(invoke_envelope({"question": f"question {next(questions)}"})).encode()
         try:
             async with session.post(
                 url, data=body, headers={"Content-Type": "application/json"}

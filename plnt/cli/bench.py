@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from plnt.api import names
 from plnt.cli import connecting, exits, printing
 from plnt.cli.connecting import ContextOption, KubeconfigOption, NamespaceOption
 from plnt.client import PlntClient
@@ -166,12 +167,12 @@ def bench(
     if filename is not None:
         with exits.reported():
             spec["inputs"] = read_inputs(filename)
-    body = {"apiVersion": "plnt.work/v1", "kind": "Bench", "spec": spec}
+    body = {"apiVersion": names.API_VERSION, "kind": names.BENCH_KIND, "spec": spec}
     console = output_console()
     live = follow and not as_json and console.is_terminal
 
     async def action(client: PlntClient) -> dict[str, Any]:
-        path = client.object_path("workflowruns", name, subresource="bench")
+        path = client.object_path(names.WORKFLOWRUNS, name, subresource="bench")
         started: dict[str, Any] = (await client.request("POST", path, json=body)).json()
         if not follow:
             return started

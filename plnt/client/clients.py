@@ -18,14 +18,15 @@ from urllib.parse import quote
 
 import aiohttp
 
-from plnt.api import codec, headers
+from plnt.api import codec, headers, names
+from plnt.api.envelopes import invoke_envelope
 from plnt.client import errors, kubeconfig, transport
 from plnt.client.transport import Params, WatchEvent
 
-GROUP_VERSION = "plnt.work/v1"
-WORKFLOWRUNS = "workflowruns"
-PLNTBACKENDS = "plntbackends"
-WORKFLOWS = "workflows"
+GROUP_VERSION = names.API_VERSION
+WORKFLOWRUNS = names.WORKFLOWRUNS
+PLNTBACKENDS = names.BACKENDS
+WORKFLOWS = names.WORKFLOWS
 LIST_CHUNK = 500
 NDJSON = "application/x-ndjson"
 PROXIED_INVOKE = "proxy/invoke"
@@ -241,7 +242,7 @@ class PlntClient(transport.Transport):
         in a cluster. Both answer the same body and headers (revision, cache,
         Server-Timing) and are logged as invocations.
         """
-        body = {"inputs": dict(inputs)}
+        body = invoke_envelope(dict(inputs))
         proxied, subresource = self.invoke_paths(name, namespace=namespace)
         sent = _cache_headers(cache)
         try:
@@ -279,7 +280,7 @@ class PlntClient(transport.Transport):
         headers (`X-Plnt-Revision` …) before the first line. The stream goes the way
         `invoke` goes: through the run's proxy, else (403) the `invoke` subresource.
         """
-        body = codec.dumps({"inputs": dict(inputs)})
+        body = codec.dumps(invoke_envelope(dict(inputs)))
         proxied, subresource = self.invoke_paths(name, namespace=namespace)
         limit = self.timeout if request_timeout is None else request_timeout
         path = proxied

@@ -4,7 +4,7 @@ read it, follow it until it has finished.
 Functions of a client rather than methods, so `PlntClient` stays the WorkflowRun
 client it is; each is one request (or one watch) and answers the server's JSON
 unchanged. pydantic-free, like the rest of the client, so the CLI starts without it:
-the few names it needs from `plnt.api.invocations` are repeated here.
+the names it needs come from `plnt.api.names`, which imports no pydantic.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from plnt.api import names
 from plnt.client.clients import PlntClient
 
-PLURAL = "invocations"
-FINISHED = ("Succeeded", "Failed", "Cancelled")
-"""`plnt.api.invocations.FINISHED_PHASES`."""
+PLURAL = names.INVOCATIONS
+FINISHED = names.INVOCATION_FINISHED_PHASES
 
 
 def manifest(
@@ -38,7 +38,12 @@ def manifest(
         if value is not None:
             spec[key] = value
     meta = {"name": name} if name else {"generateName": f"{run}-"}
-    return {"apiVersion": "plnt.work/v1", "kind": "Invocation", "metadata": meta, "spec": spec}
+    return {
+        "apiVersion": names.API_VERSION,
+        "kind": names.INVOCATION_KIND,
+        "metadata": meta,
+        "spec": spec,
+    }
 
 
 async def create(

@@ -35,6 +35,7 @@ import aiohttp
 import orjson
 from yarl import URL
 
+from plnt.api.envelopes import invoke_envelope
 from plnt.api.headers import CACHE_CONTROL, CacheMode
 from plnt.harness import counters, timings
 from plnt.harness.histograms import LatencyHistogram
@@ -158,7 +159,7 @@ class _Target:
         self.gpu = counters.GpuSampler(
             next((e.backend_metrics_url for e in endpoints if e.backend_metrics_url), None)
         )
-        self.bodies = [orjson.dumps({"inputs": value}) for value in plan.inputs]
+        self.bodies = [orjson.dumps(invoke_envelope(value)) for value in plan.inputs]
         self.recorder = _Recorder()
         self.cache_before: counters.CacheSnapshot | None = None
         self.cache_after: counters.CacheSnapshot | None = None

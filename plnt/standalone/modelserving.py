@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from plnt.api import names
 from plnt.client.clients import PlntClient
 from plnt.processes import models, weights
 from plnt.processes.modelserver import ModelServer
@@ -107,8 +108,8 @@ def _remembered_port(path: Path) -> tuple[int, int]:
 def backend_of(server: ModelServer) -> dict[str, Any]:
     """The PlntBackend for the server (what `plnt up` applies)."""
     return {
-        "apiVersion": "plnt.work/v1",
-        "kind": "PlntBackend",
+        "apiVersion": names.API_VERSION,
+        "kind": names.BACKEND_KIND,
         "metadata": {"name": server.model, "namespace": NAMESPACE, "labels": MANAGED_BY},
         "spec": {
             "type": "openai",

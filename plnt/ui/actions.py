@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from plnt.api import codec
+from plnt.api import codec, names
 from plnt.client import ApiError, ClientError, PlntClient, transport
 from plnt.ui import forms, keys, pages
 
@@ -100,7 +100,7 @@ async def backend(request: web.Request) -> web.StreamResponse:
     if not isinstance(chosen, str) or not chosen:
         raise web.HTTPBadRequest(text="name the backend")
     client = _client(request)
-    path = client.object_path("workflowruns", name, namespace=namespace)
+    path = client.object_path(names.WORKFLOWRUNS, name, namespace=namespace)
     patch = {"spec": {"backend": {"name": chosen, "selector": None}}}
     try:
         reply = await client.request("PATCH", path, json=patch, content_type=transport.MERGE_PATCH)
@@ -212,7 +212,7 @@ async def bench(request: web.Request) -> web.StreamResponse:
     values = (await _body(request)).get("values")
     spec = bench_spec(values if isinstance(values, Mapping) else {})
     client = _client(request)
-    path = client.object_path("workflowruns", name, namespace=namespace, subresource="bench")
+    path = client.object_path(names.WORKFLOWRUNS, name, namespace=namespace, subresource="bench")
     try:
         answer = (await client.request("POST", path, json={"spec": spec})).json() or {}
     except ClientError as error:

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from plnt.api import names
 from plnt.ui import views
 
-PLURAL = "invocations"
+PLURAL = names.INVOCATIONS
 
-FINISHED_PHASES = ("Succeeded", "Failed", "Cancelled")
-"""`plnt.api.invocations.FINISHED_PHASES`, repeated: `views` parses no models."""
+FINISHED_PHASES = names.INVOCATION_FINISHED_PHASES
+"""From `plnt.api.names`, which imports no pydantic: `views` parses no models."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
-from plnt.api import codec
+from plnt.api import codec, names
 from plnt.client import ApiError, ClientError, NotFound, PlntClient, WatchEvent
 from plnt.ui import benches, following, keys, rendering, views
 from plnt.ui import invocations as invocation_views
@@ -115,7 +115,7 @@ async def runs(request: web.Request) -> web.StreamResponse:
     """The Runs page's table, following every WorkflowRun of the namespace."""
     client = _client(request)
     namespace = request.match_info["namespace"]
-    path = client.collection_path("workflowruns", namespace=namespace)
+    path = client.collection_path(names.WORKFLOWRUNS, namespace=namespace)
     state: dict[str, dict[str, Any]] = {}
 
     async def messages() -> AsyncIterator[Message | None]:
@@ -211,7 +211,7 @@ async def run(request: web.Request) -> web.StreamResponse:
     Invocations and its Events."""
     client = _client(request)
     namespace, name = request.match_info["namespace"], request.match_info["name"]
-    runs_path = client.collection_path("workflowruns", namespace=namespace)
+    runs_path = client.collection_path(names.WORKFLOWRUNS, namespace=namespace)
     invocations_path, invocations_params = invocations_of(client, namespace, name)
     held: dict[str, dict[str, Any]] = {}
     events: dict[str, dict[str, Any]] = {}
@@ -324,7 +324,7 @@ async def invocations(request: web.Request) -> web.StreamResponse:
     client = _client(request)
     namespace, name = request.match_info["namespace"], request.match_info["name"]
     path = client.object_path(
-        "workflowruns", name, namespace=namespace, subresource="invocationlog"
+        names.WORKFLOWRUNS, name, namespace=namespace, subresource="invocationlog"
     )
 
     async def messages() -> AsyncIterator[Message | None]:
@@ -345,7 +345,7 @@ async def backends(request: web.Request) -> web.StreamResponse:
     namespace = request.match_info["namespace"]
     selected_run = request.query.get("run", "")
     current = request.query.get("current", "")
-    path = client.collection_path("plntbackends", namespace=namespace)
+    path = client.collection_path(names.BACKENDS, namespace=namespace)
     state: dict[str, dict[str, Any]] = {}
     events: dict[str, dict[str, Any]] = {}
 
@@ -378,7 +378,7 @@ BENCH_PROGRESS_SECONDS = 1.0
 
 async def read_bench(client: PlntClient, namespace: str, name: str) -> dict[str, Any] | None:
     """The run's current or last bench (GET …/bench); None when it was never benched."""
-    path = client.object_path("workflowruns", name, namespace=namespace, subresource="bench")
+    path = client.object_path(names.WORKFLOWRUNS, name, namespace=namespace, subresource="bench")
     try:
         body = (await client.request("GET", path)).json()
     except NotFound:
@@ -392,7 +392,7 @@ async def bench(request: web.Request) -> web.StreamResponse:
     measuring activity's heartbeat, the one place progress lives."""
     client = _client(request)
     namespace, name = request.match_info["namespace"], request.match_info["name"]
-    runs_path = client.collection_path("workflowruns", namespace=namespace)
+    runs_path = client.collection_path(names.WORKFLOWRUNS, namespace=namespace)
     current: dict[str, Any] = {}
 
     def idle() -> float | None:

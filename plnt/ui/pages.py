@@ -11,6 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
+from plnt.api import names
 from plnt.client import ApiError, ClientError, PlntClient
 from plnt.ui import benches, forms, keys, live, rendering, views
 from plnt.ui import invocations as invocation_views
@@ -141,7 +142,7 @@ async def describe_workflow(client: PlntClient, namespace: str, name: str) -> di
     """The workflow's `plnt` facts from its runner's `/v1/models` (inputs schema, chat input),
     through the proxy subresource; raises the client's errors when no runner answers."""
     path = client.object_path(
-        "workflowruns", name, namespace=namespace, subresource="proxy/v1/models"
+        names.WORKFLOWRUNS, name, namespace=namespace, subresource="proxy/v1/models"
     )
     body = (await client.request("GET", path)).json() or {}
     for model in body.get("data") or []:

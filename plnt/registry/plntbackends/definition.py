@@ -6,6 +6,7 @@ often, and what a run did with a backend is told by the run's own Events.
 
 from __future__ import annotations
 
+from plnt.api import names
 from plnt.api.backends import KIND, PlntBackend
 from plnt.api.workflowruns import GROUP, VERSION
 from plnt.registry.definitions import (
@@ -28,7 +29,7 @@ DEFINITION = ResourceDefinition(
     group=GROUP,
     version=VERSION,
     kind=KIND,
-    plural="plntbackends",
+    plural=names.BACKENDS,
     singular="plntbackend",
     model=PlntBackend,
     strategy=PlntBackendStrategy(model=PlntBackend),

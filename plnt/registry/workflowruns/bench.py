@@ -25,7 +25,7 @@ from typing import Any
 import pydantic
 
 from plnt.api import bench as wire
-from plnt.api import errors
+from plnt.api import errors, names
 from plnt.registry import fieldcauses
 from plnt.registry.objects import Object, lookup
 
@@ -159,7 +159,7 @@ def targets(obj: Object, spec: wire.BenchSpec, *, name: str) -> list[Target]:
     if not serving(obj):
         phase = lookup(obj, "status", "phase") or "Pending"
         raise errors.Conflict.of(
-            errors.GroupResource("plnt.work", "workflowruns"),
+            errors.GroupResource(names.GROUP, names.WORKFLOWRUNS),
             name,
             f"workflowrun {name} has no ready revision to bench (phase {phase})",
         )

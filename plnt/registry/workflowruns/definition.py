@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from plnt.api import names
 from plnt.api.bench import Bench
 from plnt.api.invocations import InvokeRequest
 from plnt.api.shadows import ShadowList
@@ -104,7 +105,7 @@ DEFINITION = ResourceDefinition(
     group=GROUP,
     version=VERSION,
     kind=KIND,
-    plural="workflowruns",
+    plural=names.WORKFLOWRUNS,
     singular="workflowrun",
     model=WorkflowRun,
     strategy=WorkflowRunStrategy(model=WorkflowRun),

@@ -30,6 +30,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from plnt import harness
+from plnt.api import names
 from plnt.api.bench import BENCH_HISTORY
 from plnt.api.events import event_about
 from plnt.api.headers import BYPASS_HEADERS
@@ -165,7 +166,7 @@ class BenchActivities:
         if not name:
             return None
         path = self.api.object_path(
-            "plntbackends", str(name), namespace=obj["metadata"]["namespace"]
+            names.BACKENDS, str(name), namespace=obj["metadata"]["namespace"]
         )
         try:
             backend = (await self.api.request("GET", path)).json()
@@ -285,7 +286,7 @@ class BenchActivities:
                 {"op": "add", "path": "/status/benchHistory", "value": history},
             ]
             path = self.api.object_path(
-                "workflowruns", run.name, namespace=run.namespace, subresource="status"
+                names.WORKFLOWRUNS, run.name, namespace=run.namespace, subresource="status"
             )
             try:
                 reply = await self.api.request(

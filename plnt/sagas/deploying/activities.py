@@ -21,6 +21,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from plnt.api import evaluations as ev
+from plnt.api import names
 from plnt.api.evaluations import CanaryEvaluation
 from plnt.api.events import event_about
 from plnt.api.shadows import CanaryShadow
@@ -41,7 +42,7 @@ from plnt.sagas.targets import interface as targets
 from plnt.workflowspec import documents, model
 from plnt.workflowspec import errors as spec_errors
 
-WORKFLOWRUNS = "workflowruns"
+WORKFLOWRUNS = names.WORKFLOWRUNS
 COMPONENT = "plnt-deploy"
 
 

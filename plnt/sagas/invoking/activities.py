@@ -63,6 +63,7 @@ import aiohttp
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from plnt.api.envelopes import invoke_envelope
 from plnt.api.invocations import MAX_OUTPUT_BYTES, PLURAL, RECONCILING
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
@@ -308,9 +309,9 @@ class InvocationActivities:
     ) -> dict[str, Any]:
         """The `result` line of one streamed call; `resuming.Lost` when the replica goes
         away (`sent` False when it could not even be connected to)."""
-        body: dict[str, Any] = {"inputs": request.inputs, "stepOutputs": True}
-        if progress.completed:
-            body["completedSteps"] = {k: {"output": o} for k, o in progress.completed.items()}
+        body = invoke_envelope(
+            request.inputs, completed_steps=progress.completed, step_outputs=True
+        )
         try:
             async with self._http().post(
                 f"{endpoint}/invoke",

@@ -25,6 +25,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from plnt.api import names
 from plnt.api.events import event_about
 from plnt.client import errors as client_errors
 from plnt.client import transport
@@ -130,7 +131,7 @@ def _merged(old: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
 
 def _path(api: PlntClient, meta: Mapping[str, Any], subresource: str = "") -> str:
     return api.object_path(
-        "plntbackends",
+        names.BACKENDS,
         str(meta["name"]),
         namespace=str(meta["namespace"]),
         subresource=subresource,

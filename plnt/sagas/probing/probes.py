@@ -25,6 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from yarl import URL
 
 from plnt import harness
+from plnt.api.envelopes import invoke_envelope
 from plnt.api.headers import BYPASS_HEADERS
 from plnt.harness import BenchResult, Endpoint, LoadPlan, Progress
 from plnt.workflowspec import model, smoke
@@ -52,7 +53,7 @@ async def invoke(
     """POST `{endpoint}/invoke`, bypassing the step cache; (status, parsed body)."""
     try:
         async with session.post(
-            f"{endpoint}/invoke", json={"inputs": inputs}, headers=BYPASS_HEADERS
+            f"{endpoint}/invoke", json=invoke_envelope(inputs), headers=BYPASS_HEADERS
         ) as response:
             return response.status, await response.json(content_type=None)
     except (aiohttp.ClientError, TimeoutError) as error:
