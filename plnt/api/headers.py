@@ -86,3 +86,19 @@ class CacheOutcome(StrEnum):
         if isinstance(hits, int) and isinstance(misses, int) and isinstance(bypassed, int):
             return cls.of_counts(hits, misses, bypassed)
         return cls.OFF
+
+
+class StepCacheOutcome(StrEnum):
+    """How one step did with the step cache: a trace entry's `cache` (`plnt.runner`'s
+    `StepTrace`) and what the CLI prints beside a step.
+
+    The values of `CacheOutcome` that make sense for one step: a step is a hit or a miss
+    (or bypassed the cache, or is not cached at all), never `partial`, which is an
+    invocation's mix of hits and misses. Its own enum, so a step's type says so; its values
+    are `CacheOutcome`'s, so both read the same on the wire.
+    """
+
+    HIT = CacheOutcome.HIT.value
+    MISS = CacheOutcome.MISS.value
+    BYPASS = CacheOutcome.BYPASS.value
+    OFF = CacheOutcome.OFF.value

@@ -17,7 +17,6 @@ revision → 4, 422 a limit out of range → 6); 2 for bad options.
 from __future__ import annotations
 
 import asyncio
-import enum
 import json
 import sys
 import time
@@ -31,6 +30,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemaining
 from rich.table import Table
 
 from plnt.api import names
+from plnt.api.headers import CacheMode
 from plnt.cli import connecting, exits, printing
 from plnt.cli.connecting import ContextOption, KubeconfigOption, NamespaceOption
 from plnt.client import PlntClient
@@ -39,14 +39,11 @@ POLL_SECONDS = 0.5
 DONE = ("Succeeded", "Failed")
 
 
-class CacheChoice(enum.StrEnum):
-    """`--cache`: the values of a Bench's `spec.cache` (`plnt.api.bench.BenchCache`)."""
+CacheChoice = CacheMode
+"""`--cache`: the values of a Bench's `spec.cache` (`plnt.api.bench.BenchCache`), which are
+a call's `CacheMode` (`plnt.api.headers`), so the CLI offers that enum's values."""
 
-    BYPASS = "bypass"
-    USE = "use"
-
-
-_CACHE_WORDS = {"bypass": ", step cache bypassed", "use": ", step cache used"}
+_CACHE_WORDS = {CacheMode.BYPASS: ", step cache bypassed", CacheMode.USE: ", step cache used"}
 
 
 class BenchInputError(exits.UsageError):

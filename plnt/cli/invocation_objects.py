@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
+from plnt.api.headers import StepCacheOutcome
 from plnt.cli import connecting, exits, printing
 from plnt.cli.connecting import ContextOption, KubeconfigOption, NamespaceOption
 from plnt.client import PlntClient, event_time
@@ -88,7 +89,9 @@ def trace_text(obj: Mapping[str, Any], events: list[dict[str, Any]]) -> str:
         took = step.get("durationMs")
         duration = f"{took:.1f} ms" if isinstance(took, int | float) else "-"
         cache = step.get("cache")
-        suffix = f"  cache {cache}" if cache in ("hit", "miss") else ""
+        suffix = (
+            f"  cache {cache}" if cache in (StepCacheOutcome.HIT, StepCacheOutcome.MISS) else ""
+        )
         lines.append(
             f"✓ {step.get('id', '?')}  {duration}  attempt {step.get('attempts', 1)}{suffix}"
         )

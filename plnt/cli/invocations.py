@@ -17,7 +17,7 @@ from typing import Any
 
 import typer
 
-from plnt.api.headers import REVISION_HEADER, CacheMode, CacheOutcome
+from plnt.api.headers import REVISION_HEADER, CacheMode, CacheOutcome, StepCacheOutcome
 from plnt.api.usage import Usage
 from plnt.cli import exits
 from plnt.client import InvokeResult, PlntClient, TimingHop
@@ -25,6 +25,12 @@ from plnt.client import InvokeResult, PlntClient, TimingHop
 
 class InputError(exits.UsageError):
     """The inputs cannot be read or are not a JSON object and `key=value` pairs."""
+
+
+_SHOWN_STEP_CACHE = frozenset(
+    {StepCacheOutcome.HIT, StepCacheOutcome.MISS, StepCacheOutcome.BYPASS}
+)
+"""The step cache outcomes `-v` prints beside a step (`off` says nothing)."""
 
 
 def read_inputs(filename: Path | None, pairs: list[str]) -> dict[str, Any]:
@@ -89,7 +95,7 @@ def step_text(step: dict[str, Any]) -> str:
     if isinstance(error, dict):
         return f"✗ {step.get('id', '?')}  {took}  {error.get('message', 'failed')}"
     cache = step.get("cache")
-    suffix = f"  cache {cache}" if cache in ("hit", "miss", "bypass") else ""
+    suffix = f"  cache {cache}" if cache in _SHOWN_STEP_CACHE else ""
     return f"✓ {step.get('id', '?')}  {took}{suffix}"
 
 

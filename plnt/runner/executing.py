@@ -56,11 +56,11 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import aiohttp
 
-from plnt.api.headers import CacheMode
+from plnt.api.headers import CacheMode, StepCacheOutcome
 from plnt.api.usage import Usage
 from plnt.runner import backends, errors, metrics, settings, step_cache
 from plnt.workflowspec import documents, model, templating
@@ -83,7 +83,7 @@ class StepTrace:
     finished_ms: float = 0.0
     backend_ms: float = 0.0
     attempts: int = 0
-    cache: Literal["hit", "miss", "bypass", "off"] = "off"
+    cache: StepCacheOutcome = StepCacheOutcome.OFF
     resumed: bool = False
     """Finished by an earlier attempt of the invocation (`completed`): not run here."""
     output: Any = field(default=None, repr=False, compare=False)
@@ -99,7 +99,7 @@ class StepTrace:
             "durationMs": round(self.finished_ms - self.started_ms, 3),
             "backendMs": round(self.backend_ms, 3),
             "attempts": self.attempts,
-            "cache": self.cache,
+            "cache": str(self.cache),
         }
         if self.resumed:
             entry["resumed"] = True
@@ -368,7 +368,7 @@ class Executor:
             raise errors.StepFailed(step.id, f"template failed: {error}") from error
         key = None
         if step.cache and invocation.cache_mode is CacheMode.BYPASS:
-            trace.cache = "bypass"
+            trace.cache = StepCacheOutcome.BYPASS
             invocation.bypassed += 1
         elif step.cache:
             key = step_cache.cache_key(
@@ -378,7 +378,7 @@ class Executor:
                 model=resolved.get("model") if isinstance(resolved, dict) else None,
             )
             hit, value = self.cache.get(key)
-            trace.cache = "hit" if hit else "miss"
+            trace.cache = StepCacheOutcome.HIT if hit else StepCacheOutcome.MISS
             if hit:
                 invocation.hits += 1
                 self._metrics.cache_hits.inc()
@@ -387,7 +387,7 @@ class Executor:
             else:
                 invocation.misses += 1
                 self._metrics.cache_misses.inc()
-        if trace.cache != "hit":
+        if trace.cache is not StepCacheOutcome.HIT:
             value = await self._attempt(step, resolved, invocation, trace)
             if key is not None:
                 self.cache.put(key, value)
@@ -395,7 +395,9 @@ class Executor:
         trace.output = value
         finished = time.perf_counter()
         trace.finished_ms = invocation.offset_ms(finished)
-        self._metrics.step_latency.labels(step.id, step.kind, trace.cache).observe(finished - began)
+        self._metrics.step_latency.labels(step.id, step.kind, str(trace.cache)).observe(
+            finished - began
+        )
 
     def _resolve(self, step: AnyStep, context: dict[str, Any]) -> Any:
         templates = self._compiled.steps[step.id]

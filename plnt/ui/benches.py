@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from plnt.api.headers import CacheMode
 from plnt.ui import views
 
 PERCENTILES = (("p50", "p50Ms"), ("p90", "p90Ms"), ("p95", "p95Ms"), ("p99", "p99Ms"))
@@ -121,7 +122,7 @@ def result_row(
     bypassed the step cache, which the cache column then says."""
     requests = views.integer(result.get("requests"))
     cache_hits = _fixed(views.number(result.get("cacheHitRate")), "%", scale=100, digits=0)
-    if target is not None and target.get("cache") == "bypass":
+    if target is not None and target.get("cache") == CacheMode.BYPASS:
         cache_hits = f"{cache_hits} (bypassed)"
     return ResultRow(
         label=_label(result, series),
