@@ -10,25 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from plnt.api.runs import RunRef as RunRef
+
+# `RunRef` lives in `plnt.api.runs` (the API server keys runs by its `RunKey`); it is
+# re-exported here, the module the saga's code names it by. Its payloads hold only its
+# fields, so histories recorded before the move replay unchanged.
+
 TASK_QUEUE = "plnt-deploy"
 
 
 def workflow_id(namespace: str, name: str, uid: str) -> str:
     """The deploy workflow of one WorkflowRun: deterministic, and new for a recreated object."""
     return f"workflowrun/{namespace}/{name}/{uid}"
-
-
-@dataclass(frozen=True)
-class RunRef:
-    """One WorkflowRun by identity: a recreated object with the same name is a new run.
-
-    The one run reference of the saga: its history carries it, and the targets
-    (`targets.interface`) key a run's replicas by it.
-    """
-
-    namespace: str
-    name: str
-    uid: str
 
 
 @dataclass

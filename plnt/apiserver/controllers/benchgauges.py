@@ -23,6 +23,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from plnt.api.runs import RunKey
 from plnt.apiserver import following
 from plnt.registry import workflowruns
 
@@ -48,12 +49,11 @@ class BenchGauges(following.Gauges):
     """The last bench results per run, exported as gauges when scraped."""
 
     def __init__(self) -> None:
-        self._runs: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+        self._runs: dict[RunKey, list[Mapping[str, Any]]] = {}
 
     def update(self, obj: Mapping[str, Any]) -> None:
         """Take a WorkflowRun's current `status.lastBench` (or forget a run without one)."""
-        metadata = obj.get("metadata") or {}
-        key = (str(metadata.get("namespace", "")), str(metadata.get("name", "")))
+        key = RunKey.of(obj)
         status = obj.get("status") or {}
         results = results_of(status.get("lastBench") if isinstance(status, Mapping) else None)
         if results:
@@ -62,8 +62,7 @@ class BenchGauges(following.Gauges):
             self._runs.pop(key, None)
 
     def forget(self, obj: Mapping[str, Any]) -> None:
-        metadata = obj.get("metadata") or {}
-        self._runs.pop((str(metadata.get("namespace", "")), str(metadata.get("name", ""))), None)
+        self._runs.pop(RunKey.of(obj), None)
 
     def clear(self) -> None:
         self._runs.clear()
@@ -108,9 +107,9 @@ class BenchGauges(following.Gauges):
             "Mean GPU utilisation over the last bench (0..1); absent when not measurable.",
             labels=_LABELS,
         )
-        for (namespace, name), results in sorted(self._runs.items()):
+        for key, results in sorted(self._runs.items()):
             for result in results:
-                labels = [namespace, name, str(result.get("label", ""))]
+                labels = [key.namespace, key.name, str(result.get("label", ""))]
                 _percentiles(latency, labels, result.get("latency"))
                 _percentiles(first_token, labels, result.get("timeToFirstToken"))
                 for kind, field in (("achieved", "achievedRate"), ("requested", "requestedRate")):

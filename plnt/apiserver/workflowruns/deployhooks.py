@@ -30,6 +30,7 @@ import logging
 from typing import Any
 
 from plnt.api import errors
+from plnt.api.runs import RunKey
 from plnt.apiserver import retrying
 from plnt.registry.changes import Change, generation
 from plnt.registry.definitions import Object
@@ -41,9 +42,6 @@ log = logging.getLogger("plnt.apiserver.deploy")
 
 AGENT = "plnt"
 """The agent of the deploy warnings (`Warning: 299 plnt "…"`)."""
-
-Key = tuple[str, str]
-"""(namespace, name) of a WorkflowRun."""
 
 
 def _meta(obj: Object | None) -> dict[str, Any]:
@@ -69,7 +67,7 @@ class DeployHooks:
         retry_max_seconds: float = retrying.RETRY_MAX_SECONDS,
     ) -> None:
         self.deploy = deploy
-        self.pending: set[Key] = set()
+        self.pending: set[RunKey] = set()
         self._store: ResourceStore | None = None
         self._retries = retrying.RetryLoop(
             "deploy hook retries",
@@ -93,18 +91,18 @@ class DeployHooks:
         """Submit `obj`; on failure remember it for the retry loop and return the warning
         for the request that wrote it."""
         meta = _meta(obj)
-        key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+        key = RunKey(str(meta.get("namespace", "")), str(meta.get("name", "")))
         try:
             await self.deploy.submit(obj)
         except Exception as error:  # the write is stored: never fail it
             if not isinstance(error, DeployUnavailable):
-                log.exception("deploy submit of %s/%s failed", *key)
+                log.exception("deploy submit of %s/%s failed", key.namespace, key.name)
             self.pending.add(key)
             self._retries.wake()
             return [
                 AgentWarning(
                     AGENT,
-                    f"workflowrun {key[1]} is stored, but its deploy could not be started "
+                    f"workflowrun {key.name} is stored, but its deploy could not be started "
                     f"({error}): the deploy will start when Temporal is reachable",
                 )
             ]
@@ -132,11 +130,11 @@ class DeployHooks:
     async def retry_pending(self) -> bool:
         """Resubmit the latest stored object of each pending key; True when all went through."""
         assert self._store is not None
-        for namespace, name in sorted(self.pending):
+        for key in sorted(self.pending):
             try:
-                obj = await self._store.get(namespace, name)
+                obj = await self._store.get(key.namespace, key.name)
             except errors.NotFound:
-                self.pending.discard((namespace, name))
+                self.pending.discard(key)
                 continue
             await self.submit(obj)
         return not self.pending

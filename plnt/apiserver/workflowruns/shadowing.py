@@ -42,6 +42,7 @@ from plnt.api import codec, errors
 from plnt.api import shadows as wire
 from plnt.api.headers import BYPASS_HEADERS, CACHE_HEADER, CacheOutcome
 from plnt.api.meta import now_rfc3339
+from plnt.api.runs import RunKey
 from plnt.apiserver import keys, responses
 from plnt.apiserver.requestinfo import RequestInfo
 from plnt.apiserver.workflowruns import keys as run_keys
@@ -112,10 +113,10 @@ class ShadowLog:
 
     size: int = wire.PAIRS_KEPT
     runs: int = SHADOW_RUNS
-    _runs: OrderedDict[tuple[str, str], _Pairs] = field(default_factory=OrderedDict)
+    _runs: OrderedDict[RunKey, _Pairs] = field(default_factory=OrderedDict)
 
     def _of(self, namespace: str, name: str) -> _Pairs:
-        key = (namespace, name)
+        key = RunKey(namespace, name)
         found = self._runs.get(key)
         if found is None:
             found = self._runs[key] = _Pairs(deque(maxlen=self.size))
@@ -151,13 +152,13 @@ class ShadowLog:
 
     def pairs(self, namespace: str, name: str, revision: int | None = None) -> list[dict[str, Any]]:
         """Oldest first; only those whose canary was `revision` when one is given."""
-        found = self._runs.get((namespace, name))
+        found = self._runs.get(RunKey(namespace, name))
         if found is None:
             return []
         return [p for p in found.pairs if revision is None or p["canary"]["revision"] == revision]
 
     def dropped(self, namespace: str, name: str, revision: int | None = None) -> int:
-        found = self._runs.get((namespace, name))
+        found = self._runs.get(RunKey(namespace, name))
         if found is None:
             return 0
         if revision is None:
@@ -179,7 +180,7 @@ class Shadower:
         self._on_drop = on_drop
         self.log = log or ShadowLog()
         self.queue: asyncio.Queue[Mirror] = asyncio.Queue()
-        self.held: dict[tuple[str, str], int] = {}
+        self.held: dict[RunKey, int] = {}
         """Mirrored calls per run queued or in flight; at most the window's queueSize."""
 
     def sampled(self, window: Window) -> bool:
@@ -188,7 +189,7 @@ class Shadower:
 
     def offer(self, mirror: Mirror) -> bool:
         """Queue `mirror`, or drop and count it when its run holds `queueSize` already."""
-        key = (mirror.namespace, mirror.name)
+        key = RunKey(mirror.namespace, mirror.name)
         held = self.held.get(key, 0)
         if held >= mirror.window.queue_size:
             self.log.drop(mirror.namespace, mirror.name, mirror.window.revision)
@@ -201,7 +202,7 @@ class Shadower:
 
     def done(self, mirror: Mirror) -> None:
         """One mirrored call finished (sent, failed, or abandoned at shutdown)."""
-        key = (mirror.namespace, mirror.name)
+        key = RunKey(mirror.namespace, mirror.name)
         left = self.held.get(key, 0) - 1
         if left > 0:
             self.held[key] = left

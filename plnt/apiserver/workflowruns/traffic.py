@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from plnt.api.runs import RunKey
 from plnt.apiserver.backlogs import Backlog
 
 LOG_SIZE = 100
@@ -186,10 +187,8 @@ class InvocationLog:
     size: int = LOG_SIZE
     runs: int = LOGGED_RUNS
     follower_backlog: int = FOLLOWER_BACKLOG
-    _entries: OrderedDict[tuple[str, str], deque[dict[str, Any]]] = field(
-        default_factory=OrderedDict
-    )
-    _followers: dict[tuple[str, str], set[Follower]] = field(default_factory=dict)
+    _entries: OrderedDict[RunKey, deque[dict[str, Any]]] = field(default_factory=OrderedDict)
+    _followers: dict[RunKey, set[Follower]] = field(default_factory=dict)
 
     forward: Forward | None = None
     """Set on one of several workers: hands each recorded entry to the siblings."""
@@ -202,7 +201,7 @@ class InvocationLog:
 
     def receive(self, namespace: str, name: str, entry: dict[str, Any]) -> None:
         """Keep an invocation (a sibling's, or this process's): never forwarded."""
-        key = (namespace, name)
+        key = RunKey(namespace, name)
         entries = self._entries.get(key)
         if entries is None:
             entries = self._entries[key] = deque(maxlen=self.size)
@@ -220,7 +219,7 @@ class InvocationLog:
     @contextlib.contextmanager
     def follow(self, namespace: str, name: str) -> Iterator[Follower]:
         """A follower of the entries recorded from now on, until the block ends."""
-        key = (namespace, name)
+        key = RunKey(namespace, name)
         follower = Follower(self.follower_backlog)
         self._followers.setdefault(key, set()).add(follower)
         try:
@@ -229,7 +228,7 @@ class InvocationLog:
             follower.end()
             self._forget(key, follower)
 
-    def _forget(self, key: tuple[str, str], follower: Follower) -> None:
+    def _forget(self, key: RunKey, follower: Follower) -> None:
         followers = self._followers.get(key)
         if followers is not None:
             followers.discard(follower)
@@ -238,11 +237,11 @@ class InvocationLog:
 
     def followers(self, namespace: str, name: str) -> int:
         """How many watchers the run's log feeds now (for metrics and tests)."""
-        return len(self._followers.get((namespace, name), ()))
+        return len(self._followers.get(RunKey(namespace, name), ()))
 
     def entries(self, namespace: str, name: str) -> list[dict[str, Any]]:
         """Oldest first."""
-        return list(self._entries.get((namespace, name), ()))
+        return list(self._entries.get(RunKey(namespace, name), ()))
 
 
 @dataclass
