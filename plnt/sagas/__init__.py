@@ -14,7 +14,8 @@ reaching plnt's objects only through `plnt.client` and replicas only through a
 * `invoking/` one durable call per Invocation;
 * `gating/` the quality gate's scoring, evaluation, judging and shadow pairs;
 * `probing/` probing runners and PlntBackends, and backends' status transitions;
-* shared: `values` (the histories' wire types, `RunRef`), `failures`, `activitynames`,
-  `routing` (HTTPRoute weights), `control`, `starter`, `worker` and `serving` (`plnt
-  worker`), `metrics`, `heartbeats`, `speccache`, `placement`, `targets/`.
+* shared: `values` (the histories' wire types; `RunRef`, re-exported from
+  `plnt.api.runs`), `failures`, `activitynames`, `routing` (HTTPRoute weights),
+  `control`, `starter`, `worker` and `serving` (`plnt worker`), `metrics`,
+  `heartbeats`, `speccache`, `placement`, `targets/`.
 """
