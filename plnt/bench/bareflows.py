@@ -8,8 +8,8 @@ The worker runs in a child process of its own, as plnt's worker runs inside `pln
 so neither shares this benchmark's event loop with the load generator. It prints
 `bareflows ready` once it polls, and stops on SIGINT/SIGTERM or when its stdin closes.
 
-Workflow code here is deterministic and does no I/O; the module imports nothing but
-Temporal, so the sandbox re-imports little.
+The workflow itself is `plnt.bench.workflows.BareInvocation`, on the workflow side the
+determinism contract covers; this module is its worker and activity.
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ import asyncio
 import signal
 import sys
 from collections.abc import Sequence
-from datetime import timedelta
 
-from temporalio import activity, workflow
+from temporalio import activity
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from plnt.bench.workflows import ACTIVITY, WORKFLOW, BareInvocation
+
 READY = "bareflows ready"
-WORKFLOW = "BareInvocation"
-ACTIVITY = "bare-call"
+__all__ = ["ACTIVITY", "READY", "WORKFLOW", "call", "main"]
 
 
 @activity.defn(name=ACTIVITY)
@@ -36,21 +36,9 @@ async def call(inputs: dict[str, str]) -> dict[str, str]:
     return {"output": f"hello {inputs.get('topic', '')}"}
 
 
-@workflow.defn(name=WORKFLOW)
-class BareInvocation:
-    """One activity, its result returned."""
-
-    @workflow.run
-    async def run(self, inputs: dict[str, str]) -> dict[str, str]:
-        result: dict[str, str] = await workflow.execute_activity(
-            ACTIVITY, inputs, start_to_close_timeout=timedelta(seconds=30)
-        )
-        return result
-
-
 async def serve(address: str, task_queue: str) -> None:
-    # Run as `-m`, this module is `__main__`; the sandbox re-imports a workflow by its
-    # module's name, so the worker registers the ones of the importable module.
+    # Run as `-m`, this module is `__main__`: the worker registers the importable one's
+    # activity (the workflow is imported from its own module).
     from plnt.bench import bareflows
 
     client = await Client.connect(address)
@@ -62,7 +50,7 @@ async def serve(address: str, task_queue: str) -> None:
     async with Worker(
         client,
         task_queue=task_queue,
-        workflows=[bareflows.BareInvocation],
+        workflows=[BareInvocation],
         activities=[bareflows.call],
         max_concurrent_activities=64,
     ):

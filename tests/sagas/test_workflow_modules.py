@@ -1,8 +1,10 @@
-"""Every workflow lives where the determinism contract looks: `plnt.sagas.<saga>.workflow`;
-the invocation workflow, run outside the sandbox, is replayed inside it here.
+"""Every workflow lives where the determinism contract looks: `plnt.sagas.<saga>.workflow`
+(or the benchmark's `plnt.bench.workflows`); the invocation workflow, run outside the
+sandbox, is replayed inside it here.
 
 import-linter's contract "workflow code imports nothing that does I/O" names the workflow
-side by that pattern, not by a list, so a workflow defined anywhere else would escape it.
+side by package, so a workflow defined in a module under none of them would escape it:
+`test_every_workflow_module_is_under_a_package_the_contract_names` fails then.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import asyncio
 import importlib
 import pkgutil
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ from temporalio import client as temporal_client
 from temporalio.worker import Replayer
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
+import plnt.bench
 import plnt.sagas
 from plnt.sagas.invoking import workflow as inv
 
@@ -43,6 +47,49 @@ def test_every_workflow_is_defined_on_a_sagas_workflow_side() -> None:
     assert set(defined) >= {"WorkflowRunController", "BenchWorkflow", "InvocationWorkflow"}
     astray = {cls: module for cls, module in defined.items() if not WORKFLOW_SIDE.match(module)}
     assert astray == {}
+
+
+def workflow_modules() -> set[str]:
+    """The modules of `plnt.sagas` and `plnt.bench` that define a Temporal workflow."""
+    found: set[str] = set()
+    for package in (plnt.sagas, plnt.bench):
+        for info in pkgutil.walk_packages(package.__path__, prefix=package.__name__ + "."):
+            if info.name.endswith("__main__"):
+                continue
+            module = importlib.import_module(info.name)
+            for value in vars(module).values():
+                if isinstance(value, type) and hasattr(value, "__temporal_workflow_definition"):
+                    found.add(value.__module__)
+    return found
+
+
+def contract_sources() -> list[str]:
+    root = Path(plnt.__file__).resolve().parent.parent
+    config = tomllib.loads((root / "pyproject.toml").read_text())
+    (contract,) = [
+        c
+        for c in config["tool"]["importlinter"]["contracts"]
+        if c["name"] == "workflow code imports nothing that does I/O"
+    ]
+    sources: list[str] = contract["source_modules"]
+    return sources
+
+
+def test_every_workflow_module_is_under_a_package_the_contract_names() -> None:
+    sources = contract_sources()
+    modules = workflow_modules()
+    assert {
+        "plnt.sagas.deploying.workflow.controller",
+        "plnt.sagas.invoking.workflow",
+        "plnt.sagas.benching.workflow",
+        "plnt.bench.workflows",
+    } <= modules
+    uncovered = {
+        name
+        for name in modules
+        if not any(name == source or name.startswith(source + ".") for source in sources)
+    }
+    assert uncovered == set()
 
 
 def test_workflow_modules_are_the_ones_the_contract_covers() -> None:
