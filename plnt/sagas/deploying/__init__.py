@@ -28,8 +28,8 @@ this order:
    `plnt.sagas.targets` `Target`; the quality gate's I/O is `plnt.sagas.gating`, the
    probes `plnt.sagas.probing`.
 
-Contract: `workflow/` is deterministic and does no I/O (import-linter's
-`plnt.sagas.*.workflow` contract); its values cross the history as `plnt.sagas.values`.
+Contract: `workflow/` is deterministic and does no I/O (import-linter's contract names
+this package, every module in it included); its values cross the history as `plnt.sagas.values`.
 Workflow, activity, signal and update names are registered explicitly and never
 change, so recorded sagas replay (`tests/deploy/test_replay.py`). See docs/sagas.md.
 """

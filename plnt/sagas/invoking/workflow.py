@@ -297,7 +297,7 @@ class InvocationWorkflow:
     proxies) adds about 8 ms and as much CPU to each call's critical path (measured in
     docs/sagas.md, "Determinism, guarded by structure"). What the sandbox would check at
     run time is checked otherwise: this module imports only Temporal and `plnt.api`
-    (import-linter's contract on `plnt.sagas.*.workflow`), reads no clock but
+    (import-linter's contract names this package), reads no clock but
     `workflow.now()`, the replay tests run every scenario's history through it, and
     `tests/sagas/test_workflow_modules.py` replays the kept histories inside the sandbox.
     """
