@@ -54,6 +54,7 @@ from plnt.sagas.benching import workflow as bench
 from plnt.sagas.benching.activities import BenchActivities
 from plnt.sagas.deploying.activities import DeployActivities
 from plnt.sagas.deploying.workflow import controller as deploy
+from plnt.sagas.gating.activities import GateActivities
 from plnt.sagas.invoking import workflow as invocation
 from plnt.sagas.invoking.activities import InvocationActivities
 from plnt.sagas.metrics import Observing, SagaMetrics
@@ -87,6 +88,17 @@ def local_activities(
         ),
         specs=SpecCache(state_dir / "specs", config=config, layout_root=state_dir / "layouts"),
         kubernetes=kubernetes,
+    )
+
+
+def gate_activities(activities: DeployActivities) -> GateActivities:
+    """The quality gate's activities on the deploy activities' API client, spec cache and
+    HTTP session (closed once, with the deploy's)."""
+    return GateActivities(
+        api=activities.api,
+        specs=activities.specs,
+        http=activities.http,
+        probe_timeout=activities.probe_timeout,
     )
 
 
@@ -205,6 +217,7 @@ def build(
         ],
         activities=[
             *activities.all(),
+            *gate_activities(activities).all(),
             *BenchActivities.sharing(activities).all(),
             *calls.all(),
         ],
