@@ -48,7 +48,6 @@ from plnt.kube.releases import HelmReleases
 from plnt.kube.routes import HTTPRoutes
 from plnt.kube.workloads import Workloads
 from plnt.processes import forkserver, tasks
-from plnt.sagas import placement
 from plnt.sagas import values as v
 from plnt.sagas.benching import workflow as bench
 from plnt.sagas.benching.activities import BenchActivities
@@ -58,7 +57,8 @@ from plnt.sagas.gating.activities import GateActivities
 from plnt.sagas.invoking import workflow as invocation
 from plnt.sagas.invoking.activities import InvocationActivities
 from plnt.sagas.metrics import Observing, SagaMetrics
-from plnt.sagas.probing import backend_probes
+from plnt.sagas.probing import backend_probes, placement
+from plnt.sagas.probing.activities import PlacementActivities
 from plnt.sagas.speccache import SpecCache
 from plnt.sagas.targets import local_scrape
 from plnt.sagas.targets.interface import Target
@@ -88,6 +88,14 @@ def local_activities(
         ),
         specs=SpecCache(state_dir / "specs", config=config, layout_root=state_dir / "layouts"),
         kubernetes=kubernetes,
+    )
+
+
+def placement_activities(activities: DeployActivities) -> PlacementActivities:
+    """Placement's activities on the deploy activities' API client, HTTP session and Event
+    poster (the periodic prober's too, so their repeats count into one Event)."""
+    return PlacementActivities(
+        api=activities.api, http=activities.http, events=activities.backend_events
     )
 
 
@@ -217,6 +225,7 @@ def build(
         ],
         activities=[
             *activities.all(),
+            *placement_activities(activities).all(),
             *gate_activities(activities).all(),
             *BenchActivities.sharing(activities).all(),
             *calls.all(),

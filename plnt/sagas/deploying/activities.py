@@ -7,13 +7,14 @@ and Temporal. Replicas are made by a `Target`. Failures are raised as Temporal
 (the enum the workflow reads back); the workflow's retry policies mark the ones
 retrying cannot fix as non-retryable, and the attempt number travels in `details` so
 the timeline shows it. Every activity takes one typed input and returns one typed
-output (`values`); `pull_positional` and `resolve_positional` serve the forms
-that sagas which began before typed inputs still schedule.
+output (`values`); `pull_positional` serves the form that sagas which began before
+typed inputs still schedule. Placement's activity (resolve) is `plnt.sagas.probing`'s,
+the quality gate's (smoke, analyze, evaluate) `plnt.sagas.gating`'s: they share these
+activities' clients (`plnt.sagas.worker` composes them).
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -25,12 +26,11 @@ from plnt.api.workflowruns import TEARDOWN_FINALIZER, StepCacheSpec
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.client.events import EventPoster
-from plnt.sagas import activitynames, heartbeats, placement
+from plnt.sagas import activitynames, heartbeats
 from plnt.sagas import values as v
 from plnt.sagas.activityfailures import fail, spec_failure
 from plnt.sagas.failures import Failure
 from plnt.sagas.invoking import activities as invoking
-from plnt.sagas.probing import backend_probes
 from plnt.sagas.speccache import SpecCache
 from plnt.sagas.targets import interface as targets
 from plnt.workflowspec import documents
@@ -79,9 +79,7 @@ class DeployActivities:
         return [
             self.report,
             self.pull,
-            self.resolve,
             self.pull_positional,
-            self.resolve_positional,
             self.install,
             self.scale,
             self.retire,
@@ -158,7 +156,7 @@ class DeployActivities:
             # an Event is diagnostics, so the status written before it stands.
             activity.logger.info("event %s not recorded: %s", reason, error)
 
-    # -- pull and resolve -----------------------------------------------------------
+    # -- pull -------------------------------------------------------------------
 
     @activity.defn(name=activitynames.PULL_SPEC)
     async def pull(self, request: v.PullRequest) -> v.PullResult:
@@ -175,77 +173,12 @@ class DeployActivities:
             attempt=activity.info().attempt,
         )
 
-    @activity.defn(name=activitynames.RESOLVE_BACKEND)
-    async def resolve(self, request: v.ResolveRequest) -> v.Resolved:
-        """The backend for model steps: by name, or the matching one with most headroom.
-
-        A run that names no backend, selects none and asks for no pool or GPU class gets
-        the built-in echo backend.
-        """
-        return await self._resolve(request, pool=request.pool)
-
-    async def _resolve(self, request: v.ResolveRequest, *, pool: str | None) -> v.Resolved:
-        attempt = activity.info().attempt
-        if not (request.name or request.selector is not None or request.gpu_class or pool):
-            return v.Resolved(v.Backend(type="echo", model=request.model), attempt)
-        listed = await self.api.list_backends(namespace=request.namespace)
-        backends = await backend_probes.probe_all(
-            self.http(), self.api, listed, events=self.backend_events
-        )
-        try:
-            choice = placement.choose(
-                backends,
-                name=request.name,
-                selector=request.selector,
-                gpu_class=request.gpu_class,
-                model=request.model,
-                pool=pool,
-                now=datetime.now(UTC),
-                stale_after=placement.STALE_AFTER_INTERVALS * placement.DEFAULT_PROBE_INTERVAL,
-            )
-        except placement.NoBackend as error:
-            # Retried a few times by the policy (a backend may be created just after the run).
-            raise fail(Failure.NO_BACKEND, str(error), retryable=True) from error
-        chosen = choice.backend
-        spec = chosen.get("spec") or {}
-        models = spec.get("models") or []
-        credentials = spec.get("credentialsRef") or {}
-        return v.Resolved(
-            v.Backend(
-                name=chosen["metadata"]["name"],
-                type=str(spec.get("type", "openai")),
-                endpoint=spec.get("endpoint"),
-                model=request.model or (models[0] if models else None),
-                secret_name=credentials.get("name"),
-                secret_key=credentials.get("key"),
-            ),
-            attempt,
-            headroom=choice.headroom,
-            explanation=choice.explanation(),
-        )
-
     # Sagas recorded before typed inputs schedule these names with positional arguments.
 
     @activity.defn(name=activitynames.PULL_POSITIONAL)
     async def pull_positional(self, ref: str, digest: str) -> v.PullResult:
         """`pull-spec`, as scheduled by sagas that began before typed activity inputs."""
         return await self.pull(v.PullRequest(ref, digest))
-
-    @activity.defn(name=activitynames.RESOLVE_POSITIONAL)
-    async def resolve_positional(
-        self, namespace: str, selection: dict[str, Any], gpu_class: str | None
-    ) -> v.Resolved:
-        """`resolve-backend`, as scheduled by sagas that began before typed activity inputs."""
-        return await self._resolve(
-            v.ResolveRequest(
-                namespace=namespace,
-                name=selection.get("name"),
-                selector=selection.get("selector"),
-                model=selection.get("model"),
-                gpu_class=gpu_class,
-            ),
-            pool=selection.get("pool") or None,
-        )
 
     # -- replicas -------------------------------------------------------------------
 

@@ -12,7 +12,8 @@ route to the new revision, then drops the drained one. `STEPS` is the list
 
 Replay: before typed activity inputs, pull and resolve took positional arguments.
 Histories recorded then (no `TYPED_INPUTS` marker) replay through the old activity
-names, which the worker still serves (`DeployActivities.pull_positional`, `resolve_positional`).
+names, which the worker still serves (`DeployActivities.pull_positional`,
+`PlacementActivities.resolve_positional`).
 Workflow code: no I/O here; the activities do it.
 """
 
