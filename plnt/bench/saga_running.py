@@ -44,7 +44,7 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "fanout.workflow.yaml"
 NAMESPACE = "bench-saga"
 READY = "plnt is ready"
-APIWORKER = "plnt.standalone.apiworker"
+API_PROCESS = "plnt.standalone.apiprocess"
 """The module `plnt up --workers N` runs its API server worker copies as (named, not
 imported: the benchmarks do not import the standalone composition)."""
 
@@ -228,7 +228,7 @@ def invoke_meter(plnt_up: int, *, endpoint: str, floors: dict[str, int]) -> cput
     port = urllib.parse.urlsplit(endpoint).port
     runner = cputime.listening_pid(port) if port is not None else None
     etcd = cputime.children_named(plnt_up, "etcd")
-    copies = set(cputime.children_running(plnt_up, APIWORKER))
+    copies = set(cputime.children_running(plnt_up, API_PROCESS))
     others = {stat.pid for stat in cputime.all_stats() if stat.ppid == plnt_up} - copies
     watched = [
         cputime.Watched(saga.PLNT_UP, plnt_up, tree=True, prune=frozenset(others)),
