@@ -4,7 +4,7 @@ Why apart from the run (`apiserver_running`): the phases need only the storage
 client and an HTTPS session, not the processes, so tests import them without
 starting etcd or the API server child.
 
-Every phase is closed-loop: `concurrency` workers each issue one request, wait
+Every phase is closed-loop: `concurrency` callers each issue one request, wait
 for the answer and issue the next, until the phase's deadline. The clients
 decode nothing they do not need (a GET body is read, not parsed; a LIST body is
 searched for its continue token), on both sides, so the comparison is about
@@ -154,7 +154,7 @@ async def run_closed_loop(
     min_ops: int = 0,
     meter: cputime.Meter | None = None,
 ) -> PhaseStats:
-    """`concurrency` workers call `operation(seq)` back to back until `duration` has passed.
+    """`concurrency` callers call `operation(seq)` back to back until `duration` has passed.
 
     `operation` returns False for a failed request. At least `min_ops`
     operations complete even if that takes longer than `duration`. With a `meter`, the
@@ -166,7 +166,7 @@ async def run_closed_loop(
     start = time.perf_counter()
     deadline = start + duration
 
-    async def worker() -> None:
+    async def caller() -> None:
         while True:
             now = time.perf_counter()
             if now >= deadline and stats.ops + stats.errors >= min_ops:
@@ -180,7 +180,7 @@ async def run_closed_loop(
             else:
                 stats.errors += 1
 
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await asyncio.gather(*(caller() for _ in range(concurrency)))
     stats.elapsed = time.perf_counter() - start
     if meter is not None and cpu_before is not None:
         stats.cpu = meter.since(cpu_before)
@@ -333,8 +333,8 @@ async def wait_for_count(
 
 
 def cpu_seconds(pid: int | None = None) -> float:
-    """User + system CPU seconds of process `pid` with its descendants (a server's worker
-    processes under `--workers N`), or of this process when None, from /proc."""
+    """User + system CPU seconds of process `pid` with its descendants (a server's sibling
+    API processes under `--workers N`), or of this process when None, from /proc."""
     if pid is None:
         times = os.times()
         return times.user + times.system

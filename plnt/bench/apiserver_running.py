@@ -58,16 +58,16 @@ async def running_server(
     pki_dir: Path,
     *,
     cprofile: Path | None,
-    workers: int = 1,
+    api_processes: int = 1,
     start_timeout: float = 60.0,
 ) -> AsyncIterator[Server]:
-    """`plnt.bench.apiserver_serving` against `etcd` (`workers` processes sharing plnt's
-    port), until the block ends."""
+    """`plnt.bench.apiserver_serving` against `etcd` (`api_processes` processes sharing
+    plnt's port), until the block ends."""
     port, bare_port = free_port(), free_port()
     command = [
         sys.executable, "-m", serving.__name__, "--etcd", etcd.endpoint,
         "--pki-dir", str(pki_dir), "--port", str(port), "--bare-port", str(bare_port),
-        "--workers", str(workers),
+        "--workers", str(api_processes),
     ]  # fmt: skip
     if cprofile is not None:
         command += ["--cprofile", str(cprofile)]
@@ -192,7 +192,7 @@ async def measure(
 
 def meter(*, server: int, etcd: int | None) -> cputime.Meter:
     """The processes of the API server benchmark, by the names its CPU rows use: the server
-    child (plnt's API server; the bare handler shares it) with its worker copies under
+    child (plnt's API server; the bare handler shares it) with its sibling API processes under
     `--workers N`, etcd, and this load generator."""
     return cputime.Meter(
         [
@@ -203,9 +203,10 @@ def meter(*, server: int, etcd: int | None) -> cputime.Meter:
     )
 
 
-async def bench(settings: ApiBenchSettings, workdir: Path, *, workers: int = 1) -> Results:
-    """Start etcd and the server (`workers` processes) under `workdir`, preload, run the
-    chosen phases. With more than one worker the server's CPU rows count worker 0 only."""
+async def bench(settings: ApiBenchSettings, workdir: Path, *, api_processes: int = 1) -> Results:
+    """Start etcd and the server (`api_processes` processes) under `workdir`, preload, run
+    the chosen phases. With more than one process the server's CPU rows count process 0
+    only."""
     results = Results()
     paths = pki.ensure_pki(workdir / "pki")
     context = harness.client_ssl_context(
@@ -215,14 +216,14 @@ async def bench(settings: ApiBenchSettings, workdir: Path, *, workers: int = 1) 
         EtcdProcess(workdir / "etcd", unsafe_no_fsync=settings.no_fsync) as etcd,
         EtcdStore(etcd.endpoint, key_prefix="/registry") as raw,
         running_server(
-            etcd, workdir / "pki", cprofile=settings.server_cprofile, workers=workers
+            etcd, workdir / "pki", cprofile=settings.server_cprofile, api_processes=api_processes
         ) as server,
         harness.https_session(context, pool=settings.concurrency) as session,
     ):
         pid = server.child.process.pid
         print(
             f"etcd {etcd.endpoint} (pid {etcd.pid}); server {server.base} (pid {pid}, "
-            f"{workers} worker{'s' if workers > 1 else ''})"
+            f"{api_processes} worker{'s' if api_processes > 1 else ''})"
         )
         await create_namespaces(session, server.base)
         results.rss_started_bytes = resident_bytes(pid)

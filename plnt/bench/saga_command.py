@@ -110,7 +110,7 @@ def parse_args(argv: Sequence[str] | None = None) -> SagaBenchSettings:
         create_concurrency=args.create_concurrency,
         evaluation_cases=args.evaluation_cases,
         create_rounds=args.create_rounds,
-        workers=args.workers,
+        api_processes=args.workers,
         json_file=args.json,
     )
 

@@ -45,7 +45,7 @@ EXAMPLE = REPO / "examples" / "fanout.workflow.yaml"
 NAMESPACE = "bench-saga"
 READY = "plnt is ready"
 API_PROCESS = "plnt.standalone.apiprocess"
-"""The module `plnt up --workers N` runs its API server worker copies as (named, not
+"""The module `plnt up --workers N` runs its sibling API processes as (named, not
 imported: the benchmarks do not import the standalone composition)."""
 
 
@@ -66,19 +66,20 @@ async def running_plnt(
     state_dir: Path,
     temporal_address: str,
     *,
-    worker: bool = True,
-    workers: int = 1,
+    deploy_worker: bool = True,
+    api_processes: int = 1,
     start_timeout: float = 90.0,
 ) -> AsyncIterator[PlntUp]:
-    """`plnt up` with the given Temporal and (unless not `worker`) its in-process worker,
-    on `workers` API server processes (given explicitly: a benchmark's numbers must not
-    depend on the machine's core count); `plnt down` afterwards."""
+    """`plnt up` with the given Temporal and (unless not `deploy_worker`) its in-process
+    deploy worker, on `api_processes` API server processes (given explicitly: a
+    benchmark's numbers must not depend on the machine's core count); `plnt down`
+    afterwards."""
     argv = [
         sys.executable, "-m", "plnt", "up", "--state-dir", str(state_dir),
         "--port", str(free_port()), "--temporal-address", temporal_address,
-        "--workers", str(workers),
+        "--workers", str(api_processes),
     ]  # fmt: skip
-    if not worker:
+    if not deploy_worker:
         argv.append("--no-worker")
     try:
         async with children.running_child(
@@ -186,10 +187,10 @@ async def bench(settings: SagaBenchSettings, workdir: Path) -> saga.SagaResults:
     async with running_temporal(workdir) as temporal:
         print(f"temporal {temporal.address}", flush=True)
         async with running_plnt(
-            workdir / "state", temporal.address, workers=settings.workers
+            workdir / "state", temporal.address, api_processes=settings.api_processes
         ) as plnt:
             print(
-                f"plnt up (pid {plnt.process.pid}, --workers {settings.workers}), "
+                f"plnt up (pid {plnt.process.pid}, --workers {settings.api_processes}), "
                 f"state {plnt.state_dir}",
                 flush=True,
             )
@@ -220,8 +221,8 @@ async def bench(settings: SagaBenchSettings, workdir: Path) -> saga.SagaResults:
 
 
 def invoke_meter(plnt_up: int, *, endpoint: str, floors: dict[str, int]) -> cputime.Meter:
-    """The invoke phases' processes: `plnt up` (its API server and in-process worker, and
-    under `--workers N` its API server worker children; not etcd or the fork server), the
+    """The invoke phases' processes: `plnt up` (its API server and in-process deploy worker,
+    and under `--workers N` its sibling API processes; not etcd or the fork server), the
     runner behind `endpoint` (found by its listening port: the
     fork server started it), the etcd `plnt up` runs, each floor's proxy by its key, and
     this generator."""

@@ -37,7 +37,7 @@ class ApiBenchSettings:
     json_file: Path | None = None
     server_cprofile: Path | None = None
     py_spy: Path | None = None
-    workers: tuple[int, ...] = (1,)
+    api_processes: tuple[int, ...] = (1,)
     """API server processes of each run (`--workers 1,2`: the whole run once per count,
     then the ratios of each phase's throughput to the first count's)."""
 
@@ -62,7 +62,7 @@ class SagaBenchSettings:
     create_rounds: int = 2
     evaluation_cases: int = 0
     """Cases of a quality gate (`spec.canary.evaluation`) on every deploy; 0: none."""
-    workers: int = 1
+    api_processes: int = 1
     """API server processes of the deploys' and invokes' `plnt up` (`--workers`)."""
     json_file: Path | None = None
 
@@ -80,7 +80,7 @@ class InvocationBenchSettings:
     json_file: Path | None = None
 
 
-def worker_counts(text: str) -> tuple[int, ...]:
+def api_process_counts(text: str) -> tuple[int, ...]:
     """`--workers 1,2` of the apiserver and proxy benchmarks: API server process counts,
     each run in turn (an argparse `type`: its error names the flag)."""
     try:

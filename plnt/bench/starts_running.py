@@ -139,7 +139,7 @@ async def bench(settings: starts.BurstSettings, workdir: Path) -> starts.BurstRe
         client = await temporal_client.Client.connect(temporal.address)
         async with (
             saga_running.running_plnt(
-                workdir / "burst-state", temporal.address, worker=False
+                workdir / "burst-state", temporal.address, deploy_worker=False
             ) as plnt,
             _api_session(plnt.state_dir, settings.concurrency) as (session, url),
         ):
