@@ -20,7 +20,7 @@ CPU the generator and the server spent per delivered event is reported beside th
 delays, so a figure limited by the generator shows as such.
 
 Errors: a request that fails counts in `PhaseStats.errors` (the phase goes on);
-`BenchError` when a phase cannot run at all (e.g. watchers fail to open).
+`BenchmarkError` when a phase cannot run at all (e.g. watchers fail to open).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ _CONTINUE_NEEDLE = b'"continue":"'
 DIGEST = "sha256:" + "ab" * 32
 
 
-class BenchError(RuntimeError):
+class BenchmarkError(RuntimeError):
     """A phase could not run (not a slow result: those are reported, never raised)."""
 
 
@@ -326,7 +326,7 @@ async def wait_for_count(
         if seen >= count:
             return
         await asyncio.sleep(0.1)  # polling a condition with a deadline
-    raise BenchError(f"{url} holds {seen} items, expected {count}, after {within}s")
+    raise BenchmarkError(f"{url} holds {seen} items, expected {count}, after {within}s")
 
 
 # -- watch fan-out ----------------------------------------------------------------------
@@ -422,7 +422,7 @@ async def _watch_fanout(
     list_url = base_url + resource_path(namespace)
     async with writer.get(list_url, params={"limit": "1"}) as response:
         if response.status != 200:
-            raise BenchError(f"list of {namespace} answered {response.status}")
+            raise BenchmarkError(f"list of {namespace} answered {response.status}")
         revision = json.loads(await response.read())["metadata"]["resourceVersion"]
     received: list[list[tuple[int, int, int]]] = [[] for _ in range(watchers)]
     opened = 0
@@ -435,7 +435,7 @@ async def _watch_fanout(
         seen = received[index]
         async with session.get(list_url, params=params) as response:
             if response.status != 200:
-                raise BenchError(f"watch answered {response.status}")
+                raise BenchmarkError(f"watch answered {response.status}")
             opened += 1
             if opened == watchers:
                 all_open.set()
@@ -476,7 +476,7 @@ async def _watch_fanout(
                 )
                 if waiting not in finished:
                     waiting.cancel()
-                    raise BenchError(f"a watcher ended while opening: {_first_error(tasks)}")
+                    raise BenchmarkError(f"a watcher ended while opening: {_first_error(tasks)}")
             start = time.monotonic()
             cpu_before = cpu_seconds(), cpu_seconds(server_pid) if server_pid else 0.0
             creates = []

@@ -2,7 +2,7 @@
 
     python -m plnt.bench apiserver [--quick] [--concurrency 30] [...]
 
-Parses the flags into `ApiBenchSettings`, runs `apiserver_running.bench` in a temporary
+Parses the flags into `ApiBenchmarkSettings`, runs `apiserver_running.bench` in a temporary
 directory and prints `apiserver_report.report`. Misses of a target are printed, never
 turned into a non-zero exit status. See bench/README.md for every flag and number.
 """
@@ -23,7 +23,7 @@ from plnt.bench.settings import (
     API_PHASES,
     DEFAULT_API_PHASES,
     QUICK,
-    ApiBenchSettings,
+    ApiBenchmarkSettings,
     api_process_counts,
 )
 
@@ -85,7 +85,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse_args(argv: Sequence[str] | None = None) -> ApiBenchSettings:
+def parse_args(argv: Sequence[str] | None = None) -> ApiBenchmarkSettings:
     """The flags as settings; a flag left out takes `--quick`'s value or the full default."""
     p = parser()
     args = p.parse_args(argv)
@@ -95,7 +95,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ApiBenchSettings:
     if args.py_spy is not None and apiserver_running.py_spy_binary() is None:
         # An optional tool of one flag: not a dependency of plnt (see docs/dependencies.md).
         p.exit(1, "error: --py-spy needs the py-spy package: pip install py-spy\n")
-    base = QUICK if args.quick else ApiBenchSettings()
+    base = QUICK if args.quick else ApiBenchmarkSettings()
     given = {name: getattr(args, name) for name in SIZED if getattr(args, name) is not None}
     return dataclasses.replace(
         base,

@@ -6,7 +6,7 @@ this process, which generates the load. Raw etcd is measured through the same
 `EtcdStore` client the server uses, on the same etcd, at the same concurrency. Every
 child is stopped and reaped on the way out, also on failure or Ctrl-C.
 
-Errors: `harness.BenchError` (or `children.ChildFailed`) when a child or a phase
+Errors: `harness.BenchmarkError` (or `children.ChildFailed`) when a child or a phase
 cannot run at all; slow results are reported, never raised.
 """
 
@@ -31,7 +31,7 @@ from plnt.bench import apiserver as harness
 from plnt.bench import apiserver_serving as serving
 from plnt.bench import children, consistent_reads, cputime
 from plnt.bench.apiserver_report import ETCD, GENERATOR, SERVER, Results
-from plnt.bench.settings import ApiBenchSettings
+from plnt.bench.settings import ApiBenchmarkSettings
 from plnt.processes.etcd import EtcdProcess
 from plnt.processes.ports import free_port
 from plnt.storage.etcd import EtcdStore
@@ -123,7 +123,7 @@ async def create_namespaces(session: aiohttp.ClientSession, base: str) -> None:
         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
         async with session.post(f"{base}/api/v1/namespaces", json=body) as response:
             if response.status not in (201, 409):
-                raise harness.BenchError(
+                raise harness.BenchmarkError(
                     f"namespace {name} answered {response.status}: {await response.text()}"
                 )
 
@@ -141,14 +141,14 @@ def resident_bytes(pid: int) -> int:
 
 
 async def preload(
-    raw: EtcdStore, session: aiohttp.ClientSession, base: str, settings: ApiBenchSettings
+    raw: EtcdStore, session: aiohttp.ClientSession, base: str, settings: ApiBenchmarkSettings
 ) -> bytes:
     """Create one object through the API, clone it raw into `objects` keys; return its bytes."""
     url = base + harness.resource_path(LIST_NS)
     async with session.post(url, json=harness.workflowrun("obj-000000")) as response:
         created = json.loads(await response.read())
         if response.status != 201:
-            raise harness.BenchError(f"template create answered {response.status}: {created}")
+            raise harness.BenchmarkError(f"template create answered {response.status}: {created}")
     del created["metadata"]["resourceVersion"]
 
     def stored(index: int) -> bytes:
@@ -203,7 +203,9 @@ def meter(*, server: int, etcd: int | None) -> cputime.Meter:
     )
 
 
-async def bench(settings: ApiBenchSettings, workdir: Path, *, api_processes: int = 1) -> Results:
+async def bench(
+    settings: ApiBenchmarkSettings, workdir: Path, *, api_processes: int = 1
+) -> Results:
     """Start etcd and the server (`api_processes` processes) under `workdir`, preload, run
     the chosen phases. With more than one process the server's CPU rows count process 0
     only."""
@@ -266,7 +268,7 @@ async def bench(settings: ApiBenchSettings, workdir: Path, *, api_processes: int
 class Phases:
     """The closed-loop phases: each side (raw etcd, bare, plnt) at the same concurrency."""
 
-    settings: ApiBenchSettings
+    settings: ApiBenchmarkSettings
     results: Results
     raw: EtcdStore
     session: aiohttp.ClientSession

@@ -23,7 +23,7 @@ closed loop, the same bodies and keep-alive connections on both sides, it measur
 Every request asks a different question (its sequence number), so the runner's step cache
 never answers and the echo backend is called each time. The numbers are ratios and
 differences taken in one run on one machine, never asserted. Misses are printed, never
-turned into a non-zero exit status. Errors: `BenchError` (a child did not start).
+turned into a non-zero exit status. Errors: `BenchmarkError` (a child did not start).
 """
 
 from __future__ import annotations
@@ -207,12 +207,14 @@ async def publish(session: aiohttp.ClientSession, base: str, runner: str) -> Non
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
     async with session.post(f"{base}/api/v1/namespaces", json=namespace) as response:
         if response.status not in (201, 409):
-            raise harness.BenchError(f"namespace: {response.status} {await response.text()}")
+            raise harness.BenchmarkError(f"namespace: {response.status} {await response.text()}")
     collection = f"{base}/apis/plnt.work/v1/namespaces/{NAMESPACE}/workflowruns"
     run = harness.workflowrun(NAME)
     async with session.post(collection, json=run) as response:
         if response.status != 201:
-            raise harness.BenchError(f"create {NAME}: {response.status} {await response.text()}")
+            raise harness.BenchmarkError(
+                f"create {NAME}: {response.status} {await response.text()}"
+            )
     status = {
         "status": {
             "revision": 1,
@@ -232,7 +234,9 @@ async def publish(session: aiohttp.ClientSession, base: str, runner: str) -> Non
         headers={"Content-Type": "application/merge-patch+json"},
     ) as response:
         if response.status != 200:
-            raise harness.BenchError(f"status {NAME}: {response.status} {await response.text()}")
+            raise harness.BenchmarkError(
+                f"status {NAME}: {response.status} {await response.text()}"
+            )
 
 
 async def bench(settings: ProxySettings, workdir: Path, *, api_processes: int = 1) -> ProxyResults:

@@ -32,7 +32,7 @@ from plnt.apiserver import pki
 from plnt.bench import apiserver as harness
 from plnt.bench import children, cputime, runner_starts, saga
 from plnt.bench import deploys as deploying
-from plnt.bench.settings import SagaBenchSettings
+from plnt.bench.settings import SagaBenchmarkSettings
 from plnt.client import errors as client_errors
 from plnt.client import kubeconfig, transport
 from plnt.client.clients import WORKFLOWRUNS, PlntClient
@@ -124,7 +124,7 @@ async def running_temporal(workdir: Path) -> AsyncIterator[TemporalDevServer]:
 
 async def deploys(
     client: PlntClient,
-    settings: SagaBenchSettings,
+    settings: SagaBenchmarkSettings,
     *,
     ref: str,
     digest: str,
@@ -165,7 +165,7 @@ async def delete_all(client: PlntClient) -> None:
     )
 
 
-def invoke_settings(settings: SagaBenchSettings) -> saga.InvokeSettings:
+def invoke_settings(settings: SagaBenchmarkSettings) -> saga.InvokeSettings:
     return saga.InvokeSettings(
         concurrency=settings.concurrency,
         duration=settings.duration,
@@ -181,7 +181,7 @@ async def create_namespace(client: PlntClient, name: str = NAMESPACE) -> None:
         await client.request("POST", "/api/v1/namespaces", json=body)
 
 
-async def bench(settings: SagaBenchSettings, workdir: Path) -> saga.SagaResults:
+async def bench(settings: SagaBenchmarkSettings, workdir: Path) -> saga.SagaResults:
     """Start Temporal and `plnt up` under `workdir`, deploy, then run the invoke phases."""
     results = saga.SagaResults(evaluation_cases=settings.evaluation_cases)
     async with running_temporal(workdir) as temporal:
@@ -242,7 +242,7 @@ def invoke_meter(plnt_up: int, *, endpoint: str, floors: dict[str, int]) -> cput
 
 
 async def _invoke(
-    client: PlntClient, settings: SagaBenchSettings, *, plnt: PlntUp, name: str, endpoint: str
+    client: PlntClient, settings: SagaBenchmarkSettings, *, plnt: PlntUp, name: str, endpoint: str
 ) -> saga.InvokeResults:
     """Invoke `name` through the API, directly on its runner, and through both floors."""
     connection = kubeconfig.load(plnt.state_dir / "kubeconfig")

@@ -17,7 +17,7 @@ API_PHASES = (*DEFAULT_API_PHASES, "reads")
 
 
 @dataclass(frozen=True, slots=True)
-class ApiBenchSettings:
+class ApiBenchmarkSettings:
     """The API server benchmark (`python -m plnt.bench apiserver`); see bench/README.md."""
 
     concurrency: int = 30
@@ -42,12 +42,12 @@ class ApiBenchSettings:
     then the ratios of each phase's throughput to the first count's)."""
 
 
-QUICK = ApiBenchSettings(objects=2000, duration=1.5, warmup=0.3, watchers=50, watch_events=50)
+QUICK = ApiBenchmarkSettings(objects=2000, duration=1.5, warmup=0.3, watchers=50, watch_events=50)
 """`--quick`: small numbers, about 20 s."""
 
 
 @dataclass(frozen=True, slots=True)
-class SagaBenchSettings:
+class SagaBenchmarkSettings:
     """The deploy saga benchmark (`python -m plnt.bench saga`); see docs/benchmarks.md."""
 
     deploys: int = 20
@@ -68,7 +68,7 @@ class SagaBenchSettings:
 
 
 @dataclass(frozen=True, slots=True)
-class InvocationBenchSettings:
+class InvocationsBenchmarkSettings:
     """What `python -m plnt.bench invocations` was asked for (docs/benchmarks.md)."""
 
     concurrency: int = 30

@@ -10,7 +10,7 @@ for a create: one signal-with-start with a start signal, here of a workflow type
 worker polls, with a payload of the same shape (the run's spec). The API side is an
 HTTPS POST of a WorkflowRun with the admin certificate, as kubectl would send it.
 
-Errors: `BenchError` when Temporal's visibility does not list the started workflows in
+Errors: `BenchmarkError` when Temporal's visibility does not list the started workflows in
 time; `ChildFailed` from the children.
 """
 
