@@ -20,8 +20,9 @@ the same way, `serve`:
 6. **stop in reverse**: whatever `Ready` started, the siblings (reaped), the listener
    (open watches close), the cleanup contexts.
 
-A start-up that fails is undone as far as it got, and the process is about to exit with
-the reason.
+A start-up that fails after listening is undone as far as it got; one whose application
+start-up raised is not (nothing listened yet), and the process is about to exit with
+the reason either way.
 
 Errors (`ServingError` and its kinds, each one line): `StartupFailed` when the
 application's start-up raised (storage did not answer), with the cause chained;
@@ -120,8 +121,9 @@ async def serve(
     ready: Ready | None = None,
 ) -> None:
     """Serve `application` until `stop` is set: listen, start the siblings, announce
-    ready, register restarts, wait, then stop everything in reverse (the module says why
-    in this order).
+    ready, register restarts, wait, then stop everything in reverse. Siblings start only
+    once this process listens (a sibling that cannot bind would fail the start anyway)
+    and before the ready line, so a client that read it finds every process serving.
 
     The application's `ServerSettings.slot` says which API process this is: process 0 of
     N starts processes 1..N-1 as `sibling_argv` (required then), each told its slot; a
@@ -129,6 +131,9 @@ async def serve(
     composition's own supervised children, counted with the siblings in
     `plnt_child_restarts_total`."""
     slot = application[keys.SETTINGS].slot
+    first_of_several = slot is not None and not slot.is_sibling and slot.count > 1
+    if first_of_several and sibling_argv is None:
+        raise ValueError("process 0 of several API processes needs its siblings' argv")
     async with contextlib.AsyncExitStack() as parts:
         server = await parts.enter_async_context(
             listening(
@@ -141,9 +146,8 @@ async def serve(
             )
         )
         restarts = list(supervisors)
-        if slot is not None and not slot.is_sibling and slot.count > 1:
-            if sibling_argv is None:
-                raise ValueError("process 0 of several API processes needs its siblings' argv")
+        if first_of_several:
+            assert slot is not None and sibling_argv is not None
             restarts += await parts.enter_async_context(
                 apiprocesses.running_siblings(sibling_argv, slot)
             )
@@ -151,6 +155,6 @@ async def serve(
             await ready(server, parts)
         if slot is not None and slot.is_sibling:
             apiprocesses.announce_ready(slot)
-        if restarts:  # no await since the announcement: nothing is served without them
+        if restarts:  # no await since the ready line: no scrape after it misses them
             application[keys.METRICS].registry.register(ChildRestarts(restarts))
         await stop.wait()
