@@ -304,8 +304,8 @@ def build_app(
         app.cleanup_ctx.append(_invocation_context)
     app.cleanup_ctx.append(invoke.upstream_context)
     app.cleanup_ctx.append(shadowing.context)  # after the session: stopped before it closes
-    if settings.worker is not None:  # one of several workers: they answer as one server
-        app[keys.PEERS] = peers.Peers(settings.worker, app[keys.METRICS])
+    if settings.slot is not None:  # one of several API processes: they answer as one server
+        app[keys.PEERS] = peers.Peers(settings.slot, app[keys.METRICS])
         sharing.register(app, app[keys.PEERS])  # the kind's streams (and their wiring)
         app.cleanup_ctx.append(app[keys.PEERS].context)  # last: stopped first
     endpoints.add_routes(app, standalone=standalone)

@@ -41,7 +41,7 @@ DEPLOY: web.AppKey[DeployControl | None] = web.AppKey("deploy")
 SUBRESOURCES = web.AppKey("subresources", kinds.Subresources)
 """The subresource handlers the kinds registered (`build_app` hands them in)."""
 PEERS = web.AppKey("peers", Peers)
-"""Present only on one of several workers (`settings.worker`): its channel to siblings."""
+"""Present only on one of several API processes (`settings.slot`): its channel to siblings."""
 
 
 @dataclass
