@@ -29,7 +29,7 @@ import jsonschema.validators
 import pydantic
 import yaml
 
-from plnt.workflowspec import dag, model, templating
+from plnt.workflowspec import dag, grammars, model, templating
 
 MAX_SPEC_BYTES = 1024 * 1024
 _KINDS = {"model", "http", "transform"}
@@ -78,6 +78,7 @@ def parse_and_compile(data: bytes) -> tuple[model.Workflow, templating.CompiledW
     except pydantic.ValidationError as error:
         raise SpecError(_pydantic_problems(error, document)) from error
     problems = _schema_problems(workflow)
+    problems += _tool_problems(workflow)
     problems += dag.check_graph(workflow.steps)
     if problems:
         raise SpecError(problems)
@@ -109,6 +110,58 @@ def _schema_problems(workflow: model.Workflow) -> list[dag.Problem]:
                 for error in validate_inputs(workflow, smoke.inputs)
             ]
     return problems
+
+
+def _tool_problems(workflow: model.Workflow) -> list[dag.Problem]:
+    """Tools: unique names, valid parameter schemas; steps: known tools, valid response
+    schemas, and for completion steps schemas a grammar can hold the model to."""
+    problems: list[dag.Problem] = []
+    first: dict[str, int] = {}
+    for index, tool in enumerate(workflow.tools):
+        where = f"tools[{index}](name={tool.name})"
+        if tool.name in first:
+            problems.append(
+                dag.Problem(
+                    f"{where}.name", f"duplicate tool name (first: tools[{first[tool.name]}])"
+                )
+            )
+        first.setdefault(tool.name, index)
+        valid = _check_schema(tool.parameters, f"{where}.parameters", problems)
+        if valid and tool.parameters.get("type") != "object":
+            problems.append(
+                dag.Problem(f"{where}.parameters.type", "tool parameters must be an object")
+            )
+    for index, step in enumerate(workflow.steps):
+        if not isinstance(step, model.ModelStep):
+            continue
+        completion = step.mode == "completion"
+        if step.response_format is not None:
+            path = dag.step_path(index, step.id, "responseFormat.jsonSchema")
+            valid = _check_schema(step.response_format.json_schema, path, problems)
+            if valid and completion:
+                _check_grammar(step.response_format.json_schema, path, problems)
+        for position, name in enumerate(step.tools or []):
+            path = dag.step_path(index, step.id, f"tools[{position}]")
+            if name not in first:
+                problems.append(dag.Problem(path, f"unknown tool {name!r} (not in `tools`)"))
+            elif name in (step.tools or [])[:position]:
+                problems.append(dag.Problem(path, f"{name!r} is listed twice"))
+            elif completion:
+                tool = workflow.tools[first[name]]
+                where = f"tools[{first[name]}](name={name}).parameters"
+                _check_grammar(tool.parameters, where, problems)
+    return list(dict.fromkeys(problems))  # a tool used by several steps is named once
+
+
+def _check_grammar(schema: dict[str, Any], path: str, problems: list[dag.Problem]) -> None:
+    """A completion step's schemas become grammars: one that cannot is a spec error."""
+    try:
+        grammars.schema_grammar(schema, path=path)
+    except grammars.UnsupportedSchema as error:
+        reason = str(error).split(": ", 1)[1]
+        problems.append(
+            dag.Problem(error.path, f"not supported by a completion step's grammar: {reason}")
+        )
 
 
 def _check_schema(schema: dict[str, Any], path: str, problems: list[dag.Problem]) -> bool:
