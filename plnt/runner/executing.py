@@ -577,7 +577,7 @@ class Executor:
                 failure.__cause__ = error
             except errors.StepInvalidOutput as error:
                 failure, cause = error, "output"
-            if cause not in policy.on:
+            if cause not in policy.retry_on:
                 raise failure
             if attempt + 1 < policy.attempts and invocation.first_token_ms is None:
                 await asyncio.sleep(min(delay, policy.max_backoff_seconds))

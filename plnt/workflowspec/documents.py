@@ -73,6 +73,9 @@ def parse_and_compile(data: bytes) -> tuple[model.Workflow, templating.CompiledW
         raise SpecError([dag.Problem("<document>", f"not valid YAML: {error}")]) from error
     if not isinstance(document, dict):
         raise SpecError([dag.Problem("<document>", "must be a mapping (a YAML/JSON object)")])
+    odd_keys = _non_string_keys(document, "")
+    if odd_keys:
+        raise SpecError(odd_keys)
     try:
         workflow = model.Workflow.model_validate(document)
     except pydantic.ValidationError as error:
@@ -110,6 +113,29 @@ def _schema_problems(workflow: model.Workflow) -> list[dag.Problem]:
                 for error in validate_inputs(workflow, smoke.inputs)
             ]
     return problems
+
+
+def _non_string_keys(value: Any, path: str) -> list[dag.Problem]:
+    """Keys YAML did not read as strings. YAML 1.1 reads a bare `on`, `off`, `yes`, `no` as
+    a boolean (and `1` as a number): a field named so would otherwise be reported as
+    pydantic's `Keys should be strings`, pointing nowhere near the word written."""
+    found: list[dag.Problem] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                found.append(
+                    dag.Problem(
+                        f"{path or '<document>'}",
+                        f"key {key!r} is not a string (YAML reads a bare on/off/yes/no as a "
+                        "boolean: quote it, or use the field's documented name)",
+                    )
+                )
+            else:
+                found += _non_string_keys(item, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _non_string_keys(item, f"{path}[{index}]")
+    return found
 
 
 def _tool_problems(workflow: model.Workflow) -> list[dag.Problem]:

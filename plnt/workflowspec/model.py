@@ -69,7 +69,8 @@ class Retry(SpecModel):
     max_backoff_seconds: float = Field(
         default=1.0, ge=0, le=300, description="No wait is longer than this."
     )
-    on: list[RetryableError] = Field(
+    # Not `on`: YAML 1.1 (PyYAML) reads a bare `on` key as the boolean true.
+    retry_on: list[RetryableError] = Field(
         default_factory=lambda: list(DEFAULT_RETRY_ON),
         min_length=1,
         description="The failures that are retried: timeout, backend, output.",

@@ -182,7 +182,8 @@ class _Compiler:
                     dag.Problem(path, f"access to {attr!r} is refused by the sandbox")
                 )
             inner = node.node
-            if isinstance(inner, nodes.Name) and inner.name == "steps" and attr is not None:
+            is_steps = isinstance(inner, nodes.Name) and inner.name == "steps"
+            if is_steps and attr is not None and "steps" in names:
                 if attr not in self.step_ids:
                     self.problems.append(dag.Problem(path, f"unknown step {attr!r}"))
                 elif attr not in visible:
