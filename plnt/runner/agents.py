@@ -32,6 +32,7 @@ from typing import Any
 
 import aiohttp
 
+from plnt.api import traces
 from plnt.api.usage import Usage
 from plnt.runner import backends, errors, structured
 from plnt.workflowspec import grammars, model, templating
@@ -55,8 +56,8 @@ class ToolCallTrace:
     """The call was refused before running: not JSON, an unknown tool, or bad arguments."""
     error: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {
+    def to_json(self) -> traces.ToolCallEntry:
+        entry: traces.ToolCallEntry = {
             "id": self.id,
             "name": self.name,
             "startedMs": round(self.started_ms, 3),
@@ -82,8 +83,8 @@ class TurnTrace:
     final: bool = False
     tool_calls: list[ToolCallTrace] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {
+    def to_json(self) -> traces.TurnEntry:
+        entry: traces.TurnEntry = {
             "turn": self.turn,
             "startedMs": round(self.started_ms, 3),
             "durationMs": round(self.finished_ms - self.started_ms, 3),

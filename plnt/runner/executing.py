@@ -60,6 +60,7 @@ from typing import Any
 
 import aiohttp
 
+from plnt.api import traces
 from plnt.api.headers import CacheMode, StepCacheOutcome
 from plnt.api.usage import Usage
 from plnt.runner import agents, backends, errors, metrics, settings, step_cache, structured
@@ -96,12 +97,12 @@ class StepTrace:
     """A tool loop's turns, over every attempt (None: the step has no tools)."""
     items: int | None = None
     """How many elements a `forEach` step mapped over (None: it has no `forEach`)."""
-    failed_items: list[dict[str, Any]] = field(default_factory=list)
+    failed_items: list[traces.FailedItem] = field(default_factory=list)
     """The elements that failed in a `continueOnError` map: `{index, error}`."""
 
-    def to_json(self) -> dict[str, Any]:
-        """The trace entry as the API returns it."""
-        entry: dict[str, Any] = {
+    def to_json(self) -> traces.StepEntry:
+        """The trace entry as the API returns it (`plnt.api.traces`)."""
+        entry: traces.StepEntry = {
             "id": self.id,
             "kind": self.kind,
             "startedMs": round(self.started_ms, 3),
@@ -474,7 +475,7 @@ class Executor:
             if first is None:
                 raise
             raise first  # noqa: B904 - its own cause is chained already
-        trace.failed_items.sort(key=lambda entry: int(entry["index"]))
+        trace.failed_items.sort(key=lambda entry: entry["index"])
         return results
 
     async def _produce(
