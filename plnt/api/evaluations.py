@@ -166,7 +166,8 @@ class Scorer(WireModel):
         if len(given) != 1:
             found = ", ".join(given) if given else "none"
             raise _invalid(
-                "give exactly one of contains, regex, jsonSchema, equals, judge (found: {found})",
+                "give exactly one of contains, regex, jsonSchema, equals, judge, trajectory"
+                " (found: {found})",
                 found=found,
             )
         if self.judge is not None and self.path is not None:
