@@ -11,7 +11,10 @@ import json
 import re
 from typing import Any
 
+import jsonschema
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from plnt.workflowspec import grammars
 
@@ -148,3 +151,25 @@ def test_keywords_a_grammar_cannot_hold_a_model_to_are_refused_by_path(keyword: 
 
 def test_literals_escape_what_gbnf_would_read_otherwise() -> None:
     assert grammars.literal('a"b\\c\nd\x01') == '"a\\"b\\\\c\\nd\\x01"'
+
+
+_TEXT = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x7f"),
+    max_size=8,
+)
+_TICKETS = st.fixed_dictionaries(
+    {"category": st.sampled_from(["billing", "technical", "other"]), "urgent": st.booleans()},
+    optional={
+        "tags": st.lists(_TEXT, max_size=2),
+        "score": st.none() | st.integers(-(10**15), 10**15),
+    },
+)
+
+
+@given(_TICKETS)
+def test_every_valid_instance_laid_out_canonically_is_in_the_grammar(value: dict[str, Any]) -> None:
+    # Canonical layout: required properties first, then the optional ones in schema order.
+    order = ["category", "urgent", "tags", "score"]
+    laid_out = {key: value[key] for key in order if key in value}
+    jsonschema.validate(laid_out, TICKET)
+    assert accepts(grammars.schema_grammar(TICKET), laid_out)
