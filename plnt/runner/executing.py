@@ -3,9 +3,18 @@
 Every step runs as a task in one `asyncio.TaskGroup` and waits only for the steps it
 `needs`, so independent steps overlap. A step sees the outputs of its ancestors only, which
 keeps rendering deterministic however the tasks interleave. Each attempt is bounded by the
-step's `timeoutSeconds`; backend failures and timeouts are retried `retries` times. When a
+step's `timeoutSeconds`; the failures its retry policy names (`retry`, or the older
+`retries`: backend failures and timeouts) are retried with exponential backoff. When a
 step fails for good, the task group cancels the rest and the first failure is raised as a
 `plnt.runner.errors.StepFailed` naming the step.
+
+Control flow: a step whose `when` is false is skipped — its output is None, its dependants
+run and see `steps.ID.skipped`, and its trace says why. A `forEach` step runs once per
+element of its list, `maxParallel` at once, each element with its own attempts, timeout and
+cache entry; its output is the results in order, and a failed element fails the step (the
+others cancelled) unless `continueOnError`. Model steps with `responseFormat` are asked for
+JSON of the schema and checked (`plnt.runner.structured`); model steps with `tools` run the
+tool loop (`plnt.runner.agents`), which reports its turns into the step's trace.
 
 Time is measured per step (start/finish offsets from the start of the invocation) and per
 backend call; the union of backend intervals is "backend time" in Server-Timing, the rest
