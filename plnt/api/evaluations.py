@@ -35,11 +35,11 @@ DEFAULT_MIN_PASS_RATE = 1.0
 """Without limits, every check must pass on the canary, as a smoke case's does."""
 DEFAULT_MIN_WIN_RATE = 0.5
 """Without a limit, a judge must find the canary no worse than the stable (ties halved)."""
-CHECKS = ("contains", "regex", "jsonSchema", "equals", "judge")
+CHECKS = ("contains", "regex", "jsonSchema", "equals", "judge", "trajectory")
 """The scorer types, by their field names on the wire."""
 NAME_PATTERN = r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 
-ScorerType = Literal["contains", "regex", "jsonSchema", "equals", "judge"]
+ScorerType = Literal["contains", "regex", "jsonSchema", "equals", "judge", "trajectory"]
 Outcome = Literal["canary", "stable", "tie"]
 
 
@@ -63,8 +63,40 @@ class JudgeSpec(WireModel):
     max_tokens: int = Field(default=16, ge=1, le=1024, description="Tokens the judge may answer.")
 
 
+class TrajectoryCheck(WireModel):
+    """How an agent reached its answer, read from the invocation's trace: how often a tool
+    was called, how many turns its loop took, how many calls were invalid. Every bound
+    given must hold."""
+
+    step: str | None = Field(
+        default=None, description="Only this step's turns and calls (default: every step)."
+    )
+    tool: str | None = Field(
+        default=None, description="The tool minCalls and maxCalls count (default: every tool)."
+    )
+    min_calls: int | None = Field(default=None, ge=0, description="Calls of `tool`, at least.")
+    max_calls: int | None = Field(default=None, ge=0, description="Calls of `tool`, at most.")
+    max_turns: int | None = Field(
+        default=None, ge=1, description="Model turns of the step's (or every step's) loop, at most."
+    )
+    max_invalid_calls: int | None = Field(
+        default=None, ge=0, description="Calls refused for invalid arguments, at most."
+    )
+
+    @model_validator(mode="after")
+    def _some_bound(self) -> TrajectoryCheck:
+        bounds = (self.min_calls, self.max_calls, self.max_turns, self.max_invalid_calls)
+        if all(bound is None for bound in bounds):
+            raise _invalid("give at least one of minCalls, maxCalls, maxTurns, maxInvalidCalls")
+        low, high = self.min_calls, self.max_calls
+        if low is not None and high is not None and low > high:
+            raise _invalid("minCalls is larger than maxCalls")
+        return self
+
+
 class Scorer(WireModel):
-    """One check on a case's output: exactly one of contains, regex, jsonSchema, equals, judge.
+    """One check on a case's output: exactly one of contains, regex, jsonSchema, equals, judge,
+    trajectory (the last reads the invocation's trace, not its output).
 
     `path` (a JSON Pointer, RFC 6901) selects part of the output first; an output that is
     a string holding JSON is parsed for it (models answer JSON as text).
@@ -88,6 +120,9 @@ class Scorer(WireModel):
     equals: Any = Field(default=None, description="The value equals this JSON value.")
     judge: JudgeSpec | None = Field(
         default=None, description="A model compares the canary's answer with the stable's."
+    )
+    trajectory: TrajectoryCheck | None = Field(
+        default=None, description="Tool calls and turns, from the trace, are within bounds."
     )
 
     @field_validator("path")
@@ -131,11 +166,14 @@ class Scorer(WireModel):
         if len(given) != 1:
             found = ", ".join(given) if given else "none"
             raise _invalid(
-                "give exactly one of contains, regex, jsonSchema, equals, judge (found: {found})",
+                "give exactly one of contains, regex, jsonSchema, equals, judge, trajectory"
+                " (found: {found})",
                 found=found,
             )
         if self.judge is not None and self.path is not None:
             raise _invalid("path: a judge reads the whole answer")
+        if self.trajectory is not None and self.path is not None:
+            raise _invalid("path: a trajectory is read from the trace, not the output")
         return self
 
     def _has(self, check: str) -> bool:
@@ -257,11 +295,44 @@ class Score(WireModel):
     detail: str = Field(default="", description="Why it failed (empty when it passed).")
 
 
+class StepTrajectory(WireModel):
+    """One tool-loop step of an invocation, as its trace tells it."""
+
+    turns: int = Field(default=0, description="Model turns the loop took.")
+    tool_calls: dict[str, int] = Field(default_factory=dict, description="Calls, by tool name.")
+    invalid_tool_calls: int = Field(default=0, description="Calls refused before running.")
+
+
+def trajectory_of(trace: Any) -> dict[str, StepTrajectory]:
+    """The tool-loop steps of an invocation's trace (the runner's `trace` entries with
+    `turns`), by step id; anything malformed is left out."""
+    found: dict[str, StepTrajectory] = {}
+    for entry in trace if isinstance(trace, list) else []:
+        turns = entry.get("turns") if isinstance(entry, dict) else None
+        if not isinstance(turns, list) or not isinstance(entry.get("id"), str):
+            continue
+        calls: dict[str, int] = {}
+        invalid = 0
+        for turn in turns:
+            for call in turn.get("toolCalls", []) if isinstance(turn, dict) else []:
+                if isinstance(call, dict) and isinstance(call.get("name"), str):
+                    calls[call["name"]] = calls.get(call["name"], 0) + 1
+                    invalid += bool(call.get("invalid"))
+        found[entry["id"]] = StepTrajectory(
+            turns=len(turns), tool_calls=calls, invalid_tool_calls=invalid
+        )
+    return found
+
+
 class Answer(WireModel):
     """What one revision answered to one case, and how the scorers found it."""
 
     output: Any = Field(default=None, description="The output (long text is cut).")
     error: str | None = Field(default=None, description="Why there is no output.")
+    trajectory: dict[str, StepTrajectory] | None = Field(
+        default=None,
+        description="The tool-loop steps, by id, from the trace (None: no trace was seen).",
+    )
     milliseconds: float = 0.0
     scores: list[Score] = Field(default_factory=list)
 

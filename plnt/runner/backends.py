@@ -81,7 +81,7 @@ class ChatRequest:
     """A chat completion request as a model step resolves it."""
 
     model: str
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]
     temperature: float | None = None
     max_tokens: int | None = None
     stop: list[str] | None = None
@@ -99,14 +99,28 @@ class CompletionRequest:
     max_tokens: int | None = None
     stop: list[str] | None = None
     seed: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    """More body fields, e.g. a GBNF `grammar` (llama.cpp's servers take one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One function call a chat answer asked for: OpenAI's `tool_calls[i]`; `arguments`
+    is the JSON text as the model wrote it (it may not even be JSON)."""
+
+    id: str
+    name: str
+    arguments: str
 
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """The generated text and, when known, the tokens it used."""
+    """The generated text, the tool calls asked for (chat only) and, when known, the
+    tokens it used."""
 
     content: str
     usage: Usage | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 def usage_of(payload: Any) -> Usage | None:
@@ -177,6 +191,31 @@ class _Api:
 
 def _message_content(payload: Any) -> Any:
     return payload["choices"][0]["message"]["content"]
+
+
+def _tool_calls(payload: Any) -> tuple[ToolCall, ...]:
+    """`choices[0].message.tool_calls` of a chat answer; malformed entries are skipped."""
+    try:
+        calls = payload["choices"][0]["message"].get("tool_calls") or []
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return ()
+    found = []
+    for position, call in enumerate(calls if isinstance(calls, list) else []):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            continue
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments)
+        call_id = call.get("id")
+        found.append(
+            ToolCall(
+                call_id if isinstance(call_id, str) else f"call_{position}",
+                function["name"],
+                arguments,
+            )
+        )
+    return tuple(found)
 
 
 def _choice_text(payload: Any) -> Any:
@@ -281,6 +320,7 @@ class OpenAICompatibleBackend:
         backend or, for a stream that carried none, counted (see the module docstring)."""
         body = {"model": request.model, "prompt": request.prompt}
         body = self._options(body, request, stream=on_delta is not None)
+        body.update(request.extra)
         return await self._call(self._completions, body, on_delta, counted=request)
 
     async def _call(
@@ -310,6 +350,7 @@ class OpenAICompatibleBackend:
             raise BackendUnavailable(f"backend {api.url} is unreachable: {error}") from error
         except ValueError as error:
             raise BackendUnavailable(f"backend {api.url} answered invalid JSON") from error
+        calls = _tool_calls(payload) if api is self._chat else ()
         try:
             content = api.text_of(payload)
         except (KeyError, IndexError, TypeError) as error:
@@ -317,7 +358,7 @@ class OpenAICompatibleBackend:
         text = content if isinstance(content, str) else ""
         if on_delta is not None and text:
             on_delta(text)
-        return Reply(text, usage_of(payload))
+        return Reply(text, usage_of(payload), calls)
 
     async def _usage(self, streamed: _Streamed, counted: CompletionRequest | None) -> Usage | None:
         """The stream's reported usage; else, for a completion, the counted one (asked now

@@ -7,7 +7,10 @@
     ├── OutputFailed              the output expression failed (500)
     └── StepFailed                a step failed; `.step` names it (500)
         ├── StepBackendFailed     the backend or HTTP target was down or answered an error (502)
-        └── StepTimedOut          an attempt outlived the step's timeoutSeconds (504)
+        ├── StepTimedOut          an attempt outlived the step's timeoutSeconds (504)
+        └── StepInvalidOutput     the model's answer was unusable: not JSON, or not valid for
+            │                     the step's `responseFormat` (the message names the path) (502)
+            └── StepTurnsExhausted  a tool loop reached `maxTurns` without a final answer (502)
 
 Backend errors (`plnt.runner.backends.BackendError`) are translated into `StepFailed`
 subclasses exactly once, in the executor, with the cause chained.
@@ -101,3 +104,25 @@ class StepTimedOut(StepFailed):
 
     status = 504
     type = "gateway_timeout"
+
+
+class StepInvalidOutput(StepFailed):
+    """The model answered, but not what the step asked for: not JSON, or JSON that breaks
+    the step's `responseFormat` schema (the message names the JSON path)."""
+
+    status = 502
+    type = "invalid_model_output"
+
+
+class StepTurnsExhausted(StepInvalidOutput):
+    """A model step with tools took `maxTurns` turns and still gave no final answer."""
+
+    type = "max_turns_exhausted"
+
+    def __init__(self, step: str, *, turns: int, tool_calls: int) -> None:
+        self.turns = turns
+        super().__init__(
+            step,
+            f"no final answer after {turns} turn(s) (maxTurns {turns}), "
+            f"{tool_calls} tool call(s) made",
+        )

@@ -3,9 +3,18 @@
 Every step runs as a task in one `asyncio.TaskGroup` and waits only for the steps it
 `needs`, so independent steps overlap. A step sees the outputs of its ancestors only, which
 keeps rendering deterministic however the tasks interleave. Each attempt is bounded by the
-step's `timeoutSeconds`; backend failures and timeouts are retried `retries` times. When a
+step's `timeoutSeconds`; the failures its retry policy names (`retry`, or the older
+`retries`: backend failures and timeouts) are retried with exponential backoff. When a
 step fails for good, the task group cancels the rest and the first failure is raised as a
 `plnt.runner.errors.StepFailed` naming the step.
+
+Control flow: a step whose `when` is false is skipped — its output is None, its dependants
+run and see `steps.ID.skipped`, and its trace says why. A `forEach` step runs once per
+element of its list, `maxParallel` at once, each element with its own attempts, timeout and
+cache entry; its output is the results in order, and a failed element fails the step (the
+others cancelled) unless `continueOnError`. Model steps with `responseFormat` are asked for
+JSON of the schema and checked (`plnt.runner.structured`); model steps with `tools` run the
+tool loop (`plnt.runner.agents`), which reports its turns into the step's trace.
 
 Time is measured per step (start/finish offsets from the start of the invocation) and per
 backend call; the union of backend intervals is "backend time" in Server-Timing, the rest
@@ -60,12 +69,15 @@ from typing import Any
 
 import aiohttp
 
+from plnt.api import traces
 from plnt.api.headers import CacheMode, StepCacheOutcome
 from plnt.api.usage import Usage
-from plnt.runner import backends, errors, metrics, settings, step_cache
+from plnt.runner import agents, backends, errors, metrics, settings, step_cache, structured
 from plnt.workflowspec import documents, model, templating
 
 MAX_HTTP_RESPONSE_BYTES = 10 * 1024 * 1024
+MAX_ITEMS = 1024
+"""The most elements a `forEach` maps over in one invocation."""
 _REQUIRED = re.compile(r"^'(.+)' is a required property$")
 AnyStep = model.ModelStep | model.HttpStep | model.TransformStep
 StepListener = Callable[["StepTrace", "errors.RunnerError | None"], None]
@@ -88,10 +100,18 @@ class StepTrace:
     """Finished by an earlier attempt of the invocation (`completed`): not run here."""
     output: Any = field(default=None, repr=False, compare=False)
     """The step's output once it finished (for step lines that carry it; not in `to_json`)."""
+    skipped: str | None = None
+    """Why the step did not run (its `when` was false); None when it ran."""
+    turns: list[agents.TurnTrace] | None = None
+    """A tool loop's turns, over every attempt (None: the step has no tools)."""
+    items: int | None = None
+    """How many elements a `forEach` step mapped over (None: it has no `forEach`)."""
+    failed_items: list[traces.FailedItem] = field(default_factory=list)
+    """The elements that failed in a `continueOnError` map: `{index, error}`."""
 
-    def to_json(self) -> dict[str, Any]:
-        """The trace entry as the API returns it."""
-        entry: dict[str, Any] = {
+    def to_json(self) -> traces.StepEntry:
+        """The trace entry as the API returns it (`plnt.api.traces`)."""
+        entry: traces.StepEntry = {
             "id": self.id,
             "kind": self.kind,
             "startedMs": round(self.started_ms, 3),
@@ -103,6 +123,16 @@ class StepTrace:
         }
         if self.resumed:
             entry["resumed"] = True
+        if self.skipped is not None:
+            entry["skipped"] = self.skipped
+        if self.turns is not None:
+            entry["turns"] = [turn.to_json() for turn in self.turns]
+            calls = [call for turn in self.turns for call in turn.tool_calls]
+            entry["toolCalls"] = len(calls)
+            entry["invalidToolCalls"] = sum(call.invalid for call in calls)
+        if self.items is not None:
+            entry["items"] = self.items
+            entry["failedItems"] = list(self.failed_items)
         return entry
 
 
@@ -143,6 +173,8 @@ class _Invocation:
     usage: Usage | None = None
     calls_without_usage: int = 0
     first_token_ms: float | None = None
+    skipped: set[str] = field(default_factory=set)
+    """Steps whose `when` was false: their dependants see `steps.ID.skipped`."""
 
     def offset_ms(self, moment: float) -> float:
         return (moment - self.started) * 1000.0
@@ -192,12 +224,18 @@ def model_for(step: model.ModelStep, config: settings.BackendConfig) -> str | No
 
 
 def output_step(workflow: model.Workflow) -> str | None:
-    """The model step whose output is the workflow's output, if there is one."""
+    """The model step whose output is the workflow's output, if there is one whose text
+    can stream: not a tool loop (its turns are not the answer), not structured output (the
+    output is parsed JSON, not the text), not a map (the output is a list)."""
     match = _OUTPUT_OF_STEP.match(workflow.output)
     if match is None:
         return None
     step = next((s for s in workflow.steps if s.id == match.group(1)), None)
-    return step.id if isinstance(step, model.ModelStep) else None
+    if not isinstance(step, model.ModelStep):
+        return None
+    if step.tools or step.response_format is not None or step.for_each is not None:
+        return None
+    return step.id
 
 
 def require_models(workflow: model.Workflow, config: settings.BackendConfig) -> None:
@@ -237,9 +275,25 @@ class Executor:
         self._definitions = {
             step.id: step.model_dump(mode="json", by_alias=True) for step in workflow.steps
         }
+        # A tool's definition decides what a loop does: it is part of the step's cache key.
+        # A loop is cached only when every tool it may call is idempotent: a hit skips them.
+        self._cacheable: dict[str, bool] = {}
+        for step in workflow.steps:
+            tools = self.step_tools(step)
+            if tools:
+                self._definitions[step.id]["toolDefinitions"] = [
+                    tool.model_dump(mode="json", by_alias=True) for tool in tools
+                ]
+            self._cacheable[step.id] = step.cache and all(tool.idempotent for tool in tools)
         self._kinds = {step.id: step.kind for step in workflow.steps}
         require_models(workflow, backend_config)
         self.output_step = output_step(workflow)
+
+    def step_tools(self, step: AnyStep) -> list[model.Tool]:
+        """The tools a model step may call, in its order (none for other steps)."""
+        if not isinstance(step, model.ModelStep) or not step.tools:
+            return []
+        return [self.workflow.tool(name) for name in step.tools]
 
     def validate_inputs(self, inputs: Any) -> dict[str, Any]:
         """Inputs checked against the schema, with top-level property defaults filled in."""
@@ -318,7 +372,7 @@ class Executor:
             if first is None:
                 raise
             raise first  # noqa: B904 - its own cause is chained already
-        context = templating.context(inputs, invocation.outputs)
+        context = templating.context(inputs, invocation.outputs, invocation.skipped)
         try:
             output = self._compiled.output.evaluate(context)
         except templating.RenderError as error:
@@ -361,16 +415,93 @@ class Executor:
     ) -> None:
         visible = self._compiled.ancestors[step.id]
         outputs = {key: value for key, value in invocation.outputs.items() if key in visible}
-        context = templating.context(invocation.inputs, outputs)
+        context = templating.context(invocation.inputs, outputs, invocation.skipped & visible)
+        templates = self._compiled.steps[step.id]
+        if templates.when is not None:
+            try:
+                go = templates.when.evaluate(context)
+            except templating.RenderError as error:
+                raise errors.StepFailed(step.id, f"`when` failed: {error}") from error
+            if not go:
+                trace.skipped = f"`when` is {go!r}: {step.when}"
+                invocation.skipped.add(step.id)
+                invocation.outputs[step.id] = None
+                trace.finished_ms = invocation.offset_ms(time.perf_counter())
+                return
+        if templates.for_each is not None:
+            value = await self._map(step, context, invocation, trace)
+        else:
+            value = await self._produce(step, context, invocation, trace)
+        invocation.outputs[step.id] = value
+        trace.output = value
+        finished = time.perf_counter()
+        trace.finished_ms = invocation.offset_ms(finished)
+        self._metrics.step_latency.labels(step.id, step.kind, str(trace.cache)).observe(
+            finished - began
+        )
+
+    async def _map(
+        self, step: AnyStep, context: dict[str, Any], invocation: _Invocation, trace: StepTrace
+    ) -> list[Any]:
+        """Run the step once per element of its `forEach`, `maxParallel` at once; the
+        results in the elements' order. A failed element fails the step (the others are
+        cancelled) unless `continueOnError`, which leaves none in its place."""
+        expression = self._compiled.steps[step.id].for_each
+        assert expression is not None
+        try:
+            items = expression.evaluate(context)
+        except templating.RenderError as error:
+            raise errors.StepFailed(step.id, f"`forEach` failed: {error}") from error
+        if not isinstance(items, list | tuple):
+            raise errors.StepFailed(
+                step.id, f"`forEach` gave {type(items).__name__}, not a list: {step.for_each}"
+            )
+        if len(items) > MAX_ITEMS:
+            raise errors.StepFailed(
+                step.id, f"`forEach` gave {len(items)} elements, more than {MAX_ITEMS}"
+            )
+        trace.items = len(items)
+        results: list[Any] = [None] * len(items)
+        limit = asyncio.Semaphore(step.max_parallel)
+
+        async def one(index: int, item: Any) -> None:
+            async with limit:
+                scoped = {**context, "item": item, "index": index}
+                try:
+                    results[index] = await self._produce(step, scoped, invocation, trace)
+                except errors.StepFailed as error:
+                    if not step.continue_on_error:
+                        error.args = (f"{error.args[0]} (forEach element {index})",)
+                        raise
+                    trace.failed_items.append({"index": index, "error": str(error)})
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for index, item in enumerate(items):
+                    group.create_task(one(index, item))
+        except ExceptionGroup as group:
+            first = next((e for e in _leaves(group) if isinstance(e, errors.RunnerError)), None)
+            if first is None:
+                raise
+            raise first  # noqa: B904 - its own cause is chained already
+        trace.failed_items.sort(key=lambda entry: entry["index"])
+        return results
+
+    async def _produce(
+        self, step: AnyStep, context: dict[str, Any], invocation: _Invocation, trace: StepTrace
+    ) -> Any:
+        """One output of the step over `context`: from the step cache, or by running it."""
         try:
             resolved = self._resolve(step, context)
         except templating.RenderError as error:
             raise errors.StepFailed(step.id, f"template failed: {error}") from error
         key = None
-        if step.cache and invocation.cache_mode is CacheMode.BYPASS:
+        value: Any = None
+        cacheable = self._cacheable[step.id]
+        if cacheable and invocation.cache_mode is CacheMode.BYPASS:
             trace.cache = StepCacheOutcome.BYPASS
             invocation.bypassed += 1
-        elif step.cache:
+        elif cacheable:
             key = step_cache.cache_key(
                 step=self._definitions[step.id],
                 resolved=resolved,
@@ -384,20 +515,13 @@ class Executor:
                 self._metrics.cache_hits.inc()
                 if step.id == self.output_step and isinstance(value, str):
                     invocation.delta(step.id, value)
-            else:
-                invocation.misses += 1
-                self._metrics.cache_misses.inc()
-        if trace.cache is not StepCacheOutcome.HIT:
-            value = await self._attempt(step, resolved, invocation, trace)
-            if key is not None:
-                self.cache.put(key, value)
-        invocation.outputs[step.id] = value
-        trace.output = value
-        finished = time.perf_counter()
-        trace.finished_ms = invocation.offset_ms(finished)
-        self._metrics.step_latency.labels(step.id, step.kind, str(trace.cache)).observe(
-            finished - began
-        )
+                return value
+            invocation.misses += 1
+            self._metrics.cache_misses.inc()
+        value = await self._attempt(step, resolved, invocation, trace)
+        if key is not None:
+            self.cache.put(key, value)
+        return value
 
     def _resolve(self, step: AnyStep, context: dict[str, Any]) -> Any:
         templates = self._compiled.steps[step.id]
@@ -434,27 +558,40 @@ class Executor:
     async def _attempt(
         self, step: AnyStep, resolved: dict[str, Any], invocation: _Invocation, trace: StepTrace
     ) -> Any:
+        """Call the step, each attempt bounded by `timeoutSeconds`, retried as its `retry`
+        policy says (which failures, how many attempts, how long apart)."""
+        policy = step.retry_policy()
+        delay = policy.backoff_seconds
         failure: errors.StepFailed | None = None
-        for attempt in range(step.retries + 1):
+        for attempt in range(policy.attempts):
             if invocation.first_token_ms is not None and step.id == self.output_step:
                 break  # part of the answer is out already: a retry cannot take it back
-            trace.attempts = attempt + 1
+            trace.attempts = max(trace.attempts, attempt + 1)
             try:
                 async with asyncio.timeout(step.timeout_seconds):
                     return await self._call(step, resolved, invocation, trace)
             except TimeoutError as error:
-                failure = errors.StepTimedOut(
-                    step.id, f"timed out after {step.timeout_seconds:g}s (attempt {attempt + 1})"
+                failure, cause = (
+                    errors.StepTimedOut(
+                        step.id,
+                        f"timed out after {step.timeout_seconds:g}s (attempt {attempt + 1})",
+                    ),
+                    "timeout",
                 )
                 failure.__cause__ = error
             except backends.BackendTimeout as error:
-                failure = errors.StepTimedOut(step.id, str(error))
+                failure, cause = errors.StepTimedOut(step.id, str(error)), "timeout"
                 failure.__cause__ = error
             except backends.BackendError as error:
-                failure = errors.StepBackendFailed(step.id, str(error))
+                failure, cause = errors.StepBackendFailed(step.id, str(error)), "backend"
                 failure.__cause__ = error
-            if attempt < step.retries and invocation.first_token_ms is None:
-                await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
+            except errors.StepInvalidOutput as error:
+                failure, cause = error, "output"
+            if cause not in policy.retry_on:
+                raise failure
+            if attempt + 1 < policy.attempts and invocation.first_token_ms is None:
+                await asyncio.sleep(min(delay, policy.max_backoff_seconds))
+                delay *= policy.backoff_factor
         assert failure is not None
         raise failure
 
@@ -463,17 +600,22 @@ class Executor:
     ) -> Any:
         if isinstance(step, model.TransformStep):
             return resolved["value"]
+        if isinstance(step, model.ModelStep) and step.tools:
+            return await self._loop(step, resolved, invocation, trace)
         began = time.perf_counter()
         outcome = "error"
         try:
             if isinstance(step, model.ModelStep):
                 streams = invocation.on_delta is not None and step.id == self.output_step
                 on_delta = (lambda piece: invocation.delta(step.id, piece)) if streams else None
-                reply = await self._generate(resolved, on_delta)
+                reply = await self._generate(step, resolved, on_delta)
                 invocation.count(reply)
                 self._metrics.count_tokens(reply.usage)
                 outcome = "ok"
-                return reply.content
+                if step.response_format is None:
+                    return reply.content
+                value = structured.parse_json(step.id, reply.content)
+                return structured.check(step.id, value, step.response_format)
             answer = await self._http(step, resolved)
             outcome = "ok"
             return answer
@@ -483,21 +625,61 @@ class Executor:
             trace.backend_ms += (ended - began) * 1000.0
             self._metrics.backend_latency.labels(step.kind, outcome).observe(ended - began)
 
+    async def _loop(
+        self,
+        step: model.ModelStep,
+        resolved: dict[str, Any],
+        invocation: _Invocation,
+        trace: StepTrace,
+    ) -> Any:
+        """A step with tools: its tool loop (`plnt.runner.agents`), turns kept in the trace
+        across attempts."""
+
+        def count(reply: backends.Reply) -> None:
+            invocation.count(reply)
+            self._metrics.count_tokens(reply.usage)
+
+        def interval(began: float, ended: float) -> None:
+            invocation.intervals.append((began, ended))
+            trace.backend_ms += (ended - began) * 1000.0
+
+        loop = agents.ToolLoop(
+            step,
+            tools=self.step_tools(step),
+            templates=self._compiled.tools,
+            backend=self._backend,
+            session=self._session,
+            inputs=invocation.inputs,
+            hooks=agents.Hooks(offset_ms=invocation.offset_ms, count=count, interval=interval),
+        )
+        if trace.turns is None:
+            trace.turns = []
+        try:
+            return await loop.run(resolved, _options(resolved))
+        finally:
+            trace.turns.extend(loop.turns)
+
     async def _generate(
-        self, resolved: dict[str, Any], on_delta: backends.DeltaListener | None
+        self,
+        step: model.ModelStep,
+        resolved: dict[str, Any],
+        on_delta: backends.DeltaListener | None,
     ) -> backends.Reply:
-        """One model call: a text completion when the step resolved a prompt, else a chat."""
-        options = {
-            "model": resolved["model"],
-            "temperature": resolved["temperature"],
-            "max_tokens": resolved["max_tokens"],
-            "stop": resolved.get("stop"),
-            "seed": resolved.get("seed"),
-        }
+        """One model call: a text completion when the step resolved a prompt, else a chat;
+        held to the step's `responseFormat` by a grammar or OpenAI's `response_format`."""
+        options = _options(resolved)
+        form = step.response_format
+        extra: dict[str, Any] = {}
         if "prompt" in resolved:
-            completion = backends.CompletionRequest(prompt=resolved["prompt"], **options)
+            if form is not None:
+                extra["grammar"] = structured.completion_grammar(form)
+            completion = backends.CompletionRequest(
+                prompt=resolved["prompt"], extra=extra, **options
+            )
             return await self._backend.complete(completion, on_delta=on_delta)
-        chat = backends.ChatRequest(messages=resolved["messages"], **options)
+        if form is not None:
+            extra["response_format"] = structured.chat_response_format(form)
+        chat = backends.ChatRequest(messages=resolved["messages"], extra=extra, **options)
         return await self._backend.chat(chat, on_delta=on_delta)
 
     async def _http(self, step: model.HttpStep, resolved: dict[str, Any]) -> Any:
@@ -551,6 +733,17 @@ async def _read_capped(response: aiohttp.ClientResponse, step: model.HttpStep, u
             )
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _options(resolved: dict[str, Any]) -> dict[str, Any]:
+    """The sampling options of a resolved model step, as the backend requests take them."""
+    return {
+        "model": resolved["model"],
+        "temperature": resolved["temperature"],
+        "max_tokens": resolved["max_tokens"],
+        "stop": resolved.get("stop"),
+        "seed": resolved.get("seed"),
+    }
 
 
 def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:

@@ -29,7 +29,7 @@ import jsonschema.validators
 import pydantic
 import yaml
 
-from plnt.workflowspec import dag, model, templating
+from plnt.workflowspec import dag, grammars, model, templating
 
 MAX_SPEC_BYTES = 1024 * 1024
 _KINDS = {"model", "http", "transform"}
@@ -73,11 +73,15 @@ def parse_and_compile(data: bytes) -> tuple[model.Workflow, templating.CompiledW
         raise SpecError([dag.Problem("<document>", f"not valid YAML: {error}")]) from error
     if not isinstance(document, dict):
         raise SpecError([dag.Problem("<document>", "must be a mapping (a YAML/JSON object)")])
+    odd_keys = _non_string_keys(document, "")
+    if odd_keys:
+        raise SpecError(odd_keys)
     try:
         workflow = model.Workflow.model_validate(document)
     except pydantic.ValidationError as error:
         raise SpecError(_pydantic_problems(error, document)) from error
     problems = _schema_problems(workflow)
+    problems += _tool_problems(workflow)
     problems += dag.check_graph(workflow.steps)
     if problems:
         raise SpecError(problems)
@@ -109,6 +113,81 @@ def _schema_problems(workflow: model.Workflow) -> list[dag.Problem]:
                 for error in validate_inputs(workflow, smoke.inputs)
             ]
     return problems
+
+
+def _non_string_keys(value: Any, path: str) -> list[dag.Problem]:
+    """Keys YAML did not read as strings. YAML 1.1 reads a bare `on`, `off`, `yes`, `no` as
+    a boolean (and `1` as a number): a field named so would otherwise be reported as
+    pydantic's `Keys should be strings`, pointing nowhere near the word written."""
+    found: list[dag.Problem] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                found.append(
+                    dag.Problem(
+                        f"{path or '<document>'}",
+                        f"key {key!r} is not a string (YAML reads a bare on/off/yes/no as a "
+                        "boolean: quote it, or use the field's documented name)",
+                    )
+                )
+            else:
+                found += _non_string_keys(item, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _non_string_keys(item, f"{path}[{index}]")
+    return found
+
+
+def _tool_problems(workflow: model.Workflow) -> list[dag.Problem]:
+    """Tools: unique names, valid parameter schemas; steps: known tools, valid response
+    schemas, and for completion steps schemas a grammar can hold the model to."""
+    problems: list[dag.Problem] = []
+    first: dict[str, int] = {}
+    for index, tool in enumerate(workflow.tools):
+        where = f"tools[{index}](name={tool.name})"
+        if tool.name in first:
+            problems.append(
+                dag.Problem(
+                    f"{where}.name", f"duplicate tool name (first: tools[{first[tool.name]}])"
+                )
+            )
+        first.setdefault(tool.name, index)
+        valid = _check_schema(tool.parameters, f"{where}.parameters", problems)
+        if valid and tool.parameters.get("type") != "object":
+            problems.append(
+                dag.Problem(f"{where}.parameters.type", "tool parameters must be an object")
+            )
+    for index, step in enumerate(workflow.steps):
+        if not isinstance(step, model.ModelStep):
+            continue
+        completion = step.mode == "completion"
+        if step.response_format is not None:
+            path = dag.step_path(index, step.id, "responseFormat.jsonSchema")
+            valid = _check_schema(step.response_format.json_schema, path, problems)
+            if valid and completion:
+                _check_grammar(step.response_format.json_schema, path, problems)
+        for position, name in enumerate(step.tools or []):
+            path = dag.step_path(index, step.id, f"tools[{position}]")
+            if name not in first:
+                problems.append(dag.Problem(path, f"unknown tool {name!r} (not in `tools`)"))
+            elif name in (step.tools or [])[:position]:
+                problems.append(dag.Problem(path, f"{name!r} is listed twice"))
+            elif completion:
+                tool = workflow.tools[first[name]]
+                where = f"tools[{first[name]}](name={name}).parameters"
+                _check_grammar(tool.parameters, where, problems)
+    return list(dict.fromkeys(problems))  # a tool used by several steps is named once
+
+
+def _check_grammar(schema: dict[str, Any], path: str, problems: list[dag.Problem]) -> None:
+    """A completion step's schemas become grammars: one that cannot is a spec error."""
+    try:
+        grammars.schema_grammar(schema, path=path)
+    except grammars.UnsupportedSchema as error:
+        reason = str(error).split(": ", 1)[1]
+        problems.append(
+            dag.Problem(error.path, f"not supported by a completion step's grammar: {reason}")
+        )
 
 
 def _check_schema(schema: dict[str, Any], path: str, problems: list[dag.Problem]) -> bool:

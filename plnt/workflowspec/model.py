@@ -44,6 +44,39 @@ class Metadata(SpecModel):
     labels: dict[str, str] = Field(default_factory=dict, description="String labels.")
 
 
+RetryableError = Literal["timeout", "backend", "output"]
+"""What a failed attempt may be retried for: it timed out, the backend (or HTTP target)
+failed, or the model's answer was unusable (not schema-valid, or no final answer within
+`maxTurns`)."""
+
+
+DEFAULT_RETRY_ON: tuple[RetryableError, ...] = ("timeout", "backend")
+
+
+class Retry(SpecModel):
+    """How a step's failed attempts are tried again: how often, how long apart, and after
+    which failures (Argo Workflows' `retryStrategy`, reduced to what a step needs)."""
+
+    attempts: int = Field(
+        default=3, ge=1, le=10, description="Attempts in all, the first one included."
+    )
+    backoff_seconds: float = Field(
+        default=0.05, ge=0, le=60, description="Wait before the second attempt."
+    )
+    backoff_factor: float = Field(
+        default=2.0, ge=1, le=10, description="Each later wait is the one before times this."
+    )
+    max_backoff_seconds: float = Field(
+        default=1.0, ge=0, le=300, description="No wait is longer than this."
+    )
+    # Not `on`: YAML 1.1 (PyYAML) reads a bare `on` key as the boolean true.
+    retry_on: list[RetryableError] = Field(
+        default_factory=lambda: list(DEFAULT_RETRY_ON),
+        min_length=1,
+        description="The failures that are retried: timeout, backend, output.",
+    )
+
+
 class StepBase(SpecModel):
     """What every step has: an id, its dependencies, and how it is run."""
 
@@ -55,11 +88,52 @@ class StepBase(SpecModel):
         default=60.0, gt=0, le=3600, description="Limit for one attempt of this step."
     )
     retries: int = Field(
-        default=0, ge=0, le=10, description="Extra attempts after a backend failure or timeout."
+        default=0,
+        ge=0,
+        le=10,
+        description="Extra attempts after a backend failure or timeout (`retry` says more).",
+    )
+    retry: Retry | None = Field(
+        default=None,
+        description="Attempts, backoff and the failures retried; instead of `retries`.",
     )
     cache: bool = Field(
         default=True, description="Whether the step's output may be served from the step cache."
     )
+    when: str | None = Field(
+        default=None,
+        description="Expression over `inputs` and `steps`: the step runs only when it is "
+        "true; otherwise it is skipped (output none, `steps.ID.skipped` true).",
+    )
+    for_each: str | None = Field(
+        default=None,
+        description="Expression giving a list: the step runs once per element (templates "
+        "see `item` and `index`) and its output is the list of results, in order.",
+    )
+    max_parallel: int = Field(
+        default=4, ge=1, le=64, description="With `forEach`: elements run at once, at most."
+    )
+    continue_on_error: bool = Field(
+        default=False,
+        description="With `forEach`: a failed element gives none in the output list instead "
+        "of failing the step.",
+    )
+
+    @model_validator(mode="after")
+    def _one_way_to_retry(self) -> StepBase:
+        if self.retry is not None and self.retries:
+            raise ValueError("give `retry` or `retries`, not both")
+        for name in ("max_parallel", "continue_on_error"):
+            if self.for_each is None and name in self.model_fields_set:
+                raise ValueError(f"`{to_camel(name)}` applies only to a step with `forEach`")
+        return self
+
+    def retry_policy(self) -> Retry:
+        """The step's retry policy: `retry`, or `retries` read as extra attempts after a
+        timeout or a backend failure (the older field, still valid)."""
+        if self.retry is not None:
+            return self.retry
+        return Retry(attempts=self.retries + 1)
 
 
 class Message(SpecModel):
@@ -67,6 +141,62 @@ class Message(SpecModel):
 
     role: Literal["system", "user", "assistant"] = Field(description="Chat role.")
     content: str = Field(description="Template rendered over `inputs` and `steps`.")
+
+
+class ResponseFormat(SpecModel):
+    """The JSON a model step must answer: the backend is constrained to it where it can be
+    (OpenAI's `response_format` on chat, a grammar on completions) and the runner checks it."""
+
+    json_schema: dict[str, Any] = Field(
+        description="JSON Schema of the answer; the step's output is the parsed JSON."
+    )
+    name: str = Field(
+        default="output",
+        pattern=r"^[A-Za-z0-9_-]{1,64}$",
+        description="The schema's name, as OpenAI's `json_schema.name` wants one.",
+    )
+
+
+class ToolHttp(SpecModel):
+    """A tool implemented by an HTTP call; templates see `arguments` and `inputs`."""
+
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = Field(
+        default="POST", description="HTTP method."
+    )
+    url: str = Field(description="URL template; must render to an http(s) URL.")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="Header values are templates."
+    )
+    body: str | None = Field(
+        default="{{ arguments | tojson }}",
+        description="Request body template (default: the arguments as JSON).",
+    )
+    response: Literal["auto", "json", "text"] = Field(
+        default="auto", description="How to read the body: by Content-Type, JSON, or text."
+    )
+    timeout_seconds: float = Field(
+        default=30.0, gt=0, le=600, description="Limit for one call of the tool."
+    )
+
+
+TOOL_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
+
+
+class Tool(SpecModel):
+    """A function a model step may call: what the model is told, and how it is run."""
+
+    name: str = Field(pattern=TOOL_NAME_PATTERN, description="Unique tool name.")
+    description: str = Field(min_length=1, description="What the tool does, for the model.")
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        description="JSON Schema of the arguments (an object); calls are checked against it.",
+    )
+    idempotent: bool = Field(
+        default=False,
+        description="Calling it twice with the same arguments does no more than once; a "
+        "step using only idempotent tools may be cached.",
+    )
+    http: ToolHttp = Field(description="The tool's implementation: an HTTP call.")
 
 
 class ModelStep(StepBase):
@@ -110,6 +240,25 @@ class ModelStep(StepBase):
         description="Sampling seed, for backends that honour it: with temperature 0 (or a "
         "seed) the same request gives the same text.",
     )
+    response_format: ResponseFormat | None = Field(
+        default=None,
+        description="The JSON Schema the answer must satisfy; the output is the parsed JSON.",
+    )
+    tools: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=32,
+        description="Names of spec-level `tools` the model may call, in a loop of turns.",
+    )
+    max_turns: int = Field(
+        default=8,
+        ge=1,
+        le=32,
+        description="With `tools`: model calls at most, before the step fails without answer.",
+    )
+    max_parallel_tool_calls: int = Field(
+        default=4, ge=1, le=32, description="With `tools`: tool calls of one turn run at once."
+    )
 
     @model_validator(mode="after")
     def _exactly_one_of_messages_or_prompt(self) -> ModelStep:
@@ -118,6 +267,10 @@ class ModelStep(StepBase):
                 raise ValueError("a completion step continues `prompt` and takes no `messages`")
         elif (self.messages is None) == (self.prompt is None):
             raise ValueError("exactly one of `messages` or `prompt` must be given")
+        if self.tools is None:
+            for name in ("max_turns", "max_parallel_tool_calls"):
+                if name in self.model_fields_set:
+                    raise ValueError(f"`{to_camel(name)}` applies only to a step with `tools`")
         return self
 
     def message_templates(self) -> list[Message]:
@@ -211,10 +364,22 @@ class Workflow(SpecModel):
     output: str = Field(
         description="Expression over `inputs` and `steps` giving the workflow's output."
     )
+    tools: list[Tool] = Field(
+        default_factory=list,
+        max_length=64,
+        description="Functions model steps may call (a step lists the ones it uses).",
+    )
     chat: ChatMapping | None = Field(
         default=None, description="Mapping for the OpenAI-compatible endpoint (optional)."
     )
     smoke: Smoke | None = Field(default=None, description="A smoke case.")
+
+    def tool(self, name: str) -> Tool:
+        """The tool with this name (KeyError if there is none)."""
+        for candidate in self.tools:
+            if candidate.name == name:
+                return candidate
+        raise KeyError(name)
 
     def step(self, step_id: str) -> ModelStep | HttpStep | TransformStep:
         """The step with this id (KeyError if there is none)."""

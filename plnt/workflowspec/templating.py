@@ -16,6 +16,7 @@ optional was absent, or an expression produced an undefined value).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,6 +29,10 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from plnt.workflowspec import dag, model
 
 CONTEXT_NAMES = frozenset({"inputs", "steps"})
+ITEM_NAMES = frozenset({"item", "index"})
+"""What a `forEach` step's templates see besides: the element and its position."""
+TOOL_NAMES = frozenset({"inputs", "arguments"})
+"""What a tool's call templates see: the invocation's inputs and the call's arguments."""
 
 
 class RenderError(Exception):
@@ -95,6 +100,19 @@ class StepTemplates:
     body: Template | None = None
     template: Template | None = None
     expression: Expression | None = None
+    when: Expression | None = None
+    """The step's condition, evaluated before it runs (None: always runs)."""
+    for_each: Expression | None = None
+    """The list the step maps over (None: the step runs once)."""
+
+
+@dataclass(frozen=True)
+class ToolTemplates:
+    """The compiled call of one tool: its URL, headers and body over `arguments`."""
+
+    url: Template | None = None
+    headers: dict[str, Template] = field(default_factory=dict)
+    body: Template | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +122,7 @@ class CompiledWorkflow:
     steps: dict[str, StepTemplates]
     output: Expression
     ancestors: dict[str, set[str]]
+    tools: dict[str, ToolTemplates] = field(default_factory=dict)
 
 
 class _Compiler:
@@ -113,32 +132,48 @@ class _Compiler:
         self.ancestors = dag.ancestors(workflow.steps)
         self.step_ids = {step.id for step in workflow.steps}
 
-    def template(self, source: str, *, path: str, visible: set[str]) -> Template | None:
+    def template(
+        self,
+        source: str,
+        *,
+        path: str,
+        visible: set[str],
+        names: frozenset[str] = CONTEXT_NAMES,
+    ) -> Template | None:
         try:
             ast = self.env.parse(source)
-            self._check_references(ast, path=path, visible=visible)
+            self._check_references(ast, path=path, visible=visible, names=names)
             return Template(source, self.env.from_string(ast))
         except jinja2.TemplateSyntaxError as error:
             self.problems.append(dag.Problem(path, f"template syntax error: {error.message}"))
             return None
 
-    def expression(self, source: str, *, path: str, visible: set[str]) -> Expression | None:
+    def expression(
+        self,
+        source: str,
+        *,
+        path: str,
+        visible: set[str],
+        names: frozenset[str] = CONTEXT_NAMES,
+    ) -> Expression | None:
         try:
             # Parse the expression the way compile_expression does, to inspect it first.
             ast = self.env.parse("{{ (" + source + ") }}")
-            self._check_references(ast, path=path, visible=visible)
+            self._check_references(ast, path=path, visible=visible, names=names)
             compiled = self.env.compile_expression(source, undefined_to_none=False)
             return Expression(source, compiled)
         except jinja2.TemplateSyntaxError as error:
             self.problems.append(dag.Problem(path, f"expression syntax error: {error.message}"))
             return None
 
-    def _check_references(self, ast: nodes.Template, *, path: str, visible: set[str]) -> None:
-        allowed = CONTEXT_NAMES | set(self.env.globals)
+    def _check_references(
+        self, ast: nodes.Template, *, path: str, visible: set[str], names: frozenset[str]
+    ) -> None:
+        allowed = names | set(self.env.globals)
+        quoted = [f"`{name}`" for name in sorted(names)]
+        seen = ", ".join(quoted[:-1]) + " and " + quoted[-1]
         for name in sorted(meta.find_undeclared_variables(ast) - allowed):
-            self.problems.append(
-                dag.Problem(path, f"unknown name {name!r} (templates see `inputs` and `steps`)")
-            )
+            self.problems.append(dag.Problem(path, f"unknown name {name!r} (templates see {seen})"))
         for found in ast.find_all((nodes.Getattr, nodes.Getitem)):
             node = cast(nodes.Getattr | nodes.Getitem, found)
             attr = _static_attribute(node)
@@ -147,7 +182,8 @@ class _Compiler:
                     dag.Problem(path, f"access to {attr!r} is refused by the sandbox")
                 )
             inner = node.node
-            if isinstance(inner, nodes.Name) and inner.name == "steps" and attr is not None:
+            is_steps = isinstance(inner, nodes.Name) and inner.name == "steps"
+            if is_steps and attr is not None and "steps" in names:
                 if attr not in self.step_ids:
                     self.problems.append(dag.Problem(path, f"unknown step {attr!r}"))
                 elif attr not in visible:
@@ -176,14 +212,28 @@ def compile_workflow(workflow: model.Workflow) -> tuple[CompiledWorkflow, list[d
     compiled_steps: dict[str, StepTemplates] = {}
     for index, step in enumerate(workflow.steps):
         visible = compiler.ancestors[step.id]
+        names = CONTEXT_NAMES | ITEM_NAMES if step.for_each is not None else CONTEXT_NAMES
 
         def path(name: str, *, index: int = index, step_id: str = step.id) -> str:
             return dag.step_path(index, step_id, name)
 
+        def template(
+            source: str,
+            where: str,
+            *,
+            names: frozenset[str] = names,
+            visible: set[str] = visible,
+        ) -> Template | None:
+            return compiler.template(source, path=path(where), visible=visible, names=names)
+
+        when = for_each = None
+        if step.when is not None:
+            when = compiler.expression(step.when, path=path("when"), visible=visible)
+        if step.for_each is not None:
+            for_each = compiler.expression(step.for_each, path=path("forEach"), visible=visible)
         if isinstance(step, model.ModelStep) and step.mode == "completion":
             assert step.prompt is not None  # the model's validator requires it
-            prompt = compiler.template(step.prompt, path=path("prompt"), visible=visible)
-            compiled_steps[step.id] = StepTemplates(prompt=prompt)
+            compiled_steps[step.id] = StepTemplates(prompt=template(step.prompt, "prompt"))
         elif isinstance(step, model.ModelStep):
             messages: list[tuple[str, Template]] = []
             for position, message in enumerate(step.message_templates()):
@@ -192,42 +242,73 @@ def compile_workflow(workflow: model.Workflow) -> tuple[CompiledWorkflow, list[d
                     if step.prompt is not None
                     else path(f"messages[{position}].content")
                 )
-                compiled = compiler.template(message.content, path=where, visible=visible)
+                compiled = compiler.template(
+                    message.content, path=where, visible=visible, names=names
+                )
                 if compiled is not None:
                     messages.append((message.role, compiled))
             compiled_steps[step.id] = StepTemplates(messages=messages)
         elif isinstance(step, model.HttpStep):
             headers: dict[str, Template] = {}
             for name, value in step.headers.items():
-                header = compiler.template(value, path=path(f"headers.{name}"), visible=visible)
+                header = template(value, f"headers.{name}")
                 if header is not None:
                     headers[name] = header
-            body = None
-            if step.body is not None:
-                body = compiler.template(step.body, path=path("body"), visible=visible)
-            url = compiler.template(step.url, path=path("url"), visible=visible)
+            body = template(step.body, "body") if step.body is not None else None
+            url = template(step.url, "url")
             compiled_steps[step.id] = StepTemplates(url=url, headers=headers, body=body)
         else:
-            template = expression = None
+            text = expression = None
             if step.template is not None:
-                template = compiler.template(step.template, path=path("template"), visible=visible)
+                text = template(step.template, "template")
             if step.expression is not None:
                 expression = compiler.expression(
-                    step.expression, path=path("expression"), visible=visible
+                    step.expression, path=path("expression"), visible=visible, names=names
                 )
-            compiled_steps[step.id] = StepTemplates(template=template, expression=expression)
+            compiled_steps[step.id] = StepTemplates(template=text, expression=expression)
+        compiled_steps[step.id] = dataclasses.replace(
+            compiled_steps[step.id], when=when, for_each=for_each
+        )
+    tools: dict[str, ToolTemplates] = {}
+    for index, tool in enumerate(workflow.tools):
+        where = f"tools[{index}](name={tool.name}).http"
+
+        def tool_template(source: str, field_name: str, *, where: str = where) -> Template | None:
+            return compiler.template(
+                source, path=f"{where}.{field_name}", visible=set(), names=TOOL_NAMES
+            )
+
+        tool_headers: dict[str, Template] = {}
+        for name, value in tool.http.headers.items():
+            header = tool_template(value, f"headers.{name}")
+            if header is not None:
+                tool_headers[name] = header
+        tools[tool.name] = ToolTemplates(
+            url=tool_template(tool.http.url, "url"),
+            headers=tool_headers,
+            body=tool_template(tool.http.body, "body") if tool.http.body is not None else None,
+        )
     output = compiler.expression(workflow.output, path="output", visible=compiler.step_ids)
     result = CompiledWorkflow(
         steps=compiled_steps,
         output=output or Expression("none", compiler.env.compile_expression("none")),
         ancestors=compiler.ancestors,
+        tools=tools,
     )
     return result, compiler.problems
 
 
-def context(inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> dict[str, Any]:
-    """The names a template sees: `inputs` and `steps.<id>.output`."""
+def context(
+    inputs: Mapping[str, Any],
+    outputs: Mapping[str, Any],
+    skipped: frozenset[str] | set[str] = frozenset(),
+) -> dict[str, Any]:
+    """The names a template sees: `inputs`, `steps.<id>.output` and `steps.<id>.skipped`
+    (a step skipped by its `when` has output none)."""
     return {
         "inputs": dict(inputs),
-        "steps": {step_id: {"output": value} for step_id, value in outputs.items()},
+        "steps": {
+            step_id: {"output": value, "skipped": step_id in skipped}
+            for step_id, value in outputs.items()
+        },
     }

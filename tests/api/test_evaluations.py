@@ -64,7 +64,8 @@ def test_a_valid_evaluation_with_every_scorer_is_accepted() -> None:
         (
             {"cases": [{"name": "a", "expect": [{"contains": "x", "regex": "y"}]}]},
             f"{E}.cases[0].expect[0]",
-            "exactly one of contains, regex, jsonSchema, equals, judge (found: contains, regex)",
+            "exactly one of contains, regex, jsonSchema, equals, judge, trajectory"
+            " (found: contains, regex)",
         ),
         (
             {"cases": [{"name": "a", "expect": [{}]}]},

@@ -19,7 +19,9 @@ def test_the_committed_schema_file_matches_the_model() -> None:
     assert committed == schema.render(), "run: python -m plnt.workflowspec.schema"
 
 
-@pytest.mark.parametrize("name", ["chat.workflow.yaml", "fanout.workflow.yaml"])
+@pytest.mark.parametrize(
+    "name", sorted(path.name for path in (REPO / "examples").glob("*.workflow.yaml"))
+)
 def test_the_examples_validate_against_the_published_schema(name: str) -> None:
     published = json.loads((REPO / "docs/spec/workflow.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(published)

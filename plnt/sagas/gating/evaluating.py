@@ -80,7 +80,8 @@ async def answer(
         detail = error.get("message") if isinstance(error, dict) else None
         return ev.Answer(error=f"HTTP {status}: {detail or body}", milliseconds=milliseconds), None
     output = body.get("output")
-    return ev.Answer(output=kept(output), milliseconds=milliseconds), output
+    trajectory = ev.trajectory_of(body.get("trace"))
+    return ev.Answer(output=kept(output), trajectory=trajectory, milliseconds=milliseconds), output
 
 
 Progress = Callable[[str], None]

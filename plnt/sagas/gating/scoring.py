@@ -105,6 +105,39 @@ def check(scorer: ev.Scorer, output: Any) -> Check:
     raise ValueError(f"{kind} is not a deterministic scorer")
 
 
+def check_trajectory(
+    bounds: ev.TrajectoryCheck, trajectory: dict[str, ev.StepTrajectory] | None
+) -> Check:
+    """Hold an answer's trajectory (its tool-loop steps) to a trajectory scorer's bounds."""
+    if trajectory is None:
+        return Check(False, "no trace to read the trajectory from")
+    if bounds.step is not None:
+        if bounds.step not in trajectory:
+            return Check(False, f"step {bounds.step!r} ran no tool loop")
+        steps = [trajectory[bounds.step]]
+    else:
+        steps = list(trajectory.values())
+    calls = sum(
+        count
+        for step in steps
+        for name, count in step.tool_calls.items()
+        if bounds.tool is None or name == bounds.tool
+    )
+    turns = sum(step.turns for step in steps)
+    invalid = sum(step.invalid_tool_calls for step in steps)
+    what = f"calls of {bounds.tool!r}" if bounds.tool else "tool calls"
+    problems = []
+    if bounds.min_calls is not None and calls < bounds.min_calls:
+        problems.append(f"{calls} {what} < min {bounds.min_calls}")
+    if bounds.max_calls is not None and calls > bounds.max_calls:
+        problems.append(f"{calls} {what} > max {bounds.max_calls}")
+    if bounds.max_turns is not None and turns > bounds.max_turns:
+        problems.append(f"{turns} turns > max {bounds.max_turns}")
+    if bounds.max_invalid_calls is not None and invalid > bounds.max_invalid_calls:
+        problems.append(f"{invalid} invalid calls > max {bounds.max_invalid_calls}")
+    return Check(not problems, "; ".join(problems))
+
+
 def score(scorers: Sequence[ev.Scorer], answer: ev.Answer) -> list[ev.Score]:
     """Every deterministic scorer's check of one answer; an answer with an error fails all."""
     scores: list[ev.Score] = []
@@ -114,7 +147,10 @@ def score(scorers: Sequence[ev.Scorer], answer: ev.Answer) -> list[ev.Score]:
         if answer.error is not None:
             scores.append(ev.Score(scorer=scorer.key, passed=False, detail=answer.error))
             continue
-        found = check(scorer, answer.output)
+        if scorer.trajectory is not None:
+            found = check_trajectory(scorer.trajectory, answer.trajectory)
+        else:
+            found = check(scorer, answer.output)
         scores.append(ev.Score(scorer=scorer.key, passed=found.passed, detail=found.detail))
     return scores
 

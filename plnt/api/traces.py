@@ -1,0 +1,74 @@
+"""The runner's trace on the wire: one entry per step of an invocation, and in a tool-loop
+step one per turn and per tool call.
+
+The runner writes these (`/invoke` answers, stream step lines, chat completion extras); the
+API server keeps them in the invocation log (`InvocationStatus.trace`), and the quality
+gate reads an agent's trajectory from them (`plnt.api.evaluations.trajectory_of`). Times
+are milliseconds from the start of the invocation; `usage` is OpenAI's object with
+`source` (`plnt.api.usage`). Keys that only some steps have are absent on the others.
+
+No I/O here, and no pydantic.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+
+class ToolCallEntry(TypedDict):
+    """One tool call of one turn."""
+
+    id: str
+    name: str
+    startedMs: float
+    durationMs: float
+    ok: bool
+    """It ran and its tool answered (a result went back to the model)."""
+    invalid: NotRequired[bool]
+    """Refused before running: not JSON, an unknown tool, or arguments off the schema."""
+    error: NotRequired[str]
+    """Why it was refused or failed; the model was shown the same text."""
+
+
+class TurnEntry(TypedDict):
+    """One model call of a tool loop and the calls it asked for."""
+
+    turn: int
+    startedMs: float
+    durationMs: float
+    modelMs: float
+    final: bool
+    """The model answered instead of calling a tool: the loop ended here."""
+    toolCalls: list[ToolCallEntry]
+    usage: NotRequired[dict[str, Any]]
+
+
+class FailedItem(TypedDict):
+    """An element of a `continueOnError` map that failed."""
+
+    index: int
+    error: str
+
+
+class StepEntry(TypedDict):
+    """One step of an invocation."""
+
+    id: str
+    kind: str
+    startedMs: float
+    finishedMs: float
+    durationMs: float
+    backendMs: float
+    attempts: int
+    cache: str
+    resumed: NotRequired[bool]
+    skipped: NotRequired[str]
+    """Why the step did not run: its `when` was false (the value, and the expression)."""
+    turns: NotRequired[list[TurnEntry]]
+    toolCalls: NotRequired[int]
+    invalidToolCalls: NotRequired[int]
+    items: NotRequired[int]
+    """How many elements a `forEach` step mapped over."""
+    failedItems: NotRequired[list[FailedItem]]
+    error: NotRequired[dict[str, Any]]
+    """On a stream's step line, a failed step's error (OpenAI's error object)."""

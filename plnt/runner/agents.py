@@ -1,0 +1,395 @@
+"""The tool loop of a model step with `tools`: ask the model, run the calls, feed results
+back, until it answers or `maxTurns` is reached.
+
+Chat steps use OpenAI's tools API: the tools go out as `tools` (`tool_choice: auto`), the
+answer's `tool_calls` are run, and each result goes back as a `tool` message. Completion
+steps (a base model, which knows no tools API) are held by a grammar to one action per
+turn, either `{"tool": NAME, "arguments": {...}}` with arguments valid for that tool's
+schema or `{"answer": ...}`; the runner appends the action and a line
+`Result: <JSON>` to the prompt and asks again, so a few-shot prompt written in the same
+layout is continued turn after turn.
+
+Every call's arguments are validated against the tool's `parameters` before it runs: an
+invalid call (not JSON, an unknown tool, a schema violation) is not run, and its error goes
+back to the model as the tool's result, counted in the trace. A tool that fails (its HTTP
+target is down, answers an error status, or outlives its timeout) also answers the model
+with the error: the model may try again or answer without it. The calls of one turn are
+independent of each other and run at once, at most `maxParallelToolCalls` together.
+
+The trace of the step gets one entry per turn (its time and tokens) and, in it, one per
+tool call (its time, and why it failed). Each model call's usage is counted by the caller's
+`count`, so the invocation's usage sums over turns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from plnt.api import traces
+from plnt.api.usage import Usage
+from plnt.runner import backends, errors, structured
+from plnt.workflowspec import grammars, model, templating
+
+RESULT_PREFIX = "Result: "
+"""Begins the line with a tool's result in a completion step's transcript."""
+MAX_TOOL_RESULT_BYTES = 1024 * 1024
+"""What one tool call may answer at most: its result goes into a prompt."""
+
+
+@dataclass
+class ToolCallTrace:
+    """One tool call in one turn."""
+
+    id: str
+    name: str
+    started_ms: float = 0.0
+    finished_ms: float = 0.0
+    ok: bool = False
+    invalid: bool = False
+    """The call was refused before running: not JSON, an unknown tool, or bad arguments."""
+    error: str | None = None
+
+    def to_json(self) -> traces.ToolCallEntry:
+        entry: traces.ToolCallEntry = {
+            "id": self.id,
+            "name": self.name,
+            "startedMs": round(self.started_ms, 3),
+            "durationMs": round(self.finished_ms - self.started_ms, 3),
+            "ok": self.ok,
+        }
+        if self.invalid:
+            entry["invalid"] = True
+        if self.error is not None:
+            entry["error"] = self.error
+        return entry
+
+
+@dataclass
+class TurnTrace:
+    """One model call of the loop, and the tool calls it asked for."""
+
+    turn: int
+    started_ms: float = 0.0
+    finished_ms: float = 0.0
+    model_ms: float = 0.0
+    usage: Usage | None = None
+    final: bool = False
+    tool_calls: list[ToolCallTrace] = field(default_factory=list)
+
+    def to_json(self) -> traces.TurnEntry:
+        entry: traces.TurnEntry = {
+            "turn": self.turn,
+            "startedMs": round(self.started_ms, 3),
+            "durationMs": round(self.finished_ms - self.started_ms, 3),
+            "modelMs": round(self.model_ms, 3),
+            "final": self.final,
+            "toolCalls": [call.to_json() for call in self.tool_calls],
+        }
+        if self.usage is not None:
+            entry["usage"] = self.usage.to_json()
+        return entry
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What the loop reports to the invocation it runs in."""
+
+    offset_ms: Callable[[float], float]
+    """Milliseconds since the invocation began, of a `time.perf_counter()` moment."""
+    count: Callable[[backends.Reply], None]
+    """Adds a model call's usage to the invocation's."""
+    interval: Callable[[float, float], None]
+    """Notes time spent waiting on a model or a tool (`backend time`)."""
+
+
+@dataclass
+class _Action:
+    """A call the model asked for, parsed."""
+
+    id: str
+    name: str
+    raw: str
+    arguments: dict[str, Any] | None = None
+    problem: str | None = None
+
+
+class ToolLoop:
+    """Runs one model step's tool loop; `turns` is its trace, filled as it goes."""
+
+    def __init__(
+        self,
+        step: model.ModelStep,
+        *,
+        tools: list[model.Tool],
+        templates: dict[str, templating.ToolTemplates],
+        backend: backends.Backend,
+        session: aiohttp.ClientSession,
+        inputs: dict[str, Any],
+        hooks: Hooks,
+    ) -> None:
+        self.step = step
+        self._tools = {tool.name: tool for tool in tools}
+        self._templates = templates
+        self._backend = backend
+        self._session = session
+        self._inputs = inputs
+        self._hooks = hooks
+        self._limit = asyncio.Semaphore(step.max_parallel_tool_calls)
+        self.turns: list[TurnTrace] = []
+
+    @property
+    def tool_calls(self) -> int:
+        return sum(len(turn.tool_calls) for turn in self.turns)
+
+    @property
+    def invalid_calls(self) -> int:
+        return sum(call.invalid for turn in self.turns for call in turn.tool_calls)
+
+    async def run(self, resolved: dict[str, Any], options: dict[str, Any]) -> Any:
+        """The final answer: text, or the parsed JSON when the step has `responseFormat`.
+        `StepTurnsExhausted` when `maxTurns` turns gave none."""
+        if "prompt" in resolved:
+            return await self._complete(resolved["prompt"], options)
+        return await self._chat(list(resolved["messages"]), options)
+
+    async def _model(self, turn: TurnTrace, call: Any) -> backends.Reply:
+        began = time.perf_counter()
+        try:
+            reply: backends.Reply = await call
+        finally:
+            ended = time.perf_counter()
+            self._hooks.interval(began, ended)
+            turn.model_ms = (ended - began) * 1000.0
+        self._hooks.count(reply)
+        turn.usage = reply.usage
+        return reply
+
+    def _begin(self) -> TurnTrace:
+        turn = TurnTrace(turn=len(self.turns) + 1)
+        turn.started_ms = self._hooks.offset_ms(time.perf_counter())
+        self.turns.append(turn)
+        return turn
+
+    def _end(self, turn: TurnTrace) -> None:
+        turn.finished_ms = self._hooks.offset_ms(time.perf_counter())
+
+    def _exhausted(self) -> errors.StepTurnsExhausted:
+        return errors.StepTurnsExhausted(
+            self.step.id, turns=len(self.turns), tool_calls=self.tool_calls
+        )
+
+    async def _chat(self, messages: list[dict[str, Any]], options: dict[str, Any]) -> Any:
+        extra: dict[str, Any] = {
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": tool.parameters,
+                    },
+                }
+                for tool in self._tools.values()
+            ],
+            "tool_choice": "auto",
+        }
+        if self.step.response_format is not None:
+            extra["response_format"] = structured.chat_response_format(self.step.response_format)
+        for _ in range(self.step.max_turns):
+            turn = self._begin()
+            request = backends.ChatRequest(messages=list(messages), extra=extra, **options)
+            reply = await self._model(turn, self._backend.chat(request))
+            if not reply.tool_calls:
+                turn.final = True
+                self._end(turn)
+                return self._final_text(reply.content)
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": reply.content or None,
+                    "tool_calls": [
+                        {
+                            "id": call.id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": call.arguments},
+                        }
+                        for call in reply.tool_calls
+                    ],
+                }
+            )
+            actions = [self._parse(call.id, call.name, call.arguments) for call in reply.tool_calls]
+            results = await self._run_all(turn, actions)
+            for action, result in zip(actions, results, strict=True):
+                messages.append({"role": "tool", "tool_call_id": action.id, "content": result})
+            self._end(turn)
+        raise self._exhausted()
+
+    async def _complete(self, prompt: str, options: dict[str, Any]) -> Any:
+        answer = (
+            None if self.step.response_format is None else self.step.response_format.json_schema
+        )
+        grammar = grammars.agent_grammar(
+            [(tool.name, tool.parameters) for tool in self._tools.values()], answer
+        )
+        transcript = ""
+        for number in range(1, self.step.max_turns + 1):
+            turn = self._begin()
+            request = backends.CompletionRequest(
+                prompt=prompt + transcript, extra={"grammar": grammar}, **options
+            )
+            reply = await self._model(turn, self._backend.complete(request))
+            text = reply.content.strip()
+            try:
+                action = json.loads(text)
+            except ValueError:
+                action = None
+            if isinstance(action, dict) and set(action) == {"answer"}:
+                turn.final = True
+                self._end(turn)
+                return self._final_value(action["answer"])
+            if isinstance(action, dict) and isinstance(action.get("tool"), str):
+                arguments = action.get("arguments")
+                parsed = self._parse(
+                    f"call_{number}", action["tool"], json.dumps(arguments), value=arguments
+                )
+            else:
+                parsed = _Action(
+                    f"call_{number}",
+                    "",
+                    text,
+                    problem='not an action: expected {"tool": ..., "arguments": ...} '
+                    'or {"answer": ...}',
+                )
+            (result,) = await self._run_all(turn, [parsed])
+            transcript += f"{text}\n{RESULT_PREFIX}{result}\n"
+            self._end(turn)
+        raise self._exhausted()
+
+    def _final_text(self, content: str) -> Any:
+        if self.step.response_format is None:
+            return content
+        value = structured.parse_json(self.step.id, content)
+        return structured.check(self.step.id, value, self.step.response_format)
+
+    def _final_value(self, value: Any) -> Any:
+        if self.step.response_format is None:
+            return value if isinstance(value, str) else json.dumps(value)
+        return structured.check(self.step.id, value, self.step.response_format)
+
+    def _parse(self, call_id: str, name: str, raw: str, *, value: Any = None) -> _Action:
+        action = _Action(call_id, name, raw)
+        tool = self._tools.get(name)
+        if tool is None:
+            known = ", ".join(sorted(self._tools))
+            action.problem = f"unknown tool {name!r} (the tools are: {known})"
+            return action
+        if value is None:
+            try:
+                value = json.loads(raw) if raw.strip() else {}
+            except ValueError as error:
+                action.problem = f"arguments are not JSON: {error}"
+                return action
+        problems = structured.violations(tool.parameters, value)
+        if problems:
+            action.problem = "invalid arguments: " + "; ".join(problems[:5])
+        elif not isinstance(value, dict):
+            action.problem = "arguments must be a JSON object"
+        else:
+            action.arguments = value
+        return action
+
+    async def _run_all(self, turn: TurnTrace, actions: list[_Action]) -> list[str]:
+        """Each action's result text for the model, the valid ones run at once (bounded)."""
+        traces = [ToolCallTrace(id=action.id, name=action.name) for action in actions]
+        turn.tool_calls.extend(traces)
+        return list(
+            await asyncio.gather(
+                *(
+                    self._run_one(action, trace)
+                    for action, trace in zip(actions, traces, strict=True)
+                )
+            )
+        )
+
+    async def _run_one(self, action: _Action, trace: ToolCallTrace) -> str:
+        trace.started_ms = trace.finished_ms = self._hooks.offset_ms(time.perf_counter())
+        if action.arguments is None:
+            trace.invalid = True
+            trace.error = action.problem
+            return json.dumps({"error": action.problem}, ensure_ascii=False)
+        async with self._limit:
+            began = time.perf_counter()
+            trace.started_ms = self._hooks.offset_ms(began)
+            try:
+                result = await self._call_tool(self._tools[action.name], action.arguments)
+                trace.ok = True
+            except ToolFailed as error:
+                trace.error = str(error)
+                result = {"error": str(error)}
+            finally:
+                ended = time.perf_counter()
+                self._hooks.interval(began, ended)
+                trace.finished_ms = self._hooks.offset_ms(ended)
+        return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+
+    async def _call_tool(self, tool: model.Tool, arguments: dict[str, Any]) -> Any:
+        templates = self._templates[tool.name]
+        context = {"inputs": self._inputs, "arguments": arguments}
+        try:
+            assert templates.url is not None
+            url = templates.url.render(context)
+            headers = {name: t.render(context) for name, t in templates.headers.items()}
+            body = templates.body.render(context) if templates.body is not None else None
+        except templating.RenderError as error:
+            raise ToolFailed(f"{tool.name}: template failed: {error}") from error
+        if not url.startswith(("http://", "https://")):
+            raise ToolFailed(f"{tool.name}: url {url!r} is not an http(s) URL")
+        if body is not None and "content-type" not in {name.lower() for name in headers}:
+            headers["Content-Type"] = "application/json"
+        method = tool.http.method
+        try:
+            async with (
+                asyncio.timeout(tool.http.timeout_seconds),
+                self._session.request(
+                    method, url, headers=headers, data=body.encode() if body is not None else None
+                ) as response,
+            ):
+                chunks: list[bytes] = []
+                size = 0
+                async for chunk in response.content.iter_chunked(64 * 1024):
+                    size += len(chunk)
+                    if size > MAX_TOOL_RESULT_BYTES:
+                        raise ToolFailed(
+                            f"{tool.name}: answered more than {MAX_TOOL_RESULT_BYTES} bytes"
+                        )
+                    chunks.append(chunk)
+                raw = b"".join(chunks)
+                if response.status >= 400:
+                    raise ToolFailed(f"{tool.name}: {method} {url} answered {response.status}")
+                is_json = tool.http.response == "json" or (
+                    tool.http.response == "auto" and response.content_type.endswith("json")
+                )
+                text = raw.decode(response.charset or "utf-8", errors="replace")
+        except TimeoutError as error:
+            raise ToolFailed(
+                f"{tool.name}: no answer within {tool.http.timeout_seconds:g}s"
+            ) from error
+        except aiohttp.ClientError as error:
+            raise ToolFailed(f"{tool.name}: {method} {url} failed: {error}") from error
+        if not is_json:
+            return text
+        try:
+            return json.loads(text)
+        except ValueError as error:
+            raise ToolFailed(f"{tool.name}: answered invalid JSON") from error
+
+
+class ToolFailed(Exception):
+    """A tool call failed; its message goes back to the model as the call's result."""
