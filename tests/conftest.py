@@ -10,6 +10,9 @@ Every `plnt up` and `plnt serve` the tests start runs one API server process
 behaviour read its pid, metrics and limits as one process's, and N processes per server
 would multiply the suite's processes on a machine it shares. The worker processes have
 tests of their own (tests/deploy/test_workers.py, tests/cluster/test_serve_workers.py).
+
+Test packages share code only through `tests/support` (tests/test_layout.py checks it):
+no test module or conftest imports another test module or a conftest.
 """
 
 from __future__ import annotations
@@ -24,5 +27,13 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 os.environ.setdefault("PLNT_WORKERS", "1")
 
-# The session's real model server (`model_server`), shared by every directory that needs one.
-pytest_plugins = ["tests.support.model"]
+# Fixtures more than one test package uses, registered once here so each is defined once:
+# a session or module fixture declared in two conftests would run twice (two Temporal dev
+# servers, two model servers). A package's own conftest keeps what only its tests use, and
+# may override a name for its tests (the client and CLI packages' `namespace`).
+pytest_plugins = [
+    "tests.support.model",  # the session's real model server (`model_server`)
+    "tests.support.stack",  # one Temporal per session; `plnt up` and a worker per module
+    "tests.support.runners",  # runners on loopback ports, their client session, spec files
+    "tests.support.token_server",  # the in-process server of the client and CLI tests
+]

@@ -25,8 +25,8 @@ from plnt.apiserver.settings import ServerSettings
 from plnt.registry import events, workflowruns
 from plnt.registry.changes import Change
 from plnt.registry.store import ResourceStore
-from tests.apiserver.conftest import BASE, Api, workflowrun
 from tests.support import tls
+from tests.support.api_server import BASE, Api, workflowrun
 from tests.support.waiting import eventually
 
 Found = dict[str, list[dict[str, Any]]]

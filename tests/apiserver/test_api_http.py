@@ -15,8 +15,8 @@ from typing import Any
 import aiohttp
 
 from plnt.storage.etcd import EtcdStore
-from tests.apiserver.conftest import BASE, Api, serving, workflowrun
 from tests.support import tls
+from tests.support.api_server import BASE, Api, serving, workflowrun
 from tests.support.etcd import running_etcd
 from tests.support.waiting import eventually
 

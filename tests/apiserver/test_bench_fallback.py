@@ -23,8 +23,8 @@ from plnt.apiserver import pki as pki_module
 from plnt.apiserver.settings import ServerSettings
 from plnt.processes.temporal import TemporalDevServer
 from plnt.sagas import starter
-from tests.apiserver.conftest import BASE, Api, workflowrun
 from tests.support import tls
+from tests.support.api_server import BASE, Api, workflowrun
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.apiserver.conftest import BASE, workflowrun
-from tests.apiserver.test_deploy_hooks import RecordingDeploy, serving_with_deploy
-from tests.apiserver.test_rollback_abort import promoted
+from tests.support.api_server import BASE, workflowrun
+from tests.support.promotions import promoted
+from tests.support.recording_deploy import RecordingDeploy, serving_with_deploy
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
 APPLY = {"Content-Type": "application/apply-patch+yaml"}

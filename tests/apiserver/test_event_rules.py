@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from plnt.registry import eventrules
-from tests.apiserver.conftest import Api
+from tests.support.api_server import Api
 
 EVENTS = "/api/v1/namespaces/default/events"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.apiserver.conftest import BASE, Api, workflowrun
+from tests.support.api_server import BASE, Api, workflowrun
 from tests.support.waiting import eventually
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.apiserver.conftest import BASE, Api, serving, workflowrun
+from tests.support.api_server import BASE, Api, serving, workflowrun
 from tests.support.waiting import eventually
 
 

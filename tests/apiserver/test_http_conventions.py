@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.apiserver.conftest import BASE, Api, workflowrun
+from tests.support.api_server import BASE, Api, workflowrun
 
 
 async def create(api: Api, name: str) -> dict[str, Any]:

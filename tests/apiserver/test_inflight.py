@@ -24,8 +24,8 @@ from plnt.apiserver import authn, inflight, keys, longrunning, middleware, reque
 from plnt.apiserver.inflight import InFlightLimiter, RequestKind
 from plnt.apiserver.metrics import Metrics
 from plnt.apiserver.settings import ServingLimits
-from tests.apiserver.conftest import BASE, Api, serving, workflowrun
 from tests.support import tls
+from tests.support.api_server import BASE, Api, serving, workflowrun
 from tests.support.waiting import eventually
 
 READ = RequestKind.READ_ONLY

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.apiserver.conftest import BASE, Api, serving, workflowrun
 from tests.support import tls
+from tests.support.api_server import BASE, Api, serving, workflowrun
+from tests.support.invocations import INVOCATIONS, invocation
 
-INVOCATIONS = "/apis/plnt.work/v1/namespaces/default/invocations"
 APPLY = "application/apply-patch+yaml"
 TOKENS = (
     'tok-ivy,ivy,uid-ivy,"plnt:users"\n'
@@ -37,15 +37,6 @@ POLICY = {
         {"groups": ["plnt:runners"], "verbs": ["create"], "resources": ["workflowruns/invoke"]},
     ]
 }
-
-
-def invocation(name: str, run: str = "summarize", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "plnt.work/v1",
-        "kind": "Invocation",
-        "metadata": {"name": name},
-        "spec": {"workflowRun": run, "inputs": {"topic": "etcd"}, **spec},
-    }
 
 
 @pytest.fixture

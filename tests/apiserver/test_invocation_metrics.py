@@ -6,10 +6,8 @@ the test reads exactly what the API server saw pass.
 
 from __future__ import annotations
 
-import json
-
-from tests.apiserver.conftest import BASE, Api, workflowrun
-from tests.apiserver.test_invocation_admission import INVOCATIONS, invocation
+from tests.support.api_server import BASE, Api, workflowrun
+from tests.support.invocations import INVOCATIONS, invocation, set_status
 from tests.support.waiting import eventually
 
 
@@ -21,16 +19,6 @@ def sample(text: str, name: str, **labels: str) -> float | None:
         if series in (f"{name}{{{wanted}}}", name if not labels else ""):
             return float(value)
     return None
-
-
-async def set_status(api: Api, name: str, status: dict[str, object]) -> None:
-    reply = await api.call(
-        "PATCH",
-        f"{INVOCATIONS}/{name}/status",
-        data=json.dumps({"status": status}).encode(),
-        headers={"Content-Type": "application/merge-patch+json"},
-    )
-    assert reply.status == 200, reply.text
 
 
 async def test_invocations_are_counted_by_phase_and_finished_ones_timed(api: Api) -> None:

@@ -16,8 +16,8 @@ import pytest
 from plnt.client import Connection, PlntClient
 from plnt.sagas.invoking import recording
 from plnt.sagas.invoking import workflow as inv
-from tests.apiserver.conftest import BASE, Api, serving, workflowrun
-from tests.apiserver.test_invocation_admission import INVOCATIONS, invocation
+from tests.support.api_server import BASE, Api, serving, workflowrun
+from tests.support.invocations import INVOCATIONS, invocation
 
 
 @pytest.fixture

@@ -27,8 +27,8 @@ from plnt.processes.temporal import TemporalDevServer
 from plnt.sagas import starter
 from plnt.sagas.invoking import activities as invoking
 from plnt.sagas.invoking import workflow as inv
-from tests.apiserver.conftest import BASE, Api, serving, workflowrun
-from tests.apiserver.test_invocation_admission import INVOCATIONS, invocation
+from tests.support.api_server import BASE, Api, serving, workflowrun
+from tests.support.invocations import INVOCATIONS, invocation
 from tests.support.waiting import eventually
 
 CANCEL_REQUESTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED

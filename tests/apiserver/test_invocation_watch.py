@@ -25,9 +25,9 @@ from plnt.apiserver import pki as pki_module
 from plnt.apiserver.settings import ServerSettings
 from plnt.apiserver.workflowruns import keys
 from plnt.apiserver.workflowruns.traffic import InvocationLog
-from tests.apiserver.conftest import BASE, Api, runner, workflowrun
-from tests.apiserver.test_invoke import invoke, run_with_traffic, target
 from tests.support import tls
+from tests.support.api_server import BASE, Api, runner, workflowrun
+from tests.support.traffic import invoke, run_with_traffic, target
 from tests.support.waiting import eventually
 
 DEADLINE_SECONDS = 20.0

@@ -8,46 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from tests.apiserver.conftest import BASE, Api, workflowrun
+from tests.support.api_server import BASE, Api, workflowrun
 from tests.support.gate import Gate, serving_gate
+from tests.support.traffic import invoke, run_with_traffic, target
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
-DIGEST = "sha256:" + "ab" * 32
 DEADLINE_SECONDS = 20.0
-
-
-@pytest.fixture
-def closed_endpoint() -> str:
-    """A loopback URL nothing listens on."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{probe.getsockname()[1]}"
-
-
-def target(revision: int, weight: int, *endpoints: str) -> dict[str, Any]:
-    return {"revision": revision, "digest": DIGEST, "weight": weight, "endpoints": list(endpoints)}
-
-
-async def run_with_traffic(api: Api, name: str, *targets: dict[str, Any]) -> None:
-    """Create the run and publish `targets` as its traffic, as the saga would."""
-    assert (await api.call("POST", BASE, body=workflowrun(name))).status == 201
-    reply = await api.call(
-        "PATCH",
-        f"{BASE}/{name}/status",
-        body={"status": {"revision": targets[-1]["revision"], "traffic": list(targets)}},
-        headers=MERGE,
-    )
-    assert reply.status == 200, reply.text
-
-
-async def invoke(api: Api, name: str, question: str = "q?") -> Any:
-    return await api.call("POST", f"{BASE}/{name}/invoke", body={"inputs": {"question": question}})
 
 
 async def test_invoke_answers_the_runner_body_with_revision_cache_and_timing_headers(

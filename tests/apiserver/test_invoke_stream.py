@@ -16,15 +16,11 @@ from typing import Any
 import pytest
 
 from plnt.apiserver.settings import ServingLimits
-from tests.apiserver.conftest import BASE, Api, serving
-from tests.apiserver.test_invoke import (  # noqa: F401  (closed_endpoint is a fixture)
-    closed_endpoint,
-    run_with_traffic,
-    target,
-)
-from tests.runner.conftest import EXAMPLES
-from tests.runner.test_process import runner_process
+from tests.support.api_server import BASE, Api, serving
+from tests.support.examples import EXAMPLES
 from tests.support.gate import Gate, gated_workflow, serving_gate
+from tests.support.runners import runner_process
+from tests.support.traffic import run_with_traffic, target
 
 DEADLINE_SECONDS = 20.0
 NDJSON = "application/x-ndjson"
@@ -171,7 +167,7 @@ async def test_a_runner_dying_mid_stream_ends_the_stream_with_a_bad_gateway_line
 
 async def test_an_unreachable_runner_is_a_503_status_before_any_stream(
     api: Api,
-    closed_endpoint: str,  # noqa: F811
+    closed_endpoint: str,
 ) -> None:
     await run_with_traffic(api, "w", target(1, 100, closed_endpoint))
     reply = await api.call("POST", f"{BASE}/w/invoke?stream=true", body={"inputs": {"topic": "x"}})

@@ -15,8 +15,8 @@ from typing import Any
 from kubernetes_asyncio import client as kube_client
 from kubernetes_asyncio import watch as kube_watch
 
-from tests.apiserver.conftest import Api, workflowrun
 from tests.support import tls
+from tests.support.api_server import Api, workflowrun
 from tests.support.waiting import eventually
 
 NS = "/api/v1/namespaces"

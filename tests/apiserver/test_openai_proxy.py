@@ -24,11 +24,11 @@ import openai
 import pytest
 
 from plnt.apiserver import authn
-from tests.apiserver.conftest import BASE, Api, serving
-from tests.apiserver.test_invoke import MERGE, run_with_traffic, target
-from tests.runner.conftest import EXAMPLES
-from tests.runner.test_process import runner_process
+from tests.support.api_server import BASE, Api, serving
+from tests.support.examples import EXAMPLES
 from tests.support.llm import LLM, serving_llm, tokens_of
+from tests.support.runners import runner_process
+from tests.support.traffic import MERGE, run_with_traffic, target
 from tests.support.waiting import eventually
 
 DEADLINE_SECONDS = 20.0

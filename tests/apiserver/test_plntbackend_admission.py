@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.apiserver.conftest import Api
+from tests.support.api_server import Api
 
 BACKENDS = "/apis/plnt.work/v1/namespaces/default/plntbackends"
 

@@ -13,7 +13,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from tests.apiserver.conftest import BASE, Api, workflowrun
+from tests.support.api_server import BASE, Api, workflowrun
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
 APPLY = {"Content-Type": "application/apply-patch+yaml"}

@@ -22,8 +22,8 @@ from plnt.apiserver import app as app_module
 from plnt.apiserver import pki as pki_module
 from plnt.apiserver.settings import ServerSettings
 from plnt.standalone.serving import write_kubeconfig
-from tests.apiserver.conftest import BASE, Api, workflowrun
 from tests.support import tls
+from tests.support.api_server import BASE, Api, workflowrun
 from tests.support.plnt_server import Kubectl
 
 

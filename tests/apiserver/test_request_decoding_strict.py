@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.apiserver.conftest import BASE, Api, workflowrun
+from tests.support.api_server import BASE, Api, workflowrun
 
 UNKNOWN_FORMAT = (
     "the body of the request was in an unknown format - accepted media types include: "

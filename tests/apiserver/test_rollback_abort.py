@@ -6,42 +6,12 @@ Temporal) to cancel the deploy in flight.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from tests.apiserver.conftest import BASE, Api, workflowrun
-from tests.apiserver.test_deploy_hooks import RecordingDeploy, serving_with_deploy
+from tests.support.api_server import BASE, Api, workflowrun
+from tests.support.promotions import digest, promoted
+from tests.support.recording_deploy import RecordingDeploy, serving_with_deploy
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
-
-
-def digest(n: int) -> str:
-    return "sha256:" + f"{n:x}" * 64
-
-
-def record(revision: int) -> dict[str, Any]:
-    return {
-        "revision": revision,
-        "digest": digest(revision),
-        "ref": f"oci://r.example/wf:{revision}",
-        "reason": "deploy",
-    }
-
-
-async def promoted(api: Api, name: str, *, revisions: int) -> dict[str, Any]:
-    """A run at revision `revisions` whose history holds revisions 1..N (saga's part played)."""
-    body = workflowrun(name)
-    body["spec"]["workflow"] = {
-        "ref": f"oci://r.example/wf:{revisions}",
-        "digest": digest(revisions),
-    }
-    assert (await api.call("POST", BASE, body=body)).status == 201
-    status = {"history": [record(r) for r in range(1, revisions + 1)]}
-    if revisions:
-        status["revision"] = revisions
-    reply = await api.call("PATCH", f"{BASE}/{name}/status", body={"status": status}, headers=MERGE)
-    assert reply.status == 200, reply.text
-    result: dict[str, Any] = reply.json
-    return result
 
 
 async def test_rollback_without_a_revision_returns_to_the_previous_one(api: Api) -> None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.apiserver.conftest import Api
 from tests.support import tls
+from tests.support.api_server import Api
 
 SSAR = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 SSR = "/apis/authentication.k8s.io/v1/selfsubjectreviews"

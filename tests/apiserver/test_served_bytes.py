@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from plnt.api import codec
-from tests.apiserver.conftest import BASE, Api, workflowrun
+from tests.support.api_server import BASE, Api, workflowrun
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 PARTIAL = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"

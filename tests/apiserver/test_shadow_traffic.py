@@ -16,19 +16,13 @@ from typing import Any
 
 import pytest
 
-from tests.apiserver.conftest import BASE, Api
-from tests.apiserver.test_invoke import MERGE, run_with_traffic, target
-from tests.runner.conftest import EXAMPLES
-from tests.runner.test_process import runner_process
+from tests.support.api_server import BASE, Api
+from tests.support.examples import EXAMPLES
 from tests.support.gate import serving_gate
+from tests.support.runners import runner_process
+from tests.support.traffic import MERGE, run_with_traffic, shadowed, target
 
 DEADLINE_SECONDS = 30.0
-
-
-def shadowed(revision: int, *endpoints: str, percent: int = 100, queue: int = 64) -> dict[str, Any]:
-    entry = target(revision, 0, *endpoints)
-    entry["shadow"] = {"percent": percent, "queueSize": queue, "since": "2024-01-01T00:00:00Z"}
-    return entry
 
 
 async def eventually(check: Callable[[], Awaitable[Any]], *, what: str) -> Any:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.apiserver.conftest import BASE, DIGEST, Api, workflowrun
-from tests.apiserver.test_deploy_hooks import RecordingDeploy, serving_with_deploy
+from tests.support.api_server import BASE, DIGEST, Api, workflowrun
+from tests.support.recording_deploy import RecordingDeploy, serving_with_deploy
 from tests.support.waiting import eventually
 
 MERGE = {"Content-Type": "application/merge-patch+json"}

@@ -18,7 +18,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.apiserver.conftest import BASE, Api, workflowrun
+from tests.support.api_server import BASE, Api, workflowrun
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 PLAIN_WATCHERS = 8

@@ -28,9 +28,8 @@ from plnt.apiserver.metrics import Metrics
 from plnt.apiserver.peers import DirectoryNotPrivate, Peers, SocketPathTooLong, socket_path
 from plnt.apiserver.workflowruns.traffic import InvocationLog, insert_by_time
 from plnt.processes.apiprocesses import Slot
-from tests.apiserver.conftest import BASE, Api, serving
-from tests.apiserver.test_invoke import run_with_traffic, target
-from tests.apiserver.test_shadow_traffic import shadowed
+from tests.support.api_server import BASE, Api, serving
+from tests.support.traffic import run_with_traffic, shadowed, target
 from tests.support.waiting import eventually
 
 DEADLINE_SECONDS = 20.0

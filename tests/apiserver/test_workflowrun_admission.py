@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.apiserver.conftest import BASE, DIGEST, Api, workflowrun
+from tests.support.api_server import BASE, DIGEST, Api, workflowrun
 
 
 async def test_an_unparseable_reference_is_refused_naming_spec_workflow_ref(api: Api) -> None:

@@ -186,6 +186,24 @@ def rbac_allows(rules: Iterable[dict[str, Any]], *, group: str, resource: str, v
     return False
 
 
+READ = ["get", "list", "watch"]
+WRITE = ["create", "update", "patch", "delete", "deletecollection"]
+
+
+def role(r: Rendered, name: str) -> list[dict[str, Any]]:
+    """The rules of the rendered ClusterRole `name`."""
+    rules: list[dict[str, Any]] = r.one("ClusterRole", name)["rules"]
+    return rules
+
+
+def aggregated(r: Rendered, to: str) -> list[dict[str, Any]]:
+    """The rules of the one rendered ClusterRole that aggregates to the built-in role `to`."""
+    label = f"rbac.authorization.k8s.io/aggregate-to-{to}"
+    (found,) = [c for c in r.all("ClusterRole") if c["metadata"]["labels"].get(label) == "true"]
+    rules: list[dict[str, Any]] = found["rules"]
+    return rules
+
+
 def validate_strictly(objects: Iterable[dict[str, Any]]) -> set[tuple[str, str]]:
     """Validate every object strictly against the Kubernetes schemas (failing the test
     naming the object and field); the (apiVersion, kind) pairs that have no schema."""

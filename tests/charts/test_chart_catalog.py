@@ -9,8 +9,7 @@ import pytest
 
 from plnt.registry.workflows import sources
 from tests.charts import rendering
-from tests.charts.rendering import Rendered, rbac_allows
-from tests.charts.test_chart_rbac_and_etcd import READ, WRITE, aggregated
+from tests.charts.rendering import READ, WRITE, Rendered, aggregated, rbac_allows
 
 Render = Callable[[str], Rendered]
 API = "plnt-apiserver"

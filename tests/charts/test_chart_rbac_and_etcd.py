@@ -4,19 +4,16 @@ worker) and its etcd (StatefulSet members, certificates, or external servers).""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from cryptography import x509
 
 from tests.charts import rendering
-from tests.charts.rendering import NAMESPACE, Rendered, rbac_allows
+from tests.charts.rendering import NAMESPACE, READ, WRITE, Rendered, aggregated, rbac_allows, role
 
 Render = Callable[[str], Rendered]
 
 GROUP = "plnt.work"
-READ = ["get", "list", "watch"]
-WRITE = ["create", "update", "patch", "delete", "deletecollection"]
 ACTIONS = ["invoke", "rollback", "abort", "promote", "retry", "bench"]
 SUBRESOURCES = [
     "workflowruns/status",
@@ -28,18 +25,6 @@ SUBRESOURCES = [
     "workflowruns/shadow",
     "plntbackends/status",
 ]
-
-
-def role(r: Rendered, name: str) -> list[dict[str, Any]]:
-    rules: list[dict[str, Any]] = r.one("ClusterRole", name)["rules"]
-    return rules
-
-
-def aggregated(r: Rendered, to: str) -> list[dict[str, Any]]:
-    label = f"rbac.authorization.k8s.io/aggregate-to-{to}"
-    (found,) = [c for c in r.all("ClusterRole") if c["metadata"]["labels"].get(label) == "true"]
-    rules: list[dict[str, Any]] = found["rules"]
-    return rules
 
 
 def bound_to(r: Rendered, role_name: str, *, kind: str = "ClusterRoleBinding") -> list[str]:

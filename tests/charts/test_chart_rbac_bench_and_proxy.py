@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from plnt.registry.workflowruns.definition import DEFINITION
-from tests.charts.rendering import Rendered, rbac_allows
-from tests.charts.test_chart_rbac_and_etcd import aggregated
+from tests.charts.rendering import Rendered, aggregated, rbac_allows
 from tests.support.plnt_server import REPO
 
 Render = Callable[[str], Rendered]

@@ -1,82 +1,31 @@
-"""The `plnt` CLI as a child process against the in-process API server of tests/client.
+"""The `plnt` CLI as a child process against the in-process API server of the client tests.
 
 `cli` runs `python -m plnt.cli ARGS` with its own HOME and KUBECONFIG (a kubeconfig
 for the test's server, context namespace = the test's namespace) without blocking
 the event loop that serves the API; the child is killed and reaped on timeout or
-failure.
+failure (`tests/support/cli.py`). The server, its kubeconfig and a client of it come
+from `tests/support/token_server.py`, registered for the whole suite by
+`tests/conftest.py`; this package runs it on an etcd of its own.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
 import sys
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
-from tests.client.conftest import (  # noqa: F401  (fixtures shared with tests/client)
-    admin_kubeconfig,
-    client,
-    etcd_endpoint,
-    namespace,
-    runner_url,
-    server,
-)
+from tests.support.cli import Cli, Result, cli_env, run_process
+from tests.support.etcd import etcd_endpoint_fixture
 
-CLI_TIMEOUT = 120.0
+etcd_endpoint = etcd_endpoint_fixture()
 
 
-@dataclass(frozen=True)
-class Result:
-    """What a CLI run printed and how it exited."""
-
-    code: int
-    stdout: str
-    stderr: str
-
-
-Cli = Callable[..., Awaitable[Result]]
-
-
-async def run_process(
-    command: list[str],
-    *,
-    env: Mapping[str, str],
-    stdin: str | None = None,
-    cwd: Path | None = None,
-) -> Result:
-    """Run `command` to completion (killing it past the deadline) and capture its output."""
-    process = await asyncio.create_subprocess_exec(
-        *command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=dict(env),
-        cwd=cwd,
-    )
-    try:
-        async with asyncio.timeout(CLI_TIMEOUT):
-            out, err = await process.communicate(stdin.encode() if stdin is not None else None)
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-    assert process.returncode is not None
-    return Result(process.returncode, out.decode(), err.decode())
-
-
-def cli_env(home: Path, kubeconfig: Path | None, **extra: str) -> dict[str, str]:
-    """A clean environment: private HOME, the given KUBECONFIG, the venv first on PATH."""
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "COLUMNS")}
-    env["HOME"] = str(home)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    if kubeconfig is not None:
-        env["KUBECONFIG"] = str(kubeconfig)
-    env.update(extra)
-    return env
+@pytest.fixture
+def namespace(server_namespace: str) -> str:
+    """The test's fresh namespace on the in-process server (its kubeconfig's context)."""
+    return server_namespace
 
 
 @pytest.fixture
@@ -87,7 +36,7 @@ def home(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def cli(admin_kubeconfig: Path, home: Path) -> Cli:  # noqa: F811
+def cli(admin_kubeconfig: Path, home: Path) -> Cli:
     """`await cli("list", "-o", "json")` → Result; `env=` replaces the environment."""
 
     async def run(

@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 import yaml
 
 from plnt.client import NotFound, PlntClient
-from tests.cli.conftest import Cli, cli_env
-from tests.client.conftest import (
+from tests.support.cli import Cli, cli_env
+from tests.support.token_server import (
     ADMIN_TOKEN,
     DIGEST,
     NOBODY_TOKEN,

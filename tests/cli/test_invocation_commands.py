@@ -12,8 +12,8 @@ from typing import Any
 
 from plnt.client import PlntClient
 from plnt.client import invocations as client_invocations
-from tests.cli.conftest import Cli
-from tests.client.conftest import workflowrun
+from tests.support.cli import Cli
+from tests.support.token_server import workflowrun
 
 
 async def write_status(client: PlntClient, name: str, status: dict[str, Any]) -> None:

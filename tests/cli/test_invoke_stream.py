@@ -8,15 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from plnt.client import PlntClient
-from tests.cli.conftest import Cli, cli_env, run_process
-from tests.client.conftest import ready_status, workflowrun
-from tests.runner.conftest import (  # noqa: F401  (fixtures)
-    StartRunner,
-    closed_port,
-    start_runner,
-    write_spec,
-)
+from tests.support.cli import Cli, cli_env, run_process
 from tests.support.plnt_server import kubectl_binary
+from tests.support.runners import StartRunner
+from tests.support.token_server import ready_status, workflowrun
 
 STEP_LINE = re.compile(r"^✓ answer  \d+\.\d ms  cache (miss|hit)$")
 
@@ -73,9 +68,9 @@ async def test_no_cache_runs_the_step_again_plain_or_streamed_and_says_bypass(
 async def test_an_error_line_exits_1_with_the_runners_message_after_the_failed_step(
     cli: Cli,
     client: PlntClient,
-    start_runner: StartRunner,  # noqa: F811
-    write_spec: Callable[[str], Path],  # noqa: F811
-    closed_port: int,  # noqa: F811
+    start_runner: StartRunner,
+    write_spec: Callable[[str], Path],
+    closed_port: int,
 ) -> None:
     runner = await start_runner(write_spec(FAILING.format(port=closed_port)))
     await client.create_workflowrun(workflowrun("failing"))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from plnt.client import PlntClient
-from tests.cli.conftest import cli_env, run_process
-from tests.client.conftest import workflowrun
+from tests.support.cli import cli_env, run_process
 from tests.support.plnt_server import kubectl_binary
+from tests.support.token_server import workflowrun
 
 
 async def test_kubectl_runs_the_plugin_for_help_and_for_list(

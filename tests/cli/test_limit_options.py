@@ -16,18 +16,11 @@ from typer.testing import CliRunner
 
 from plnt.apiserver.settings import ServingLimits
 from plnt.cli import serve, up
+from tests.support.cli import SERVE
 
 app = typer.Typer()
 up.register(app)
 serve.register(app)
-
-SERVE = [
-    "serve",
-    "--tls-cert-file", "tls.crt",
-    "--tls-private-key-file", "tls.key",
-    "--etcd-servers", "https://etcd:2379",
-    "--no-sagas",
-]  # fmt: skip
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from plnt.cli import serve, up
 from plnt.processes import cpus
-from tests.cli.test_limit_options import SERVE
+from tests.support.cli import SERVE
 
 app = typer.Typer()
 up.register(app)

@@ -20,7 +20,7 @@ from plnt.client import (
     Unauthorized,
     kubeconfig,
 )
-from tests.client.conftest import (
+from tests.support.token_server import (
     ADMIN_TOKEN,
     NOBODY_TOKEN,
     Server,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from plnt.client import Forbidden, NotFound, PlntClient, kubeconfig
-from tests.client.conftest import (
+from tests.support.token_server import (
     INVOKER_TOKEN,
     NOBODY_TOKEN,
     Server,

@@ -22,7 +22,6 @@ import sys
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -32,6 +31,7 @@ from plnt.apiserver import pki
 from plnt.processes.ports import free_port
 from plnt.processes.temporal import TemporalDevServer
 from plnt.sagas.targets import local
+from tests.support.cluster import SERVICE, Cluster, grant_plnt_identities
 from tests.support.etcd import etcd_running
 from tests.support.kube import kubelet, standin
 from tests.support.kube.policy import Rule
@@ -39,10 +39,6 @@ from tests.support.plnt_server import ChildProcess, Kubectl, wait_for
 from tests.support.processes import kill_all
 from tests.support.stack import WorkerProcess, runner_pids
 
-SERVICE = "plnt-apiserver.plnt-system.svc"
-APISERVER_USER = "system:serviceaccount:plnt-system:plnt-apiserver"
-WORKER_USER = "system:serviceaccount:plnt-system:plnt-worker"
-PLNT_KINDS = ("workflowruns", "plntbackends", "invocations")
 HELM_STORAGE = "secret"
 """Where the worker's Helm keeps releases: Secrets in the run's namespace, as the CLI does."""
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -71,70 +67,6 @@ NODES = (
         taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
     ),
 )
-
-
-def grant_plnt_identities(cluster: standin.KubeStandIn) -> dict[str, str]:
-    """The tokens of the API server's and the worker's service accounts, with what the
-    chart's RBAC gives them (see charts/plnt/templates: auth-delegator, the
-    authentication reader, Events; the worker's plnt.work rights)."""
-    cluster.add_user("apiserver-token", APISERVER_USER, ["system:serviceaccounts"])
-    cluster.add_user("worker-token", WORKER_USER, ["system:serviceaccounts"])
-    api, worker = APISERVER_USER, WORKER_USER
-    for rule in (
-        Rule(("create",), user=api, api_groups=("authentication.k8s.io",),
-             resources=("tokenreviews",)),
-        Rule(("create",), user=api, api_groups=("authorization.k8s.io",),
-             resources=("subjectaccessreviews",)),
-        Rule(("get", "list", "watch"), user=api, api_groups=("",), resources=("configmaps",),
-             namespace="kube-system"),
-        Rule(("create", "patch", "update"), user=api, api_groups=("", "events.k8s.io"),
-             resources=("events",)),
-        Rule(("get", "list", "watch", "patch", "update"), user=worker, api_groups=("plnt.work",),
-             resources=(*PLNT_KINDS, "workflowruns/status", "plntbackends/status",
-                        "invocations/status")),
-        Rule(("delete",), user=worker, api_groups=("plnt.work",), resources=("invocations",)),
-        Rule(("create", "patch"), user=worker, api_groups=("",), resources=("events",)),
-        Rule(("*",), user=worker, api_groups=("", "apps", "discovery.k8s.io", "autoscaling",
-             "networking.k8s.io", "policy", "monitoring.coreos.com"),
-             resources=("deployments", "deployments/scale", "services", "pods", "nodes",
-                        "configmaps",
-                        "secrets", "endpointslices", "horizontalpodautoscalers", "ingresses",
-                        "poddisruptionbudgets", "servicemonitors")),
-        Rule(("get", "list", "watch", "create", "patch", "update", "delete"), user=worker,
-             api_groups=("gateway.networking.k8s.io",), resources=("httproutes",)),
-    ):  # fmt: skip
-        cluster.allow(rule)
-    return {"apiserver": "apiserver-token", "worker": "worker-token"}
-
-
-@dataclass
-class Cluster:
-    """The running stack (see the module docstring)."""
-
-    standin: standin.KubeStandIn
-    directory: Path
-    serving_ca: pki.CertificateAuthority
-    port: int
-    serve: ChildProcess
-    worker: WorkerProcess
-    kubelet: kubelet.Kubelet | None = None
-
-    @property
-    def plnt_url(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
-
-    def kubectl(self, token: str, home: Path) -> Kubectl:
-        """The real kubectl, talking to the stand-in as the user of `token`."""
-        cache = home / ".kube" / "cache"
-        cache.mkdir(parents=True, exist_ok=True)
-        config = self.standin.write_kubeconfig(home / "kubeconfig", token=token)
-        return Kubectl(kubeconfig=config, cache_dir=cache)
-
-    def plnt_context(self) -> ssl.SSLContext:
-        """A client context that trusts plnt's serving certificate (for direct calls)."""
-        context = ssl.create_default_context(cadata=self.serving_ca.cert_pem.decode())
-        context.check_hostname = False  # the certificate names the Service, not 127.0.0.1
-        return context
 
 
 def _ready(url: str, context: ssl.SSLContext) -> bool:
@@ -232,3 +164,31 @@ def admin(cluster: Cluster, tmp_path: Path) -> Kubectl:
     """kubectl as the cluster's admin (`system:masters`): what the tests inspect it with."""
     cluster.standin.add_user("cluster-admin-token", "cluster-admin", ["system:masters"])
     return cluster.kubectl("cluster-admin-token", tmp_path / "admin")
+
+
+@pytest.fixture
+def ann(cluster: Cluster, namespace: str) -> str:
+    """A user who may do anything with plnt's kinds and read Events in `namespace`."""
+    token = f"ann-{uuid.uuid4().hex[:6]}"
+    user = f"ann-{namespace}"
+    cluster.standin.add_user(token, user, ["devs"])
+    cluster.standin.allow(
+        Rule(("*",), user=user, api_groups=("plnt.work",), resources=("*",), namespace=namespace)
+    )
+    cluster.standin.allow(
+        Rule(("get", "list", "watch"), user=user, api_groups=("", "events.k8s.io"),
+             resources=("events",), namespace=namespace)
+    )  # fmt: skip
+    return token
+
+
+@pytest.fixture
+def token(cluster: Cluster) -> tuple[str, str]:
+    namespace = f"r-{uuid.uuid4().hex[:8]}"
+    cluster.standin.add_namespace(namespace)
+    token, user = f"t-{namespace}", f"writer-{namespace}"
+    cluster.standin.add_user(token, user)
+    cluster.standin.allow(
+        Rule(("*",), user=user, api_groups=("plnt.work",), resources=("*",), namespace=namespace)
+    )
+    return token, namespace

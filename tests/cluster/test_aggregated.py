@@ -18,17 +18,13 @@ import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-from tests.cluster.conftest import APISERVER_USER, Cluster
+from tests.support.cluster import APISERVER_USER, Cluster, direct, published, run_manifest
 from tests.support.kube.policy import Rule
 from tests.support.plnt_server import wait_for
-from tests.support.stack import publish
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fanout.workflow.yaml"
 
 
 @pytest.fixture
@@ -36,55 +32,6 @@ def namespace(cluster: Cluster) -> str:
     name = f"c-{uuid.uuid4().hex[:8]}"
     cluster.standin.add_namespace(name)
     return name
-
-
-@pytest.fixture
-def ann(cluster: Cluster, namespace: str) -> str:
-    """A user who may do anything with plnt's kinds and read Events in `namespace`."""
-    token = f"ann-{uuid.uuid4().hex[:6]}"
-    user = f"ann-{namespace}"
-    cluster.standin.add_user(token, user, ["devs"])
-    cluster.standin.allow(
-        Rule(("*",), user=user, api_groups=("plnt.work",), resources=("*",), namespace=namespace)
-    )
-    cluster.standin.allow(
-        Rule(("get", "list", "watch"), user=user, api_groups=("", "events.k8s.io"),
-             resources=("events",), namespace=namespace)
-    )  # fmt: skip
-    return token
-
-
-def run_manifest(name: str, ref: str, digest: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "plnt.work/v1",
-        "kind": "WorkflowRun",
-        "metadata": {"name": name},
-        "spec": {"workflow": {"ref": ref, "digest": digest}},
-    }
-
-
-def published(cluster: Cluster, tag: str) -> tuple[str, str]:
-    text = EXAMPLE.read_text().replace("version: 1.0.0", f"version: 1.0.{tag}")
-    return publish(cluster.directory / "worker" / "layouts" / "cluster", tag, text)
-
-
-def direct(
-    cluster: Cluster,
-    path: str,
-    *,
-    headers: dict[str, str] | None = None,
-    method: str = "GET",
-    context: ssl.SSLContext | None = None,
-) -> tuple[int, dict[str, Any]]:
-    """A request straight to plnt, bypassing the aggregator: (status, JSON body)."""
-    request = urllib.request.Request(cluster.plnt_url + path, headers=headers or {}, method=method)
-    try:
-        with urllib.request.urlopen(
-            request, context=context or cluster.plnt_context(), timeout=30
-        ) as answer:
-            return answer.status, json.loads(answer.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"{}")
 
 
 def test_a_token_user_applies_waits_invokes_and_describes_through_the_aggregator(

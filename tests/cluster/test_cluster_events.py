@@ -17,13 +17,10 @@ from yarl import URL
 from plnt.api.events import event_about
 from plnt.kube import connecting
 from plnt.kube.events import ClusterEvents
-from tests.cluster.conftest import Cluster
-from tests.cluster.test_aggregated import ann, namespace
+from tests.support.cluster import Cluster
 from tests.support.llm import threaded_llm
 from tests.support.plnt_server import wait_for
 from tests.support.stack import WorkerProcess
-
-__all__ = ["ann", "namespace"]
 
 
 async def test_a_repeated_event_is_one_event_whose_count_grows(

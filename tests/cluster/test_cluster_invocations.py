@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cluster.conftest import Cluster
-from tests.cluster.test_aggregated import published, run_manifest
+from tests.support.cluster import Cluster, published, run_manifest
 from tests.support.kube.policy import Rule
 
 

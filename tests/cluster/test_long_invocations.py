@@ -24,8 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cluster.conftest import Cluster
-from tests.cluster.test_aggregated import run_manifest
+from tests.support.cluster import Cluster, run_manifest
 from tests.support.gate import gated_workflow, threaded_gate
 from tests.support.kube.policy import Rule
 from tests.support.plnt_server import Kubectl

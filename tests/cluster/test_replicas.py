@@ -4,43 +4,14 @@ started from the write's resourceVersion. Both replicas are real child processes
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 import urllib.request
-import uuid
 from collections.abc import Iterator
 
 import pytest
 
-from plnt.processes.ports import free_port
-from tests.cluster.conftest import Cluster
-from tests.cluster.test_aggregated import direct
-from tests.support.kube.policy import Rule
-from tests.support.plnt_server import ChildProcess
-
-BACKEND = {
-    "apiVersion": "plnt.work/v1",
-    "kind": "PlntBackend",
-    "spec": {"type": "echo"},
-}
-
-
-@contextlib.contextmanager
-def another_replica(cluster: Cluster, what: str, *flags: str) -> Iterator[Cluster]:
-    """`plnt serve` again (with `flags` added) on the same etcd, cluster and certificate,
-    on its own port; stopped when the block ends."""
-    argv = list(cluster.serve.argv)
-    port = free_port()
-    argv[argv.index("--secure-port") + 1] = str(port)
-    replica = ChildProcess([*argv, *flags], "plnt is serving at", what)
-    replica.start()
-    try:
-        yield Cluster(
-            cluster.standin, cluster.directory, cluster.serving_ca, port, replica, cluster.worker
-        )
-    finally:
-        replica.stop()
+from tests.support.cluster import Cluster, another_replica, create, direct
 
 
 @pytest.fixture(scope="module")
@@ -49,33 +20,6 @@ def second(cluster: Cluster) -> Iterator[Cluster]:
     assert list(cluster.serve.argv)[:3] == [sys.executable, "-m", "plnt"]
     with another_replica(cluster, "plnt serve (second replica)") as replica:
         yield replica
-
-
-@pytest.fixture
-def token(cluster: Cluster) -> tuple[str, str]:
-    namespace = f"r-{uuid.uuid4().hex[:8]}"
-    cluster.standin.add_namespace(namespace)
-    token, user = f"t-{namespace}", f"writer-{namespace}"
-    cluster.standin.add_user(token, user)
-    cluster.standin.allow(
-        Rule(("*",), user=user, api_groups=("plnt.work",), resources=("*",), namespace=namespace)
-    )
-    return token, namespace
-
-
-def create(replica: Cluster, token: str, namespace: str, name: str) -> dict[str, object]:
-    body = json.dumps({**BACKEND, "metadata": {"name": name}}).encode()
-    path = f"/apis/plnt.work/v1/namespaces/{namespace}/plntbackends"
-    request = urllib.request.Request(
-        replica.plnt_url + path,
-        data=body,
-        method="POST",
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, context=replica.plnt_context(), timeout=30) as answer:
-        assert answer.status == 201
-        created: dict[str, object] = json.loads(answer.read())
-        return created
 
 
 def test_a_write_on_one_replica_is_read_at_once_on_the_other(

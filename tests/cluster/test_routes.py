@@ -16,8 +16,7 @@ from typing import Any
 
 import yaml
 
-from tests.cluster.conftest import Cluster
-from tests.cluster.test_aggregated import published, run_manifest
+from tests.support.cluster import Cluster, published, run_manifest
 from tests.support.plnt_server import Kubectl, wait_for
 
 RUN = "chat"

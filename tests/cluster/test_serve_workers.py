@@ -11,13 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.conftest import Cluster
-from tests.cluster.test_aggregated import direct
-from tests.cluster.test_replicas import (  # noqa: F401 (token is a fixture)
-    another_replica,
-    create,
-    token,
-)
+from tests.support.cluster import Cluster, another_replica, create, direct
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +36,7 @@ def _slot_directory(pid: int) -> Path:
 
 def test_two_workers_serve_one_replica_and_stop_with_it(
     served: Cluster,
-    token: tuple[str, str],  # noqa: F811
+    token: tuple[str, str],
 ) -> None:
     process = served.serve.process
     assert process is not None

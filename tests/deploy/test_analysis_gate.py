@@ -20,9 +20,11 @@ from typing import Any
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from tests.deploy.conftest import Api, Stack, apply, condition_of, settled, step_of, workflowrun
+from tests.support.blocking_api import Api
+from tests.support.manifests import apply, workflowrun
 from tests.support.plnt_server import Kubectl
-from tests.support.stack import runner_pids_by_revision
+from tests.support.stack import Stack, runner_pids_by_revision
+from tests.support.statuses import condition_of, settled, step_of
 
 SLOW_SECONDS = 0.3
 LIMIT_MS = 150

@@ -12,30 +12,14 @@ stop is the same transition with the same message, whatever the load.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from yarl import URL
 
-from tests.deploy.conftest import Stack, apply, backend_manifest
 from tests.support.llm import Gpu, threaded_llm
+from tests.support.manifests import apply, backend_manifest
 from tests.support.plnt_server import Kubectl, wait_for
-from tests.support.stack import WorkerProcess
-
-
-@pytest.fixture
-def probing_worker(stack: Stack) -> Iterator[WorkerProcess]:
-    worker = WorkerProcess(
-        stack.temporal.address,
-        stack.server.kubeconfig,
-        stack.state_dir,
-        extra_args=("--task-queue", "plnt-probe-only", "--probe-interval", "0.2"),
-    ).start()
-    try:
-        yield worker
-    finally:
-        worker.stop()
+from tests.support.stack import Stack, WorkerProcess
 
 
 def status_of(kubectl: Kubectl, namespace: str, name: str) -> dict[str, Any]:

@@ -29,10 +29,13 @@ from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.sagas.benching.workflow import BenchWorkflow
 from plnt.sagas.benching.workflow import workflow_id as bench_workflow_id
-from tests.cli.conftest import Result, cli_env
-from tests.deploy.conftest import Api, Stack, settled, workflowrun
+from tests.support.blocking_api import Api
+from tests.support.cli import Result, cli_env
+from tests.support.manifests import workflowrun
 from tests.support.namespaces import create_namespace
 from tests.support.plnt_server import kubectl_binary, wait_for
+from tests.support.stack import Stack
+from tests.support.statuses import settled
 
 HOLD = 3600
 """Seconds the canary pauses: far longer than the module, so both revisions serve."""

@@ -21,10 +21,12 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.cli.conftest import Result, cli_env
-from tests.deploy.conftest import Api, Stack, condition_of, settled, step_of, workflowrun
+from tests.support.blocking_api import Api
+from tests.support.cli import Result, cli_env
+from tests.support.manifests import workflowrun
 from tests.support.plnt_server import kubectl_binary
-from tests.support.stack import runner_pids, runner_pids_by_revision
+from tests.support.stack import Stack, runner_pids, runner_pids_by_revision
+from tests.support.statuses import condition_of, settled, step_of
 
 CLI_TIMEOUT = 120.0
 # The analyze step sends this many invocations: a deploy slow enough to act on mid-way.

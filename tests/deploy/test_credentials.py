@@ -10,17 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.deploy.conftest import (
-    EXAMPLE,
-    Api,
-    Stack,
-    apply,
-    backend_manifest,
-    condition_of,
-    workflowrun,
-)
+from tests.support.blocking_api import Api
+from tests.support.examples import EXAMPLE
 from tests.support.llm import threaded_llm
+from tests.support.manifests import apply, backend_manifest, workflowrun
 from tests.support.plnt_server import Kubectl
+from tests.support.stack import Stack
+from tests.support.statuses import condition_of
 
 CHAT = EXAMPLE.parent / "chat.workflow.yaml"
 

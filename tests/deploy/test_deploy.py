@@ -12,17 +12,12 @@ import yaml
 from plnt.client.clients import PlntClient
 from plnt.processes.ports import free_port
 from plnt.workflowspec import digests, sources
-from tests.deploy.conftest import (
-    EXAMPLE,
-    Stack,
-    apply,
-    backend_manifest,
-    condition_of,
-    workflowrun,
-)
+from tests.support.examples import EXAMPLE
+from tests.support.manifests import apply, backend_manifest, workflowrun
 from tests.support.plnt_server import Kubectl, wait_for
 from tests.support.registry import running_registry
-from tests.support.stack import publish, runner_pids
+from tests.support.stack import Stack, publish, runner_pids
+from tests.support.statuses import condition_of
 
 
 def wait_for_phase(kubectl: Kubectl, namespace: str, name: str, phase: str) -> dict[str, Any]:

@@ -36,16 +36,11 @@ from temporalio import client as temporal_client
 from temporalio.converter import DataConverter
 
 from plnt.sagas.invoking import workflow as inv
-from tests.deploy.conftest import (
-    Api,
-    Stack,
-    apply,
-    condition_of,
-    restart_server,
-    workflowrun,
-)
+from tests.support.blocking_api import Api
+from tests.support.manifests import apply, workflowrun
 from tests.support.plnt_server import Kubectl, wait_for
-from tests.support.stack import WorkerProcess, runner_pids
+from tests.support.stack import Stack, WorkerProcess, restart_server, runner_pids
+from tests.support.statuses import condition_of
 from tests.support.steptarget import StepTarget, durable_workflow, serving_step_target
 
 INVOCATIONS = "invocations"

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from plnt.client import errors as client_errors
-from tests.deploy.conftest import Api, Stack, apply, workflowrun
+from tests.support.blocking_api import Api
+from tests.support.manifests import apply, workflowrun
 from tests.support.plnt_server import Kubectl
-from tests.support.stack import runner_pids, runner_pids_by_revision
+from tests.support.stack import Stack, runner_pids, runner_pids_by_revision
 
 
 def scaled_to(replicas: int) -> Any:

@@ -22,9 +22,8 @@ from pathlib import Path
 import yaml
 
 from plnt.workflowspec import digests
-from tests.deploy.conftest import Stack
 from tests.support.plnt_server import REPO
-from tests.support.stack import publish, runner_pids
+from tests.support.stack import Stack, publish, runner_pids
 
 QUICKSTART_TIMEOUT = 300.0
 

@@ -24,7 +24,7 @@ from temporalio.worker import Replayer
 
 from plnt.sagas.deploying.workflow.controller import WorkflowRunController
 from tests.deploy import record_histories as recording
-from tests.deploy.conftest import Stack
+from tests.support.stack import Stack
 
 CURRENT = sorted(recording.HISTORIES.glob("*.json"))
 RECORDED = CURRENT + sorted(recording.BEFORE_TYPED_INPUTS.glob("*.json"))

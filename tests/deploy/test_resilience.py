@@ -15,17 +15,11 @@ import os
 import signal
 from typing import Any
 
-from tests.deploy.conftest import (
-    Api,
-    Stack,
-    apply,
-    condition_of,
-    restart_server,
-    step_of,
-    workflowrun,
-)
+from tests.support.blocking_api import Api
+from tests.support.manifests import apply, workflowrun
 from tests.support.plnt_server import Kubectl, wait_for
-from tests.support.stack import runner_pids, runner_pids_by_revision
+from tests.support.stack import Stack, restart_server, runner_pids, runner_pids_by_revision
+from tests.support.statuses import condition_of, step_of
 
 
 def ready_at_generation(obj: dict[str, Any]) -> bool:

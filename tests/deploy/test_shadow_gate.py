@@ -16,9 +16,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.deploy.conftest import Api, Stack, apply, condition_of, settled, step_of, workflowrun
+from tests.support.blocking_api import Api
+from tests.support.manifests import apply, workflowrun
 from tests.support.plnt_server import Kubectl
-from tests.support.stack import runner_pids_by_revision
+from tests.support.stack import Stack, runner_pids_by_revision
+from tests.support.statuses import condition_of, settled, step_of
 
 CASE = {
     "name": "etcd",

@@ -16,10 +16,12 @@ from typing import Any
 import pytest
 
 from plnt.processes.ports import free_port
-from tests.deploy.conftest import EXAMPLE, Api, kill_strays, workflowrun
+from tests.support.blocking_api import Api
+from tests.support.examples import EXAMPLE
+from tests.support.manifests import workflowrun
 from tests.support.plnt_server import REPO, ChildProcess, Kubectl, PlntServer
 from tests.support.processes import live_processes
-from tests.support.stack import publish, runner_pids
+from tests.support.stack import kill_strays, publish, runner_pids
 
 
 @pytest.fixture

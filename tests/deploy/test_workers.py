@@ -22,15 +22,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from plnt.bench import cputime
 from plnt.processes.temporal import TemporalDevServer
-from tests.deploy.conftest import (
-    Api,
-    Stack,
-    apply,
-    backend_manifest,
-    running_stack,
-    workflowrun,
-)
+from tests.support.blocking_api import Api
+from tests.support.manifests import apply, backend_manifest, workflowrun
 from tests.support.plnt_server import Kubectl, PlntServer, wait_for
+from tests.support.stack import Stack, running_stack
 
 FRESH_CONNECTIONS = 12
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.runner.conftest import EXAMPLES
+from tests.support.examples import EXAMPLES
 from tests.support.plnt_server import Kubectl
 
 pytestmark = pytest.mark.e2e

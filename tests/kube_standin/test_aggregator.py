@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import ssl
 from pathlib import Path
 
 from aiohttp import web
 
-from plnt.apiserver import pki
-from tests.kube_standin.test_reviews_and_errors import session
 from tests.support import tls
 from tests.support.kube import discovery, policy, standin
-
-SERVICE_DNS = "echo-api.plnt-system.svc"
+from tests.support.kube.backends import backend_context
+from tests.support.kube.clients import session
 
 
 def echo_backend() -> web.Application:
@@ -59,19 +56,6 @@ def echo_backend() -> web.Application:
     app.router.add_get("/apis/plnt.work/v1", resources)
     app.router.add_route("*", "/apis/plnt.work/v1/{tail:.+}", echo)
     return app
-
-
-def backend_context(kube: standin.KubeStandIn, directory: Path) -> tuple[ssl.SSLContext, bytes]:
-    ca = pki.CertificateAuthority.create("echo-ca")
-    cert_pem, key_pem = pki.issue_serving_certificate(ca, sans=[SERVICE_DNS])
-    (directory / "s.crt").write_bytes(cert_pem)
-    (directory / "s.key").write_bytes(key_pem)
-    context = ssl.create_default_context(
-        ssl.Purpose.CLIENT_AUTH, cafile=str(kube.front_proxy_ca_cert)
-    )
-    context.load_cert_chain(directory / "s.crt", directory / "s.key")
-    context.verify_mode = ssl.CERT_REQUIRED  # only the front proxy may call
-    return context, ca.cert_pem
 
 
 async def test_the_aggregator_proxies_with_the_front_proxy_certificate_and_the_users_identity(

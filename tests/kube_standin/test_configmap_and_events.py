@@ -7,8 +7,8 @@ from typing import Any
 
 import aiohttp
 
-from tests.kube_standin.test_reviews_and_errors import post, session
 from tests.support.kube import authconfig, policy, standin
+from tests.support.kube.clients import post, session
 from tests.support.waiting import eventually
 
 CM_PATH = "/api/v1/namespaces/kube-system/configmaps"

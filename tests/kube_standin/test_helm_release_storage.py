@@ -22,8 +22,8 @@ import pytest
 
 from plnt.sagas.targets import runners
 from plnt.sagas.values import RunRef
-from tests.kube_standin.test_reviews_and_errors import session
 from tests.support.kube import protobuf, standin
+from tests.support.kube.clients import session
 
 ADMIN = "admin-token-helm"
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,10 +20,10 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from tests.kube_standin.test_aggregator import backend_context
-from tests.kube_standin.test_reviews_and_errors import session
 from tests.support import tls
 from tests.support.kube import attributes, policy, standin, timeouts
+from tests.support.kube.backends import backend_context
+from tests.support.kube.clients import session
 
 BASE = "/apis/plnt.work/v1/namespaces/ns/echoes"
 LIMIT = 0.5  # seconds: the shortened --request-timeout of these tests

@@ -19,8 +19,8 @@ import pytest
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.kube_standin.test_reviews_and_errors import session
 from tests.support.kube import kubelet, standin
+from tests.support.kube.clients import session
 from tests.support.processes import kill_all, live_processes
 from tests.support.waiting import eventually
 

@@ -2,7 +2,7 @@
 OpenAI proxy, `/bench`, backend probing, and the model server dying mid-stream.
 
 The stack is the deploy tests' (real Temporal, `plnt up` with sagas, a separate worker, real
-runner processes, `tests/deploy/conftest.py`); the model is the session's one model server
+runner processes, `tests/support/stack.py`); the model is the session's one model server
 (`tests/support/model.py`), registered here as a PlntBackend of type `openai`, as
 `plnt up --model` registers it. The run's step cache is off, so every call reaches the
 model: the model server's own counter of answered generation requests (its `/metrics`)
@@ -37,10 +37,12 @@ from plnt.client.clients import PlntClient
 from plnt.processes.modelserver import ModelServer
 from plnt.processes.supervision import Backoff, supervising
 from plnt.standalone import modelserving
-from tests.deploy.conftest import Api, Stack, condition_of, settled, step_of, workflowrun
+from tests.support.blocking_api import Api
+from tests.support.manifests import workflowrun
 from tests.support.model import COUNTING, PIN, complete
 from tests.support.namespaces import create_namespace
-from tests.support.stack import WorkerProcess
+from tests.support.stack import Stack, WorkerProcess
+from tests.support.statuses import condition_of, settled, step_of
 from tests.support.waiting import eventually
 
 NAME = "on-the-model"

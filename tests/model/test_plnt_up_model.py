@@ -27,7 +27,7 @@ import pytest
 
 from plnt.processes import leftovers, models, modelserver
 from plnt.processes.ports import free_port
-from tests.processes.hostile import leaked, set_hostile
+from tests.support.hostile import leaked, set_hostile
 from tests.support.model import PIN
 from tests.support.plnt_server import Kubectl, PlntServer, wait_for
 from tests.support.processes import kill_all, live_processes

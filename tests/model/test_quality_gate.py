@@ -3,7 +3,7 @@ on passes the smoke test and the latency gate, and is rolled back by the determi
 scorers; an unchanged canary is promoted.
 
 Real kubectl, API server, Temporal, worker and runner processes (the deploy tests' stack,
-`tests/deploy/conftest.py`) on the session's one model server (Gemma 3 270M, a base model,
+`tests/support/stack.py`) on the session's one model server (Gemma 3 270M, a base model,
 at temperature 0: `1, 2, 3, 4,` continues with ` 5, 6, …`). The cases hold the answer to
 behaviour (the continuation starts with the next number), never to exact prose.
 """
@@ -13,25 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from plnt.processes.modelserver import ModelServer
-from tests.deploy.conftest import (
-    Api,
-    Stack,
-    api,
-    apply,
-    backend_manifest,
-    condition_of,
-    kubectl,
-    namespace,
-    settled,
-    stack,
-    step_of,
-    temporal,
-    workflowrun,
-)
+from tests.support.blocking_api import Api
+from tests.support.manifests import apply, backend_manifest, workflowrun
 from tests.support.plnt_server import Kubectl
-from tests.support.stack import runner_pids_by_revision
-
-__all__ = ["api", "kubectl", "namespace", "stack", "temporal"]  # the deploy stack's fixtures
+from tests.support.stack import Stack, runner_pids_by_revision
+from tests.support.statuses import condition_of, settled, step_of
 
 BACKEND = "gemma"
 COUNTING_PROMPT = "{{ inputs.prefix }}"

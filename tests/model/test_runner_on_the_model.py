@@ -21,8 +21,9 @@ from plnt.bench import continuations
 from plnt.processes.modelserver import ModelServer
 from plnt.runner import settings
 from plnt.workflowspec import documents, smoke
-from tests.runner.conftest import EXAMPLES, StartRunner
+from tests.support.examples import EXAMPLES
 from tests.support.model import COUNTING, complete, tokenize_count
+from tests.support.runners import StartRunner
 
 TOKENS = 12
 CONTINUE = continuations.spec_text(TOKENS, smoke=True)

@@ -10,32 +10,19 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.deploy.conftest import Api, kill_strays
+from tests.support.blocking_api import Api
 from tests.support.namespaces import create_namespace
 from tests.support.plnt_server import PlntServer, wait_for
-from tests.support.prometheus import Prometheus, prometheus
+from tests.support.prometheus import Observed, Prometheus, prometheus, up_targets
+from tests.support.stack import kill_strays
 
 __all__ = ["prometheus"]
 
 SCRAPE_LINE = "Prometheus scrape_configs: - "
-
-
-@dataclass
-class Observed:
-    """A plnt up that a Prometheus scrapes, with one namespace for the module."""
-
-    state_dir: Path
-    server: PlntServer
-    api: Api
-    prometheus: Prometheus
-    namespace: str
-    job: dict[str, Any]
 
 
 def printed_job(output: list[str]) -> dict[str, Any]:
@@ -44,15 +31,6 @@ def printed_job(output: list[str]) -> dict[str, Any]:
     assert len(lines) == 1, "".join(output)
     job: dict[str, Any] = json.loads(lines[0].removeprefix(SCRAPE_LINE))
     return job
-
-
-def up_targets(prometheus: Prometheus, job: str) -> list[dict[str, Any]]:
-    """The active targets of `job` that Prometheus scraped successfully."""
-    return [
-        target
-        for target in prometheus.targets()
-        if target["labels"].get("job") == job and target["health"] == "up"
-    ]
 
 
 @pytest.fixture(scope="module")

@@ -27,9 +27,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from plnt.client import errors as client_errors
 from plnt.sagas.targets import local_scrape
-from tests.observability.conftest import Observed, up_targets
 from tests.support.llm import LLM, Gpu, threaded_llm
 from tests.support.plnt_server import REPO, wait_for
+from tests.support.prometheus import Observed, up_targets
 from tests.support.stack import publish
 
 DASHBOARD = REPO / "charts" / "plnt" / "dashboards" / "plnt.json"

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from plnt.processes import environments
-from tests.processes.hostile import HOSTILE
+from tests.support.hostile import HOSTILE
 
 USERS = {
     "PATH": "/usr/bin:/bin",

@@ -26,8 +26,8 @@ from plnt.processes import apiprocesses
 from plnt.processes.temporal import TemporalDevServer
 from plnt.sagas.targets import interface, local
 from plnt.storage.etcd import EtcdStore
-from tests.processes.hostile import HOSTILE, environment_of, leaked, set_hostile
 from tests.support.etcd import running_etcd
+from tests.support.hostile import HOSTILE, environment_of, leaked, set_hostile
 from tests.support.llm import LLM, serving_llm
 from tests.support.processes import kill_all, live_processes
 

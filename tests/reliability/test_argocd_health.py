@@ -18,7 +18,7 @@ from lupa import lua51
 
 from plnt.api.workflowruns import WorkflowRun
 from plnt.registry.workflowruns.strategy import WorkflowRunStrategy
-from tests.reliability.test_kstatus import body, compute, ready_at
+from tests.support.kstatus import body, compute, ready_at
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "gitops.md"
 ARGO_OF_KSTATUS = {"InProgress": "Progressing", "Current": "Healthy", "Failed": "Degraded"}

@@ -13,18 +13,27 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.apiserver import conftest as served
-from tests.apiserver.conftest import BASE, Api, Reply, workflowrun
+from tests.support.api_server import BASE, Api, Reply, serving, workflowrun
+from tests.support.etcd import etcd_endpoint_fixture
 
-# The API server fixtures of tests/apiserver: an in-process server over TLS on a real etcd.
-etcd_endpoint = served.etcd_endpoint
-api = served.api
+# The server of the API server tests (tests/support/api_server.py): in-process, over TLS, on
+# an etcd of this module's own, a keyspace per test.
+etcd_endpoint = etcd_endpoint_fixture()
+
+
+@pytest.fixture
+async def api(etcd_endpoint: str, tmp_path: Path) -> AsyncIterator[Api]:
+    async with serving(etcd_endpoint, tmp_path) as client:
+        yield client
+
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
 JSON_PATCH = {"Content-Type": "application/json-patch+json"}

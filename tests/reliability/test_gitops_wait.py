@@ -6,7 +6,7 @@ uninstalls a chart holding a PlntBackend and a WorkflowRun against a real `plnt 
 with the memory release driver. `wait="watcher"` is Helm's kstatus waiter, the rules
 Flux and kpt use too: it returns only once every object is Current, and gives up on one
 that is Failed (kstatus's reading of `Stalled=True`). The stack fixtures are the deploy
-tests' (`tests/deploy/conftest.py`).
+tests' (`tests/support/stack.py`).
 """
 
 from __future__ import annotations
@@ -21,13 +21,10 @@ import pytest
 import yaml
 
 from plnt.client import errors as client_errors
-from tests.deploy import conftest as deploy
-from tests.deploy.conftest import Api, Stack, condition_of
-from tests.reliability.test_kstatus import compute
-from tests.support.stack import runner_pids
-
-# The deploy tests' fixtures: one Temporal per session, one `plnt up` and worker per module.
-temporal, stack, api, namespace = deploy.temporal, deploy.stack, deploy.api, deploy.namespace
+from tests.support.blocking_api import Api
+from tests.support.kstatus import compute
+from tests.support.stack import Stack, runner_pids
+from tests.support.statuses import condition_of
 
 WAIT_SECONDS = 90
 """Helm's own timeout for a wait: far above a deploy here, so only a fault reaches it."""

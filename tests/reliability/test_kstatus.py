@@ -1,19 +1,8 @@
 """kstatus reads a WorkflowRun right in every phase: from its write to Ready or Stalled.
 
-kstatus (`sigs.k8s.io/cli-utils/pkg/kstatus/status`, and the fluxcd fork Helm 4 and
-Flux build on) is how Helm's `--wait`, Flux and kpt decide that an object is done.
-`compute` below is an oracle written in this test from its generic rules (`generic.go`
-`checkGenericProperties`/`checkGeneration`, then `status.go` `checkReadyCondition` and
-the fallback), in their order:
-
-1. `metadata.deletionTimestamp` set: Terminating;
-2. `status.observedGeneration` present and not `metadata.generation`: InProgress
-   (reason LatestGenerationNotObserved);
-3. the first condition, in list order, that is `Reconciling=True` (InProgress) or
-   `Stalled=True` (Failed);
-4. (the built-in kinds' own rules: none applies to plnt.work);
-5. a `Ready` condition: True is Current, False or Unknown InProgress;
-6. otherwise Current.
+kstatus (`sigs.k8s.io/cli-utils/pkg/kstatus/status`) is how Helm's `--wait`, Flux and kpt
+decide that an object is done. `compute` (`tests/support/kstatus.py`) is an oracle written
+from its generic rules, in their order; the first test checks the oracle itself.
 
 The phases come from the real code: the registry strategy for the write, and the real
 `WorkflowRunController` on Temporal's time-skipping test server with scripted
@@ -22,9 +11,7 @@ activities for the saga's reports (each report's status laid over the stored obj
 
 from __future__ import annotations
 
-import copy
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -41,47 +28,10 @@ from plnt.sagas import activitynames
 from plnt.sagas import values as v
 from plnt.sagas.deploying.workflow.controller import WorkflowRunController
 from plnt.sagas.failures import Failure
-from tests.sagas.test_saga_time import TEST_SERVER, Saga, ScriptedActivities, spec
+from tests.support.kstatus import Result, body, compute, ready_at
+from tests.support.scripted_saga import TEST_SERVER, Saga, ScriptedActivities, spec
 
 # --- the oracle ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Result:
-    """kstatus's `Result`: the status, its message, and the reason it was read from."""
-
-    status: str
-    message: str = ""
-    reason: str = ""
-
-
-def compute(obj: dict[str, Any]) -> Result:
-    """kstatus's status of `obj` by its generic rules (see the module docstring)."""
-    meta = obj.get("metadata") or {}
-    status = obj.get("status") or {}
-    if meta.get("deletionTimestamp"):
-        return Result("Terminating", "Resource scheduled for deletion")
-    generation, observed = meta.get("generation"), status.get("observedGeneration")
-    if generation is not None and observed is not None and observed != generation:
-        message = (
-            f"{obj.get('kind')} generation is {generation}, "
-            f"but latest observed generation is {observed}"
-        )
-        return Result("InProgress", message, "LatestGenerationNotObserved")
-    conditions = status.get("conditions") or []
-    for condition in conditions:
-        if condition.get("type") == "Reconciling" and condition.get("status") == "True":
-            return Result("InProgress", condition.get("message", ""), condition.get("reason", ""))
-        if condition.get("type") == "Stalled" and condition.get("status") == "True":
-            return Result("Failed", condition.get("message", ""), condition.get("reason", ""))
-    for condition in conditions:
-        if condition.get("type") != "Ready":
-            continue
-        if condition.get("status") == "True":
-            return Result("Current", "Resource is Ready")
-        if condition.get("status") in ("False", "Unknown"):
-            return Result("InProgress", condition.get("message", ""), condition.get("reason", ""))
-    return Result("Current", "Resource is current")
 
 
 def test_the_oracle_follows_kstatus_order_of_rules() -> None:
@@ -107,33 +57,6 @@ def test_the_oracle_follows_kstatus_order_of_rules() -> None:
 
 
 # --- the write: the registry strategy --------------------------------------------------
-
-
-def body(digest_char: str = "a", *, replicas: int = 1) -> dict[str, Any]:
-    return {
-        "apiVersion": "plnt.work/v1",
-        "kind": "WorkflowRun",
-        "metadata": {"name": "run", "namespace": "default"},
-        "spec": {
-            "workflow": {"ref": "oci-layout:examples:a", "digest": "sha256:" + digest_char * 64},
-            "replicas": replicas,
-        },
-    }
-
-
-def ready_at(obj: dict[str, Any], generation: int) -> dict[str, Any]:
-    """`obj` as the saga leaves it once `generation` serves."""
-    done = copy.deepcopy(obj)
-    done["metadata"]["generation"] = generation
-    done["status"] = {
-        "phase": "Ready",
-        "observedGeneration": generation,
-        "conditions": [
-            {"type": "Ready", "status": "True", "reason": "Promoted", "message": "serves"},
-            {"type": "Progressing", "status": "False", "reason": "DeployComplete"},
-        ],
-    }
-    return done
 
 
 SAGAS = WorkflowRunStrategy(model=WorkflowRun, teardown_finalizer=True)

@@ -21,10 +21,13 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.conftest import EXAMPLE, Api, condition_of, kill_strays, step_of, workflowrun
+from tests.support.blocking_api import Api
+from tests.support.examples import EXAMPLE
+from tests.support.manifests import workflowrun
 from tests.support.plnt_server import Kubectl, PlntServer, wait_for
 from tests.support.processes import live_processes
-from tests.support.stack import publish, runner_pids, runner_pids_by_revision
+from tests.support.stack import kill_strays, publish, runner_pids, runner_pids_by_revision
+from tests.support.statuses import condition_of, step_of
 
 
 @pytest.fixture(scope="module")

@@ -48,10 +48,17 @@ import pytest
 import yaml
 
 from plnt.workflowspec import sources
-from tests.deploy.conftest import Api, condition_of, kill_strays, step_of
+from tests.support.blocking_api import Api
 from tests.support.plnt_server import Kubectl, PlntServer, wait_for
 from tests.support.registry import Registry, running_registry
-from tests.support.stack import WorkerProcess, publish, runner_pids, runner_pids_by_revision
+from tests.support.stack import (
+    WorkerProcess,
+    kill_strays,
+    publish,
+    runner_pids,
+    runner_pids_by_revision,
+)
+from tests.support.statuses import condition_of, step_of
 
 NAMESPACE = "default"
 WORKER_ENV = {"PLNT_RUNNER_FORKSERVER": "0"}

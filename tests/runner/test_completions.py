@@ -15,8 +15,9 @@ import openai
 import pytest
 
 from plnt.runner import settings
-from tests.runner.conftest import EXAMPLES, StartRunner
+from tests.support.examples import EXAMPLES
 from tests.support.llm import LLM, serving_llm, tokens_of
+from tests.support.runners import StartRunner
 
 CONTINUE = """
 apiVersion: microagents.plnt.work/v1

@@ -11,7 +11,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from plnt.runner import executing, settings
-from tests.runner.conftest import EXAMPLES, StartRunner
+from tests.support.examples import EXAMPLES
+from tests.support.runners import StartRunner
 
 ONE_MODEL_STEP = """
 apiVersion: microagents.plnt.work/v1

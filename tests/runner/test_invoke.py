@@ -8,7 +8,8 @@ import aiohttp
 import pytest
 
 from plnt.runner import settings
-from tests.runner.conftest import EXAMPLES, StartRunner
+from tests.support.examples import EXAMPLES
+from tests.support.runners import StartRunner
 
 
 def _metric(text: str, name: str) -> float:

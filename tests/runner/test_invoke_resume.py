@@ -11,8 +11,8 @@ from __future__ import annotations
 import aiohttp
 
 from plnt.runner import settings
-from tests.runner.conftest import EXAMPLES, StartRunner
-from tests.runner.test_invoke_stream import read_lines
+from tests.support.examples import EXAMPLES
+from tests.support.runners import StartRunner, read_lines
 
 FANOUT = EXAMPLES / "fanout.workflow.yaml"
 ECHO = settings.BackendConfig(type="echo", latency_ms=1)

@@ -6,26 +6,17 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
 
 from plnt.runner import settings
-from tests.runner.conftest import EXAMPLES, StartRunner
+from tests.support.examples import EXAMPLES
 from tests.support.gate import Gate, gated_workflow, serving_gate
+from tests.support.runners import StartRunner, read_lines
 
 DEADLINE_SECONDS = 20.0
 NDJSON = "application/x-ndjson"
-
-
-async def read_lines(response: aiohttp.ClientResponse) -> list[dict[str, Any]]:
-    """Every line of a stream, parsed, until the server ends it."""
-    lines = []
-    async with asyncio.timeout(DEADLINE_SECONDS):
-        while raw := await response.content.readline():
-            lines.append(json.loads(raw))
-    return lines
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ import aiohttp
 import openai
 
 from plnt.runner import settings
-from tests.runner.conftest import EXAMPLES, StartRunner
+from tests.support.examples import EXAMPLES
+from tests.support.runners import StartRunner
 
 
 async def test_the_openai_sdk_gets_a_chat_completion_from_the_workflow(

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
@@ -15,34 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from plnt.cli.main import app
-from tests.runner.conftest import EXAMPLES
+from tests.support.examples import EXAMPLES
+from tests.support.runners import runner_process
 
 START_DEADLINE_SECONDS = 30.0
-
-
-@contextlib.asynccontextmanager
-async def runner_process(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
-    """Start the runner on a free port; yield it and its URL; always kill and reap it."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "plnt.runner",
-        *args,
-        "--port",
-        "0",
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        assert process.stdout is not None
-        async with asyncio.timeout(START_DEADLINE_SECONDS):
-            line = (await process.stdout.readline()).decode()
-        assert "listening on " in line, line
-        yield process, line.rsplit(" ", 1)[1].strip()
-    finally:
-        if process.returncode is None:
-            process.kill()
-        await process.communicate()
 
 
 async def test_the_runner_module_serves_a_spec_as_a_child_process() -> None:

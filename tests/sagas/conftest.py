@@ -7,35 +7,16 @@ leaves a process behind even when it fails half-way.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from plnt.sagas.targets import interface, local
-from tests.support.processes import kill_all, live_processes
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-CHAT_SPEC = (EXAMPLES / "chat.workflow.yaml").read_bytes()
-
-MakeRevision = Callable[..., interface.Revision]
-
-
-def local_target_runner_pids(state_dir: Path) -> set[int]:
-    """Live (non-zombie) runner processes whose command line names `state_dir`.
-
-    Our own exited children are reaped first, so they do not linger as zombies.
-    """
-    found = live_processes("plnt.runner", str(state_dir))
-    for pid in list(found):
-        with contextlib.suppress(ChildProcessError):
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                found.discard(pid)
-    return found
+from tests.support.local_target import CHAT_SPEC, MakeRevision, local_target_runner_pids
+from tests.support.processes import kill_all
 
 
 @pytest.fixture

@@ -19,8 +19,7 @@ import pytest
 from plnt.processes import forkserver as local_forkserver
 from plnt.runner import forkserver
 from plnt.sagas.targets import interface, local, local_processes, local_records
-from tests.sagas.conftest import MakeRevision, local_target_runner_pids
-from tests.sagas.test_local_target import invoke, is_running
+from tests.support.local_target import MakeRevision, invoke, is_running, local_target_runner_pids
 from tests.support.processes import kill_all
 from tests.support.waiting import eventually
 

@@ -13,37 +13,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 
 from plnt.processes.ports import free_port
 from plnt.sagas.targets import interface, local, local_records
-from tests.sagas.conftest import CHAT_SPEC, MakeRevision, local_target_runner_pids
 from tests.support.llm import serving_llm
+from tests.support.local_target import (
+    CHAT_SPEC,
+    MakeRevision,
+    invoke,
+    is_running,
+    local_target_runner_pids,
+)
 from tests.support.waiting import eventually
-
-
-def is_running(pid: int) -> bool:
-    """True while `pid` exists and is not a zombie (reaping it if it is our child)."""
-    try:
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
-    except ChildProcessError:
-        pass
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
-
-
-async def invoke(url: str, question: str) -> Any:
-    async with (
-        aiohttp.ClientSession() as session,
-        session.post(f"{url}/invoke", json={"inputs": {"question": question}}) as response,
-    ):
-        assert response.status == 200
-        return (await response.json())["output"]
 
 
 @pytest.fixture

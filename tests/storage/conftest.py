@@ -5,7 +5,6 @@ The in-memory store needs no etcd: its parametrization of `store` starts none.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncIterator
@@ -14,13 +13,11 @@ import pytest
 
 from plnt.storage.cache import CachedStore
 from plnt.storage.etcd import EtcdStore
-from plnt.storage.interface import WatchEvent
 from plnt.storage.memory import MemoryStore
 from tests.support.etcd import etcd_endpoint_fixture
+from tests.support.stores import AnyStore
 
 etcd_endpoint = etcd_endpoint_fixture()
-
-AnyStore = EtcdStore | CachedStore | MemoryStore
 
 
 @pytest.fixture
@@ -63,16 +60,3 @@ async def etcd_backed_store(request: pytest.FixtureRequest, prefix: str) -> Asyn
     """The stores other etcd clients can write beside: etcd itself and the cache over it."""
     async with opened(request.param, request, prefix) as opened_store:
         yield opened_store
-
-
-async def next_changes(
-    events: AsyncIterator[WatchEvent], count: int, *, within: float = 10.0
-) -> list[WatchEvent]:
-    """The next `count` non-PROGRESS events, failing the test if they take over `within` s."""
-    got: list[WatchEvent] = []
-    async with asyncio.timeout(within):
-        while len(got) < count:
-            event = await anext(events)
-            if event.type != "PROGRESS":
-                got.append(event)
-    return got

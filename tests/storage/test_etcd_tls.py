@@ -9,8 +9,8 @@ import pytest
 from plnt.storage import errors
 from plnt.storage.cache import CachedStore
 from plnt.storage.etcd import EtcdStore
-from tests.storage.conftest import next_changes
 from tests.support.etcd import running_tls_etcd
+from tests.support.stores import next_changes
 
 
 async def test_the_store_and_its_cache_work_against_an_etcd_that_requires_client_certificates(

@@ -9,7 +9,7 @@ import pytest
 from plnt.storage import errors
 from plnt.storage.interface import Buffered
 from plnt.storage.memory import MemoryStore
-from tests.storage.conftest import next_changes
+from tests.support.stores import next_changes
 
 
 async def test_a_watch_from_a_revision_not_written_yet_waits_for_it_then_starts_after_it() -> None:

@@ -19,8 +19,8 @@ from plnt.storage import errors
 from plnt.storage.cache import CachedStore
 from plnt.storage.etcd import EtcdStore
 from plnt.storage.interface import WatchEvent
-from tests.storage.conftest import next_changes
 from tests.support.etcd import running_etcd
+from tests.support.stores import next_changes
 
 
 class HeldWatchStore(EtcdStore):

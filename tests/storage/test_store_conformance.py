@@ -10,7 +10,7 @@ import pytest
 from plnt.storage import errors
 from plnt.storage.etcd import EtcdStore
 from plnt.storage.interface import KeyValue
-from tests.storage.conftest import AnyStore, next_changes
+from tests.support.stores import AnyStore, next_changes
 
 
 def _increment(kv: KeyValue) -> bytes:

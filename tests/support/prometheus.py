@@ -8,7 +8,9 @@ test pays for another start. Scrapes run every second, and file SD files are re-
 as soon as they change (and every second besides).
 
 `query` runs an instant PromQL query through the HTTP API and returns the result list;
-a query Prometheus cannot parse raises `PromQLError` with its message.
+a query Prometheus cannot parse raises `PromQLError` with its message. `up_targets`
+lists a job's targets that were scraped successfully; `Observed` is a `plnt up` that the
+Prometheus scrapes (what tests/observability builds per module).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ import pytest
 import yaml
 
 from plnt.processes.ports import free_port
-from tests.support.plnt_server import ChildProcess, wait_for
+from tests.support.blocking_api import Api
+from tests.support.plnt_server import ChildProcess, PlntServer, wait_for
 
 SCRAPE_INTERVAL = "1s"
 
@@ -144,3 +147,24 @@ def running(directory: Path) -> Iterator[Prometheus]:
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
     """One real Prometheus for the session (import this fixture into a conftest)."""
     yield from running(tmp_path_factory.mktemp("prometheus"))
+
+
+@dataclass
+class Observed:
+    """A plnt up that a Prometheus scrapes, with one namespace for the module."""
+
+    state_dir: Path
+    server: PlntServer
+    api: Api
+    prometheus: Prometheus
+    namespace: str
+    job: dict[str, Any]
+
+
+def up_targets(prometheus: Prometheus, job: str) -> list[dict[str, Any]]:
+    """The active targets of `job` that Prometheus scraped successfully."""
+    return [
+        target
+        for target in prometheus.targets()
+        if target["labels"].get("job") == job and target["health"] == "up"
+    ]

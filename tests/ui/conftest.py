@@ -1,70 +1,29 @@
-"""Fixtures of the UI tests: the deploy tests' real stack, `plnt ui` against it, a browser.
+"""Fixtures of the UI tests: `plnt ui` against the deploy stack, a browser, held endpoints.
 
-The stack (Temporal, `plnt up`, a worker, local runners) comes from the deploy tests'
-fixtures, one per module; `plnt ui` runs as the real command in a child process, one per
-module too, and each test opens a fresh browser context through the launch URL.
+The stack (Temporal, `plnt up`, a worker, local runners) is the suite's (`stack`,
+`tests/support/stack.py`), one per module; `plnt ui` runs as the real command in a child
+process, one per module too (`tests/support/ui.py`), and each test opens a fresh browser
+context through the launch URL.
 """
 
 from __future__ import annotations
 
-import re
-import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, TypeVar
 
 import pytest
-import yaml
-from playwright.sync_api import Browser, Page
 
-from tests.deploy.conftest import (
-    Api,
-    Stack,
-    apply,
-    kubectl,
-    namespace,
-    stack,
-    temporal,
-    workflowrun,
-)
 from tests.support.browser import browser, playwright_driver
+from tests.support.manifests import apply, workflowrun
 from tests.support.namespaces import create_namespace
-from tests.support.plnt_server import ChildProcess, Kubectl
+from tests.support.plnt_server import Kubectl
+from tests.support.stack import Stack
+from tests.support.ui import Hold, ThreadedApi, UiServer, publish, start_ui, wait_ready
 
-__all__ = ["browser", "kubectl", "namespace", "playwright_driver", "stack", "temporal"]
-
-T = TypeVar("T")
-
-# Playwright's sync API runs an event loop in the test's thread, so helpers that run
-# their own (`asyncio.run`, `asyncio.Runner`) are called in this one other thread.
-_OFF_LOOP = ThreadPoolExecutor(max_workers=1, thread_name_prefix="off-loop")
-
-
-def off_loop(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """`call(*args, **kwargs)` in the helper thread, its result or its exception here."""
-    return _OFF_LOOP.submit(call, *args, **kwargs).result()
-
-
-class ThreadedApi:
-    """The deploy tests' `Api`, used from the helper thread."""
-
-    def __init__(self, kubeconfig: Path) -> None:
-        self._api = off_loop(Api, kubeconfig)
-
-    def get(self, namespace: str, name: str) -> dict[str, Any]:
-        return off_loop(self._api.get, namespace, name)
-
-    def wait(self, namespace: str, name: str, predicate: Callable[[dict[str, Any]], bool],
-             **options: Any) -> dict[str, Any]:  # fmt: skip
-        return off_loop(self._api.wait, namespace, name, predicate, **options)
-
-    def close(self) -> None:
-        off_loop(self._api.close)
+__all__ = ["browser", "playwright_driver"]
 
 
 @pytest.fixture
@@ -74,52 +33,6 @@ def ui_api(stack: Stack) -> Iterator[ThreadedApi]:
         yield facade
     finally:
         facade.close()
-
-
-def publish(stack: Stack, tag: str, **options: Any) -> tuple[str, str]:
-    """`stack.spec` (which runs its own event loop) from the helper thread."""
-    return off_loop(stack.spec, tag, **options)
-
-
-URL_LINE = re.compile(r"plnt UI at (http://127\.0\.0\.1:\d+)/\?token=(\S+)")
-
-
-@dataclass
-class UiServer:
-    """A running `plnt ui`: its base URL and its launch token."""
-
-    child: ChildProcess
-    base: str = ""
-    token: str = ""
-
-    @property
-    def url(self) -> str:
-        return f"{self.base}/?token={self.token}"
-
-    def open(self, browser: Browser, path: str = "/") -> Page:
-        """A fresh context signed in with the token, at `path`."""
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        page = context.new_page()
-        page.goto(self.url)
-        if path != "/":
-            page.goto(self.base + path)
-        return page
-
-
-def start_ui(kubeconfig: Path) -> UiServer:
-    """`plnt ui --no-browser` with `kubeconfig`, ready once it printed its URL."""
-    argv = [sys.executable, "-m", "plnt", "ui", "--no-browser", "--kubeconfig", str(kubeconfig)]
-    child = ChildProcess(argv, "plnt UI at", "plnt ui", start_timeout=60.0)
-    child.start()
-    server = UiServer(child)
-    for line in child.output:
-        found = URL_LINE.search(line)
-        if found:
-            server.base, server.token = found.group(1), found.group(2)
-    if not server.base:
-        child.stop()
-        raise RuntimeError("plnt ui printed no URL:\n" + "".join(child.output))
-    return server
 
 
 @pytest.fixture(scope="module")
@@ -134,15 +47,6 @@ def ui(stack: Stack) -> Iterator[UiServer]:
 @pytest.fixture
 def screenshots(tmp_path: Path) -> Path:
     return tmp_path / "screenshots"
-
-
-@dataclass
-class Hold:
-    """An HTTP endpoint whose `GET /hold` answers only once `release` is set."""
-
-    url: str
-    arrived: threading.Event = field(default_factory=threading.Event)
-    release: threading.Event = field(default_factory=threading.Event)
 
 
 @pytest.fixture
@@ -177,44 +81,6 @@ def hold() -> Iterator[Hold]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
-
-
-def held_workflow(url: str) -> str:
-    """A spec whose smoke case calls `url` (so the deploy's smoke step waits for it)."""
-    return yaml.safe_dump(
-        {
-            "apiVersion": "microagents.plnt.work/v1",
-            "kind": "Workflow",
-            "metadata": {"name": "held", "version": "1.0.0"},
-            "inputs": {
-                "type": "object",
-                "properties": {"who": {"type": "string", "minLength": 1}},
-                "required": ["who"],
-            },
-            "steps": [
-                {"id": "greet", "kind": "transform", "template": "hello {{ inputs.who }}"},
-                {
-                    "id": "call",
-                    "kind": "http",
-                    "needs": ["greet"],
-                    "url": url,
-                    "retries": 0,
-                    "timeoutSeconds": 120,
-                },
-            ],
-            "output": "steps.greet.output",
-            "smoke": {"inputs": {"who": "smoke"}, "expect": {"contains": "hello"}},
-        }
-    )
-
-
-def wait_ready(api: ThreadedApi, namespace: str, name: str, *, generation: int = 1) -> None:
-    def ready(obj: dict[str, object]) -> bool:
-        status = obj.get("status") or {}
-        assert isinstance(status, dict)
-        return status.get("phase") == "Ready" and status.get("observedGeneration") == generation
-
-    api.wait(namespace, name, ready, timeout=90, message=f"{name} Ready at generation {generation}")
 
 
 @pytest.fixture(scope="module")

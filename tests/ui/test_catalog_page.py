@@ -19,7 +19,7 @@ from playwright.sync_api import Browser, expect
 from plnt.workflowspec import digests, sources
 from tests.support.browser import screenshot
 from tests.support.plnt_server import REPO, Kubectl, PlntServer, wait_for
-from tests.ui.conftest import UiServer, start_ui
+from tests.support.ui import UiServer, start_ui
 
 FANOUT = (REPO / "examples" / "fanout.workflow.yaml").read_bytes()
 BROKEN = b"apiVersion: microagents.plnt.work/v1\nkind: Workflow\nmetadata: {name: halfdone}\n"

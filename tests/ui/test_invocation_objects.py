@@ -24,11 +24,12 @@ from plnt.client import Connection, PlntClient
 from plnt.processes.ports import free_port
 from plnt.ui import app
 from plnt.ui.settings import UiSettings
-from tests.apiserver.conftest import BASE, Api, etcd_endpoint, serving, workflowrun
-from tests.apiserver.test_invocation_admission import INVOCATIONS, invocation
-from tests.apiserver.test_invocation_metrics import set_status
+from tests.support.api_server import BASE, Api, serving, workflowrun
+from tests.support.etcd import etcd_endpoint_fixture
+from tests.support.invocations import INVOCATIONS, invocation, set_status
 
-__all__ = ["etcd_endpoint"]
+# The server of the API server tests (tests/support/api_server.py), on an etcd of its own.
+etcd_endpoint = etcd_endpoint_fixture()
 
 RUN_PAGE = "/ns/default/runs/summarize"
 

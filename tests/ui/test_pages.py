@@ -17,13 +17,12 @@ from typing import Literal
 import yaml
 from playwright.sync_api import Browser, Page, expect
 
-from tests.deploy.conftest import Stack, apply, backend_manifest, workflowrun
-from tests.deploy.test_backend_probing import probing_worker
 from tests.support.browser import screenshot
 from tests.support.llm import threaded_llm, tokens_of
+from tests.support.manifests import apply, backend_manifest, workflowrun
 from tests.support.plnt_server import REPO, Kubectl
-from tests.support.stack import WorkerProcess
-from tests.ui.conftest import (
+from tests.support.stack import Stack, WorkerProcess
+from tests.support.ui import (
     Hold,
     ThreadedApi,
     UiServer,
@@ -32,8 +31,6 @@ from tests.ui.conftest import (
     start_ui,
     wait_ready,
 )
-
-__all__ = ["probing_worker"]  # a fixture: the worker that probes every 0.2 s
 
 DEPLOY = 90_000  # ms: a deploy on a busy 2-core machine
 CHAT = REPO / "examples" / "chat.workflow.yaml"
