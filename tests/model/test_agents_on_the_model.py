@@ -23,8 +23,9 @@ from aiohttp.test_utils import TestServer
 from plnt.processes.modelserver import ModelServer
 from plnt.runner import settings
 from plnt.workflowspec import documents, smoke
-from tests.runner.conftest import EXAMPLES, StartRunner
-from tests.runner.scripted import calculator
+from tests.support.agents import calculator
+from tests.support.examples import EXAMPLES
+from tests.support.runners import StartRunner
 
 
 @contextlib.asynccontextmanager

@@ -11,8 +11,9 @@ import aiohttp
 
 from plnt.runner import settings
 from plnt.workflowspec import documents, smoke
-from tests.runner.conftest import EXAMPLES, StartRunner
-from tests.runner.scripted import calculator, scripted_backend
+from tests.support.agents import calculator, scripted_backend
+from tests.support.examples import EXAMPLES
+from tests.support.runners import StartRunner
 
 
 def backend(url: str) -> settings.BackendConfig:

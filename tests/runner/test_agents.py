@@ -13,8 +13,8 @@ from typing import Any
 import aiohttp
 
 from plnt.runner import settings
-from tests.runner.conftest import StartRunner
-from tests.runner.scripted import calculator, chat_answer, scripted_backend
+from tests.support.agents import AGENT, calculator, chat_answer, scripted_backend
+from tests.support.runners import StartRunner
 
 CLASSIFY = """
 apiVersion: microagents.plnt.work/v1
@@ -34,35 +34,6 @@ steps:
         properties: {category: {enum: [billing, technical]}, urgent: {type: boolean}}
         required: [category]
 output: steps.label.output
-"""
-
-AGENT = """
-apiVersion: microagents.plnt.work/v1
-kind: Workflow
-metadata: {name: adder}
-inputs: {type: object, properties: {q: {type: string}}, required: [q]}
-tools:
-  - name: add
-    description: Adds two integers.
-    idempotent: true
-    parameters:
-      type: object
-      properties: {a: {type: integer}, b: {type: integer}}
-      required: [a, b]
-    http: {url: "TOOL/add"}
-  - name: broken
-    description: Always fails.
-    http: {url: "TOOL/fail"}
-steps:
-  - id: solve
-    kind: model
-    MODE
-    prompt: "{{ inputs.q }}"
-    tools: [add, broken]
-    maxTurns: 3
-    maxParallelToolCalls: 2
-    cache: false
-output: steps.solve.output
 """
 
 

@@ -15,7 +15,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from plnt.runner import settings
-from tests.runner.conftest import StartRunner
+from tests.support.runners import StartRunner
 
 ROUTER = """
 apiVersion: microagents.plnt.work/v1

@@ -18,9 +18,8 @@ import pytest
 from plnt.api import evaluations as ev
 from plnt.runner import settings
 from plnt.sagas.gating import evaluating, scoring
-from tests.runner.conftest import StartRunner
-from tests.runner.scripted import calculator, chat_answer, scripted_backend
-from tests.runner.test_agents import AGENT
+from tests.support.agents import AGENT, calculator, chat_answer, scripted_backend
+from tests.support.runners import StartRunner
 
 
 def scorer(**fields: Any) -> ev.Scorer:

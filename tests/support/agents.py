@@ -7,6 +7,9 @@ test can see what the runner asked (the tools, the grammar, the tool results fed
 Each answer reports usage (`prompt_tokens` 10, `completion_tokens` 5), so sums over turns
 are checkable.
 
+`AGENT` is a chat agent with the calculator's `add` tool, for tests of the loop and of
+its trace.
+
 `calculator()` serves `POST /add` (`{"a", "b"}` -> `{"sum": a + b}`), recording each call
 and the most calls it had in flight at once (`peak`), and holding each answer for
 `delay` seconds so concurrent calls overlap. `POST /fail` answers 500.
@@ -137,3 +140,33 @@ async def calculator(delay: float = 0.0) -> AsyncIterator[Calculator]:
         yield state
     finally:
         await server.close()
+
+
+AGENT = """
+apiVersion: microagents.plnt.work/v1
+kind: Workflow
+metadata: {name: adder}
+inputs: {type: object, properties: {q: {type: string}}, required: [q]}
+tools:
+  - name: add
+    description: Adds two integers.
+    idempotent: true
+    parameters:
+      type: object
+      properties: {a: {type: integer}, b: {type: integer}}
+      required: [a, b]
+    http: {url: "TOOL/add"}
+  - name: broken
+    description: Always fails.
+    http: {url: "TOOL/fail"}
+steps:
+  - id: solve
+    kind: model
+    MODE
+    prompt: "{{ inputs.q }}"
+    tools: [add, broken]
+    maxTurns: 3
+    maxParallelToolCalls: 2
+    cache: false
+output: steps.solve.output
+"""
