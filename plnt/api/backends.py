@@ -9,6 +9,7 @@ from pydantic import Field
 from plnt.api import names
 from plnt.api.base import WireModel
 from plnt.api.meta import Condition, ObjectMeta
+from plnt.api.slo import BackendPricing
 
 KIND = names.BACKEND_KIND
 
@@ -53,6 +54,11 @@ class PlntBackendSpec(WireModel):
         "exporter, http://gpu-node:9400/metrics): the prober reads GPU utilisation and "
         "framebuffer use there for status.gpuHeadroom.",
     )
+    pricing: BackendPricing | None = Field(
+        default=None,
+        description="What the backend costs (per million input and output tokens, or per "
+        "hour): the cost so far in a run's status.slo and its costPerMillionTokens objective.",
+    )
 
 
 class PlntBackendStatus(WireModel):
@@ -86,6 +92,11 @@ class PlntBackendStatus(WireModel):
         description="What the last probe's first failing request said (the reachability "
         "check, then the type's load endpoint, then spec.metricsEndpoint); null when every "
         "request answered.",
+    )
+    time_to_first_token_milliseconds: int | None = Field(
+        default=None,
+        description="Time to the first token of the last probe's small streamed chat "
+        "completion (null when the backend serves no model to ask, or it failed).",
     )
     last_probe_time: str | None = Field(default=None, description="When the last probe ran.")
     conditions: list[Condition] | None = Field(

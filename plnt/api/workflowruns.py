@@ -16,6 +16,7 @@ from plnt.api.bench import BENCH_HISTORY, BenchRecord
 from plnt.api.evaluations import CanaryEvaluation, EvaluationRecord
 from plnt.api.meta import Condition, LabelSelector, ObjectMeta
 from plnt.api.shadows import CanaryShadow, ShadowWindow
+from plnt.api.slo import ServiceLevelObjectives, SLOStatus
 
 GROUP = names.GROUP
 VERSION = names.VERSION
@@ -263,6 +264,15 @@ class WorkflowRunSpec(WireModel):
             " cluster (target: kubernetes)."
         ),
     )
+    slo: ServiceLevelObjectives | None = Field(
+        default=None,
+        description=(
+            "Service-level objectives (time to first token, time per output token, latency,"
+            " error rate, tokens per second, cost per million tokens) over a window: measured"
+            " on live traffic into status.slo, held by the canary analysis and the bench,"
+            " preferred by placement, and exported for burn-rate alerts."
+        ),
+    )
 
 
 class SagaStep(WireModel):
@@ -341,6 +351,11 @@ class WorkflowRunStatus(WireModel):
     last_evaluation: EvaluationRecord | None = Field(
         default=None,
         description="The last quality gate (spec.canary.evaluation): scores against limits.",
+    )
+    slo: SLOStatus | None = Field(
+        default=None,
+        description="Attainment of spec.slo over its window from live traffic, the error "
+        "budget left and the cost so far (written by the API server).",
     )
 
 

@@ -37,7 +37,7 @@ from plnt.apiserver import (
 from plnt.apiserver import (
     settings as settings_module,
 )
-from plnt.apiserver.controllers import benchgauges
+from plnt.apiserver.controllers import benchgauges, slostatus
 from plnt.apiserver.controllers import namespaces as namespace_controller
 from plnt.apiserver.invocations import admission as invocation_admission
 from plnt.apiserver.invocations import keys as invocation_keys
@@ -303,6 +303,7 @@ def build_app(
     if invocation_keys.HOOKS in app:
         app.cleanup_ctx.append(_invocation_context)
     app.cleanup_ctx.append(invoke.upstream_context)
+    app.cleanup_ctx.append(slostatus.context)  # after the invoker: judges its calls
     app.cleanup_ctx.append(shadowing.context)  # after the session: stopped before it closes
     if settings.slot is not None:  # one of several API processes: they answer as one server
         app[keys.PEERS] = peers.Peers(settings.slot, app[keys.METRICS])

@@ -143,6 +143,57 @@ def _answer(answer: Mapping[str, Any] | None) -> str:
     return f"{marks} {text!r}".strip()
 
 
+def slo_lines(objectives: Any, slo: Any) -> list[str]:
+    """`plnt status`'s SLO section: each objective's measured value against it, attainment
+    and budget left over the window, and the cost so far (nothing without spec.slo)."""
+    if not isinstance(objectives, Mapping):
+        return []
+    if not isinstance(slo, Mapping):
+        return ["SLO:         not measured yet (status.slo is written from live calls)"]
+    budget = slo.get("errorBudgetRemaining")
+    verdict = {True: "met", False: "MISSED", None: "nothing measured"}[slo.get("met")]
+    head = f"SLO:         {verdict} over {slo.get('calls', 0)} calls in {slo.get('windowSeconds')}s"
+    if isinstance(budget, int | float):
+        head += f", error budget left {budget:.0%}"
+    rows = []
+    for judged in slo.get("objectives") or []:
+        if not isinstance(judged, Mapping):
+            continue
+        percentile = judged.get("percentile")
+        attained = judged.get("attainment")
+        left = judged.get("budgetRemaining")
+        rows.append(
+            [
+                judged.get("name"),
+                f"p{percentile:g}" if isinstance(percentile, int | float) else "-",
+                _figure(judged.get("measured")),
+                _figure(judged.get("objective")),
+                f"{attained:.1%}" if isinstance(attained, int | float) else "-",
+                f"{left:.0%}" if isinstance(left, int | float) else "-",
+                {True: "met", False: "MISSED"}.get(judged.get("met"), "-"),  # type: ignore[arg-type]
+            ]
+        )
+    lines = [head]
+    if rows:
+        headers = ["Objective", "At", "Measured", "Objective", "Attained", "Budget", "Result"]
+        lines.append(_indent(printing.columns(headers, rows)))
+    cost = slo.get("cost")
+    if isinstance(cost, Mapping):
+        per_million = cost.get("perMillionTokens")
+        lines.append(
+            f"Cost:        {cost.get('amount')} {cost.get('currency')} over the window"
+            f" ({cost.get('basis')}"
+            + (f", {per_million} per million tokens)" if per_million is not None else ")")
+        )
+    return lines
+
+
+def _figure(value: Any) -> str:
+    if not isinstance(value, int | float):
+        return "-"
+    return f"{value:.4g}"
+
+
 def status_text(run: Mapping[str, Any], events: list[dict[str, Any]]) -> str:
     """The `plnt status` report."""
     meta = run.get("metadata") or {}
@@ -180,6 +231,7 @@ def status_text(run: Mapping[str, Any], events: list[dict[str, Any]]) -> str:
     evaluation = evaluation_lines(st.get("lastEvaluation"))
     if evaluation:
         lines.extend(evaluation)
+    lines.extend(slo_lines(spec.get("slo"), st.get("slo")))
     recent = events[-RECENT_EVENTS:]
     lines.append("Events:")
     headers = ["Age", "Type", "Reason", "Message"]

@@ -37,6 +37,9 @@ class Failure(enum.StrEnum):
     UNREACHABLE = "Unreachable"
     SMOKE_FAILED = "SmokeFailed"
     ANALYSIS_FAILED = "AnalysisFailed"
+    SLO_MISSED = "SLOMissed"
+    """The canary missed an objective of spec.slo in the analysis (its measured value, the
+    objective and the stable's are in the message)."""
     EVALUATION_FAILED = "EvaluationFailed"
     """The quality gate: a scorer's pass rate (or a judge's win rate) broke its limit."""
     INVALID_DATASET = "InvalidDataset"
@@ -89,6 +92,7 @@ _OWN_REASON = frozenset(
         Failure.CREDENTIALS_MISSING,
         Failure.SMOKE_FAILED,
         Failure.ANALYSIS_FAILED,
+        Failure.SLO_MISSED,
         Failure.EVALUATION_FAILED,
         Failure.INVALID_DATASET,
         Failure.JUDGE_FAILED,

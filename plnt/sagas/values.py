@@ -212,6 +212,9 @@ class AnalysisRequest:
     rate: float | None = None
     duration_seconds: float | None = None
     min_cache_hit_rate: float | None = None
+    slo: dict[str, Any] | None = None
+    """`spec.slo` as stored: the canary is held to it too, streamed when it names token
+    timings. Histories from before it decode with None (no objectives)."""
 
 
 @dataclass

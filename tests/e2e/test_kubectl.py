@@ -78,7 +78,7 @@ def test_get_prints_table_columns_and_wide_and_structured_outputs(
     ]
     assert table[1].split()[:4] == ["tbl", "oci://127.0.0.1:5000/wf/summarize:1", "echo", "0/1"]
     wide = kubectl.run("get", "wfr", "-n", namespace, "-o", "wide").stdout.splitlines()
-    assert wide[0].split()[-3:] == ["DIGEST", "TARGET", "READY"]
+    assert wide[0].split()[-4:] == ["DIGEST", "TARGET", "READY", "SLO"]
     assert "local" in wide[1]
     as_yaml = yaml.safe_load(kubectl.run("get", "wfr", "tbl", "-n", namespace, "-o", "yaml").stdout)
     assert as_yaml["kind"] == "WorkflowRun"

@@ -35,7 +35,9 @@ made for the run, oldest first (time, revision, endpoint, status, durationMs, ca
 for proxied calls; `timingsMs`, the time of each hop — apiserver, runner, backend — for
 answers that were not streams; `timeToFirstTokenMs` for streams that carried tokens;
 `usage` — promptTokens, completionTokens and source, `reported` or `counted` — when the
-answer carried one, see `plnt.api.usage`). A
+answer carried one, see `plnt.api.usage`; `timePerOutputTokenMs` for streams of two
+tokens or more: the mean time per token after the first). Every logged call is also
+recorded in the run's latency series (`latency`) and kept for `status.slo` (`attainment`). A
 stream is logged when it ends, with the status its last line reports (499 when the caller
 went away first). With `?watch=true` the log is followed (`invocationwatch`). The log's
 old name, `…/invocations`, answers the same with a deprecation `Warning` header: since the
@@ -62,7 +64,7 @@ from plnt.api.meta import now_rfc3339
 from plnt.api.usage import Usage
 from plnt.apiserver import keys, negotiation, params, responses
 from plnt.apiserver.requestinfo import RequestInfo
-from plnt.apiserver.workflowruns import invocationwatch, relay, shadowing, traffic
+from plnt.apiserver.workflowruns import invocationwatch, latency, relay, shadowing, traffic
 from plnt.apiserver.workflowruns import keys as run_keys
 from plnt.registry.store import ResourceStore
 
@@ -83,9 +85,12 @@ async def upstream_context(app: web.Application) -> AsyncIterator[None]:
     )
     app[run_keys.UPSTREAM] = session
     app[run_keys.INVOKER] = traffic.Invoker()
+    run_latency = app[run_keys.LATENCY] = latency.RunLatency(app[keys.METRICS].registry)
+    run_latency.register()
     try:
         yield
     finally:
+        run_latency.unregister()
         await session.close()
 
 
@@ -371,6 +376,8 @@ async def _relay(
         outcome.cache,
         outcome.first_token_at,
         usage=outcome.usage,
+        per_token_seconds=outcome.per_token_seconds(),
+        gaps=outcome.token_gaps,
     )
     with contextlib.suppress(ConnectionError):
         await out.write_eof()
@@ -440,8 +447,11 @@ def _log_route(
     *,
     timings: dict[str, float] | None = None,
     usage: Usage | None = None,
+    per_token_seconds: float | None = None,
+    gaps: tuple[float, ...] = (),
 ) -> None:
-    """Record one invocation (calls that are not invocations are not logged)."""
+    """Record one invocation in the log and the run's latency series (calls that are not
+    invocations are neither)."""
     if not call.logged:
         return
     entry: dict[str, Any] = {
@@ -458,8 +468,11 @@ def _log_route(
         entry["timingsMs"] = timings
     if first_token_at is not None:
         entry["timeToFirstTokenMs"] = round((first_token_at - route.began) * 1000.0, 3)
+    if per_token_seconds is not None:
+        entry["timePerOutputTokenMs"] = round(per_token_seconds * 1000.0, 3)
     if usage is not None:
         entry["usage"] = usage.to_log()
+    request.app[run_keys.LATENCY].observe(info.namespace, info.name, entry, gaps=gaps)
     request.app[run_keys.INVOKER].log.record(info.namespace, info.name, entry)
 
 

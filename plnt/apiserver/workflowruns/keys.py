@@ -9,7 +9,7 @@ from __future__ import annotations
 import aiohttp
 from aiohttp import web
 
-from plnt.apiserver.workflowruns import deployhooks, shadowing, traffic
+from plnt.apiserver.workflowruns import deployhooks, latency, shadowing, traffic
 
 DEPLOY_HOOKS = web.AppKey("deploy_hooks", deployhooks.DeployHooks)
 """Present only with a DeployControl."""
@@ -18,3 +18,5 @@ UPSTREAM = web.AppKey("upstream", aiohttp.ClientSession)
 """The one client session to runners (connection pooling), open while the app runs."""
 SHADOWER = web.AppKey("shadower", shadowing.Shadower)
 """Mirrored calls to a canary under shadow, and the pairs they left (`shadowing.context`)."""
+LATENCY = web.AppKey("latency", latency.RunLatency)
+"""The per-run histograms of calls through invoke and proxy (`invoke.upstream_context`)."""

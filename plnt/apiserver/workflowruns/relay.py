@@ -11,6 +11,10 @@ chunk as it arrives, never buffering it whole, and parses nothing but:
 * the moment the first token passes, for the log's time to first token: the first chunk of an
   SSE stream (the runner sends its first event with the first token), the first chunk
   holding a `"type":"delta"` line of an NDJSON stream;
+* the moment each later chunk carrying tokens passes, for the time between output tokens
+  (`Outcome.token_gaps`, each chunk's gap shared evenly by the tokens it carries: NDJSON
+  `delta` lines, SSE events with a `content` or `text`; the finish and usage events
+  carry none);
 * the invocation's `usage` for the log (`plnt.api.usage`, with its source): the NDJSON
   `result` line's, or the last SSE event holding a `"usage"` key (the usage chunk the
   runner sends before `[DONE]` when the client asked for it).
@@ -36,6 +40,7 @@ NDJSON = "application/x-ndjson"
 EVENT_STREAM = "text/event-stream"
 CLIENT_CLOSED = 499  # nginx's convention for "the caller went away first"
 _DELTA = b'"type":"delta"'
+_CONTENT = (b'"content"', b'"text"')  # a chat or text completion chunk carrying output
 _USAGE = b'"usage"'
 
 
@@ -61,6 +66,20 @@ class Outcome:
     usage: Usage | None = None
     output: object = None
     """An NDJSON `result` line's output (for shadow traffic's pairs)."""
+    last_token_at: float | None = None
+    token_gaps: tuple[float, ...] = ()
+    """Seconds between successive output tokens after the first (see the module docstring)."""
+
+    def per_token_seconds(self) -> float | None:
+        """The call's mean time per output token after the first (None with fewer than two:
+        from `usage`'s completion tokens when it carries them, else the tokens seen)."""
+        if self.first_token_at is None or self.last_token_at is None:
+            return None
+        tokens = self.usage.completion_tokens if self.usage is not None else 0
+        tokens = tokens if tokens > len(self.token_gaps) else len(self.token_gaps) + 1
+        if tokens < 2:
+            return None
+        return (self.last_token_at - self.first_token_at) / (tokens - 1)
 
 
 class CoalescedStreamResponse(web.StreamResponse):
@@ -178,11 +197,23 @@ async def pass_through(
     sse = media.startswith(EVENT_STREAM)
     last = _LastLine(_USAGE if sse else None)
     first: float | None = None
+    latest: float | None = None
+    gaps: list[float] = []
     try:
         try:
             async for chunk in upstream.content.iter_any():
-                if first is None and (sse or _DELTA in chunk):
-                    first = time.perf_counter()
+                if sse:
+                    tokens = sum(chunk.count(marker) for marker in _CONTENT)
+                    tokens = max(tokens, 1) if first is None else tokens
+                else:
+                    tokens = chunk.count(_DELTA)
+                if tokens:
+                    now = time.perf_counter()
+                    if first is None:
+                        first, tokens = now, tokens - 1
+                    if tokens and latest is not None:
+                        gaps.extend([(now - latest) / tokens] * tokens)
+                    latest = now
                 last.feed(chunk)
                 await _send(out, chunk)
         except TimeoutError:
@@ -193,7 +224,15 @@ async def pass_through(
             last.finish()
             outcome = (_sse_outcome if sse else _ndjson_outcome)(last)
             if outcome is not None:
-                return Outcome(outcome.status, outcome.cache, first, outcome.usage, outcome.output)
+                return Outcome(
+                    outcome.status,
+                    outcome.cache,
+                    first,
+                    outcome.usage,
+                    outcome.output,
+                    latest,
+                    tuple(gaps),
+                )
             status, kind, why = 502, "bad_gateway", "ended the stream without a result"
         await _send(out, _error_tail(media, status, kind, f"the runner at {endpoint} {why}"))
         return Outcome(status, CacheOutcome.OFF, first)

@@ -33,6 +33,7 @@ from typing import Any
 
 from plnt.api.runs import RunKey
 from plnt.apiserver.backlogs import Backlog
+from plnt.apiserver.workflowruns import attainment
 
 LOG_SIZE = 100
 LOGGED_RUNS = 10_000
@@ -192,6 +193,8 @@ class InvocationLog:
 
     forward: Forward | None = None
     """Set on one of several workers: hands each recorded entry to the siblings."""
+    observe: Forward | None = None
+    """Handed every entry received, this worker's and the siblings' (`attainment`)."""
 
     def record(self, namespace: str, name: str, entry: dict[str, Any]) -> None:
         """Keep an invocation this process served (and forward it to the siblings)."""
@@ -201,6 +204,8 @@ class InvocationLog:
 
     def receive(self, namespace: str, name: str, entry: dict[str, Any]) -> None:
         """Keep an invocation (a sibling's, or this process's): never forwarded."""
+        if self.observe is not None:
+            self.observe(namespace, name, entry)
         key = RunKey(namespace, name)
         entries = self._entries.get(key)
         if entries is None:
@@ -250,3 +255,8 @@ class Invoker:
 
     balancer: Balancer = field(default_factory=Balancer)
     log: InvocationLog = field(default_factory=InvocationLog)
+    windows: attainment.Windows = field(default_factory=attainment.Windows)
+    """The recent calls of each run, for `status.slo` (fed by the log)."""
+
+    def __post_init__(self) -> None:
+        self.log.observe = self.windows.observe

@@ -35,7 +35,36 @@ class PlntBackendStrategy(Strategy):
             )
         causes.extend(_url_causes(lookup(obj, "spec", "metricsEndpoint"), "spec.metricsEndpoint"))
         causes.extend(_credentials_causes(lookup(obj, "spec", "credentialsRef")))
+        causes.extend(_pricing_causes(lookup(obj, "spec", "pricing")))
         return causes
+
+
+def _pricing_causes(pricing: object) -> list[errors.Cause]:
+    """Prices per token or per hour, not both and not neither: a cost is counted one way."""
+    if not isinstance(pricing, dict):
+        return []
+    per_token = any(
+        pricing.get(name) is not None
+        for name in ("inputPerMillionTokens", "outputPerMillionTokens")
+    )
+    hourly = pricing.get("perHour") is not None
+    if per_token and hourly:
+        return [
+            errors.Cause(
+                "FieldValueInvalid",
+                "Invalid value: price the backend per million tokens or per hour, not both",
+                "spec.pricing.perHour",
+            )
+        ]
+    if not per_token and not hourly:
+        return [
+            errors.Cause(
+                "FieldValueRequired",
+                "Required value: one of inputPerMillionTokens, outputPerMillionTokens or perHour",
+                "spec.pricing",
+            )
+        ]
+    return []
 
 
 def _url_causes(value: object, field: str) -> list[errors.Cause]:

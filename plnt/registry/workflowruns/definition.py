@@ -70,6 +70,25 @@ def _ready_reason(obj: Object) -> str | None:
     return None
 
 
+def slo_summary(obj: Object) -> str | None:
+    """`status.slo` in a cell: `met (budget 62%)`, `missed timePerOutputToken`, `no calls`."""
+    slo = lookup(obj, "status", "slo")
+    if not isinstance(slo, dict):
+        return None
+    if not slo.get("calls"):
+        return "no calls"
+    missed = [
+        str(o.get("name"))
+        for o in slo.get("objectives") or []
+        if isinstance(o, dict) and o.get("met") is False
+    ]
+    budget = slo.get("errorBudgetRemaining")
+    left = f" (budget {round(budget * 100)}%)" if isinstance(budget, int | float) else ""
+    if missed:
+        return "missed " + ",".join(missed) + left
+    return ("met" if slo.get("met") else "unmeasured") + left
+
+
 _RUNNERS_ANSWER: dict[str, Any] = {
     "type": "object",
     "x-kubernetes-preserve-unknown-fields": True,
@@ -93,6 +112,8 @@ _INVOCATION_LIST: dict[str, Any] = {
                     "status": {"type": "integer"},
                     "durationMs": {"type": "number"},
                     "cache": {"type": "string"},
+                    "timeToFirstTokenMs": {"type": "number"},
+                    "timePerOutputTokenMs": {"type": "number"},
                 },
             },
         },
@@ -201,6 +222,13 @@ DEFINITION = ResourceDefinition(
         ),
         PrinterColumn(
             "Ready", "string", "Reason of the Ready condition.", _ready_reason, priority=1
+        ),
+        PrinterColumn(
+            "SLO",
+            "string",
+            "Live attainment of spec.slo over its window, and the error budget left.",
+            slo_summary,
+            priority=1,
         ),
     ),
     field_labels=lambda obj: {"status.phase": str(lookup(obj, "status", "phase") or "")},

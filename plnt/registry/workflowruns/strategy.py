@@ -109,6 +109,7 @@ class WorkflowRunStrategy(Strategy):
                     "spec.canary.shadow",
                 )
             )
+        causes.extend(slo_causes(lookup(obj, "spec", "slo")))
         return causes
 
     def warnings(self, obj: Object) -> list[str]:
@@ -118,6 +119,55 @@ class WorkflowRunStrategy(Strategy):
                 "standalone plnt runs local runners only"
             ]
         return []
+
+
+def slo_causes(slo: Any) -> list[errors.Cause]:
+    """Objectives that could never be judged, or never all be met, are refused at admission.
+
+    An empty `spec.slo` states nothing to hold the canary to; a time to first token
+    larger than the end-to-end latency at the same or a higher percentile can never be
+    met together with it (the first token is part of the call).
+    """
+    if not isinstance(slo, dict):
+        return []
+    objectives = (
+        "timeToFirstToken",
+        "timePerOutputToken",
+        "latency",
+        "maxErrorRate",
+        "minTokensPerSecond",
+        "maxCostPerMillionTokens",
+    )
+    if not any(slo.get(name) is not None for name in objectives):
+        return [
+            errors.Cause(
+                "FieldValueRequired",
+                "Required value: spec.slo must state at least one objective of "
+                + ", ".join(objectives),
+                "spec.slo",
+            )
+        ]
+    first, whole = slo.get("timeToFirstToken"), slo.get("latency")
+    if isinstance(first, dict) and isinstance(whole, dict):
+        first_ms, whole_ms = first.get("milliseconds"), whole.get("milliseconds")
+        first_p, whole_p = first.get("percentile", 95.0), whole.get("percentile", 95.0)
+        if (
+            isinstance(first_ms, int | float)
+            and isinstance(whole_ms, int | float)
+            and isinstance(first_p, int | float)
+            and isinstance(whole_p, int | float)
+            and first_ms > whole_ms
+            and first_p >= whole_p
+        ):
+            return [
+                errors.Cause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {first_ms}: the first token cannot take longer than the "
+                    f"whole call (spec.slo.latency.milliseconds is {whole_ms} at p{whole_p})",
+                    "spec.slo.timeToFirstToken.milliseconds",
+                )
+            ]
+    return []
 
 
 def _reference_causes(obj: Object) -> list[errors.Cause]:

@@ -19,6 +19,7 @@ from temporalio import activity
 from plnt.api import evaluations as ev
 from plnt.api.evaluations import CanaryEvaluation
 from plnt.api.shadows import CanaryShadow
+from plnt.api.slo import ServiceLevelObjectives
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.harness import Progress
@@ -26,7 +27,7 @@ from plnt.sagas import activitynames
 from plnt.sagas import values as v
 from plnt.sagas.activityfailures import fail, spec_failure
 from plnt.sagas.failures import Failure
-from plnt.sagas.gating import evaluating, judging, shadowing
+from plnt.sagas.gating import evaluating, judging, shadowing, slo
 from plnt.sagas.probing import probes as probing
 from plnt.sagas.speccache import SpecCache
 from plnt.workflowspec import documents, model
@@ -112,14 +113,26 @@ class GateActivities:
                 f" p99 {progress.p99_ms:.0f} ms"
             )
 
+        objectives = ServiceLevelObjectives.model_validate(request.slo) if request.slo else None
         try:
             verdict = await probing.analyze(
-                request.canary, request.stable, plan, limits, progress=beat
+                request.canary,
+                request.stable,
+                plan,
+                limits,
+                progress=beat,
+                stream=objectives is not None and objectives.streamed(),
             )
         except probing.AnalysisFailed as error:
             raise fail(Failure.ANALYSIS_FAILED, str(error)) from error
+        message = verdict.message
+        if objectives is not None:
+            checks = slo.judge(objectives, verdict.canary, verdict.stable)
+            if (missed := slo.missed_message(checks)) is not None:
+                raise fail(Failure.SLO_MISSED, missed)
+            message += "; SLO met: " + "; ".join(text for _, text in checks)
         return v.AnalysisResult(
-            verdict.message,
+            message,
             verdict.error_rate,
             verdict.p95,
             verdict.stable_p95,

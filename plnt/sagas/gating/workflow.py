@@ -70,8 +70,17 @@ class Analyze(Step):
         """The shadow (`canary.shadow`) when a stable exists whose live calls to mirror."""
         return deploy.intent.canary.shadow if deploy.state.stable is not None else None
 
+    @staticmethod
+    def _analysis(deploy: Deploy) -> CanaryAnalysis | None:
+        """`canary.analysis`; with objectives (`spec.slo`) but none, the default analysis,
+        so the canary is held to them (histories from before `spec.slo` have none)."""
+        analysis = deploy.intent.analysis
+        if analysis is None and deploy.intent.spec.slo is not None:
+            return CanaryAnalysis()
+        return analysis
+
     def skip(self, deploy: Deploy) -> str | None:
-        if deploy.intent.analysis is not None or self._pause(deploy) or self._shadow(deploy):
+        if self._analysis(deploy) is not None or self._pause(deploy) or self._shadow(deploy):
             return None
         reason = "no analysis configured"
         if deploy.intent.canary.pause_seconds and deploy.state.stable is None:
@@ -108,9 +117,10 @@ class Analyze(Step):
     async def run(self, deploy: Deploy) -> Outcome:
         verdicts: list[str] = []
         attempt = 1
-        analysis = deploy.intent.analysis
+        analysis = self._analysis(deploy)
         if analysis is not None:
             stable = deploy.state.stable
+            objectives = deploy.intent.spec.slo
             result = await workflow.execute_activity(
                 activitynames.ANALYZE,
                 v.AnalysisRequest(
@@ -125,6 +135,7 @@ class Analyze(Step):
                     rate=analysis.rate,
                     duration_seconds=analysis.duration,
                     min_cache_hit_rate=analysis.min_cache_hit_rate,
+                    slo=objectives.to_wire() if objectives is not None else None,
                 ),
                 result_type=v.AnalysisResult,
                 start_to_close_timeout=timedelta(minutes=10),

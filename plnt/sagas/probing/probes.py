@@ -256,12 +256,16 @@ def analysis_plan(
     )
 
 
-def analysis_endpoints(canary: Sequence[str], stable: Sequence[str]) -> list[Endpoint]:
-    """The runners' `/invoke` (replicas of one revision share a label) and `/metrics`."""
+def analysis_endpoints(
+    canary: Sequence[str], stable: Sequence[str], *, stream: bool = False
+) -> list[Endpoint]:
+    """The runners' `/invoke` (replicas of one revision share a label) and `/metrics`;
+    `stream`: the NDJSON stream, so the bench measures time to first token and tokens/s."""
+    path = "/invoke?stream=true" if stream else "/invoke"
     return [
         Endpoint(
             label,
-            f"{base}/invoke",
+            f"{base}{path}",
             headers=BYPASS_HEADERS,
             runner_metrics_urls=(f"{base}/metrics",),
             cache_of_runners=True,  # `minCacheHitRate`: the live traffic's, not the probe's
@@ -375,8 +379,10 @@ async def analyze(
     limits: Limits,
     *,
     progress: Callable[[Progress], None] | None = None,
+    stream: bool = False,
 ) -> Verdict:
     """Bench the canary and the stable replicas side by side in one window, then judge."""
-    results = await harness.run(plan, analysis_endpoints(canary, stable), progress=progress)
+    endpoints = analysis_endpoints(canary, stable, stream=stream)
+    results = await harness.run(plan, endpoints, progress=progress)
     by_label = {result.label: result for result in results}
     return judge(by_label["canary"], by_label.get("stable"), limits)
