@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from plnt.apiserver import authn
 from tests.support.api_server import Api, runner, serving
 from tests.support.etcd import etcd_endpoint_fixture
+from tests.support.llm import LLM, serving_llm
+from tests.support.proxied import ALICE, BOB, ProxyStack
 
 etcd_endpoint = etcd_endpoint_fixture()
 
@@ -48,3 +51,19 @@ def closed_endpoint() -> str:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+
+@pytest.fixture
+async def proxy_stack(etcd_endpoint: str, tmp_path: Path) -> AsyncIterator[ProxyStack]:
+    """The API server with a token file: alice may invoke, bob is only authenticated."""
+    token_file = tmp_path / "tokens.csv"
+    authn.add_token(token_file, token=ALICE, user="alice", groups=["plnt:invokers"])
+    authn.add_token(token_file, token=BOB, user="bob")
+    async with serving(etcd_endpoint, tmp_path, token_file=token_file) as api:
+        yield ProxyStack(api, token_file)
+
+
+@pytest.fixture
+async def llm() -> AsyncIterator[LLM]:
+    async with serving_llm(None) as served:
+        yield served

@@ -11,93 +11,33 @@ from __future__ import annotations
 
 import asyncio
 import json
-import ssl
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
 
-from plnt.apiserver import authn
-from tests.support.api_server import BASE, Api, serving
-from tests.support.examples import EXAMPLES
-from tests.support.llm import LLM, serving_llm, tokens_of
+from tests.support.api_server import BASE
+from tests.support.llm import LLM, tokens_of
+from tests.support.proxied import ALICE, BOB, CHAT_SPEC, ProxyStack, llm_runner, log_of
 from tests.support.runners import runner_process
 from tests.support.traffic import MERGE, run_with_traffic, target
 from tests.support.waiting import eventually
 
 DEADLINE_SECONDS = 20.0
 REPO = Path(__file__).resolve().parents[2]
-CHAT_SPEC = str(EXAMPLES / "chat.workflow.yaml")
-ALICE, BOB = "alice-token-0123456789", "bob-token-0123456789"
-
-
-@dataclass
-class Stack:
-    api: Api
-    token_file: Path
-
-    def base_url(self, name: str) -> str:
-        return f"{self.api.url}{BASE}/{name}/proxy/v1"
-
-    def tls(self) -> ssl.SSLContext:
-        return ssl.create_default_context(cafile=str(self.api.pki.ca_cert))
-
-    def client(self, name: str, token: str = ALICE) -> openai.AsyncOpenAI:
-        http = openai.DefaultAsyncHttpxClient(verify=self.tls())
-        return openai.AsyncOpenAI(
-            base_url=self.base_url(name), api_key=token, http_client=http, max_retries=0
-        )
-
-    def sync_client(self, name: str, token: str = ALICE) -> openai.OpenAI:
-        http = openai.DefaultHttpxClient(verify=self.tls())
-        return openai.OpenAI(
-            base_url=self.base_url(name), api_key=token, http_client=http, max_retries=0
-        )
-
-
-@pytest.fixture
-async def stack(etcd_endpoint: str, tmp_path: Path) -> AsyncIterator[Stack]:
-    """The API server with a token file: alice may invoke, bob is only authenticated."""
-    token_file = tmp_path / "tokens.csv"
-    authn.add_token(token_file, token=ALICE, user="alice", groups=["plnt:invokers"])
-    authn.add_token(token_file, token=BOB, user="bob")
-    async with serving(etcd_endpoint, tmp_path, token_file=token_file) as api:
-        yield Stack(api, token_file)
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[LLM]:
-    async with serving_llm(None) as served:
-        yield served
-
-
-def llm_runner(llm: LLM) -> Any:
-    return runner_process(
-        "--spec", CHAT_SPEC, "--backend-type", "openai", "--endpoint", llm.url, "--model", "m"
-    )
-
-
-async def log_of(api: Api, name: str) -> list[dict[str, Any]]:
-    reply = await api.call("GET", f"{BASE}/{name}/invocationlog")
-    items: list[dict[str, Any]] = reply.json["items"]
-    return items
-
-
 QUESTION = [{"role": "user", "content": "What is plnt?"}]
 
 
 async def test_sync_and_async_sdk_clients_list_the_model_and_complete_with_backend_usage(
-    stack: Stack, llm: LLM
+    proxy_stack: ProxyStack, llm: LLM
 ) -> None:
     async with llm_runner(llm) as (_, runner):
-        await run_with_traffic(stack.api, "w", target(3, 100, runner))
-        async with stack.client("w") as client:
+        await run_with_traffic(proxy_stack.api, "w", target(3, 100, runner))
+        async with proxy_stack.client("w") as client:
             assert [m.id for m in (await client.models.list()).data] == ["chat"]
             raw = await client.chat.completions.with_raw_response.create(
                 model="chat", messages=QUESTION
@@ -105,7 +45,7 @@ async def test_sync_and_async_sdk_clients_list_the_model_and_complete_with_backe
         completion = raw.parse()
 
         def sync_call() -> Any:
-            with stack.sync_client("w") as sync:
+            with proxy_stack.sync_client("w") as sync:
                 question = [{"role": "user", "content": "Why plnt?"}]  # not from the cache
                 return sync.chat.completions.create(model="chat", messages=question)
 
@@ -123,7 +63,7 @@ async def test_sync_and_async_sdk_clients_list_the_model_and_complete_with_backe
     timing = raw.headers["Server-Timing"]
     assert "runner;dur=" in timing and "backend;dur=" in timing and "apiserver;dur=" in timing
     assert ALICE not in " ".join(llm.seen)  # the caller's credentials stay at the API server
-    entries = await log_of(stack.api, "w")  # the model listing is not an invocation
+    entries = await log_of(proxy_stack.api, "w")  # the model listing is not an invocation
     assert [(e["path"], e["status"], e["revision"]) for e in entries] == [
         ("/v1/chat/completions", 200, 3),
         ("/v1/chat/completions", 200, 3),
@@ -135,11 +75,11 @@ async def test_sync_and_async_sdk_clients_list_the_model_and_complete_with_backe
 
 
 async def test_the_sdks_no_cache_header_passes_the_proxy_and_every_call_reaches_the_model(
-    stack: Stack, llm: LLM
+    proxy_stack: ProxyStack, llm: LLM
 ) -> None:
     async with llm_runner(llm) as (_, runner):
-        await run_with_traffic(stack.api, "w", target(1, 100, runner))
-        async with stack.client("w") as client:
+        await run_with_traffic(proxy_stack.api, "w", target(1, 100, runner))
+        async with proxy_stack.client("w") as client:
             for _ in range(2):
                 await client.chat.completions.create(model="chat", messages=QUESTION)
             asked = len(llm.requests)
@@ -154,13 +94,13 @@ async def test_the_sdks_no_cache_header_passes_the_proxy_and_every_call_reaches_
 
 
 async def test_tokens_stream_one_by_one_and_the_first_arrives_before_the_last_exists(
-    stack: Stack, llm: LLM
+    proxy_stack: ProxyStack, llm: LLM
 ) -> None:
     llm.hold_last = asyncio.Event()
     question = [{"role": "user", "content": "tell me a story"}]
     async with llm_runner(llm) as (_, runner):
-        await run_with_traffic(stack.api, "s", target(1, 100, runner))
-        async with stack.client("s") as client:
+        await run_with_traffic(proxy_stack.api, "s", target(1, 100, runner))
+        async with proxy_stack.client("s") as client:
             stream = await client.chat.completions.create(
                 model="chat",
                 messages=question,
@@ -184,19 +124,19 @@ async def test_tokens_stream_one_by_one_and_the_first_arrives_before_the_last_ex
         assert first_at <= released_at <= last_at
         assert rest[-1].usage is not None and rest[-1].usage.completion_tokens == 5
         assert llm.requests[-1]["stream_options"] == {"include_usage": True}
-        entry = (await log_of(stack.api, "s"))[-1]
+        entry = (await log_of(proxy_stack.api, "s"))[-1]
         assert entry["status"] == 200 and 0 <= entry["timeToFirstTokenMs"] <= entry["durationMs"]
 
         # invoke?stream=true carries the same tokens as delta lines before the result.
         llm.hold_last = None
-        reply = await stack.api.call(
+        reply = await proxy_stack.api.call(
             "POST", f"{BASE}/s/invoke?stream=true", body={"inputs": {"question": "hi there"}}
         )
     lines = [json.loads(line) for line in reply.text.splitlines() if line.strip()]
     deltas = [line["content"] for line in lines if line["type"] == "delta"]
     assert deltas == tokens_of("stand-in: hi there")
     assert lines[-1]["type"] == "result" and lines[-1]["usage"]["completion_tokens"] == 3
-    assert "timeToFirstTokenMs" in (await log_of(stack.api, "s"))[-1]
+    assert "timeToFirstTokenMs" in (await log_of(proxy_stack.api, "s"))[-1]
 
 
 CONTINUE = """
@@ -211,7 +151,7 @@ output: steps.more.output
 
 
 async def test_text_completions_pass_the_proxy_and_the_log_says_whether_usage_was_counted(
-    stack: Stack, llm: LLM, tmp_path: Path
+    proxy_stack: ProxyStack, llm: LLM, tmp_path: Path
 ) -> None:
     llm.stream_usage = False  # as llama-cpp-python's server: no usage in streams
     spec = tmp_path / "continue.yaml"
@@ -221,8 +161,8 @@ async def test_text_completions_pass_the_proxy_and_the_log_says_whether_usage_wa
         _,
         runner,
     ):
-        await run_with_traffic(stack.api, "c", target(1, 100, runner))
-        async with stack.client("c") as client:
+        await run_with_traffic(proxy_stack.api, "c", target(1, 100, runner))
+        async with proxy_stack.client("c") as client:
             plain = await client.completions.create(model="continue", prompt="1, 2, 3,")
             stream = await client.completions.create(
                 model="continue",
@@ -231,7 +171,7 @@ async def test_text_completions_pass_the_proxy_and_the_log_says_whether_usage_wa
                 stream_options={"include_usage": True},
             )
             chunks = [chunk async for chunk in stream]
-        reply = await stack.api.call(
+        reply = await proxy_stack.api.call(
             "POST", f"{BASE}/c/invoke?stream=true", body={"inputs": {"prefix": "6, 7,"}}
         )
     assert plain.choices[0].text == "stand-in: 1, 2, 3,"
@@ -243,7 +183,7 @@ async def test_text_completions_pass_the_proxy_and_the_log_says_whether_usage_wa
     assert (counted.prompt_tokens, counted.completion_tokens) == (2, 3)
     result = [json.loads(line) for line in reply.text.splitlines() if line.strip()][-1]
     assert result["usage"]["source"] == "counted"
-    entries = await log_of(stack.api, "c")
+    entries = await log_of(proxy_stack.api, "c")
     assert [(entry.get("path"), entry["status"]) for entry in entries] == [
         ("/v1/completions", 200),
         ("/v1/completions", 200),
@@ -257,14 +197,14 @@ async def test_text_completions_pass_the_proxy_and_the_log_says_whether_usage_wa
     assert "timeToFirstTokenMs" in entries[1] and "timeToFirstTokenMs" in entries[2]
 
 
-async def test_a_canary_split_routes_sdk_calls_by_weight(stack: Stack) -> None:
+async def test_a_canary_split_routes_sdk_calls_by_weight(proxy_stack: ProxyStack) -> None:
     echo = ("--spec", CHAT_SPEC, "--backend-type", "echo")
     async with runner_process(*echo) as (_, stable), runner_process(*echo) as (_, canary):
-        await run_with_traffic(stack.api, "c", target(1, 100, stable), target(2, 0, canary))
+        await run_with_traffic(proxy_stack.api, "c", target(1, 100, stable), target(2, 0, canary))
 
         async def revisions(calls: int) -> list[str]:
             seen = []
-            async with stack.client("c") as client:
+            async with proxy_stack.client("c") as client:
                 for _ in range(calls):
                     raw = await client.chat.completions.with_raw_response.create(
                         model="chat", messages=QUESTION
@@ -275,24 +215,26 @@ async def test_a_canary_split_routes_sdk_calls_by_weight(stack: Stack) -> None:
         assert set(await revisions(10)) == {"1"}  # weight 0 takes nothing
         split = {"status": {"traffic": [target(1, 50, stable), target(2, 50, canary)]}}
         assert (
-            await stack.api.call("PATCH", f"{BASE}/c/status", body=split, headers=MERGE)
+            await proxy_stack.api.call("PATCH", f"{BASE}/c/status", body=split, headers=MERGE)
         ).status == 200
         assert set(await revisions(30)) == {"1", "2"}
 
 
-async def test_refusals_come_in_openai_shape_as_the_sdks_exceptions(stack: Stack, llm: LLM) -> None:
+async def test_refusals_come_in_openai_shape_as_the_sdks_exceptions(
+    proxy_stack: ProxyStack, llm: LLM
+) -> None:
     async with llm_runner(llm) as (_, runner):
-        await run_with_traffic(stack.api, "r", target(1, 100, runner))
-        async with stack.client("r", BOB) as client:
+        await run_with_traffic(proxy_stack.api, "r", target(1, 100, runner))
+        async with proxy_stack.client("r", BOB) as client:
             with pytest.raises(openai.PermissionDeniedError) as denied:
                 await client.chat.completions.create(model="chat", messages=QUESTION)
-        async with stack.client("r", "not-a-token") as client:
+        async with proxy_stack.client("r", "not-a-token") as client:
             with pytest.raises(openai.AuthenticationError):
                 await client.models.list()
-        async with stack.client("r") as client:
+        async with proxy_stack.client("r") as client:
             with pytest.raises(openai.NotFoundError) as unknown:
                 await client.chat.completions.create(model="gpt-4o", messages=QUESTION)
-        async with stack.client("missing") as client:
+        async with proxy_stack.client("missing") as client:
             with pytest.raises(openai.NotFoundError) as no_run:
                 await client.models.list()
     assert denied.value.status_code == 403
@@ -306,11 +248,13 @@ async def test_refusals_come_in_openai_shape_as_the_sdks_exceptions(stack: Stack
     assert llm.requests == []  # nothing refused reached the backend
 
 
-async def test_a_client_that_disconnects_stops_the_backend_stream(stack: Stack, llm: LLM) -> None:
+async def test_a_client_that_disconnects_stops_the_backend_stream(
+    proxy_stack: ProxyStack, llm: LLM
+) -> None:
     llm.hold_last = asyncio.Event()
     async with llm_runner(llm) as (_, runner):
-        await run_with_traffic(stack.api, "d", target(1, 100, runner))
-        async with stack.client("d") as client:
+        await run_with_traffic(proxy_stack.api, "d", target(1, 100, runner))
+        async with proxy_stack.client("d") as client:
             stream = await client.chat.completions.create(
                 model="chat", messages=QUESTION, stream=True
             )
@@ -320,26 +264,26 @@ async def test_a_client_that_disconnects_stops_the_backend_stream(stack: Stack, 
                 await llm.cancelled_event.wait()  # ... and the backend sees its stream closed
         assert llm.cancelled == 1 and not llm.hold_last.is_set()
         entries = await eventually(
-            lambda: log_of(stack.api, "d"), within=DEADLINE_SECONDS, what="the log entry"
+            lambda: log_of(proxy_stack.api, "d"), within=DEADLINE_SECONDS, what="the log entry"
         )
     assert entries[-1]["status"] == 499
 
 
 async def test_plnt_token_create_adds_a_token_the_running_server_accepts_at_once(
-    stack: Stack,
+    proxy_stack: ProxyStack,
 ) -> None:
     async with runner_process("--spec", CHAT_SPEC, "--backend-type", "echo") as (_, runner):
-        await run_with_traffic(stack.api, "t", target(1, 100, runner))
+        await run_with_traffic(proxy_stack.api, "t", target(1, 100, runner))
         created = await asyncio.to_thread(
             subprocess.run,
             [sys.executable, "-m", "plnt", "token", "create", "carol", "--group", "plnt:invokers",
-             "--token-file", str(stack.token_file)],
+             "--token-file", str(proxy_stack.token_file)],
             capture_output=True, text=True, timeout=60, cwd=REPO,
         )  # fmt: skip
         assert created.returncode == 0, created.stderr
         token = created.stdout.strip()
-        async with stack.client("t", token) as client:
+        async with proxy_stack.client("t", token) as client:
             completion = await client.chat.completions.create(model="chat", messages=QUESTION)
     assert completion.choices[0].message.content == "What is plnt?"
     assert completion.usage is None  # the echo backend reports no tokens: none are invented
-    assert "carol,carol,plnt:invokers" in stack.token_file.read_text()
+    assert "carol,carol,plnt:invokers" in proxy_stack.token_file.read_text()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.apiserver.conftest import BASE, Api, workflowrun
+from tests.support.api_server import BASE, Api, workflowrun
 
 BACKENDS = "/apis/plnt.work/v1/namespaces/default/plntbackends"
 

@@ -2,7 +2,7 @@
 (time to first token, time per output token, end to end), exported per run and revision,
 and `status.slo` says what the window attained and what it cost.
 
-The stack is `test_openai_proxy`'s: the API server in process, a real runner process of the
+The proxy_stack is `test_openai_proxy`'s: the API server in process, a real runner process of the
 chat example, and the streaming OpenAI-compatible stand-in behind it, pacing its tokens.
 """
 
@@ -15,11 +15,10 @@ from typing import Any
 import pytest
 
 from plnt.apiserver.controllers import slostatus
-from tests.apiserver.conftest import BASE, Api
-from tests.apiserver.test_invoke import MERGE, run_with_traffic, target
-from tests.apiserver.test_openai_proxy import LLM, Stack, llm_runner, log_of
-from tests.apiserver.test_openai_proxy import llm as llm
-from tests.apiserver.test_openai_proxy import stack as stack
+from tests.support.api_server import BASE, Api
+from tests.support.llm import LLM
+from tests.support.proxied import ProxyStack, llm_runner, log_of
+from tests.support.traffic import MERGE, run_with_traffic, target
 from tests.support.waiting import eventually
 
 BACKENDS = "/apis/plnt.work/v1/namespaces/default/plntbackends"
@@ -67,9 +66,9 @@ def _sample(metrics: str, name: str, **labels: str) -> float | None:
 
 
 async def test_streamed_calls_are_judged_in_status_slo_with_budget_and_cost(
-    stack: Stack, paced: LLM
+    proxy_stack: ProxyStack, paced: LLM
 ) -> None:
-    api = stack.api
+    api = proxy_stack.api
     await _priced_backend(api)
     async with llm_runner(paced) as (_, runner):
         await run_with_traffic(api, "s", target(7, 100, runner))
@@ -83,7 +82,7 @@ async def test_streamed_calls_are_judged_in_status_slo_with_budget_and_cost(
             },
             "priced",
         )
-        async with stack.client("s") as client:
+        async with proxy_stack.client("s") as client:
             for turn in range(3):  # three questions: no step-cache hit
                 question = [{"role": "user", "content": f"What is plnt, take {turn}?"}]
                 stream = await client.chat.completions.create(
@@ -138,8 +137,10 @@ async def test_streamed_calls_are_judged_in_status_slo_with_budget_and_cost(
     ) == pytest.approx(1.0)
 
 
-async def test_a_run_without_calls_gets_objectives_neither_met_nor_missed(stack: Stack) -> None:
-    api = stack.api
+async def test_a_run_without_calls_gets_objectives_neither_met_nor_missed(
+    proxy_stack: ProxyStack,
+) -> None:
+    api = proxy_stack.api
     await run_with_traffic(api, "idle", target(1, 100, "http://127.0.0.1:9"))
     await _objectives(api, "idle", {"latency": {"milliseconds": 100}}, "none")
 

@@ -10,7 +10,7 @@ from plnt.harness.result import Percentiles
 from plnt.sagas.failures import Failure
 from plnt.sagas.gating import slo
 from plnt.sagas.probing import probes
-from tests.sagas.test_probing import bench
+from tests.support.bench_results import bench
 
 
 def _streamed(label: str, *, ttft_p95: float, tokens_per_second: float) -> object:
