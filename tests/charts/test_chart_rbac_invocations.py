@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
-from plnt.registry.catalog import PLNT_RESOURCES
+from plnt.apiserver.app import PLNT_RESOURCES
 from tests.charts.rendering import Rendered, rbac_allows
 from tests.charts.test_chart_rbac_and_etcd import READ, WRITE, aggregated, role
 
