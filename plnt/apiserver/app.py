@@ -292,8 +292,8 @@ def build_app(
     app.cleanup_ctx.append(_storage_context(settings, served, standalone=standalone))
     for install in served:
         app.cleanup_ctx.extend(install.contexts)
-    if settings.worker is not None:  # one of several workers: they answer as one server
-        app[keys.PEERS] = peers.Peers(settings.worker, app[keys.METRICS])
+    if settings.slot is not None:  # one of several API processes: they answer as one server
+        app[keys.PEERS] = peers.Peers(settings.slot, app[keys.METRICS])
         for install in served:  # the kinds' streams (and their wiring)
             if install.streams is not None:
                 install.streams(app, app[keys.PEERS])

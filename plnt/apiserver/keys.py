@@ -38,7 +38,7 @@ READY: web.AppKey[dict[str, bool]] = web.AppKey("ready")
 SUBRESOURCES = web.AppKey("subresources", kinds.Subresources)
 """The subresource handlers the kinds registered (`build_app` hands them in)."""
 PEERS = web.AppKey("peers", Peers)
-"""Present only on one of several workers (`settings.worker`): its channel to siblings."""
+"""Present only on one of several API processes (`settings.slot`): its channel to siblings."""
 
 
 @dataclass

@@ -7,7 +7,7 @@ the server needs from its kind: the definition (which discovery, OpenAPI, the
 long-running check and the default policy are computed from), how its store is built
 and with which hooks, the handlers of its own subresources, its AppKeys and metrics
 (`setup`), its cleanup contexts and the streams its state is shared on between a
-server's workers. So nothing generic names a kind.
+server's API processes. So nothing generic names a kind.
 
 `resources.dispatch` serves every kind's main resource and the subresources that are a
 part of the object (`status`: get, update and patch of that part). A kind whose
@@ -117,7 +117,7 @@ class KindInstall:
     """Its cleanup contexts, run after storage is ready and in this order; each finds what
     it needs in the app (a context whose part is missing, such as sagas, does nothing)."""
     streams: Callable[[web.Application, Peers], None] | None = None
-    """With `--workers N`: registers the streams on which the workers share its state."""
+    """With `--workers N`: registers the streams on which the API processes share its state."""
 
 
 def served(installs: Iterable[KindInstall], *, standalone: bool) -> Served:

@@ -46,7 +46,7 @@ from prometheus_client.registry import Collector
 from plnt.api import codec
 from plnt.apiserver import metrics
 from plnt.apiserver.backlogs import Backlog
-from plnt.apiserver.settings import WorkerSlot
+from plnt.processes.apiprocesses import Slot
 
 SCRAPE_SECONDS = 1.0
 """How long a scrape waits for a sibling's own metrics before leaving it out."""
@@ -139,7 +139,7 @@ class Peers:
     """This worker's private listener, its streams, and its calls to its siblings."""
 
     def __init__(
-        self, slot: WorkerSlot, own: metrics.Metrics, *, backlog: int = SUBSCRIBER_BACKLOG
+        self, slot: Slot, own: metrics.Metrics, *, backlog: int = SUBSCRIBER_BACKLOG
     ) -> None:
         for index in range(slot.count):
             if len(os.fsencode(socket_path(slot.directory, index))) > MAX_SOCKET_PATH:

@@ -12,6 +12,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from plnt.processes.apiprocesses import Slot
+
 MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
 """kube-apiserver's limit; aiohttp's 1 MiB default and plain-text 413 would be wrong."""
 
@@ -29,10 +31,10 @@ class ServingLimits:
     memory, never throughput, so past these a client is better told to come back.
     0 turns a limit off, as in kube.
 
-    With `--workers N` each worker process is such an event loop on a core of its own,
-    and the flags stay the *server's* totals: each worker admits `ceil(limit / N)`
-    (`per_worker`), so N workers together take on what one process would, while each
-    serves its share about N times sooner.
+    With `--workers N` each of the N API processes is such an event loop on a core of its
+    own, and the flags stay the *server's* totals: each process admits `ceil(limit / N)`
+    (`per_process`), so N processes together take on what one would, while each serves
+    its share about N times sooner.
     """
 
     max_requests_inflight: int = 200
@@ -48,9 +50,9 @@ class ServingLimits:
     `proxy`) waits for the whole answer, a stream included (`--invoke-timeout`). In a
     cluster, kube-apiserver's own request timeout also cuts `…/invoke` (not `…/proxy`)."""
 
-    def per_worker(self, count: int) -> ServingLimits:
-        """The share of one of `count` worker processes: each in-flight limit divided,
-        rounded up (0 stays "no limit"); the timeouts are each worker's own."""
+    def per_process(self, count: int) -> ServingLimits:
+        """The share of one of `count` API processes: each in-flight limit divided,
+        rounded up (0 stays "no limit"); the timeouts are each process's own."""
 
         def share(limit: int) -> int:
             return -(-limit // count) if limit > 0 else 0
@@ -79,21 +81,6 @@ class CatalogSettings:
 
 
 @dataclass(frozen=True, slots=True)
-class WorkerSlot:
-    """Which of a server's N worker processes this one is (`--workers N`).
-
-    The N processes share the listening port (`SO_REUSEPORT`) and each is a full replica
-    with its own watch cache. `directory` is private to the server (mode 0700): each
-    worker listens there on a Unix socket of its own (`peers`), through which the one
-    that answers `/metrics` or a run's invocation log reaches its siblings.
-    """
-
-    index: int
-    count: int
-    directory: Path
-
-
-@dataclass(frozen=True, slots=True)
 class ServerSettings:
     """Where to listen, where etcd is, and how to authenticate and authorize."""
 
@@ -118,5 +105,6 @@ class ServerSettings:
     limits: ServingLimits = field(default_factory=ServingLimits)
     extra_sans: tuple[str, ...] = field(default=())
     catalog: CatalogSettings = field(default_factory=CatalogSettings)
-    worker: WorkerSlot | None = None
-    """Set when this process is one of several workers of one server; None: the only one."""
+    slot: Slot | None = None
+    """Which of the server's API processes this one is (`--workers N`, N > 1); None: the
+    only one."""

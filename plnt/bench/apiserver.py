@@ -4,7 +4,7 @@ Why apart from the run (`apiserver_running`): the phases need only the storage
 client and an HTTPS session, not the processes, so tests import them without
 starting etcd or the API server child.
 
-Every phase is closed-loop: `concurrency` workers each issue one request, wait
+Every phase is closed-loop: `concurrency` callers each issue one request, wait
 for the answer and issue the next, until the phase's deadline. The clients
 decode nothing they do not need (a GET body is read, not parsed; a LIST body is
 searched for its continue token), on both sides, so the comparison is about
@@ -20,7 +20,7 @@ CPU the generator and the server spent per delivered event is reported beside th
 delays, so a figure limited by the generator shows as such.
 
 Errors: a request that fails counts in `PhaseStats.errors` (the phase goes on);
-`BenchError` when a phase cannot run at all (e.g. watchers fail to open).
+`BenchmarkError` when a phase cannot run at all (e.g. watchers fail to open).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ _CONTINUE_NEEDLE = b'"continue":"'
 DIGEST = "sha256:" + "ab" * 32
 
 
-class BenchError(RuntimeError):
+class BenchmarkError(RuntimeError):
     """A phase could not run (not a slow result: those are reported, never raised)."""
 
 
@@ -154,7 +154,7 @@ async def run_closed_loop(
     min_ops: int = 0,
     meter: cputime.Meter | None = None,
 ) -> PhaseStats:
-    """`concurrency` workers call `operation(seq)` back to back until `duration` has passed.
+    """`concurrency` callers call `operation(seq)` back to back until `duration` has passed.
 
     `operation` returns False for a failed request. At least `min_ops`
     operations complete even if that takes longer than `duration`. With a `meter`, the
@@ -166,7 +166,7 @@ async def run_closed_loop(
     start = time.perf_counter()
     deadline = start + duration
 
-    async def worker() -> None:
+    async def caller() -> None:
         while True:
             now = time.perf_counter()
             if now >= deadline and stats.ops + stats.errors >= min_ops:
@@ -180,7 +180,7 @@ async def run_closed_loop(
             else:
                 stats.errors += 1
 
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await asyncio.gather(*(caller() for _ in range(concurrency)))
     stats.elapsed = time.perf_counter() - start
     if meter is not None and cpu_before is not None:
         stats.cpu = meter.since(cpu_before)
@@ -326,15 +326,15 @@ async def wait_for_count(
         if seen >= count:
             return
         await asyncio.sleep(0.1)  # polling a condition with a deadline
-    raise BenchError(f"{url} holds {seen} items, expected {count}, after {within}s")
+    raise BenchmarkError(f"{url} holds {seen} items, expected {count}, after {within}s")
 
 
 # -- watch fan-out ----------------------------------------------------------------------
 
 
 def cpu_seconds(pid: int | None = None) -> float:
-    """User + system CPU seconds of process `pid` with its descendants (a server's worker
-    processes under `--workers N`), or of this process when None, from /proc."""
+    """User + system CPU seconds of process `pid` with its descendants (a server's sibling
+    API processes under `--workers N`), or of this process when None, from /proc."""
     if pid is None:
         times = os.times()
         return times.user + times.system
@@ -422,7 +422,7 @@ async def _watch_fanout(
     list_url = base_url + resource_path(namespace)
     async with writer.get(list_url, params={"limit": "1"}) as response:
         if response.status != 200:
-            raise BenchError(f"list of {namespace} answered {response.status}")
+            raise BenchmarkError(f"list of {namespace} answered {response.status}")
         revision = json.loads(await response.read())["metadata"]["resourceVersion"]
     received: list[list[tuple[int, int, int]]] = [[] for _ in range(watchers)]
     opened = 0
@@ -435,7 +435,7 @@ async def _watch_fanout(
         seen = received[index]
         async with session.get(list_url, params=params) as response:
             if response.status != 200:
-                raise BenchError(f"watch answered {response.status}")
+                raise BenchmarkError(f"watch answered {response.status}")
             opened += 1
             if opened == watchers:
                 all_open.set()
@@ -476,7 +476,7 @@ async def _watch_fanout(
                 )
                 if waiting not in finished:
                     waiting.cancel()
-                    raise BenchError(f"a watcher ended while opening: {_first_error(tasks)}")
+                    raise BenchmarkError(f"a watcher ended while opening: {_first_error(tasks)}")
             start = time.monotonic()
             cpu_before = cpu_seconds(), cpu_seconds(server_pid) if server_pid else 0.0
             creates = []

@@ -2,7 +2,7 @@
 
     python -m plnt.bench apiserver [--quick] [--concurrency 30] [...]
 
-Parses the flags into `ApiBenchSettings`, runs `apiserver_running.bench` in a temporary
+Parses the flags into `ApiBenchmarkSettings`, runs `apiserver_running.bench` in a temporary
 directory and prints `apiserver_report.report`. Misses of a target are printed, never
 turned into a non-zero exit status. See bench/README.md for every flag and number.
 """
@@ -23,8 +23,8 @@ from plnt.bench.settings import (
     API_PHASES,
     DEFAULT_API_PHASES,
     QUICK,
-    ApiBenchSettings,
-    worker_counts,
+    ApiBenchmarkSettings,
+    api_process_counts,
 )
 
 SIZED = (
@@ -77,7 +77,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--py-spy", type=Path, help="record the server with py-spy (speedscope file)")
     p.add_argument(
         "--workers",
-        type=worker_counts,
+        type=api_process_counts,
         default=(1,),
         help="API server processes sharing the port; comma-separated (1,2) runs once per "
         "count and prints each phase's throughput ratio to the first",
@@ -85,7 +85,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse_args(argv: Sequence[str] | None = None) -> ApiBenchSettings:
+def parse_args(argv: Sequence[str] | None = None) -> ApiBenchmarkSettings:
     """The flags as settings; a flag left out takes `--quick`'s value or the full default."""
     p = parser()
     args = p.parse_args(argv)
@@ -95,7 +95,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ApiBenchSettings:
     if args.py_spy is not None and apiserver_running.py_spy_binary() is None:
         # An optional tool of one flag: not a dependency of plnt (see docs/dependencies.md).
         p.exit(1, "error: --py-spy needs the py-spy package: pip install py-spy\n")
-    base = QUICK if args.quick else ApiBenchSettings()
+    base = QUICK if args.quick else ApiBenchmarkSettings()
     given = {name: getattr(args, name) for name in SIZED if getattr(args, name) is not None}
     return dataclasses.replace(
         base,
@@ -109,7 +109,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ApiBenchSettings:
         json_file=args.json,
         server_cprofile=args.server_cprofile,
         py_spy=args.py_spy,
-        workers=args.workers,
+        api_processes=args.workers,
     )
 
 
@@ -117,15 +117,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = parse_args(argv)
     started = time.monotonic()
     runs: dict[int, apiserver_report.Results] = {}
-    for count in settings.workers:
+    for count in settings.api_processes:
         with tempfile.TemporaryDirectory(prefix="plnt-bench-") as tmp:
-            results = asyncio.run(apiserver_running.bench(settings, Path(tmp), workers=count))
+            results = asyncio.run(apiserver_running.bench(settings, Path(tmp), api_processes=count))
         runs[count] = results
-        if len(settings.workers) > 1:
+        if len(settings.api_processes) > 1:
             print(f"== --workers {count}")
         for line in apiserver_report.report(results, settings):
             print(line)
-    for line in worker_ratios(runs):
+    for line in api_process_ratios(runs):
         print(line)
     print(f"total {time.monotonic() - started:.0f}s")
     if settings.json_file is not None:
@@ -141,23 +141,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-WORKERS_TARGET = 1.5
+API_PROCESSES_TARGET = 1.5
 """The throughput two workers should reach against one (each phase's plnt side)."""
 
 
-def worker_ratios(runs: dict[int, apiserver_report.Results]) -> list[str]:
+def api_process_ratios(runs: dict[int, apiserver_report.Results]) -> list[str]:
     """Each plnt phase's requests/s at every count against the first count's (none for one)."""
     if len(runs) < 2:
         return []
     (first, baseline), *others = runs.items()
-    lines = [f"plnt throughput against --workers {first} (target x{WORKERS_TARGET} at 2):"]
+    lines = [f"plnt throughput against --workers {first} (target x{API_PROCESSES_TARGET} at 2):"]
     for phase, stats in baseline.api.items():
         for count, results in others:
             other = results.api.get(phase)
             if other is None or stats.rate == 0:
                 continue
             ratio = other.rate / stats.rate
-            miss = "  (below target)" if count == 2 * first and ratio < WORKERS_TARGET else ""
+            miss = "  (below target)" if count == 2 * first and ratio < API_PROCESSES_TARGET else ""
             lines.append(
                 f"  {phase:<8} --workers {count}: {other.rate:8.0f}/s vs "
                 f"{stats.rate:8.0f}/s  x{ratio:.2f}{miss}"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from plnt.bench import apiserver as harness
 from plnt.bench import consistent_reads, cputime, reports
-from plnt.bench.settings import ApiBenchSettings
+from plnt.bench.settings import ApiBenchmarkSettings
 
 GET_RAW_TARGET = 1.0
 CREATE_RAW_TARGET = 0.5
@@ -56,7 +56,7 @@ def _median_ms(stats: harness.PhaseStats | None) -> float:
     return stats.percentile_ms(0.5) if stats is not None else 0.0
 
 
-def report(results: Results, settings: ApiBenchSettings) -> list[str]:
+def report(results: Results, settings: ApiBenchmarkSettings) -> list[str]:
     """The printed report: one row per phase, then the ratio lines."""
     lines = [
         f"plnt API server benchmark: concurrency {settings.concurrency} "
@@ -164,7 +164,7 @@ def cpu_rows(results: Results) -> dict[str, cputime.CpuRow]:
     return rows
 
 
-def _watch_lines(watch: harness.WatchStats, settings: ApiBenchSettings) -> list[str]:
+def _watch_lines(watch: harness.WatchStats, settings: ApiBenchmarkSettings) -> list[str]:
     def ms(values: list[float], q: float) -> float:
         return harness.percentile(values, q) * 1000
 

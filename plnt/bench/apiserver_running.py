@@ -6,7 +6,7 @@ this process, which generates the load. Raw etcd is measured through the same
 `EtcdStore` client the server uses, on the same etcd, at the same concurrency. Every
 child is stopped and reaped on the way out, also on failure or Ctrl-C.
 
-Errors: `harness.BenchError` (or `children.ChildFailed`) when a child or a phase
+Errors: `harness.BenchmarkError` (or `children.ChildFailed`) when a child or a phase
 cannot run at all; slow results are reported, never raised.
 """
 
@@ -31,7 +31,7 @@ from plnt.bench import apiserver as harness
 from plnt.bench import apiserver_serving as serving
 from plnt.bench import children, consistent_reads, cputime
 from plnt.bench.apiserver_report import ETCD, GENERATOR, SERVER, Results
-from plnt.bench.settings import ApiBenchSettings
+from plnt.bench.settings import ApiBenchmarkSettings
 from plnt.processes.etcd import EtcdProcess
 from plnt.processes.ports import free_port
 from plnt.storage.etcd import EtcdStore
@@ -58,16 +58,16 @@ async def running_server(
     pki_dir: Path,
     *,
     cprofile: Path | None,
-    workers: int = 1,
+    api_processes: int = 1,
     start_timeout: float = 60.0,
 ) -> AsyncIterator[Server]:
-    """`plnt.bench.apiserver_serving` against `etcd` (`workers` processes sharing plnt's
-    port), until the block ends."""
+    """`plnt.bench.apiserver_serving` against `etcd` (`api_processes` processes sharing
+    plnt's port), until the block ends."""
     port, bare_port = free_port(), free_port()
     command = [
         sys.executable, "-m", serving.__name__, "--etcd", etcd.endpoint,
         "--pki-dir", str(pki_dir), "--port", str(port), "--bare-port", str(bare_port),
-        "--workers", str(workers),
+        "--workers", str(api_processes),
     ]  # fmt: skip
     if cprofile is not None:
         command += ["--cprofile", str(cprofile)]
@@ -123,7 +123,7 @@ async def create_namespaces(session: aiohttp.ClientSession, base: str) -> None:
         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
         async with session.post(f"{base}/api/v1/namespaces", json=body) as response:
             if response.status not in (201, 409):
-                raise harness.BenchError(
+                raise harness.BenchmarkError(
                     f"namespace {name} answered {response.status}: {await response.text()}"
                 )
 
@@ -141,14 +141,14 @@ def resident_bytes(pid: int) -> int:
 
 
 async def preload(
-    raw: EtcdStore, session: aiohttp.ClientSession, base: str, settings: ApiBenchSettings
+    raw: EtcdStore, session: aiohttp.ClientSession, base: str, settings: ApiBenchmarkSettings
 ) -> bytes:
     """Create one object through the API, clone it raw into `objects` keys; return its bytes."""
     url = base + harness.resource_path(LIST_NS)
     async with session.post(url, json=harness.workflowrun("obj-000000")) as response:
         created = json.loads(await response.read())
         if response.status != 201:
-            raise harness.BenchError(f"template create answered {response.status}: {created}")
+            raise harness.BenchmarkError(f"template create answered {response.status}: {created}")
     del created["metadata"]["resourceVersion"]
 
     def stored(index: int) -> bytes:
@@ -192,7 +192,7 @@ async def measure(
 
 def meter(*, server: int, etcd: int | None) -> cputime.Meter:
     """The processes of the API server benchmark, by the names its CPU rows use: the server
-    child (plnt's API server; the bare handler shares it) with its worker copies under
+    child (plnt's API server; the bare handler shares it) with its sibling API processes under
     `--workers N`, etcd, and this load generator."""
     return cputime.Meter(
         [
@@ -203,9 +203,12 @@ def meter(*, server: int, etcd: int | None) -> cputime.Meter:
     )
 
 
-async def bench(settings: ApiBenchSettings, workdir: Path, *, workers: int = 1) -> Results:
-    """Start etcd and the server (`workers` processes) under `workdir`, preload, run the
-    chosen phases. With more than one worker the server's CPU rows count worker 0 only."""
+async def bench(
+    settings: ApiBenchmarkSettings, workdir: Path, *, api_processes: int = 1
+) -> Results:
+    """Start etcd and the server (`api_processes` processes) under `workdir`, preload, run
+    the chosen phases. With more than one process the server's CPU rows count process 0
+    only."""
     results = Results()
     paths = pki.ensure_pki(workdir / "pki")
     context = harness.client_ssl_context(
@@ -215,14 +218,14 @@ async def bench(settings: ApiBenchSettings, workdir: Path, *, workers: int = 1) 
         EtcdProcess(workdir / "etcd", unsafe_no_fsync=settings.no_fsync) as etcd,
         EtcdStore(etcd.endpoint, key_prefix="/registry") as raw,
         running_server(
-            etcd, workdir / "pki", cprofile=settings.server_cprofile, workers=workers
+            etcd, workdir / "pki", cprofile=settings.server_cprofile, api_processes=api_processes
         ) as server,
         harness.https_session(context, pool=settings.concurrency) as session,
     ):
         pid = server.child.process.pid
         print(
             f"etcd {etcd.endpoint} (pid {etcd.pid}); server {server.base} (pid {pid}, "
-            f"{workers} worker{'s' if workers > 1 else ''})"
+            f"{api_processes} worker{'s' if api_processes > 1 else ''})"
         )
         await create_namespaces(session, server.base)
         results.rss_started_bytes = resident_bytes(pid)
@@ -265,7 +268,7 @@ async def bench(settings: ApiBenchSettings, workdir: Path, *, workers: int = 1) 
 class Phases:
     """The closed-loop phases: each side (raw etcd, bare, plnt) at the same concurrency."""
 
-    settings: ApiBenchSettings
+    settings: ApiBenchmarkSettings
     results: Results
     raw: EtcdStore
     session: aiohttp.ClientSession

@@ -4,17 +4,19 @@
         [--cprofile FILE] [--workers N]
 
 It runs `plnt.apiserver.app.build_app` with the watch cache, served as `plnt up` serves
-it (`web.AppRunner`, HTTPS with plnt's PKI, no access log), in a process of its own so
-that it shares neither an event loop nor a GIL with the load generator. On a second
-port, with the same TLS context, it serves the ceiling: a handler that returns a fixed
-WorkflowRun-sized body (GET) or echoes the posted body with a new uid (POST). It prints
+it: by the one serve sequence, `plnt.apiserver.serving.serve` (HTTPS with plnt's PKI, no
+access log, idle connections bounded), in a process of its own so that it shares
+neither an event loop nor a GIL with the load generator. On a second port, with the
+same TLS context, it serves the ceiling: a handler that returns a fixed WorkflowRun-sized
+body (GET) or echoes the posted body with a new uid (POST). It prints
 `bench-server ready pid=N` once both listen, and exits on SIGINT/SIGTERM or when its
 stdin closes, so it never outlives the benchmark that holds that pipe.
 
-With `--workers N` (N > 1) plnt's port is shared (`SO_REUSEPORT`) by N processes, as
-`plnt up --workers N` serves it: this one and N-1 copies of this module that serve plnt
-alone, started, watched and stopped by `plnt.processes.workers` (each exits with this
-one); the ready line comes once every copy listens. The bare handler stays single.
+With `--workers N` (N > 1) plnt's port is shared (`SO_REUSEPORT`) by N API processes, as
+`plnt up --workers N` serves it: this one and N-1 siblings, copies of this module that
+serve plnt alone, started, watched and stopped by the serve sequence
+(`plnt.processes.apiprocesses`; each exits with this one); the ready line comes once
+every sibling listens. The bare handler stays single.
 """
 
 from __future__ import annotations
@@ -26,17 +28,20 @@ import cProfile
 import json
 import os
 import signal
+import ssl
 import sys
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from aiohttp import web
 
 from plnt.api import names
 from plnt.apiserver import app as app_module
-from plnt.apiserver.settings import ServerSettings, WorkerSlot
+from plnt.apiserver import serving
+from plnt.apiserver.settings import ServerSettings
 from plnt.bench import apiserver as harness
-from plnt.processes import workers
+from plnt.processes import apiprocesses, tasks
 
 READY = "bench-server ready"
 LIST_NS = "bench-list"
@@ -87,81 +92,84 @@ async def serve(
     port: int,
     bare_port: int,
     cprofile: Path | None,
-    workers_count: int = 1,
+    api_processes: int = 1,
 ) -> None:
     """Serve plnt on `port` and the bare handler on `bare_port` until told to stop."""
-    slot = workers.Slot.from_environment()  # set in a copy this process started
-    shared = slot is not None or workers_count > 1
+    slot = apiprocesses.Slot.from_environment()  # set in a sibling this process started
+    if slot is None and api_processes > 1:
+        slot = apiprocesses.first(api_processes, pki_dir.parent / "workers")
     settings = ServerSettings(
-        etcd_endpoints=(etcd,),
-        host="127.0.0.1",
-        port=port,
-        pki_dir=pki_dir,
-        worker=None if slot is None else WorkerSlot(slot.index, slot.count, slot.directory),
+        etcd_endpoints=(etcd,), host="127.0.0.1", port=port, pki_dir=pki_dir, slot=slot
     )
+    application = app_module.build_app(settings)
     ssl_context = app_module.ssl_context_for(settings)
-    served = [(app_module.build_app(settings), port, shared)]
-    if slot is None:
-        served.append((bare_app(), bare_port, False))
+    first = slot is None or not slot.is_sibling
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    parent: asyncio.Task[None] | None = None
-    if slot is None:  # The parent holds our stdin: EOF means it is gone, so never outlive it.
-        reader = asyncio.StreamReader()
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-
-        async def watch_parent() -> None:
-            await reader.read()
-            stop.set()
-
-        parent = asyncio.create_task(watch_parent())
     profile = cProfile.Profile() if cprofile is not None else None
-    runners: list[web.AppRunner] = []
+
+    async def announce(server: str, parts: contextlib.AsyncExitStack) -> None:
+        """The bare handler beside plnt, then the ready line, then the profile starts."""
+        if not first:
+            return
+        await parts.enter_async_context(_bare(bare_port, ssl_context))
+        print(f"{READY} pid={os.getpid()}", flush=True)
+        if profile is not None:  # serving only: disabled before anything stops
+            profile.enable()
+            parts.callback(profile.disable)
+
     try:
-        async with contextlib.AsyncExitStack() as copies:
-            for app, listen, reuse_port in served:
-                runner = web.AppRunner(
-                    app, shutdown_timeout=2.0, access_log=None, handler_cancellation=True
-                )
-                runners.append(runner)
-                await runner.setup()
-                site = web.TCPSite(
-                    runner, "127.0.0.1", listen, ssl_context=ssl_context, reuse_port=reuse_port
-                )
-                await site.start()
-            if slot is not None:
-                workers.announce_ready(slot)
-            elif workers_count > 1:
-                await copies.enter_async_context(
-                    workers.running(_copies(etcd, pki_dir, port, workers_count))
-                )
-            print(f"{READY} pid={os.getpid()}", flush=True)
-            if profile is not None:
-                profile.enable()
-            await stop.wait()
+        async with contextlib.AsyncExitStack() as stack:
+            if first:  # The parent holds our stdin: EOF means it is gone, so never outlive it.
+                await stack.enter_async_context(tasks.running(_watch_stdin(stop), name="stdin"))
+            await serving.serve(
+                application,
+                host="127.0.0.1",
+                port=port,
+                ssl_context=ssl_context,
+                shutdown_timeout=2.0,
+                handler_cancellation=True,
+                stop=stop,
+                sibling_argv=_sibling_argv(etcd, pki_dir, port),
+                ready=announce,
+            )
     finally:
         if profile is not None:
-            profile.disable()
+            profile.disable()  # again, in case serving ended by an error
             profile.dump_stats(str(cprofile))
-        if parent is not None:
-            parent.cancel()
-        for runner in runners:
-            await runner.cleanup()
 
 
-def _copies(etcd: str, pki_dir: Path, port: int, count: int) -> list[workers.WorkerProcess]:
-    directory = workers.make_directory(pki_dir.parent / "workers")
-    argv = [
-        sys.executable, "-m", "plnt.bench.apiserver_serving", "--etcd", etcd,
-        "--pki-dir", str(pki_dir),
-        "--port", str(port), "--bare-port", "0",
-    ]  # fmt: skip
+def _sibling_argv(etcd: str, pki_dir: Path, port: int) -> list[str]:
+    """This module again, serving plnt alone on the shared port."""
     return [
-        workers.WorkerProcess(argv, workers.Slot(index, count, directory, parent=os.getpid()))
-        for index in range(1, count)
-    ]
+        sys.executable, "-m", "plnt.bench.apiserver_serving", "--etcd", etcd,
+        "--pki-dir", str(pki_dir), "--port", str(port), "--bare-port", "0",
+    ]  # fmt: skip
+
+
+async def _watch_stdin(stop: asyncio.Event) -> None:
+    """Set `stop` once stdin closes (the benchmark that holds the pipe is gone)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    await reader.read()
+    stop.set()
+
+
+@contextlib.asynccontextmanager
+async def _bare(port: int, ssl_context: ssl.SSLContext) -> AsyncIterator[None]:
+    """The bare handler on `port` while the block runs (one process: never `SO_REUSEPORT`)."""
+    runner = web.AppRunner(
+        bare_app(), shutdown_timeout=2.0, access_log=None, handler_cancellation=True
+    )
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, "127.0.0.1", port, ssl_context=ssl_context).start()
+        yield
+    finally:
+        await runner.cleanup()
 
 
 def main() -> None:
@@ -173,9 +181,9 @@ def main() -> None:
     parser.add_argument("--cprofile", type=Path, help="cProfile this process into FILE")
     parser.add_argument("--workers", type=int, default=1, help="processes sharing --port")
     args = parser.parse_args()
-    slot = workers.Slot.from_environment()
+    slot = apiprocesses.Slot.from_environment()
     if slot is not None:
-        workers.die_with_parent(slot.parent)
+        apiprocesses.die_with_parent(slot.parent)
     asyncio.run(
         serve(
             etcd=args.etcd,
@@ -183,7 +191,7 @@ def main() -> None:
             port=args.port,
             bare_port=args.bare_port,
             cprofile=args.cprofile,
-            workers_count=args.workers,
+            api_processes=args.workers,
         )
     )
 

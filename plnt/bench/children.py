@@ -5,7 +5,7 @@ so the load generator never shares a core's event loop with what it measures. Th
 announce readiness with one line on stdout; `running_child` waits for it with a deadline
 and, on the way out (also on failure), sends SIGTERM, waits, SIGKILLs if needed and reaps.
 
-Errors: `ChildFailed` (a `BenchError`) when the child exits or is not ready in time; its
+Errors: `ChildFailed` (a `BenchmarkError`) when the child exits or is not ready in time; its
 message carries the child's output.
 """
 
@@ -18,11 +18,11 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from plnt.bench.apiserver import BenchError
+from plnt.bench.apiserver import BenchmarkError
 from plnt.processes import tasks
 
 
-class ChildFailed(BenchError):
+class ChildFailed(BenchmarkError):
     """A child exited before it was ready, or was not ready by the deadline."""
 
 

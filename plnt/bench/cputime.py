@@ -107,7 +107,7 @@ def children_named(parent: int, name: str) -> list[int]:
 
 def children_running(parent: int, module: str) -> list[int]:
     """The pids of `parent`'s children whose command line runs `module` (`-m MODULE`):
-    how the API server worker copies of `plnt up --workers N` are told from its other
+    how the sibling API processes of `plnt up --workers N` are told from its other
     children (etcd, the fork server)."""
     found = []
     for stat in all_stats():

@@ -5,7 +5,7 @@ watch delivers the object with its Ready condition True for the created generati
 The watch resumes from the create's resourceVersion, so a fast deploy is not missed.
 Like the rest of `plnt.bench`, it sees plnt only through its HTTP API.
 
-Errors: `BenchError` (from `plnt.bench.apiserver`) when a deploy does not become Ready
+Errors: `BenchmarkError` (from `plnt.bench.apiserver`) when a deploy does not become Ready
 or a run cannot be deleted before its deadline; `plnt.client.errors` pass through.
 """
 
@@ -23,7 +23,7 @@ from plnt.client import errors as client_errors
 from plnt.client.clients import WORKFLOWRUNS, PlntClient
 from plnt.client.transport import WatchEvent
 
-BenchError = harness.BenchError
+BenchmarkError = harness.BenchmarkError
 
 
 def workflowrun(
@@ -74,7 +74,7 @@ def runner_endpoint(obj: Mapping[str, Any]) -> str:
     traffic = (obj.get("status") or {}).get("traffic") or []
     endpoints = traffic[0].get("endpoints") if traffic else None
     if not endpoints:
-        raise BenchError(f"the ready run has no endpoint in status.traffic: {traffic}")
+        raise BenchmarkError(f"the ready run has no endpoint in status.traffic: {traffic}")
     return str(endpoints[0]).rstrip("/")
 
 
@@ -115,13 +115,13 @@ async def deploy_once(
                             ).get("resourceVersion")
                             continue
                         if event.type == "DELETED":
-                            raise BenchError(f"workflowrun {name} was deleted while deploying")
+                            raise BenchmarkError(f"workflowrun {name} was deleted while deploying")
                         latest = event.object
                         if is_ready(latest):
                             return time.perf_counter() - began, latest
     except TimeoutError as error:
         phase = (latest.get("status") or {}).get("phase")
-        raise BenchError(
+        raise BenchmarkError(
             f"workflowrun {name} not Ready after {within:.0f} s (phase {phase}): "
             f"{latest.get('status')}"
         ) from error
@@ -142,6 +142,6 @@ async def delete_and_wait(
         except client_errors.NotFound:
             return
         if time.monotonic() > deadline:
-            raise BenchError(f"workflowrun {name} still exists {within:.0f} s after delete")
+            raise BenchmarkError(f"workflowrun {name} still exists {within:.0f} s after delete")
         await asyncio.sleep(delay)  # poll with backoff until the finalizer is released
         delay = min(delay * 2, 0.25)

@@ -73,7 +73,7 @@ def main(argv: Sequence[str]) -> int:
         return 2
     try:
         seconds = asyncio.run(run(args))
-    except (harness.BenchError, client_errors.ClientError) as error:
+    except (harness.BenchmarkError, client_errors.ClientError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     print(report(seconds, target=args.target), flush=True)

@@ -24,7 +24,7 @@ asyncio` to compare):
   the echo runner.
 
 The numbers are taken in one run on one machine and printed, never asserted; a miss is
-printed, not an exit status. Errors: `BenchError` (a child did not start).
+printed, not an exit status. Errors: `BenchmarkError` (a child did not start).
 """
 
 from __future__ import annotations

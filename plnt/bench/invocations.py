@@ -34,7 +34,7 @@ from temporalio.service import RPCError
 from plnt.api import names
 from plnt.bench import apiserver as harness
 from plnt.bench import bareflows, reports
-from plnt.bench.settings import InvocationBenchSettings
+from plnt.bench.settings import InvocationsBenchmarkSettings
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.processes import tasks
@@ -169,7 +169,7 @@ def bare_execution(client: temporal_client.Client, *, task_queue: str, prefix: s
 # -- the report ---------------------------------------------------------------------------
 
 
-def report(results: InvocationResults, settings: InvocationBenchSettings) -> list[str]:
+def report(results: InvocationResults, settings: InvocationsBenchmarkSettings) -> list[str]:
     """The human-readable table, with the ratios and the targets."""
     lines = [
         f"invocations: c=1 for {settings.sequential_duration:g} s, "
@@ -213,7 +213,7 @@ def report(results: InvocationResults, settings: InvocationBenchSettings) -> lis
     return lines
 
 
-def as_json(results: InvocationResults, settings: InvocationBenchSettings) -> dict[str, Any]:
+def as_json(results: InvocationResults, settings: InvocationsBenchmarkSettings) -> dict[str, Any]:
     """The results as one JSON object (`invocations_command` prints it last)."""
 
     sync50 = results.sync.percentile_ms(0.5)

@@ -3,7 +3,7 @@ against bare Temporal, and the API server's memory with finished Invocations cac
 
     python -m plnt.bench invocations [--concurrency 30] [--duration 20] [--rss-objects 10000]
 
-Parses the flags into `InvocationBenchSettings`, runs `invocations_running.bench` in a
+Parses the flags into `InvocationsBenchmarkSettings`, runs `invocations_running.bench` in a
 temporary directory, prints `invocations.report` and, last, the results as one JSON line.
 A missed target is printed, never turned into a non-zero exit status. See
 docs/benchmarks.md ("Invocations") for what each number means.
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from plnt.bench import invocations, invocations_running, reports
-from plnt.bench.settings import InvocationBenchSettings
+from plnt.bench.settings import InvocationsBenchmarkSettings
 
 
 def parser() -> argparse.ArgumentParser:
@@ -45,12 +45,12 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse_args(argv: Sequence[str] | None = None) -> InvocationBenchSettings:
+def parse_args(argv: Sequence[str] | None = None) -> InvocationsBenchmarkSettings:
     p = parser()
     args = p.parse_args(argv)
     if args.concurrency < 1 or args.rss_objects < 0 or args.duration <= 0:
         p.error("--concurrency must be at least 1, --duration positive, --rss-objects >= 0")
-    return InvocationBenchSettings(
+    return InvocationsBenchmarkSettings(
         concurrency=args.concurrency,
         duration=args.duration,
         sequential_duration=(

@@ -30,7 +30,7 @@ from plnt.bench import apiserver as harness
 from plnt.bench import apiserver_running, bareflows, children, saga, saga_running
 from plnt.bench import deploys as deploying
 from plnt.bench import invocations as phases
-from plnt.bench.settings import ApiBenchSettings, InvocationBenchSettings
+from plnt.bench.settings import ApiBenchmarkSettings, InvocationsBenchmarkSettings
 from plnt.client import kubeconfig, transport
 from plnt.client.clients import WORKFLOWRUNS, PlntClient
 from plnt.processes.etcd import EtcdProcess
@@ -66,7 +66,7 @@ async def running_bareflows(address: str) -> AsyncIterator[children.Child]:
         yield child
 
 
-async def bench(settings: InvocationBenchSettings, workdir: Path) -> phases.InvocationResults:
+async def bench(settings: InvocationsBenchmarkSettings, workdir: Path) -> phases.InvocationResults:
     """The call phases against `plnt up`, then the memory phase."""
     results = phases.InvocationResults()
     template: dict[str, Any] | None = None
@@ -99,7 +99,7 @@ async def bench(settings: InvocationBenchSettings, workdir: Path) -> phases.Invo
 
 async def _calls(
     client: PlntClient,
-    settings: InvocationBenchSettings,
+    settings: InvocationsBenchmarkSettings,
     temporal_address: str,
     kubeconfig_path: Path,
     results: phases.InvocationResults,
@@ -148,7 +148,7 @@ async def _calls(
 
 async def memory(
     template: dict[str, Any],
-    settings: InvocationBenchSettings,
+    settings: InvocationsBenchmarkSettings,
     workdir: Path,
     results: phases.InvocationResults,
 ) -> None:
@@ -158,7 +158,7 @@ async def memory(
     context = harness.client_ssl_context(
         ca_cert=paths.ca_cert, client_cert=paths.admin_cert, client_key=paths.admin_key
     )
-    loading = ApiBenchSettings(objects=count, concurrency=30)
+    loading = ApiBenchmarkSettings(objects=count, concurrency=30)
     async with (
         EtcdProcess(workdir / "etcd", unsafe_no_fsync=True) as etcd,
         EtcdStore(etcd.endpoint, key_prefix="/registry") as raw,

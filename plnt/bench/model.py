@@ -23,7 +23,7 @@ One run, on the pinned Gemma 3 270M (`plnt.processes.models.GEMMA3_270M`, the `l
 Printed: p50 TTFT and tokens/s per path and concurrency, then per concurrency plnt's added
 TTFT p50 (as ms and as % of direct) and the tok/s ratio through plnt against direct. The
 server generates for one request at a time, so at concurrency 4 the TTFT includes the wait
-behind the others. Numbers are printed, never asserted. Errors: `BenchError`.
+behind the others. Numbers are printed, never asserted. Errors: `BenchmarkError`.
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ async def cold_start(workdir: Path, settings: ModelSettings) -> tuple[ModelServe
         )
     if first is None:
         server.stop()
-        raise harness.BenchError("the model server's first request failed")
+        raise harness.BenchmarkError("the model server's first request failed")
     cold.first_token = first.ttft
     return server, cold
 

@@ -23,7 +23,7 @@ closed loop, the same bodies and keep-alive connections on both sides, it measur
 Every request asks a different question (its sequence number), so the runner's step cache
 never answers and the echo backend is called each time. The numbers are ratios and
 differences taken in one run on one machine, never asserted. Misses are printed, never
-turned into a non-zero exit status. Errors: `BenchError` (a child did not start).
+turned into a non-zero exit status. Errors: `BenchmarkError` (a child did not start).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from plnt.bench.saga import (
     measure,
     runner_cpu_row,
 )
-from plnt.bench.settings import worker_counts
+from plnt.bench.settings import api_process_counts
 from plnt.processes.etcd import EtcdProcess
 
 REPO = Path(__file__).resolve().parents[2]
@@ -77,12 +77,12 @@ class ProxySettings:
     sequential_duration: float = 3.0
     warmup: float = 0.5
     latency_ms: float = 0.0
-    workers: tuple[int, ...] = (1,)
+    api_processes: tuple[int, ...] = (1,)
     """API server process counts (`--workers 1,2`): the whole benchmark runs once per count."""
 
 
-WORKERS_TARGET = 1.5
-"""Proxied chats/s two API server workers should reach against one."""
+API_PROCESSES_TARGET = 1.5
+"""Proxied chats/s two API server processes should reach against one."""
 
 
 @dataclass
@@ -207,12 +207,14 @@ async def publish(session: aiohttp.ClientSession, base: str, runner: str) -> Non
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
     async with session.post(f"{base}/api/v1/namespaces", json=namespace) as response:
         if response.status not in (201, 409):
-            raise harness.BenchError(f"namespace: {response.status} {await response.text()}")
+            raise harness.BenchmarkError(f"namespace: {response.status} {await response.text()}")
     collection = f"{base}/apis/plnt.work/v1/namespaces/{NAMESPACE}/workflowruns"
     run = harness.workflowrun(NAME)
     async with session.post(collection, json=run) as response:
         if response.status != 201:
-            raise harness.BenchError(f"create {NAME}: {response.status} {await response.text()}")
+            raise harness.BenchmarkError(
+                f"create {NAME}: {response.status} {await response.text()}"
+            )
     status = {
         "status": {
             "revision": 1,
@@ -232,11 +234,13 @@ async def publish(session: aiohttp.ClientSession, base: str, runner: str) -> Non
         headers={"Content-Type": "application/merge-patch+json"},
     ) as response:
         if response.status != 200:
-            raise harness.BenchError(f"status {NAME}: {response.status} {await response.text()}")
+            raise harness.BenchmarkError(
+                f"status {NAME}: {response.status} {await response.text()}"
+            )
 
 
-async def bench(settings: ProxySettings, workdir: Path, *, workers: int = 1) -> ProxyResults:
-    """Start etcd, the server (on `workers` processes) and a runner; measure proxy and
+async def bench(settings: ProxySettings, workdir: Path, *, api_processes: int = 1) -> ProxyResults:
+    """Start etcd, the server (on `api_processes` processes) and a runner; measure proxy and
     direct, wide then one by one."""
     paths = pki.ensure_pki(workdir / "pki")
     context = harness.client_ssl_context(
@@ -246,7 +250,7 @@ async def bench(settings: ProxySettings, workdir: Path, *, workers: int = 1) -> 
     async with (
         EtcdProcess(workdir / "etcd", unsafe_no_fsync=True) as etcd,
         apiserver_running.running_server(
-            etcd, workdir / "pki", cprofile=None, workers=workers
+            etcd, workdir / "pki", cprofile=None, api_processes=api_processes
         ) as server,
         running_runner(settings.latency_ms) as (runner, runner_pid),
         harness.https_session(context, pool=pool) as api,
@@ -254,7 +258,7 @@ async def bench(settings: ProxySettings, workdir: Path, *, workers: int = 1) -> 
     ):
         meter = cputime.Meter(
             [
-                cputime.Watched(SERVER, server.child.process.pid, tree=True),  # + its workers
+                cputime.Watched(SERVER, server.child.process.pid, tree=True),  # + its siblings
                 cputime.Watched(RUNNER, runner_pid),
                 cputime.Watched(ETCD, etcd.pid),
                 cputime.Watched(GENERATOR, os.getpid()),
@@ -368,7 +372,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[ProxySettings, Path |
     p.add_argument("--latency-ms", type=float, default=0.0, help="the echo backend's delay")
     p.add_argument(
         "--workers",
-        type=worker_counts,
+        type=api_process_counts,
         default=(1,),
         help="API server processes, comma-separated counts run one after another (1,2)",
     )
@@ -380,7 +384,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[ProxySettings, Path |
         sequential_duration=args.sequential_duration,
         warmup=args.warmup,
         latency_ms=args.latency_ms,
-        workers=args.workers,
+        api_processes=args.workers,
     )
     return settings, args.json
 
@@ -388,9 +392,9 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[ProxySettings, Path |
 def main(argv: Sequence[str] | None = None) -> int:
     settings, json_path = parse_args(argv)
     runs: dict[int, ProxyResults] = {}
-    for count in settings.workers:
+    for count in settings.api_processes:
         with tempfile.TemporaryDirectory(prefix="plnt-bench-proxy-") as workdir:
-            runs[count] = asyncio.run(bench(settings, Path(workdir), workers=count))
+            runs[count] = asyncio.run(bench(settings, Path(workdir), api_processes=count))
     if len(runs) == 1:
         results = next(iter(runs.values()))
         reports.write(report(results, settings), as_json(results, settings), json_path)
@@ -398,7 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     lines: list[str] = []
     for count, results in runs.items():
         lines += [f"== --workers {count}", *report(results, settings)]
-    lines += worker_ratios(runs)
+    lines += api_process_ratios(runs)
     document = {
         "workers": {str(count): as_json(results, settings) for count, results in runs.items()}
     }
@@ -406,16 +410,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def worker_ratios(runs: dict[int, ProxyResults]) -> list[str]:
+def api_process_ratios(runs: dict[int, ProxyResults]) -> list[str]:
     """Proxied chats/s at every count against the first count's, each beside the direct
     chats/s of the same run (the runner's ceiling moves with the load)."""
     (first, baseline), *others = runs.items()
-    lines = [f"proxied chats/s against --workers {first} (target x{WORKERS_TARGET} at 2):"]
+    lines = [f"proxied chats/s against --workers {first} (target x{API_PROCESSES_TARGET} at 2):"]
     for count, results in others:
         if baseline.proxy.rate == 0:
             continue
         ratio = results.proxy.rate / baseline.proxy.rate
-        miss = "  (below target)" if count == 2 * first and ratio < WORKERS_TARGET else ""
+        miss = "  (below target)" if count == 2 * first and ratio < API_PROCESSES_TARGET else ""
         lines.append(
             f"  chat --workers {count}: {results.proxy.rate:8.0f}/s vs "
             f"{baseline.proxy.rate:8.0f}/s  x{ratio:.2f}{miss}; "

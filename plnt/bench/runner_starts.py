@@ -70,13 +70,15 @@ async def _until_ready(
     deadline = time.monotonic() + _READY_WITHIN
     while time.monotonic() < deadline:
         if not alive():
-            raise harness.BenchError(f"the runner on port {port} exited before it was ready")
+            raise harness.BenchmarkError(f"the runner on port {port} exited before it was ready")
         with contextlib.suppress(aiohttp.ClientError):
             async with session.get(f"http://127.0.0.1:{port}/readyz") as response:
                 if response.status == 200:
                     return
         await asyncio.sleep(_POLL_SECONDS)
-    raise harness.BenchError(f"the runner on port {port} was not ready within {_READY_WITHIN} s")
+    raise harness.BenchmarkError(
+        f"the runner on port {port} was not ready within {_READY_WITHIN} s"
+    )
 
 
 def _alive(pid: int) -> bool:

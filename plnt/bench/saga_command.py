@@ -2,7 +2,7 @@
 
     python -m plnt.bench saga [--creates 300] [--deploys 20] [--concurrency 16] [...]
 
-Parses the flags into `SagaBenchSettings`, runs the create burst (`starts_running.bench`,
+Parses the flags into `SagaBenchmarkSettings`, runs the create burst (`starts_running.bench`,
 unless `--creates 0`) and then `saga_running.bench` (unless `--deploys 0`) in a temporary
 directory, prints `starts.report` and `saga.report` and, last, the results as one JSON
 line. Misses of a
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from plnt.bench import reports, saga, saga_running, starts, starts_running
-from plnt.bench.settings import SagaBenchSettings
+from plnt.bench.settings import SagaBenchmarkSettings
 
 
 def parser() -> argparse.ArgumentParser:
@@ -83,7 +83,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse_args(argv: Sequence[str] | None = None) -> SagaBenchSettings:
+def parse_args(argv: Sequence[str] | None = None) -> SagaBenchmarkSettings:
     p = parser()
     args = p.parse_args(argv)
     if args.deploys < 0 or args.creates < 0 or args.runner_starts < 0:
@@ -96,7 +96,7 @@ def parse_args(argv: Sequence[str] | None = None) -> SagaBenchSettings:
         p.error("--create-concurrency and --create-rounds must be at least 1")
     if args.workers < 1:
         p.error("--workers must be at least 1")
-    return SagaBenchSettings(
+    return SagaBenchmarkSettings(
         deploys=args.deploys,
         concurrency=args.concurrency,
         duration=args.duration,
@@ -110,7 +110,7 @@ def parse_args(argv: Sequence[str] | None = None) -> SagaBenchSettings:
         create_concurrency=args.create_concurrency,
         evaluation_cases=args.evaluation_cases,
         create_rounds=args.create_rounds,
-        workers=args.workers,
+        api_processes=args.workers,
         json_file=args.json,
     )
 

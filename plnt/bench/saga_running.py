@@ -32,7 +32,7 @@ from plnt.apiserver import pki
 from plnt.bench import apiserver as harness
 from plnt.bench import children, cputime, runner_starts, saga
 from plnt.bench import deploys as deploying
-from plnt.bench.settings import SagaBenchSettings
+from plnt.bench.settings import SagaBenchmarkSettings
 from plnt.client import errors as client_errors
 from plnt.client import kubeconfig, transport
 from plnt.client.clients import WORKFLOWRUNS, PlntClient
@@ -44,8 +44,8 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "fanout.workflow.yaml"
 NAMESPACE = "bench-saga"
 READY = "plnt is ready"
-APIWORKER = "plnt.standalone.apiworker"
-"""The module `plnt up --workers N` runs its API server worker copies as (named, not
+API_PROCESS = "plnt.standalone.apiprocess"
+"""The module `plnt up --workers N` runs its sibling API processes as (named, not
 imported: the benchmarks do not import the standalone composition)."""
 
 
@@ -66,19 +66,20 @@ async def running_plnt(
     state_dir: Path,
     temporal_address: str,
     *,
-    worker: bool = True,
-    workers: int = 1,
+    deploy_worker: bool = True,
+    api_processes: int = 1,
     start_timeout: float = 90.0,
 ) -> AsyncIterator[PlntUp]:
-    """`plnt up` with the given Temporal and (unless not `worker`) its in-process worker,
-    on `workers` API server processes (given explicitly: a benchmark's numbers must not
-    depend on the machine's core count); `plnt down` afterwards."""
+    """`plnt up` with the given Temporal and (unless not `deploy_worker`) its in-process
+    deploy worker, on `api_processes` API server processes (given explicitly: a
+    benchmark's numbers must not depend on the machine's core count); `plnt down`
+    afterwards."""
     argv = [
         sys.executable, "-m", "plnt", "up", "--state-dir", str(state_dir),
         "--port", str(free_port()), "--temporal-address", temporal_address,
-        "--workers", str(workers),
+        "--workers", str(api_processes),
     ]  # fmt: skip
-    if not worker:
+    if not deploy_worker:
         argv.append("--no-worker")
     try:
         async with children.running_child(
@@ -123,7 +124,7 @@ async def running_temporal(workdir: Path) -> AsyncIterator[TemporalDevServer]:
 
 async def deploys(
     client: PlntClient,
-    settings: SagaBenchSettings,
+    settings: SagaBenchmarkSettings,
     *,
     ref: str,
     digest: str,
@@ -164,7 +165,7 @@ async def delete_all(client: PlntClient) -> None:
     )
 
 
-def invoke_settings(settings: SagaBenchSettings) -> saga.InvokeSettings:
+def invoke_settings(settings: SagaBenchmarkSettings) -> saga.InvokeSettings:
     return saga.InvokeSettings(
         concurrency=settings.concurrency,
         duration=settings.duration,
@@ -180,16 +181,16 @@ async def create_namespace(client: PlntClient, name: str = NAMESPACE) -> None:
         await client.request("POST", "/api/v1/namespaces", json=body)
 
 
-async def bench(settings: SagaBenchSettings, workdir: Path) -> saga.SagaResults:
+async def bench(settings: SagaBenchmarkSettings, workdir: Path) -> saga.SagaResults:
     """Start Temporal and `plnt up` under `workdir`, deploy, then run the invoke phases."""
     results = saga.SagaResults(evaluation_cases=settings.evaluation_cases)
     async with running_temporal(workdir) as temporal:
         print(f"temporal {temporal.address}", flush=True)
         async with running_plnt(
-            workdir / "state", temporal.address, workers=settings.workers
+            workdir / "state", temporal.address, api_processes=settings.api_processes
         ) as plnt:
             print(
-                f"plnt up (pid {plnt.process.pid}, --workers {settings.workers}), "
+                f"plnt up (pid {plnt.process.pid}, --workers {settings.api_processes}), "
                 f"state {plnt.state_dir}",
                 flush=True,
             )
@@ -220,15 +221,15 @@ async def bench(settings: SagaBenchSettings, workdir: Path) -> saga.SagaResults:
 
 
 def invoke_meter(plnt_up: int, *, endpoint: str, floors: dict[str, int]) -> cputime.Meter:
-    """The invoke phases' processes: `plnt up` (its API server and in-process worker, and
-    under `--workers N` its API server worker children; not etcd or the fork server), the
+    """The invoke phases' processes: `plnt up` (its API server and in-process deploy worker,
+    and under `--workers N` its sibling API processes; not etcd or the fork server), the
     runner behind `endpoint` (found by its listening port: the
     fork server started it), the etcd `plnt up` runs, each floor's proxy by its key, and
     this generator."""
     port = urllib.parse.urlsplit(endpoint).port
     runner = cputime.listening_pid(port) if port is not None else None
     etcd = cputime.children_named(plnt_up, "etcd")
-    copies = set(cputime.children_running(plnt_up, APIWORKER))
+    copies = set(cputime.children_running(plnt_up, API_PROCESS))
     others = {stat.pid for stat in cputime.all_stats() if stat.ppid == plnt_up} - copies
     watched = [
         cputime.Watched(saga.PLNT_UP, plnt_up, tree=True, prune=frozenset(others)),
@@ -241,7 +242,7 @@ def invoke_meter(plnt_up: int, *, endpoint: str, floors: dict[str, int]) -> cput
 
 
 async def _invoke(
-    client: PlntClient, settings: SagaBenchSettings, *, plnt: PlntUp, name: str, endpoint: str
+    client: PlntClient, settings: SagaBenchmarkSettings, *, plnt: PlntUp, name: str, endpoint: str
 ) -> saga.InvokeResults:
     """Invoke `name` through the API, directly on its runner, and through both floors."""
     connection = kubeconfig.load(plnt.state_dir / "kubeconfig")

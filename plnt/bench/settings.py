@@ -17,7 +17,7 @@ API_PHASES = (*DEFAULT_API_PHASES, "reads")
 
 
 @dataclass(frozen=True, slots=True)
-class ApiBenchSettings:
+class ApiBenchmarkSettings:
     """The API server benchmark (`python -m plnt.bench apiserver`); see bench/README.md."""
 
     concurrency: int = 30
@@ -37,17 +37,17 @@ class ApiBenchSettings:
     json_file: Path | None = None
     server_cprofile: Path | None = None
     py_spy: Path | None = None
-    workers: tuple[int, ...] = (1,)
+    api_processes: tuple[int, ...] = (1,)
     """API server processes of each run (`--workers 1,2`: the whole run once per count,
     then the ratios of each phase's throughput to the first count's)."""
 
 
-QUICK = ApiBenchSettings(objects=2000, duration=1.5, warmup=0.3, watchers=50, watch_events=50)
+QUICK = ApiBenchmarkSettings(objects=2000, duration=1.5, warmup=0.3, watchers=50, watch_events=50)
 """`--quick`: small numbers, about 20 s."""
 
 
 @dataclass(frozen=True, slots=True)
-class SagaBenchSettings:
+class SagaBenchmarkSettings:
     """The deploy saga benchmark (`python -m plnt.bench saga`); see docs/benchmarks.md."""
 
     deploys: int = 20
@@ -62,13 +62,13 @@ class SagaBenchSettings:
     create_rounds: int = 2
     evaluation_cases: int = 0
     """Cases of a quality gate (`spec.canary.evaluation`) on every deploy; 0: none."""
-    workers: int = 1
+    api_processes: int = 1
     """API server processes of the deploys' and invokes' `plnt up` (`--workers`)."""
     json_file: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class InvocationBenchSettings:
+class InvocationsBenchmarkSettings:
     """What `python -m plnt.bench invocations` was asked for (docs/benchmarks.md)."""
 
     concurrency: int = 30
@@ -80,7 +80,7 @@ class InvocationBenchSettings:
     json_file: Path | None = None
 
 
-def worker_counts(text: str) -> tuple[int, ...]:
+def api_process_counts(text: str) -> tuple[int, ...]:
     """`--workers 1,2` of the apiserver and proxy benchmarks: API server process counts,
     each run in turn (an argparse `type`: its error names the flag)."""
     try:

@@ -18,7 +18,7 @@ Every call asks a different question, so the runners' step caches never answer. 
 report is the caller's p50 and p99 per percent and their ratios to the 0 % row (the
 first 0 % measured; without one, to the first row), the calls dropped from the full
 mirroring queue, and the pairs the API server kept (at most its last 200 per run). The
-numbers are ratios taken in one run on one machine, never asserted. Errors: `BenchError`
+numbers are ratios taken in one run on one machine, never asserted. Errors: `BenchmarkError`
 (a child did not start, the API refused a write, no pair came for an open window).
 """
 
@@ -124,7 +124,7 @@ async def write_traffic(
         url, json=status, headers={"Content-Type": "application/merge-patch+json"}
     ) as response:
         if response.status != 200:
-            raise harness.BenchError(f"traffic: {response.status} {await response.text()}")
+            raise harness.BenchmarkError(f"traffic: {response.status} {await response.text()}")
 
 
 async def read_shadow(session: aiohttp.ClientSession, base: str) -> tuple[list[str], int]:
@@ -132,7 +132,7 @@ async def read_shadow(session: aiohttp.ClientSession, base: str) -> tuple[list[s
     url = f"{base}{harness.resource_path(proxy.NAMESPACE, proxy.NAME)}/shadow"
     async with session.get(url, params={"revision": str(CANARY)}) as response:
         if response.status != 200:
-            raise harness.BenchError(f"shadow: {response.status} {await response.text()}")
+            raise harness.BenchmarkError(f"shadow: {response.status} {await response.text()}")
         body = await response.json()
     return [str(pair["id"]) for pair in body.get("items") or []], int(body.get("dropped") or 0)
 
@@ -158,11 +158,11 @@ def invoke_operation(
 
 
 async def _until(check: Callable[[], Awaitable[bool]], *, what: str) -> None:
-    """Poll `check` until it holds, or raise BenchError at the deadline."""
+    """Poll `check` until it holds, or raise BenchmarkError at the deadline."""
     deadline = time.monotonic() + WINDOW_DEADLINE_SECONDS
     while not await check():
         if time.monotonic() >= deadline:
-            raise harness.BenchError(f"{what} within {WINDOW_DEADLINE_SECONDS:.0f} s")
+            raise harness.BenchmarkError(f"{what} within {WINDOW_DEADLINE_SECONDS:.0f} s")
         await asyncio.sleep(POLL_SECONDS)  # polling a condition, with the deadline above
 
 

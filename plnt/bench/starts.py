@@ -140,7 +140,7 @@ async def burst(
     before = {name: cputime.cpu_seconds(pid) for name, pid in watched.items()}
     start = time.perf_counter()
 
-    async def worker() -> None:
+    async def caller() -> None:
         for index in items:
             began = time.perf_counter()
             ok, warned = await operation(index)
@@ -152,7 +152,7 @@ async def burst(
                 stats.started += 1
                 stats.start_latencies.append(time.perf_counter() - began)
 
-    await asyncio.gather(*(worker() for _ in range(settings.concurrency)))
+    await asyncio.gather(*(caller() for _ in range(settings.concurrency)))
     stats.elapsed = time.perf_counter() - start
     for name, pid in watched.items():
         was, now = before[name], cputime.cpu_seconds(pid)

@@ -10,7 +10,7 @@ for a create: one signal-with-start with a start signal, here of a workflow type
 worker polls, with a payload of the same shape (the run's spec). The API side is an
 HTTPS POST of a WorkflowRun with the admin certificate, as kubectl would send it.
 
-Errors: `BenchError` when Temporal's visibility does not list the started workflows in
+Errors: `BenchmarkError` when Temporal's visibility does not list the started workflows in
 time; `ChildFailed` from the children.
 """
 
@@ -139,7 +139,7 @@ async def bench(settings: starts.BurstSettings, workdir: Path) -> starts.BurstRe
         client = await temporal_client.Client.connect(temporal.address)
         async with (
             saga_running.running_plnt(
-                workdir / "burst-state", temporal.address, worker=False
+                workdir / "burst-state", temporal.address, deploy_worker=False
             ) as plnt,
             _api_session(plnt.state_dir, settings.concurrency) as (session, url),
         ):

@@ -7,7 +7,7 @@ on stderr, the revision that answered, the cache result and each Server-Timing h
 `--stream` prints, on stderr, one line per step as it finishes (`✓ pros  100.8 ms  cache
 miss`), then the output on stdout as without it, so `| jq` still sees only the output. A
 stream that ends with an error line exits 1 with the runner's message. `--async` creates a
-durable Invocation instead (docs/invocations.md) and prints its name at once; `plnt
+durable Invocation instead (docs/invoking.md) and prints its name at once; `plnt
 invocation wait NAME` prints its output when it has finished.
 """
 
@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from plnt.api.headers import CacheMode
-from plnt.cli import connecting, exits, invocations
+from plnt.cli import connecting, exits, invoking
 from plnt.cli.connecting import ContextOption, KubeconfigOption, NamespaceOption
 from plnt.client import InvokeResult, PlntClient
 from plnt.client import invocations as client_invocations
@@ -77,7 +77,7 @@ def invoke(
 ) -> None:
     """Invoke the workflow once on its promoted revision and print the output."""
     with exits.reported():
-        inputs = invocations.read_inputs(filename, input_pairs or [])
+        inputs = invoking.read_inputs(filename, input_pairs or [])
     if detach:
 
         async def create(client: PlntClient) -> dict[str, Any]:
@@ -92,7 +92,7 @@ def invoke(
 
     async def action(client: PlntClient) -> InvokeResult | str:
         if stream:
-            return await invocations.streamed(
+            return await invoking.streamed(
                 client, name, inputs, request_timeout=request_timeout, cache=cache
             )
         return await client.invoke(name, inputs, request_timeout=request_timeout, cache=cache)
@@ -101,6 +101,6 @@ def invoke(
     if isinstance(result, str):
         exits.fail(result, exits.Code.FAILED)
     if verbose:
-        typer.echo(invocations.details_text(result), err=True)
+        typer.echo(invoking.details_text(result), err=True)
     output = result.output
     typer.echo(output if isinstance(output, str) else json.dumps(output, indent=2))

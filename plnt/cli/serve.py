@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from plnt.cli import exits, worker_count
+from plnt.cli import api_process_count, exits
 from plnt.cli.catalog_options import CatalogOptions, with_catalog_options
 from plnt.cli.limit_options import LimitOptions, with_limit_options
 from plnt.cli.temporal_options import TemporalOptions, with_temporal_options
@@ -106,18 +106,18 @@ def serve(
             help="Deploy WorkflowRuns through Temporal; --no-sagas serves the API only.",
         ),
     ] = True,
-    workers: Annotated[int | None, _option("--workers", worker_count.HELP)] = None,
+    api_processes: Annotated[int | None, _option("--workers", api_process_count.HELP)] = None,
 ) -> None:
     """Serve the plnt API as an aggregated APIService: kube-apiserver proxies to it, and
     authentication, authorization and Events are the cluster's."""
     from plnt.cluster import serving
     from plnt.cluster.settings import ClusterSettings
-    from plnt.processes.workers import Slot, die_with_parent
+    from plnt.processes.apiprocesses import Slot, die_with_parent
 
-    child = Slot.from_environment()  # one of the workers a first `plnt serve` started
+    child = Slot.from_environment()  # a sibling API process a first `plnt serve` started
     if child is not None:
         die_with_parent(child.parent)
-    count = worker_count.resolve(workers) if child is None else 1
+    count = api_process_count.resolve(api_processes) if child is None else 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     settings = ClusterSettings(
         tls_cert_file=tls_cert_file,
@@ -139,7 +139,7 @@ def serve(
         sagas=sagas,
         limits=limits.settings(),
         catalog=catalog.settings(),
-        workers=count,
+        api_processes=count,
         child=child,
     )
     code = exits.Code.OK

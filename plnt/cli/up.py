@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from plnt.cli import worker_count
+from plnt.cli import api_process_count
 from plnt.cli.catalog_options import CatalogOptions, with_catalog_options
 from plnt.cli.limit_options import LimitOptions, with_limit_options
 from plnt.processes.exiting import exit_now
@@ -49,7 +49,7 @@ def up(
     temporal_namespace: Annotated[
         str, typer.Option("--temporal-namespace", help="Temporal namespace of the sagas.")
     ] = "default",
-    worker: Annotated[
+    deploy_worker: Annotated[
         bool,
         typer.Option("--worker/--no-worker", help="Run the deploy worker in this process."),
     ] = True,
@@ -68,8 +68,9 @@ def up(
             "(gemma3-270m; needs pip install 'plnt[llm]').",
         ),
     ] = None,
-    workers: Annotated[
-        int | None, typer.Option("--workers", envvar="PLNT_WORKERS", help=worker_count.UP_HELP)
+    api_processes: Annotated[
+        int | None,
+        typer.Option("--workers", envvar="PLNT_WORKERS", help=api_process_count.UP_HELP),
     ] = None,
     *,
     limits: LimitOptions,
@@ -81,7 +82,7 @@ def up(
     """
     from plnt.standalone import serving as standalone
 
-    count = worker_count.resolve(workers, spare=1)
+    count = api_process_count.resolve(api_processes, spare=1)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
 
     def ready(parts: standalone.Ready) -> None:
@@ -113,12 +114,12 @@ def up(
                 policy_file=policy_file,
                 temporal_address=temporal_address,
                 temporal_namespace=temporal_namespace,
-                worker=worker,
+                deploy_worker=deploy_worker,
                 sagas=sagas,
                 model=model,
                 limits=limits.settings(),
                 catalog=catalog.settings(),
-                workers=count,
+                api_processes=count,
             ),
             on_ready=ready,
         )

@@ -25,7 +25,7 @@ from plnt.sagas.values import TASK_QUEUE
 if TYPE_CHECKING:
     from plnt.sagas.serving import Ready as WorkerReady
 
-PROBE_INTERVAL = 30.0  # plnt.sagas.placement.DEFAULT_PROBE_INTERVAL, without pydantic here
+PROBE_INTERVAL = 30.0  # plnt.sagas.probing.placement.DEFAULT_PROBE_INTERVAL, without pydantic here
 
 
 def register(app: typer.Typer) -> None:

@@ -340,7 +340,7 @@ class PlntClient(transport.Transport):
                 raise _api_error(answer)
             yield response
 
-    async def invocations(self, name: str, *, namespace: str | None = None) -> Any:
+    async def invocation_log(self, name: str, *, namespace: str | None = None) -> Any:
         """Recent invocations of a WorkflowRun, as the server reports them (its invocation
         log, `…/invocationlog`)."""
         path = self.object_path(

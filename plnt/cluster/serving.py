@@ -7,11 +7,12 @@ etcd or a Temporal that does not answer. Afterwards, the ConfigMap is followed a
 new version applied (a bad one is logged and the previous kept), and the serving
 certificate is re-read when its files change.
 
-With `--workers N` (N > 1) this process is worker 0: once it listens (`SO_REUSEPORT`) it
-starts the same command N-1 times, each told its slot (`plnt.processes.workers`; their
-private directory is a temporary one, removed on exit), waits until each listens, and
-restarts one that exits (`plnt_child_restarts_total{child="apiserver-worker"}`). Each
-worker admits its share of the in-flight limits. A worker that cannot start fails the
+With `--workers N` (N > 1) this process is API process 0, served by the one serve
+sequence (`plnt.apiserver.serving.serve`): once it listens (`SO_REUSEPORT`) it starts the
+same command N-1 times as its siblings, each told its slot (`plnt.processes.apiprocesses`;
+their private directory is a temporary one, removed on exit), waits until each listens,
+and restarts one that exits (`plnt_child_restarts_total{child="apiserver-worker"}`). Each
+process admits its share of the in-flight limits. A sibling that cannot start fails the
 start as `--workers N: …`.
 """
 
@@ -31,13 +32,12 @@ from kubernetes_asyncio import client as kube_client
 from temporalio import client as temporal_client
 
 from plnt.apiserver import app as app_module
-from plnt.apiserver import delegation, keys, serving, servingcerts
-from plnt.apiserver.settings import ServerSettings, WorkerSlot
+from plnt.apiserver import delegation, serving, servingcerts
+from plnt.apiserver.settings import ServerSettings
 from plnt.cluster.settings import ClusterSettings
 from plnt.kube import authconfig, connecting, events, reviews
 from plnt.kube.errors import ClusterError
-from plnt.processes import signals, tasks, workers
-from plnt.processes.restarts import ChildRestarts
+from plnt.processes import apiprocesses, signals, tasks
 from plnt.registry.workflows import sources as catalog_sources
 from plnt.sagas import starter
 from plnt.sagas.control import DeployUnavailable
@@ -157,19 +157,12 @@ async def serve(
         await _listen(settings, tls, delegated, temporal, stop=stop, on_ready=on_ready)
 
 
-def _slot(settings: ClusterSettings, directory: Path | None) -> WorkerSlot | None:
+def _slot(settings: ClusterSettings, directory: Path | None) -> apiprocesses.Slot | None:
     if settings.child is not None:
-        child = settings.child
-        return WorkerSlot(child.index, child.count, child.directory)
+        return settings.child
     if directory is None:
         return None
-    return WorkerSlot(0, settings.workers, directory)
-
-
-def _worker_processes(slot: WorkerSlot) -> list[workers.WorkerProcess]:
-    """Workers 1..N-1: this very command again (`sys.orig_argv`), each told its slot, so
-    each composes the same delegated authentication, clients and settings."""
-    return workers.siblings([sys.executable, *sys.orig_argv[1:]], slot.count, slot.directory)
+    return apiprocesses.first(settings.api_processes, directory)
 
 
 async def _listen(
@@ -181,7 +174,7 @@ async def _listen(
     stop: asyncio.Event,
     on_ready: Callable[[str], None] | None,
 ) -> None:
-    parent = settings.child is None and settings.workers > 1
+    parent = settings.child is None and settings.api_processes > 1
     directory = Path(tempfile.mkdtemp(prefix="plnt-workers-")) if parent else None
     try:
         await _listen_as(
@@ -212,38 +205,36 @@ async def _listen_as(
         etcd_key_file=settings.etcd_keyfile,
         host=settings.bind_address,
         port=settings.secure_port,
-        limits=settings.limits.per_worker(count),
+        limits=settings.limits.per_process(count),
         catalog=settings.catalog,
-        worker=slot,
+        slot=slot,
     )
     control = starter.TemporalDeployControl(temporal) if temporal is not None else None
     application = app_module.build_app(server_settings, deploy=control, delegated=delegated)
-    listening = serving.listening(
-        application,
-        host=settings.bind_address,
-        port=settings.secure_port,
-        ssl_context=tls.context,
-        shutdown_timeout=5.0,
-    )
+
+    async def announce(server: str, parts: contextlib.AsyncExitStack) -> None:
+        if on_ready is not None:
+            on_ready(server)
+
     try:
-        async with contextlib.AsyncExitStack() as parts:
-            server = await parts.enter_async_context(listening)
-            if settings.child is not None:
-                workers.announce_ready(settings.child)
-            elif slot is not None:  # the children stop (reaped) before this one's listener
-                supervisors = await parts.enter_async_context(
-                    workers.running(_worker_processes(slot))
-                )
-                application[keys.METRICS].registry.register(ChildRestarts(supervisors))
-            if on_ready is not None:
-                on_ready(server)
-            await stop.wait()
+        await serving.serve(
+            application,
+            host=settings.bind_address,
+            port=settings.secure_port,
+            ssl_context=tls.context,
+            shutdown_timeout=5.0,
+            stop=stop,
+            # API processes 1..N-1: this very command again (`sys.orig_argv`), each told
+            # its slot, so each composes the same delegated authentication and clients.
+            sibling_argv=[sys.executable, *sys.orig_argv[1:]],
+            ready=announce,
+        )
     except serving.StartupFailed as error:  # the storage context: etcd did not answer
         servers = ",".join(settings.etcd_servers)
         raise ServeError(f"--etcd-servers {servers}: {error}") from error
     except serving.CannotListen as error:
         raise ServeError(f"--secure-port: {error}") from error
-    except workers.WorkerFailed as error:
+    except apiprocesses.SiblingFailed as error:
         raise ServeError(f"--workers {count}: {error}") from error
 
 

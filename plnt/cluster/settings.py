@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from plnt.apiserver.settings import CatalogSettings, ServingLimits
-from plnt.processes.workers import Slot
+from plnt.processes.apiprocesses import Slot
 from plnt.sagas.starter import TemporalConnection
 
 
@@ -40,11 +40,11 @@ class ClusterSettings:
     `--idle-connection-timeout`."""
     catalog: CatalogSettings = field(default_factory=CatalogSettings)
     """`--catalog-sources`, `--catalog-refresh` (no sources file: an empty catalog)."""
-    workers: int = 1
+    api_processes: int = 1
     """API server processes sharing `--secure-port` (`--workers`); 1: this process alone."""
     child: Slot | None = None
-    """Set in a worker this replica's first process started (`PLNT_WORKER_SLOT`): it
-    serves its slot and starts no workers of its own."""
+    """Set in a sibling this replica's first API process started (`PLNT_WORKER_SLOT`): it
+    serves its slot and starts no siblings of its own."""
 
     def files(self) -> dict[str, Path]:
         """Every file named by a flag, by the flag's name (checked before anything starts)."""

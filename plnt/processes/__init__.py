@@ -1,6 +1,6 @@
 """Child processes plnt runs beside itself: etcd, a Temporal dev server, a model server on
-pinned weights (`models`, `weights`, `modelserver`), the API server's own worker processes
-of `--workers N` (`workers`, sized by `cpus`, their restarts counted by `restarts`), and
+pinned weights (`models`, `weights`, `modelserver`), the API server's sibling API processes
+of `--workers N` (`apiprocesses`, sized by `cpus`, their restarts counted by `restarts`), and
 free ports; what every child starts with and how it ends: an environment built from an
 allow-list (`environments`), the parent-death signal (`tethering`), a record that lets a
 later start stop what outlived its run (`leftovers`);

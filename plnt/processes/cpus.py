@@ -5,7 +5,7 @@ often pinned to a few (`sched_getaffinity`) or given a CFS quota by its CPU limi
 (cgroup v2 `cpu.max`, "QUOTA PERIOD" in microseconds, or "max PERIOD" for none). More
 event loops than cores only add context switches, so the default is the smaller of the
 two, a fractional quota rounded up (1.5 CPUs may still use two cores half the time),
-and capped at `CAP` (each worker holds its own watch cache and etcd watches).
+and capped at `CAP` (each API process holds its own watch cache and etcd watches).
 """
 
 from __future__ import annotations

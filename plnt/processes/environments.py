@@ -22,7 +22,7 @@ What a child gets (`child`), taken from plnt's own environment when set:
 
 The children and what each adds: etcd, the Temporal dev server, the model server and the
 fork server nothing (every setting is a flag; the last two are Python children); the API
-server's worker processes are plnt itself, so they add what plnt reads as its own
+server's sibling API processes are plnt itself, so they add what plnt reads as its own
 settings (`replica`: the kubeconfig and in-cluster variables, botocore's `AWS_*` chain for
 catalog sources, the proxy variables of registry pulls); a runner adds the one variable its
 backend config names as `apiKeyEnv` (`runner`), read from the file its command line
@@ -85,7 +85,7 @@ def child(
 def replica(
     *, values: Mapping[str, str] | None = None, environ: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """The environment of a process that is plnt itself (an API server worker, the fork
+    """The environment of a process that is plnt itself (a sibling API process, the fork
     server): what plnt reads as its settings, and nothing else."""
     return child(
         python=True,

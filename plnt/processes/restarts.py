@@ -1,7 +1,7 @@
 """`plnt_child_restarts_total{child}`: how often the supervised children were restarted.
 
 Registered into the API server's metrics registry by the process that supervises
-children (`plnt up`: etcd, Temporal, the model server and the API server workers;
+children (`plnt up`: etcd, Temporal, the model server and the sibling API processes;
 `plnt serve --workers N`: the workers), and read at each scrape.
 """
 
@@ -29,7 +29,7 @@ class ChildRestarts(Collector):
             "apiserver-worker).",
             labels=["child"],
         )
-        counts: dict[str, int] = {}  # the N-1 API server workers count as one child
+        counts: dict[str, int] = {}  # the N-1 sibling API processes count as one child
         for supervisor in self._supervisors:
             counts[supervisor.what] = counts.get(supervisor.what, 0) + supervisor.restarts
         for what, restarts in counts.items():

@@ -16,7 +16,7 @@ threads (the asyncio default executor, the Temporal SDK's), which may deadlock.
 
 The parent is a *thread*: the kernel signals the child when the thread that forked it
 exits, not only the process. So `Popen(tethered(...))` must be called from a thread that
-lives as long as the child should, the event loop's own (as `plnt.processes.workers`
+lives as long as the child should, the event loop's own (as `plnt.processes.apiprocesses`
 does), never a pool's thread. Runner processes are never tethered: they outlive plnt on
 purpose and the next start adopts them. The fork server (`plnt.processes.forkserver`) is
 not either: it is started from a pool thread, and it already ends when plnt does, as

@@ -48,16 +48,17 @@ from plnt.kube.releases import HelmReleases
 from plnt.kube.routes import HTTPRoutes
 from plnt.kube.workloads import Workloads
 from plnt.processes import forkserver, tasks
-from plnt.sagas import placement
 from plnt.sagas import values as v
 from plnt.sagas.benching import workflow as bench
 from plnt.sagas.benching.activities import BenchActivities
 from plnt.sagas.deploying.activities import DeployActivities
 from plnt.sagas.deploying.workflow import controller as deploy
+from plnt.sagas.gating.activities import GateActivities
 from plnt.sagas.invoking import workflow as invocation
 from plnt.sagas.invoking.activities import InvocationActivities
 from plnt.sagas.metrics import Observing, SagaMetrics
-from plnt.sagas.probing import backend_probes
+from plnt.sagas.probing import backend_probes, placement
+from plnt.sagas.probing.activities import PlacementActivities
 from plnt.sagas.speccache import SpecCache
 from plnt.sagas.targets import local_scrape
 from plnt.sagas.targets.interface import Target
@@ -87,6 +88,25 @@ def local_activities(
         ),
         specs=SpecCache(state_dir / "specs", config=config, layout_root=state_dir / "layouts"),
         kubernetes=kubernetes,
+    )
+
+
+def placement_activities(activities: DeployActivities) -> PlacementActivities:
+    """Placement's activities on the deploy activities' API client, HTTP session and Event
+    poster (the periodic prober's too, so their repeats count into one Event)."""
+    return PlacementActivities(
+        api=activities.api, http=activities.http, events=activities.backend_events
+    )
+
+
+def gate_activities(activities: DeployActivities) -> GateActivities:
+    """The quality gate's activities on the deploy activities' API client, spec cache and
+    HTTP session (closed once, with the deploy's)."""
+    return GateActivities(
+        api=activities.api,
+        specs=activities.specs,
+        http=activities.http,
+        probe_timeout=activities.probe_timeout,
     )
 
 
@@ -205,6 +225,8 @@ def build(
         ],
         activities=[
             *activities.all(),
+            *placement_activities(activities).all(),
+            *gate_activities(activities).all(),
             *BenchActivities.sharing(activities).all(),
             *calls.all(),
         ],

@@ -50,7 +50,7 @@ def client_certificate(paths: pki.Pki) -> tuple[Path, Path]:
 
 
 def write_server_targets(state_dir: Path, *, host: str, port: int) -> Path:
-    """Write `plnt.json`: the API server (and the worker inside it) as an HTTPS target."""
+    """Write `plnt.json`: the API server (and the deploy worker inside it) as an HTTPS target."""
     address = "127.0.0.1" if host in _WILDCARDS else host
     if ":" in address:
         address = f"[{address}]"

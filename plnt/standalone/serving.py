@@ -14,7 +14,7 @@ finds the same objects, certificates and kubeconfig:
                       models/NAME.pid, runners/forkserver.pid): `plnt.processes.leftovers`
 
 Unless `temporal_address` names an external Temporal, a Temporal dev server runs as
-a child process too; unless `worker` is off, the deploy worker runs in this process.
+a child process too; unless `deploy_worker` is off, the deploy worker runs in this process.
 With `model` (`plnt up --model NAME`) a model server on plnt's pinned weights runs as a
 child as well, started first (a missing `llm` extra or weights that are not the pinned
 bytes stop `plnt up` before anything else starts), and once the API server listens its
@@ -24,16 +24,16 @@ etcd, the embedded Temporal and the model server are supervised
 (`plnt.processes.supervision`): a child
 that exits on its own is started again, with backoff, on the same ports and data, and
 everything that talks to it reconnects (the etcd channel and the watch cache, which
-resumes from the last revision it applied; the Temporal client and the worker, whose
+resumes from the last revision it applied; the Temporal client and the deploy worker, whose
 sagas resume from their history). Each restart is one warning line and counts in
 `plnt_child_restarts_total{child="etcd"|"temporal"|"model"}`.
 
-With `workers` > 1 (`plnt up --workers N`) this process is worker 0 of N API server
-processes sharing the port: once it listens it starts workers 1..N-1
-(`plnt.standalone.apiworker`, given this process's `ServerSettings` as JSON in
-DIR/workers/, mode 0700), waits until each listens, and supervises them
-(`plnt_child_restarts_total{child="apiserver-worker"}`); the in-flight limits are
-divided among the workers (`ServingLimits.per_worker`).
+With `api_processes` > 1 (`plnt up --workers N`) this process is API process 0 of N
+sharing the port, served by the one serve sequence (`plnt.apiserver.serving.serve`): once
+it listens it starts its siblings, processes 1..N-1 (`plnt.standalone.apiprocess`, given
+this process's `ServerSettings` as JSON in DIR/workers/, mode 0700), waits until each
+listens, and supervises them (`plnt_child_restarts_total{child="apiserver-worker"}`); the
+in-flight limits are divided among the processes (`ServingLimits.per_process`).
 
 Before anything starts, children an earlier run of DIR left running are stopped, one
 warning line each (`reclaiming`). Every child but the runners gets SIGTERM from the kernel
@@ -42,11 +42,11 @@ closes), and starts with an environment built for it (`plnt.processes.environmen
 `PORT`, `HOST` or `MODEL` exported for `make` reaches a child, which takes every setting
 from its command line.
 
-On SIGINT/SIGTERM the server stops accepting, closes watches, the worker stops, the
-API server workers are stopped and reaped, the supervisors stop, then Temporal, etcd
-and the model server are stopped and reaped. Runner processes are left running on
-purpose: they serve invocations across restarts and are adopted by the next worker
-(`plnt down --state-dir DIR` stops them).
+On SIGINT/SIGTERM the deploy worker stops, the sibling API processes are stopped and
+reaped, the server stops accepting and closes watches, the supervisors stop, then
+Temporal, etcd and the model server are stopped and reaped. Runner processes are left
+running on purpose: they serve invocations across restarts and are adopted by the next
+deploy worker (`plnt down --state-dir DIR` stops them).
 """
 
 from __future__ import annotations
@@ -66,20 +66,19 @@ from temporalio import client as temporal_client
 
 from plnt.apiserver import app as app_module
 from plnt.apiserver import authn, authz, keys, pki, serving
-from plnt.apiserver.settings import CatalogSettings, ServerSettings, ServingLimits, WorkerSlot
+from plnt.apiserver.settings import CatalogSettings, ServerSettings, ServingLimits
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
-from plnt.processes import models, signals, workers
+from plnt.processes import apiprocesses, models, signals
 from plnt.processes.etcd import EtcdProcess, EtcdProcessError
 from plnt.processes.modelserver import ModelServer
-from plnt.processes.restarts import ChildRestarts
 from plnt.processes.supervision import Supervisor, supervising
 from plnt.processes.temporal import TemporalDevServer, TemporalProcessError
 from plnt.registry.workflows import sources as catalog_sources
 from plnt.sagas import starter, worker
 from plnt.sagas.control import DeployUnavailable
 from plnt.sagas.metrics import SagaMetrics
-from plnt.standalone import apiworker, modelserving, reclaiming, scrape
+from plnt.standalone import apiprocess, modelserving, reclaiming, scrape
 from plnt.workflowspec import scanning
 
 log = logging.getLogger("plnt.standalone")
@@ -102,7 +101,8 @@ class StandaloneSettings:
     temporal_address: str | None = None
     temporal_namespace: str = "default"
     temporal_ui: bool = True
-    worker: bool = True
+    deploy_worker: bool = True
+    """Run the deploy worker in this process (`--worker/--no-worker`)."""
     sagas: bool = True
     model: str | None = None
     """A model of `plnt.processes.models.CATALOG` to serve beside plnt (the `llm` extra)."""
@@ -110,7 +110,7 @@ class StandaloneSettings:
     catalog: CatalogSettings = field(default_factory=CatalogSettings)
     """The workflow catalog's sources file and refresh; without a file, every layout under
     `STATE/layouts` (where `plnt push oci-layout:…` and `make up` put specs)."""
-    workers: int = 1
+    api_processes: int = 1
     """API server processes sharing the port (`--workers`); 1: this process alone."""
 
 
@@ -193,7 +193,8 @@ async def serve(
     stop: asyncio.Event,
     on_ready: Callable[[Ready], None] | None = None,
 ) -> None:
-    """Run etcd, Temporal, the API server and the worker until `stop` is set, then stop all."""
+    """Run etcd, Temporal, the API server and the deploy worker until `stop` is set, then
+    stop all."""
     state = settings.state_dir
     state.mkdir(parents=True, exist_ok=True)
     try:  # refuse bad input before anything starts
@@ -237,7 +238,7 @@ async def _serve_children(
     stop: asyncio.Event,
     on_ready: Callable[[Ready], None] | None,
 ) -> None:
-    """etcd, Temporal, the API server and the worker, with the model server (if any)
+    """etcd, Temporal, the API server and the deploy worker, with the model server (if any)
     supervised beside them."""
     state = settings.state_dir
     etcd = EtcdProcess(state / "etcd", client_port=settings.etcd_client_port)
@@ -253,7 +254,7 @@ async def _serve_children(
                 supervisors.append(
                     await children.enter_async_context(supervising(model, what="model"))
                 )
-            if not settings.sagas:  # the API machinery alone: no Temporal, no worker, no deploys
+            if not settings.sagas:  # the API alone: no Temporal, no deploy worker, no deploys
                 await _serve_api(
                     settings,
                     etcd_endpoint=etcd.endpoint,
@@ -320,10 +321,10 @@ async def _serve_api(
     on_ready: Callable[[Ready], None] | None,
 ) -> None:
     state = settings.state_dir
-    count = settings.workers
+    count = settings.api_processes
     slot = None
     if count > 1:
-        slot = WorkerSlot(0, count, workers.make_directory(state / WORKERS_DIR))
+        slot = apiprocesses.first(count, state / API_PROCESSES_DIR)
     server_settings = ServerSettings(
         etcd_endpoints=(etcd_endpoint,),
         host=settings.host,
@@ -331,83 +332,86 @@ async def _serve_api(
         pki_dir=state / "pki",
         token_file=token_file_of(settings),
         policy_file=settings.policy_file,
-        limits=settings.limits.per_worker(count),
+        limits=settings.limits.per_process(count),
         catalog=dataclasses.replace(
             settings.catalog,
             layout_root=state / "layouts",
             default_sources=(scanning.EVERY_LAYOUT,),
         ),
-        worker=slot,
+        slot=slot,
     )
     control = starter.TemporalDeployControl(temporal) if temporal is not None else None
     application = app_module.build_app(server_settings, deploy=control)
-    application[keys.METRICS].registry.register(ChildRestarts(supervisors))
-    async with contextlib.AsyncExitStack() as serving_parts:
-        try:
-            server = await serving_parts.enter_async_context(
-                serving.listening(
-                    application,
-                    host=settings.host,
-                    port=settings.port,
-                    ssl_context=app_module.ssl_context_for(server_settings),
-                    shutdown_timeout=2.0,
-                    handler_cancellation=True,
-                )
-            )
-        except serving.CannotListen as error:
-            raise StandaloneError(str(error)) from error
-        if slot is not None:  # stopped (left in reverse) before etcd and Temporal are
-            siblings = _worker_processes(
-                server_settings, slot, temporal_address, settings.temporal_namespace
-            )
-            try:
-                supervisors += await serving_parts.enter_async_context(workers.running(siblings))
-            except workers.WorkerFailed as error:
-                raise StandaloneError(f"--workers {count}: {error}") from error
+
+    async def announce(server: str, parts: contextlib.AsyncExitStack) -> None:
+        """The kubeconfig, the scrape targets and the model's PlntBackend, then the deploy
+        worker (which reaches the API through that kubeconfig), then the ready line."""
         kubeconfig = state / "kubeconfig"
         write_kubeconfig(kubeconfig, server=server, paths=paths)
         scrape.write_server_targets(state, host=settings.host, port=settings.port)
-        parts = dataclasses.replace(
+        started = dataclasses.replace(
             ready(server, kubeconfig),
             scrape_config=scrape.scrape_config(state, paths),
             model=None if model is None else await _register_model(kubeconfig, model),
         )
-        if settings.worker and temporal is not None:
+        if settings.deploy_worker and temporal is not None:
             api = PlntClient.from_kubeconfig(kubeconfig)
             activities = worker.local_activities(api, state)
-            # The worker's metrics join the server's: one /metrics for both.
+            # The deploy worker's metrics join the server's: one /metrics for both.
             metrics = SagaMetrics(application[keys.METRICS].registry)
-            await serving_parts.enter_async_context(  # probes too
+            await parts.enter_async_context(  # probes too
                 worker.running(temporal, activities, metrics=metrics)
             )
         if on_ready is not None:
-            on_ready(parts)
-        await stop.wait()
+            on_ready(started)
+
+    sibling_argv = None
+    if slot is not None:  # stopped (left in reverse) before etcd and Temporal are
+        sibling_argv = _sibling_argv(
+            server_settings, slot, temporal_address, settings.temporal_namespace
+        )
+    try:
+        await serving.serve(
+            application,
+            host=settings.host,
+            port=settings.port,
+            ssl_context=app_module.ssl_context_for(server_settings),
+            shutdown_timeout=2.0,
+            handler_cancellation=True,
+            stop=stop,
+            sibling_argv=sibling_argv,
+            supervisors=supervisors,
+            ready=announce,
+        )
+    except serving.CannotListen as error:
+        raise StandaloneError(str(error)) from error
+    except apiprocesses.SiblingFailed as error:
+        raise StandaloneError(f"--workers {count}: {error}") from error
 
 
-WORKERS_DIR = "workers"
-"""Under the state directory: the workers' private directory (settings, ready files,
-the sibling sockets of `plnt.apiserver.peers`)."""
+API_PROCESSES_DIR = "workers"
+"""Under the state directory: the API processes' private directory (settings, ready
+files, the sibling sockets of `plnt.apiserver.peers`); named after `--workers`."""
 
 
-def _worker_processes(
+def _sibling_argv(
     server_settings: ServerSettings,
-    slot: WorkerSlot,
+    slot: apiprocesses.Slot,
     temporal_address: str | None,
     temporal_namespace: str,
-) -> list[workers.WorkerProcess]:
-    """Workers 1..N-1: `plnt.standalone.apiworker` on the settings this process serves."""
+) -> list[str]:
+    """API processes 1..N-1: `plnt.standalone.apiprocess` on the settings this process
+    serves, written to the private directory."""
     settings_file = slot.directory / "settings.json"
-    apiworker.write(
+    apiprocess.write(
         settings_file,
-        apiworker.WorkerSettings(
-            server=dataclasses.replace(server_settings, worker=None),
+        apiprocess.ApiProcessSettings(
+            server=dataclasses.replace(server_settings, slot=None),
             temporal_address=temporal_address,
             temporal_namespace=temporal_namespace,
         ),
     )
-    argv = [sys.executable, "-m", "plnt.standalone.apiworker", str(settings_file)]
-    return workers.siblings(argv, slot.count, slot.directory)
+    return [sys.executable, "-m", "plnt.standalone.apiprocess", str(settings_file)]
 
 
 async def _register_model(kubeconfig: Path, model: ModelServer) -> ModelReady:

@@ -26,8 +26,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from plnt.apiserver.metrics import Metrics
 from plnt.apiserver.peers import DirectoryNotPrivate, Peers, SocketPathTooLong, socket_path
-from plnt.apiserver.settings import WorkerSlot
 from plnt.apiserver.workflowruns.traffic import InvocationLog, insert_by_time
+from plnt.processes.apiprocesses import Slot
 from tests.apiserver.conftest import BASE, Api, serving
 from tests.apiserver.test_invoke import run_with_traffic, target
 from tests.apiserver.test_shadow_traffic import shadowed
@@ -67,7 +67,7 @@ class Server:
                 self._options["etcd_endpoint"],
                 self._options["tmp_path"],
                 etcd_prefix=self._options["etcd_prefix"],
-                worker=WorkerSlot(index, 2, self._directory),
+                slot=Slot(index, 2, self._directory),
             )
         )
         self._stacks[index], self.api[index] = stack, api
@@ -266,7 +266,7 @@ async def test_a_worker_directory_others_may_enter_is_refused(tmp_path: Path) ->
     directory = tmp_path / "open"
     directory.mkdir(mode=0o755)
     directory.chmod(0o755)
-    peers = Peers(WorkerSlot(0, 2, directory), Metrics())
+    peers = Peers(Slot(0, 2, directory), Metrics())
     with pytest.raises(DirectoryNotPrivate):
         await anext(peers.context(web.Application()))
     assert not socket_path(directory, 0).exists()
@@ -274,7 +274,7 @@ async def test_a_worker_directory_others_may_enter_is_refused(tmp_path: Path) ->
 
 def test_a_worker_directory_too_deep_for_a_socket_path_is_refused() -> None:
     with pytest.raises(SocketPathTooLong):
-        Peers(WorkerSlot(0, 2, Path("/tmp") / ("d" * 100)), Metrics())
+        Peers(Slot(0, 2, Path("/tmp") / ("d" * 100)), Metrics())
 
 
 async def test_a_sibling_behind_by_the_backlog_loses_the_next_item_counted(
@@ -282,8 +282,8 @@ async def test_a_sibling_behind_by_the_backlog_loses_the_next_item_counted(
 ) -> None:
     received: list[Any] = []
     own = Metrics()
-    first = Peers(WorkerSlot(0, 2, worker_dir), own, backlog=2)
-    second = Peers(WorkerSlot(1, 2, worker_dir), Metrics(), backlog=2)
+    first = Peers(Slot(0, 2, worker_dir), own, backlog=2)
+    second = Peers(Slot(1, 2, worker_dir), Metrics(), backlog=2)
     published = first.stream("items", lambda item: None)
     second.stream("items", received.append)
     async with contextlib.AsyncExitStack() as stack:

@@ -84,7 +84,7 @@ def test_workers_1_and_2_run_in_one_benchmark_and_print_their_ratio(tmp_path: Pa
 def test_a_worker_count_below_one_is_refused_before_anything_starts() -> None:
     with pytest.raises(SystemExit):
         apiserver_command.parse_args(["--workers", "1,0"])
-    assert apiserver_command.parse_args(["--workers", "1,2"]).workers == (1, 2)
+    assert apiserver_command.parse_args(["--workers", "1,2"]).api_processes == (1, 2)
 
 
 def test_continue_token_is_read_from_list_metadata_and_not_from_items() -> None:

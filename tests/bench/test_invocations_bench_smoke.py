@@ -18,7 +18,7 @@ from pathlib import Path
 
 from plnt.bench import invocations
 from plnt.bench.apiserver import PhaseStats
-from plnt.bench.settings import InvocationBenchSettings
+from plnt.bench.settings import InvocationsBenchmarkSettings
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = ["--concurrency", "2", "--duration", "0.5", "--warmup", "0.1", "--rss-objects", "20"]
@@ -63,7 +63,7 @@ def test_the_report_gives_overheads_and_ratios_of_the_stats_it_is_given() -> Non
         rss_runs_bytes=100 * 2**20,
         rss_loaded_bytes=110 * 2**20,
     )
-    lines = invocations.report(results, InvocationBenchSettings(concurrency=30))
+    lines = invocations.report(results, InvocationsBenchmarkSettings(concurrency=30))
     assert results.overhead_ms(0.5) == 60.0
     assert results.throughput_ratio == 0.6
     assert any("overhead durable-sync p50    60.00 ms" in line and "PASS" in line for line in lines)

@@ -52,11 +52,11 @@ def test_workers_are_a_list_of_counts_and_each_count_is_compared_with_the_first(
     from plnt.bench import proxy
 
     settings, _ = proxy.parse_args(["--workers", "1,2"])
-    assert settings.workers == (1, 2)
+    assert settings.api_processes == (1, 2)
     one, two = proxy.ProxyResults(), proxy.ProxyResults()
     one.proxy.ops, one.proxy.elapsed, one.direct.ops, one.direct.elapsed = 100, 1.0, 300, 1.0
     two.proxy.ops, two.proxy.elapsed, two.direct.ops, two.direct.elapsed = 130, 1.0, 290, 1.0
-    lines = proxy.worker_ratios({1: one, 2: two})
+    lines = proxy.api_process_ratios({1: one, 2: two})
     assert lines[0].startswith("proxied chats/s against --workers 1")
     assert "x1.30  (below target)" in lines[1] and "direct 290/s vs 300/s" in lines[1], lines
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from plnt.cli import bench as cli_bench
-from plnt.cli import invocations, printing, progress
+from plnt.cli import invoking, printing, progress
 
 
 def run(generation: int, **status: Any) -> dict[str, Any]:
@@ -80,14 +80,14 @@ def test_a_step_line_shows_state_attempts_duration_and_message() -> None:
 
 
 def test_inputs_from_a_file_are_overridden_by_pairs_whose_values_may_be_json() -> None:
-    parsed = invocations.parse_inputs('{"a": 1, "b": "x"}', ["b=y", "n=3", "flags=[1,2]", "s=a=b"])
+    parsed = invoking.parse_inputs('{"a": 1, "b": "x"}', ["b=y", "n=3", "flags=[1,2]", "s=a=b"])
     assert parsed == {"a": 1, "b": "y", "n": 3, "flags": [1, 2], "s": "a=b"}
 
 
 @pytest.mark.parametrize(("text", "pairs"), [("[1]", []), ("{", []), (None, ["novalue"])])
 def test_bad_inputs_are_refused(text: str | None, pairs: list[str]) -> None:
     with pytest.raises(ValueError):
-        invocations.parse_inputs(text, pairs)
+        invoking.parse_inputs(text, pairs)
 
 
 def test_columns_are_aligned_and_empty_cells_show_none() -> None:
@@ -165,14 +165,12 @@ def test_details_show_the_usage_and_whether_plnt_counted_it() -> None:
     def body(source: str) -> dict[str, Any]:
         return {"usage": {"prompt_tokens": 7, "completion_tokens": 16, "source": source}}
 
-    counted = invocations.InvokeResult(body("counted"), "1", "miss", ())
+    counted = invoking.InvokeResult(body("counted"), "1", "miss", ())
     assert "usage: 7 prompt + 16 completion tokens (counted)" in (
-        invocations.details_text(counted).splitlines()
+        invoking.details_text(counted).splitlines()
     )
-    none = invocations.InvokeResult({"output": "x"}, "1", "miss", ())
-    assert not any(
-        line.startswith("usage:") for line in invocations.details_text(none).splitlines()
-    )
+    none = invoking.InvokeResult({"output": "x"}, "1", "miss", ())
+    assert not any(line.startswith("usage:") for line in invoking.details_text(none).splitlines())
 
 
 def test_a_bench_table_says_whether_it_measured_the_model_or_the_step_cache() -> None:

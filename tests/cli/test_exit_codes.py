@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from plnt.cli import exits, invocations, manifests, spec_files
+from plnt.cli import exits, invoking, manifests, spec_files
 from plnt.client import errors as client_errors
 from plnt.workflowspec import dag, documents
 from plnt.workflowspec import errors as source_errors
@@ -71,7 +71,7 @@ def test_a_workflow_spec_that_fails_validation_exits_as_invalid_like_a_422() -> 
     "error",
     [
         manifests.ManifestError("run.yaml: no objects found"),
-        invocations.InputError("--input 'x' is not key=value"),
+        invoking.InputError("--input 'x' is not key=value"),
         spec_files.UnreadableSpec("No such file or directory"),
     ],
 )

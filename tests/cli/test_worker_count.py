@@ -26,7 +26,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     counts: list[int] = []
 
     def record(settings: Any, *, on_ready: Any) -> None:
-        counts.append(settings.workers)
+        counts.append(settings.api_processes)
 
     monkeypatch.setattr("plnt.standalone.serving.run", record)
     monkeypatch.setattr("plnt.cluster.serving.run", record)

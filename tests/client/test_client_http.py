@@ -142,7 +142,7 @@ async def test_invoke_reaches_the_promoted_runner_and_reports_revision_cache_and
     assert result.cache in ("hit", "miss", "partial", "off")
     assert "apiserver" in [hop.name for hop in result.timings]
     assert "hello" in str(result.output)
-    listed = await client.invocations("inv")
+    listed = await client.invocation_log("inv")
     assert len(listed["items"]) == 1
 
 
@@ -173,7 +173,7 @@ async def test_rollback_and_invocations_of_missing_runs_raise_not_found(
     with pytest.raises(NotFound):
         await client.rollback("ghost")
     with pytest.raises(NotFound):
-        await client.invocations("ghost")
+        await client.invocation_log("ghost")
 
 
 async def test_abort_and_promote_on_a_server_without_sagas_are_server_errors_saying_so(

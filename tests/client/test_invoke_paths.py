@@ -69,7 +69,7 @@ async def test_invocations_go_through_the_runs_proxy_and_are_logged_with_its_pat
     assert [hop.name for hop in result.timings][-1] == "apiserver"
     lines = await streamed(admin, "streamed")
     assert lines[-1]["type"] == "result" and lines[-1]["output"] == "streamed"
-    logged = (await admin.invocations("chat"))["items"]
+    logged = (await admin.invocation_log("chat"))["items"]
     assert [(entry.get("path"), entry["status"]) for entry in logged] == [("/invoke", 200)] * 2
 
 
@@ -81,7 +81,7 @@ async def test_a_caller_who_may_invoke_but_not_use_the_proxy_is_answered_through
         lines = await streamed(invoker, "direct stream")
     assert (result.output, result.revision) == ("direct", "1")
     assert lines[-1]["output"] == "direct stream"
-    logged = (await admin.invocations("chat"))["items"]
+    logged = (await admin.invocation_log("chat"))["items"]
     assert [("path" in entry, entry["status"]) for entry in logged] == [(False, 200)] * 2
 
 

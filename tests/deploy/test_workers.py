@@ -47,9 +47,9 @@ def stack(temporal: TemporalDevServer, tmp_path_factory: pytest.TempPathFactory)
 
 
 def worker_children(server: PlntServer) -> set[int]:
-    """The parent's `plnt.standalone.apiworker` children."""
+    """The parent's `plnt.standalone.apiprocess` children."""
     assert server.process is not None
-    return set(cputime.children_running(server.process.pid, "plnt.standalone.apiworker"))
+    return set(cputime.children_running(server.process.pid, "plnt.standalone.apiprocess"))
 
 
 def sockets_on(port: int, state: str) -> set[int]:

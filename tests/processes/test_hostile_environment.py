@@ -22,7 +22,7 @@ import pytest
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 
-from plnt.processes import workers
+from plnt.processes import apiprocesses
 from plnt.processes.temporal import TemporalDevServer
 from plnt.sagas.targets import interface, local
 from plnt.storage.etcd import EtcdStore
@@ -69,10 +69,10 @@ async def test_temporal_serves_on_plnts_address_whatever_temporal_variables_are_
 LISTENER = textwrap.dedent(
     """
     import signal
-    from plnt.processes import workers
-    slot = workers.Slot.from_environment()
-    workers.die_with_parent(slot.parent)
-    workers.announce_ready(slot)
+    from plnt.processes import apiprocesses
+    slot = apiprocesses.Slot.from_environment()
+    apiprocesses.die_with_parent(slot.parent)
+    apiprocesses.announce_ready(slot)
     signal.sigwait({signal.SIGTERM})
     """
 )
@@ -84,14 +84,14 @@ async def test_an_api_worker_gets_its_slot_and_plnts_settings_and_nothing_else(
     set_hostile(monkeypatch)
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
     monkeypatch.setenv("OPENAI_API_KEY", "not-for-workers")
-    directory = workers.make_directory(tmp_path / "w")
-    child = workers.WorkerProcess(
-        [sys.executable, "-c", LISTENER], workers.Slot(1, 2, directory, parent=os.getpid())
+    directory = apiprocesses.make_directory(tmp_path / "w")
+    child = apiprocesses.SiblingProcess(
+        [sys.executable, "-c", LISTENER], apiprocesses.Slot(1, 2, directory, parent=os.getpid())
     )
-    async with workers.running([child]):
+    async with apiprocesses.running([child]):
         assert child.pid is not None
         environment = environment_of(child.pid)
-        assert json.loads(environment[workers.SLOT_ENV])["index"] == 1
+        assert json.loads(environment[apiprocesses.SLOT_ENV])["index"] == 1
         assert environment["KUBECONFIG"] == str(tmp_path / "kubeconfig")
         assert leaked(child.pid) == set() and "OPENAI_API_KEY" not in environment
 

@@ -1,4 +1,4 @@
-"""`plnt.processes.workers` with real processes: a worker is ready once it says so, one that
+"""`plnt.processes.apiprocesses` with real processes: a worker is ready once it says so, one that
 exits first fails the start naming its code, stopping reaps every worker, and a worker
 whose parent is killed exits by itself (no orphan keeps the port)."""
 
@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from plnt.processes import workers
+from plnt.processes import apiprocesses
 from tests.support.plnt_server import wait_for
 
 LISTENER = textwrap.dedent(
     """
     import signal, sys
-    from plnt.processes import workers
-    slot = workers.Slot.from_environment()
-    workers.die_with_parent(slot.parent)
-    workers.announce_ready(slot)
+    from plnt.processes import apiprocesses
+    slot = apiprocesses.Slot.from_environment()
+    apiprocesses.die_with_parent(slot.parent)
+    apiprocesses.announce_ready(slot)
     signal.sigwait({signal.SIGTERM})
     """
 )
@@ -32,15 +32,15 @@ PARENT = textwrap.dedent(
     """
     import asyncio, os, sys
     from pathlib import Path
-    from plnt.processes import workers
+    from plnt.processes import apiprocesses
 
     async def main():
-        directory = workers.make_directory(Path(sys.argv[1]))
-        child = workers.WorkerProcess(
+        directory = apiprocesses.make_directory(Path(sys.argv[1]))
+        child = apiprocesses.SiblingProcess(
             [sys.executable, "-c", sys.argv[2]],
-            workers.Slot(1, 2, directory, parent=os.getpid()),
+            apiprocesses.Slot(1, 2, directory, parent=os.getpid()),
         )
-        async with workers.running([child]):
+        async with apiprocesses.running([child]):
             print(child.pid, flush=True)
             await asyncio.Event().wait()
 
@@ -49,18 +49,20 @@ PARENT = textwrap.dedent(
 )
 
 
-def _slot(tmp_path: Path, index: int = 1) -> workers.Slot:
-    return workers.Slot(index, 2, workers.make_directory(tmp_path / "w"), parent=os.getpid())
+def _slot(tmp_path: Path, index: int = 1) -> apiprocesses.Slot:
+    return apiprocesses.Slot(
+        index, 2, apiprocesses.make_directory(tmp_path / "w"), parent=os.getpid()
+    )
 
 
 def test_a_worker_is_ready_once_it_says_so_and_stopping_reaps_it(tmp_path: Path) -> None:
     slot = _slot(tmp_path)
-    child = workers.WorkerProcess([sys.executable, "-c", LISTENER], slot)
+    child = apiprocesses.SiblingProcess([sys.executable, "-c", LISTENER], slot)
 
     async def scenario() -> int | None:
-        async with workers.running([child]) as supervisors:
-            assert [s.what for s in supervisors] == [workers.WHAT]
-            ready = workers.ready_file(slot.directory, 1).read_text()
+        async with apiprocesses.running([child]) as supervisors:
+            assert [s.what for s in supervisors] == [apiprocesses.WHAT]
+            ready = apiprocesses.ready_file(slot.directory, 1).read_text()
             assert ready == str(child.pid) and child.exit_code() is None
         return child.exit_code()
 
@@ -69,13 +71,15 @@ def test_a_worker_is_ready_once_it_says_so_and_stopping_reaps_it(tmp_path: Path)
 
 
 def test_a_worker_that_exits_before_it_listens_fails_the_start(tmp_path: Path) -> None:
-    child = workers.WorkerProcess([sys.executable, "-c", "raise SystemExit(3)"], _slot(tmp_path))
+    child = apiprocesses.SiblingProcess(
+        [sys.executable, "-c", "raise SystemExit(3)"], _slot(tmp_path)
+    )
 
     async def scenario() -> None:
-        async with workers.running([child]):
+        async with apiprocesses.running([child]):
             raise AssertionError("started")
 
-    with pytest.raises(workers.WorkerFailed, match="worker 1 exited with code 3"):
+    with pytest.raises(apiprocesses.SiblingFailed, match="worker 1 exited with code 3"):
         asyncio.run(scenario())
 
 

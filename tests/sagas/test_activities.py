@@ -25,6 +25,7 @@ from plnt.sagas.deploying.activities import DeployActivities
 from plnt.sagas.failures import Failure
 from plnt.sagas.speccache import SpecCache
 from plnt.sagas.targets.local import LocalTarget
+from plnt.sagas.worker import placement_activities
 from plnt.workflowspec import sources
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fanout.workflow.yaml"
@@ -94,7 +95,8 @@ async def test_a_run_that_names_no_backend_resolves_to_echo_with_the_model_it_as
     activities: DeployActivities,
 ) -> None:
     request = v.ResolveRequest(namespace="default", model="tiny")
-    resolved = await ActivityEnvironment().run(activities.resolve, request)
+    resolve = placement_activities(activities).resolve
+    resolved = await ActivityEnvironment().run(resolve, request)
     assert resolved.backend == v.Backend(type="echo", model="tiny")
     assert resolved.headroom is None
 

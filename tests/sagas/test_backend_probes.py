@@ -17,8 +17,7 @@ import pytest
 
 from plnt.api.meta import parse_time
 from plnt.client.events import EventPoster
-from plnt.sagas import placement
-from plnt.sagas.probing import backend_probes
+from plnt.sagas.probing import backend_probes, placement
 from tests.support.llm import Gpu, serving_llm
 
 

@@ -32,8 +32,10 @@ from plnt.sagas import values as v
 from plnt.sagas.deploying.activities import DeployActivities
 from plnt.sagas.failures import Failure
 from plnt.sagas.gating import evaluating, judging
+from plnt.sagas.gating.activities import GateActivities
 from plnt.sagas.speccache import SpecCache
 from plnt.sagas.targets.local import LocalTarget
+from plnt.sagas.worker import gate_activities
 from plnt.workflowspec import sources
 from tests.support.judge import always, judge_stand_in, prefer
 
@@ -82,13 +84,13 @@ CASES = [
 
 
 @pytest.fixture
-async def activities(tmp_path: Path) -> AsyncIterator[DeployActivities]:
+async def activities(tmp_path: Path) -> AsyncIterator[GateActivities]:
     api = PlntClient(Connection(server="https://127.0.0.1:9"))  # never reached here
     built = DeployActivities(
         api=api, target=LocalTarget(tmp_path / "runners"), specs=SpecCache(tmp_path / "specs")
     )
     try:
-        yield built
+        yield gate_activities(built)
     finally:
         await built.close()
 
@@ -100,7 +102,7 @@ async def publish(tmp_path: Path, data: bytes, tag: str = "evals") -> tuple[str,
 
 
 async def run(
-    activities: DeployActivities, evaluation: dict[str, Any], canary: str, stable: str | None
+    activities: GateActivities, evaluation: dict[str, Any], canary: str, stable: str | None
 ) -> v.EvaluationResult:
     request = v.EvaluationRequest(
         namespace="default",
@@ -114,7 +116,7 @@ async def run(
 
 
 async def test_an_unchanged_canary_passes_with_every_case_answered_by_both_revisions(
-    activities: DeployActivities,
+    activities: GateActivities,
 ) -> None:
     async with runner(counting) as canary, runner(counting) as stable:
         result = await run(activities, {"cases": CASES, "maxRegression": 0}, canary, stable)
@@ -131,7 +133,7 @@ async def test_an_unchanged_canary_passes_with_every_case_answered_by_both_revis
 
 
 async def test_a_degraded_canary_fails_with_its_numbers_against_the_stables(
-    activities: DeployActivities,
+    activities: GateActivities,
 ) -> None:
     async with runner(degraded) as canary, runner(counting) as stable:
         result = await run(activities, {"cases": CASES, "maxRegression": 0}, canary, stable)
@@ -148,7 +150,7 @@ async def test_a_degraded_canary_fails_with_its_numbers_against_the_stables(
 
 
 async def test_a_first_deploy_is_held_to_the_absolute_limits_only(
-    activities: DeployActivities,
+    activities: GateActivities,
 ) -> None:
     evaluation = {"cases": CASES, "minPassRate": 0.6, "maxRegression": 0}
     async with runner(lambda inputs: "3") as canary:  # passes the first case only
@@ -160,7 +162,7 @@ async def test_a_first_deploy_is_held_to_the_absolute_limits_only(
 
 
 async def test_a_failed_invocation_fails_its_checks_with_the_runners_error(
-    activities: DeployActivities,
+    activities: GateActivities,
 ) -> None:
     cases = [{"name": "bad", "inputs": {"fail": True}, "expect": [{"contains": "x"}]}]
     async with runner(counting) as canary:
@@ -172,7 +174,7 @@ async def test_a_failed_invocation_fails_its_checks_with_the_runners_error(
 
 @pytest.mark.parametrize("form", ["yaml-list", "cases-object", "json-lines"])
 async def test_dataset_cases_are_pulled_verified_and_run_after_the_inline_ones(
-    activities: DeployActivities, tmp_path: Path, form: str
+    activities: GateActivities, tmp_path: Path, form: str
 ) -> None:
     more = [{"name": "from-10", "inputs": {"prefix": "10, 11,"}, "expect": [{"regex": r"\b12\b"}]}]
     data = {
@@ -192,7 +194,7 @@ async def test_dataset_cases_are_pulled_verified_and_run_after_the_inline_ones(
 
 
 async def test_a_dataset_whose_digest_differs_fails_for_good_naming_both_digests(
-    activities: DeployActivities, tmp_path: Path
+    activities: GateActivities, tmp_path: Path
 ) -> None:
     ref, actual = await publish(tmp_path, yaml.safe_dump(CASES).encode())
     pinned = "sha256:" + hashlib.sha256(b"another dataset").hexdigest()
@@ -217,7 +219,7 @@ async def test_a_dataset_whose_digest_differs_fails_for_good_naming_both_digests
     ],
 )
 async def test_a_dataset_that_is_not_cases_fails_for_good_saying_where(
-    activities: DeployActivities, tmp_path: Path, data: bytes, says: str
+    activities: GateActivities, tmp_path: Path, data: bytes, says: str
 ) -> None:
     ref, digest = await publish(tmp_path, data)
     async with runner(counting) as canary:
@@ -228,7 +230,7 @@ async def test_a_dataset_that_is_not_cases_fails_for_good_saying_where(
 
 
 async def test_dataset_case_names_may_not_repeat_inline_ones(
-    activities: DeployActivities, tmp_path: Path
+    activities: GateActivities, tmp_path: Path
 ) -> None:
     ref, digest = await publish(tmp_path, yaml.safe_dump(CASES[:1]).encode())
     evaluation = {"cases": CASES[:1], "dataset": {"ref": ref, "digest": digest}}

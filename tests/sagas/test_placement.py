@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from plnt.sagas import placement
+from plnt.sagas.probing import placement
 
 
 def backend(

@@ -23,6 +23,7 @@ from plnt.sagas.deploying.activities import DeployActivities
 from plnt.sagas.failures import Failure
 from plnt.sagas.speccache import SpecCache
 from plnt.sagas.targets.local import LocalTarget
+from plnt.sagas.worker import placement_activities
 from tests.support.llm import serving_llm
 
 
@@ -69,7 +70,9 @@ async def resolved_with(
     try:
         selector = {"matchLabels": {"tier": "gpu"}}
         request = v.ResolveRequest(namespace="ns", selector=selector, pool=pool)
-        resolved: v.Resolved = await environment.run(activities.resolve, request)
+        resolved: v.Resolved = await environment.run(
+            placement_activities(activities).resolve, request
+        )
         return resolved
     finally:
         await activities.close()

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from plnt.apiserver.settings import CatalogSettings, ServerSettings, ServingLimits
-from plnt.standalone import apiworker
+from plnt.standalone import apiprocess
 
 
 def test_settings_survive_the_json_file(tmp_path: Path) -> None:
-    settings = apiworker.WorkerSettings(
+    settings = apiprocess.ApiProcessSettings(
         server=ServerSettings(
             etcd_endpoints=("127.0.0.1:2379", "127.0.0.1:2380"),
             port=7443,
@@ -28,9 +28,9 @@ def test_settings_survive_the_json_file(tmp_path: Path) -> None:
         temporal_namespace="plnt",
     )
     path = tmp_path / "settings.json"
-    apiworker.write(path, settings)
+    apiprocess.write(path, settings)
     assert path.stat().st_mode & 0o777 == 0o600
-    assert apiworker.read(path) == settings
+    assert apiprocess.read(path) == settings
 
 
 @pytest.mark.parametrize(
@@ -38,7 +38,7 @@ def test_settings_survive_the_json_file(tmp_path: Path) -> None:
 )
 def test_each_worker_admits_its_share_rounded_up(limit: int, count: int, share: int) -> None:
     limits = ServingLimits(max_requests_inflight=limit, max_mutating_requests_inflight=limit)
-    shared = limits.per_worker(count)
+    shared = limits.per_process(count)
     assert (shared.max_requests_inflight, shared.max_mutating_requests_inflight) == (share, share)
     assert shared.invoke_timeout_seconds == limits.invoke_timeout_seconds
-    assert limits.per_worker(1) == limits
+    assert limits.per_process(1) == limits

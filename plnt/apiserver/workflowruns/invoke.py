@@ -469,7 +469,7 @@ LOG_DEPRECATION = (
 )
 
 
-async def handle_invocations(
+async def handle_invocation_log(
     request: web.Request,
     store: ResourceStore,
     info: RequestInfo,
@@ -493,8 +493,8 @@ async def handle_invocations(
     )
 
 
-async def handle_deprecated_invocations(
+async def handle_deprecated_invocation_log(
     request: web.Request, store: ResourceStore, info: RequestInfo
 ) -> web.StreamResponse:
     """`GET …/invocations`: the log under its old name, with a deprecation warning."""
-    return await handle_invocations(request, store, info, warnings=(LOG_DEPRECATION,))
+    return await handle_invocation_log(request, store, info, warnings=(LOG_DEPRECATION,))

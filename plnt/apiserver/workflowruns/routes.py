@@ -23,8 +23,8 @@ from plnt.apiserver.workflowruns import (
 SUBRESOURCES: Mapping[str, kinds.Subresource] = {
     "scale": kinds.Subresource(scale.handle),
     "invoke": kinds.Subresource(invoke.handle_invoke),
-    "invocationlog": kinds.Subresource(invoke.handle_invocations),
-    "invocations": kinds.Subresource(invoke.handle_deprecated_invocations),
+    "invocationlog": kinds.Subresource(invoke.handle_invocation_log),
+    "invocations": kinds.Subresource(invoke.handle_deprecated_invocation_log),
     # Its callers are OpenAI clients: errors in their shape, not as a metav1.Status.
     "proxy": kinds.Subresource(proxy.handle_proxy, render_error=openai_errors.error_response),
     "rollback": kinds.Subresource(rollback.handle_rollback),

@@ -37,6 +37,7 @@ from plnt.api.headers import BYPASS_HEADERS
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.processes import tasks
+from plnt.sagas import statuswrites
 from plnt.sagas import values as v
 from plnt.sagas.benching import workflow as bench
 from plnt.sagas.deploying.activities import DeployActivities
@@ -262,10 +263,8 @@ class BenchActivities:
     async def report(self, report: bench.BenchReport) -> None:
         """Record the bench in the run's status, then the Event; a vanished run is no error."""
         run, record = report.run, report.record
-        for _ in range(10):
-            obj = await self._current(run)
-            if obj is None:
-                return
+
+        def ops(obj: dict[str, Any]) -> statuswrites.Patch:
             status = obj.get("status") or {}
             kept = [
                 entry
@@ -275,31 +274,19 @@ class BenchActivities:
             history = [*kept, record][-BENCH_HISTORY:]
             # A JSON patch, not a merge patch: the record replaces the old one whole (a
             # merge would keep the old spec's keys beside the new ones).
-            patch = [
-                {"op": "test", "path": "/metadata/uid", "value": run.uid},
-                {
-                    "op": "test",
-                    "path": "/metadata/resourceVersion",
-                    "value": obj["metadata"]["resourceVersion"],
-                },
+            return [
                 {"op": "add", "path": "/status/lastBench", "value": record},
                 {"op": "add", "path": "/status/benchHistory", "value": history},
             ]
-            path = self.api.object_path(
-                names.WORKFLOWRUNS, run.name, namespace=run.namespace, subresource="status"
-            )
-            try:
-                reply = await self.api.request(
-                    "PATCH", path, json=patch, content_type="application/json-patch+json"
-                )
-                obj = reply.json()
-                break
-            except (client_errors.Conflict, client_errors.Invalid):
-                continue  # written in between (a failed test is 422): read again
-            except client_errors.NotFound:
-                return
-        else:
-            raise ApplicationError("status kept changing underneath", type="Conflict")
+
+        path = self.api.object_path(
+            names.WORKFLOWRUNS, run.name, namespace=run.namespace, subresource="status"
+        )
+        obj = await statuswrites.write_read(
+            self.api, path, lambda: self._current(run), ops, attempts=10
+        )
+        if obj is None:
+            return
         event = event_about(
             obj,
             type=report.event_type,

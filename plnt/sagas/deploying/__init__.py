@@ -13,7 +13,8 @@ this order:
 3. `workflow/deploys.py` one deploy's context (`Deploy`), the `Controls` the handlers
    set, and what a `Step` is (`enter`, `compensation`, `skip`, `run`);
 4. `workflow/steps.py` the steps in order, `STEPS = (Pull, Resolve, Install, Smoke,
-   Route, Analyze, Evaluate, Promote)`, each calling its activity by name
+   Route, Analyze, Evaluate, Promote)` (the quality gate's three, smoke, analyze and
+   evaluate, are `plnt.sagas.gating.workflow`'s), each calling its activity by name
    (`plnt.sagas.activitynames`) with its timeout and retry policy (`plnt.sagas.failures`)
    and moving the HTTPRoute by `plnt.sagas.routing`'s weights;
 5. `workflow/rollout.py` walks the list: each undo pushed on the stack of
@@ -25,7 +26,7 @@ this order:
 7. `workflow/scaling.py` scaling the stable revision in place (a replicas-only
    generation);
 8. `activities.py` every side effect, idempotent, through `plnt.client` and a
-   `plnt.sagas.targets` `Target`; the quality gate's I/O is `plnt.sagas.gating`, the
+   `plnt.sagas.targets` `Target`; the quality gate's is `plnt.sagas.gating.activities`, the
    probes `plnt.sagas.probing`.
 
 Contract: `workflow/` is deterministic and does no I/O (import-linter's contract names

@@ -7,47 +7,37 @@ and Temporal. Replicas are made by a `Target`. Failures are raised as Temporal
 (the enum the workflow reads back); the workflow's retry policies mark the ones
 retrying cannot fix as non-retryable, and the attempt number travels in `details` so
 the timeline shows it. Every activity takes one typed input and returns one typed
-output (`values`); `pull_positional` and `resolve_positional` serve the forms
-that sagas which began before typed inputs still schedule.
+output (`values`); `pull_positional` serves the form that sagas which began before
+typed inputs still schedule. Placement's activity (resolve) is `plnt.sagas.probing`'s,
+the quality gate's (smoke, analyze, evaluate) `plnt.sagas.gating`'s: they share these
+activities' clients (`plnt.sagas.worker` composes them).
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
-from plnt.api import evaluations as ev
 from plnt.api import names
-from plnt.api.evaluations import CanaryEvaluation
 from plnt.api.events import event_about
-from plnt.api.shadows import CanaryShadow
 from plnt.api.workflowruns import TEARDOWN_FINALIZER, StepCacheSpec
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.client.events import EventPoster
-from plnt.harness import Progress
-from plnt.sagas import activitynames, heartbeats, placement
+from plnt.sagas import activitynames, heartbeats
 from plnt.sagas import values as v
+from plnt.sagas.activityfailures import fail, spec_failure
 from plnt.sagas.failures import Failure
-from plnt.sagas.gating import evaluating, judging, shadowing
 from plnt.sagas.invoking import activities as invoking
-from plnt.sagas.probing import backend_probes
-from plnt.sagas.probing import probes as probing
 from plnt.sagas.speccache import SpecCache
 from plnt.sagas.targets import interface as targets
-from plnt.workflowspec import documents, model
+from plnt.workflowspec import documents
 from plnt.workflowspec import errors as spec_errors
 
 WORKFLOWRUNS = names.WORKFLOWRUNS
 COMPONENT = "plnt-deploy"
-
-
-def _fail(failure: Failure, message: str, *, retryable: bool = False) -> ApplicationError:
-    return failure.error(message, attempt=activity.info().attempt, retryable=retryable)
 
 
 def _secret_of(backend: v.Backend) -> targets.SecretKeyRef | None:
@@ -55,19 +45,6 @@ def _secret_of(backend: v.Backend) -> targets.SecretKeyRef | None:
         return None
     # Admission stores the API's default key; "token" covers objects written without it.
     return targets.SecretKeyRef(backend.secret_name, backend.secret_key or "token")
-
-
-def _spec_failure(error: Exception) -> ApplicationError:
-    """A pull or parse failure as the typed error the workflow maps to a condition."""
-    if isinstance(error, spec_errors.DigestMismatch):
-        return _fail(Failure.DIGEST_MISMATCH, str(error))
-    if isinstance(error, spec_errors.InvalidReference | spec_errors.InvalidDigest):
-        return _fail(Failure.INVALID_REFERENCE, str(error))
-    if isinstance(error, spec_errors.NotFound):
-        return _fail(Failure.SPEC_NOT_FOUND, str(error))
-    if isinstance(error, documents.SpecError):
-        return _fail(Failure.INVALID_SPEC, f"invalid workflow spec: {error}")
-    return _fail(Failure.PULL_FAILED, str(error), retryable=True)
 
 
 class DeployActivities:
@@ -102,21 +79,16 @@ class DeployActivities:
         return [
             self.report,
             self.pull,
-            self.resolve,
             self.pull_positional,
-            self.resolve_positional,
             self.install,
             self.scale,
-            self.smoke,
-            self.analyze,
-            self.evaluate,
             self.retire,
             self.teardown,
             self.release,
             self.route,
         ]
 
-    def _http(self) -> aiohttp.ClientSession:
+    def http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=self.probe_timeout)
@@ -165,7 +137,7 @@ class DeployActivities:
             except client_errors.NotFound:
                 return
         else:
-            raise _fail(Failure.CONFLICT, "status kept changing underneath", retryable=True)
+            raise fail(Failure.CONFLICT, "status kept changing underneath", retryable=True)
         if report.event_reason:
             await self._event(
                 obj,
@@ -184,7 +156,7 @@ class DeployActivities:
             # an Event is diagnostics, so the status written before it stands.
             activity.logger.info("event %s not recorded: %s", reason, error)
 
-    # -- pull and resolve -----------------------------------------------------------
+    # -- pull -------------------------------------------------------------------
 
     @activity.defn(name=activitynames.PULL_SPEC)
     async def pull(self, request: v.PullRequest) -> v.PullResult:
@@ -192,62 +164,13 @@ class DeployActivities:
         try:
             data, workflow = await self.specs.workflow(request.ref, request.digest)
         except (spec_errors.SourceError, documents.SpecError) as error:
-            raise _spec_failure(error) from error
+            raise spec_failure(error) from error
         return v.PullResult(
             digest=request.digest,
             size=len(data),
             workflow=f"{workflow.metadata.name}@{workflow.metadata.version}",
             has_smoke=workflow.smoke is not None,
             attempt=activity.info().attempt,
-        )
-
-    @activity.defn(name=activitynames.RESOLVE_BACKEND)
-    async def resolve(self, request: v.ResolveRequest) -> v.Resolved:
-        """The backend for model steps: by name, or the matching one with most headroom.
-
-        A run that names no backend, selects none and asks for no pool or GPU class gets
-        the built-in echo backend.
-        """
-        return await self._resolve(request, pool=request.pool)
-
-    async def _resolve(self, request: v.ResolveRequest, *, pool: str | None) -> v.Resolved:
-        attempt = activity.info().attempt
-        if not (request.name or request.selector is not None or request.gpu_class or pool):
-            return v.Resolved(v.Backend(type="echo", model=request.model), attempt)
-        listed = await self.api.list_backends(namespace=request.namespace)
-        backends = await backend_probes.probe_all(
-            self._http(), self.api, listed, events=self.backend_events
-        )
-        try:
-            choice = placement.choose(
-                backends,
-                name=request.name,
-                selector=request.selector,
-                gpu_class=request.gpu_class,
-                model=request.model,
-                pool=pool,
-                now=datetime.now(UTC),
-                stale_after=placement.STALE_AFTER_INTERVALS * placement.DEFAULT_PROBE_INTERVAL,
-            )
-        except placement.NoBackend as error:
-            # Retried a few times by the policy (a backend may be created just after the run).
-            raise _fail(Failure.NO_BACKEND, str(error), retryable=True) from error
-        chosen = choice.backend
-        spec = chosen.get("spec") or {}
-        models = spec.get("models") or []
-        credentials = spec.get("credentialsRef") or {}
-        return v.Resolved(
-            v.Backend(
-                name=chosen["metadata"]["name"],
-                type=str(spec.get("type", "openai")),
-                endpoint=spec.get("endpoint"),
-                model=request.model or (models[0] if models else None),
-                secret_name=credentials.get("name"),
-                secret_key=credentials.get("key"),
-            ),
-            attempt,
-            headroom=choice.headroom,
-            explanation=choice.explanation(),
         )
 
     # Sagas recorded before typed inputs schedule these names with positional arguments.
@@ -257,29 +180,13 @@ class DeployActivities:
         """`pull-spec`, as scheduled by sagas that began before typed activity inputs."""
         return await self.pull(v.PullRequest(ref, digest))
 
-    @activity.defn(name=activitynames.RESOLVE_POSITIONAL)
-    async def resolve_positional(
-        self, namespace: str, selection: dict[str, Any], gpu_class: str | None
-    ) -> v.Resolved:
-        """`resolve-backend`, as scheduled by sagas that began before typed activity inputs."""
-        return await self._resolve(
-            v.ResolveRequest(
-                namespace=namespace,
-                name=selection.get("name"),
-                selector=selection.get("selector"),
-                model=selection.get("model"),
-                gpu_class=gpu_class,
-            ),
-            pool=selection.get("pool") or None,
-        )
-
     # -- replicas -------------------------------------------------------------------
 
     async def _revision(self, request: v.InstallRequest) -> targets.Revision:
         try:
             data = await self.specs.ensure(request.ref, request.digest)
         except (spec_errors.SourceError, documents.SpecError) as error:
-            raise _spec_failure(error) from error
+            raise spec_failure(error) from error
         return targets.Revision(
             run=request.run,
             revision=request.revision,
@@ -304,7 +211,7 @@ class DeployActivities:
             return self.target
         if name == "kubernetes" and self.kubernetes is not None:
             return self.kubernetes
-        raise _fail(
+        raise fail(
             Failure.TARGET_UNAVAILABLE,
             f"spec.target {name!r} is not available: this worker has no cluster to deploy to"
             " (run plnt worker with --runner-chart in a cluster); use target: local",
@@ -331,12 +238,12 @@ class DeployActivities:
                 replicas = await target.install(revision, heartbeat=beat)
         except targets.InsufficientCapacity as error:
             # Not retried here: nodes come slowly; the saga tries again after its backoff.
-            raise _fail(Failure.INSUFFICIENT_CAPACITY, str(error)) from error
+            raise fail(Failure.INSUFFICIENT_CAPACITY, str(error)) from error
         except targets.CredentialsMissing as error:
             # Not retried here: the saga tries again later, as for a registry that is down.
-            raise _fail(Failure.CREDENTIALS_MISSING, str(error)) from error
+            raise fail(Failure.CREDENTIALS_MISSING, str(error)) from error
         except targets.InstallFailed as error:
-            raise _fail(Failure.INSTALL_FAILED, str(error), retryable=True) from error
+            raise fail(Failure.INSTALL_FAILED, str(error), retryable=True) from error
         installed = self._installed(replicas)
         installed.route = route
         return installed
@@ -345,12 +252,12 @@ class DeployActivities:
     def _route_of(target: targets.Target, run: v.RunRef, spec: dict[str, Any] | None) -> str | None:
         if not isinstance(target, targets.Router):
             if spec is not None and spec.get("enabled", True):
-                raise _fail(Failure.ROUTE_UNAVAILABLE, "spec.route needs target: kubernetes")
+                raise fail(Failure.ROUTE_UNAVAILABLE, "spec.route needs target: kubernetes")
             return None
         try:
             return target.route_of(run, spec)
         except targets.TargetError as error:  # routes.RouteUnavailable
-            raise _fail(Failure.ROUTE_UNAVAILABLE, str(error)) from error
+            raise fail(Failure.ROUTE_UNAVAILABLE, str(error)) from error
 
     @activity.defn(name=activitynames.ROUTE)
     async def route(self, request: v.RouteRequest) -> v.Routed:
@@ -362,7 +269,7 @@ class DeployActivities:
             route = target.route_of(request.run, request.route)
             message = await target.route(request.run, request.route, request.backends)
         except targets.TargetError as error:
-            raise _fail(Failure.ROUTE_FAILED, str(error), retryable=True) from error
+            raise fail(Failure.ROUTE_FAILED, str(error), retryable=True) from error
         return v.Routed(
             route if request.backends else None, message, attempt=activity.info().attempt
         )
@@ -376,9 +283,9 @@ class DeployActivities:
             async with heartbeats.steady() as beat:
                 replicas = await target.scale(revision, heartbeat=beat)
         except targets.CredentialsMissing as error:
-            raise _fail(Failure.CREDENTIALS_MISSING, str(error)) from error
+            raise fail(Failure.CREDENTIALS_MISSING, str(error)) from error
         except targets.InstallFailed as error:
-            raise _fail(Failure.INSTALL_FAILED, str(error), retryable=True) from error
+            raise fail(Failure.INSTALL_FAILED, str(error), retryable=True) from error
         return self._installed(replicas)
 
     @activity.defn(name=activitynames.RETIRE)
@@ -428,162 +335,4 @@ class DeployActivities:
                 continue  # changed underneath (a failed test is 422): read again
             except client_errors.NotFound:
                 return
-        raise _fail(Failure.CONFLICT, "finalizers kept changing underneath", retryable=True)
-
-    # -- judging the canary ---------------------------------------------------------
-
-    async def _smoke_case(
-        self, ref: str, digest: str, inputs: dict[str, Any] | None, expect: dict[str, Any] | None
-    ) -> tuple[dict[str, Any], model.Expectations] | None:
-        try:
-            _, workflow = await self.specs.workflow(ref, digest)
-        except (spec_errors.SourceError, documents.SpecError) as error:
-            raise _spec_failure(error) from error
-        case = workflow.smoke
-        chosen_inputs = inputs if inputs is not None else (case.inputs if case else None)
-        if chosen_inputs is None:
-            return None
-        if expect is not None:
-            try:
-                expectations = model.Expectations.model_validate(expect)
-            except ValueError as error:
-                raise _fail(Failure.INVALID_SPEC, f"spec.canary.smoke.expect: {error}") from error
-        else:
-            expectations = case.expect if case else model.Expectations()
-        return chosen_inputs, expectations
-
-    @activity.defn(name=activitynames.SMOKE)
-    async def smoke(self, request: v.SmokeRequest) -> v.SmokeResult:
-        """Run the smoke case (the run's, else the spec's) against every canary replica."""
-        attempt = activity.info().attempt
-        case = await self._smoke_case(request.ref, request.digest, request.inputs, request.expect)
-        if case is None:
-            return v.SmokeResult("no smoke case in the run or the spec", True, attempt)
-        try:
-            message = await probing.run_smoke(self._http(), request.endpoints, *case)
-        except probing.SmokeFailed as error:
-            raise _fail(Failure.SMOKE_FAILED, str(error)) from error
-        except probing.Unreachable as error:
-            raise _fail(Failure.UNREACHABLE, str(error), retryable=True) from error
-        return v.SmokeResult(message, False, attempt)
-
-    @activity.defn(name=activitynames.ANALYZE)
-    async def analyze(self, request: v.AnalysisRequest) -> v.AnalysisResult:
-        """Bench the canary and the stable side by side and hold the canary to the limits."""
-        case = await self._smoke_case(request.ref, request.digest, request.inputs, None)
-        inputs = case[0] if case else {}
-        plan = probing.analysis_plan(
-            requests=request.requests,
-            rate=request.rate,
-            duration=request.duration_seconds,
-            inputs=inputs,
-            timeout=self.probe_timeout,
-        )
-        limits = probing.Limits(
-            max_error_rate=request.max_error_rate,
-            max_p95_ms=request.max_p95_milliseconds,
-            min_cache_hit_rate=request.min_cache_hit_rate,
-        )
-
-        def beat(progress: Progress) -> None:
-            activity.heartbeat(
-                f"{progress.label} {progress.requests} requests, {progress.errors} errors,"
-                f" p99 {progress.p99_ms:.0f} ms"
-            )
-
-        try:
-            verdict = await probing.analyze(
-                request.canary, request.stable, plan, limits, progress=beat
-            )
-        except probing.AnalysisFailed as error:
-            raise _fail(Failure.ANALYSIS_FAILED, str(error)) from error
-        return v.AnalysisResult(
-            verdict.message,
-            verdict.error_rate,
-            verdict.p95,
-            verdict.stable_p95,
-            activity.info().attempt,
-            canary=verdict.canary.to_json(),
-            stable=verdict.stable.to_json() if verdict.stable is not None else None,
-        )
-
-    async def _shadow_pairs(
-        self, request: v.EvaluationRequest, shadow: CanaryShadow
-    ) -> shadowing.Collected:
-        """The shadow pairs of the canary revision, read until enough or the timeout."""
-
-        async def read() -> dict[str, Any]:
-            return await self.api.shadow_pairs(
-                request.name, revision=request.revision, namespace=request.namespace
-            )
-
-        try:
-            return await shadowing.collect(
-                read,
-                want=shadow.min_comparisons,
-                timeout_seconds=shadow.timeout_seconds,
-                beat=activity.heartbeat,
-            )
-        except client_errors.ClientError as error:  # the API server: worth retrying
-            raise _fail(Failure.UNREACHABLE, f"shadow traffic: {error}", retryable=True) from error
-
-    @activity.defn(name=activitynames.EVALUATE)
-    async def evaluate(self, request: v.EvaluationRequest) -> v.EvaluationResult:
-        """Run the evaluation's cases on canary and stable side by side, and score them.
-
-        The verdict is returned, not raised: the workflow records it in status either way.
-        """
-        try:
-            evaluation = CanaryEvaluation.model_validate(request.evaluation)
-            shadow = CanaryShadow.model_validate(request.shadow) if request.shadow else None
-            cases = await evaluating.load_cases(evaluation, self.specs)
-        except spec_errors.DigestMismatch as error:
-            raise _fail(Failure.DIGEST_MISMATCH, f"evaluation dataset: {error}") from error
-        except spec_errors.SourceError as error:
-            raise _spec_failure(error) from error
-        except evaluating.InvalidDataset as error:
-            raise _fail(Failure.INVALID_DATASET, str(error)) from error
-        except ValueError as error:  # admission validated it: an older or foreign spec
-            raise _fail(Failure.INVALID_DATASET, f"spec.canary.evaluation: {error}") from error
-        judge = None
-        shadow_expect = (shadow.expect or []) if shadow is not None else []
-        shadow_judges = [ev.EvaluationCase(name="shadow", expect=shadow_expect)]
-        if names := judging.judge_backends([*cases, *shadow_judges]):
-            listed = await self.api.list_backends(namespace=request.namespace)
-            try:
-                targets = judging.targets_of(listed, names)
-            except judging.JudgeFailed as error:
-                raise _fail(Failure.JUDGE_FAILED, str(error), retryable=True) from error
-            judge = judging.Judge(self._http(), targets, timeout=self.probe_timeout)
-        scored: list[evaluating.Scored] = []
-        shortfall: str | None = None
-        collected: shadowing.Collected | None = None
-        if shadow is not None and request.stable:
-            collected = await self._shadow_pairs(request, shadow)
-            scored = shadowing.cases_of(collected.pairs, shadow)
-            shortfall = shadowing.shortfall(collected, shadow)
-        try:
-            record = await evaluating.evaluate(
-                self._http(),
-                evaluation,
-                cases,
-                canary=request.canary,
-                stable=request.stable,
-                judge=judge,
-                progress=activity.heartbeat,
-                scored=scored,
-                shortfall=shortfall,
-            )
-        except probing.Unreachable as error:
-            raise _fail(Failure.UNREACHABLE, str(error), retryable=True) from error
-        except judging.JudgeFailed as error:
-            raise _fail(Failure.JUDGE_FAILED, str(error), retryable=True) from error
-        if collected is not None:
-            record.shadow_comparisons = len(collected.pairs)
-            record.shadow_dropped = collected.dropped
-        return v.EvaluationResult(
-            passed=record.passed,
-            message=record.message,
-            record=record.model_dump(mode="json", by_alias=True),
-            attempt=activity.info().attempt,
-        )
+        raise fail(Failure.CONFLICT, "finalizers kept changing underneath", retryable=True)

@@ -1,7 +1,8 @@
-"""The quality gate's activity side: a canary's answers evaluated against the stable's.
+"""The quality gate: a canary's answers judged against the stable's, before promotion.
 
-`scoring` is pure (scorers and limits); `evaluating` fetches the cases and asks canary
-and stable side by side; `judging` is the pairwise judge protocol; `shadowing` scores the
-shadow pairs the API server collected. No workflow code here: the deploy saga's evaluate
-step schedules these through `deploying.activities`.
+`workflow` holds the deploy's gate steps (smoke, analyze, evaluate: workflow code, in the
+determinism contract), `activities` their side effects. `scoring` is pure (scorers and
+limits); `evaluating` fetches the cases and asks canary and stable side by side;
+`judging` is the pairwise judge protocol; `shadowing` scores the shadow pairs the API
+server collected.
 """

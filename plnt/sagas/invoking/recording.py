@@ -16,14 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from temporalio.exceptions import ApplicationError
-
 from plnt.api.invocations import PLURAL
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
+from plnt.sagas import statuswrites
 from plnt.sagas.invoking import workflow as inv
 
-JSON_PATCH = "application/json-patch+json"
 REREADS = 10
 
 
@@ -56,13 +54,13 @@ async def write(
         patch.append(
             {"op": "copy", "from": "/metadata/generation", "path": "/status/observedGeneration"}
         )
-    written = await _patched(api, ref, patch)
-    if written is not None:
-        return written
-    for _ in range(REREADS):
-        obj = await read(api, ref)
-        if obj is None:
-            return False
+    try:
+        if await statuswrites.send(api, path(api, ref, "status"), patch) is not None:
+            return True
+    except client_errors.NotFound:
+        return False
+
+    def whole(obj: dict[str, Any]) -> statuswrites.Patch:
         status = dict(obj.get("status") or {})
         for key, value in fields.items():
             if value is None:
@@ -71,36 +69,9 @@ async def write(
                 status[key] = value
         if finished:
             status["observedGeneration"] = obj["metadata"].get("generation") or 1
-        patch = [
-            {"op": "test", "path": "/metadata/uid", "value": ref.uid},
-            {
-                "op": "test",
-                "path": "/metadata/resourceVersion",
-                "value": obj["metadata"]["resourceVersion"],
-            },
-            {"op": "add", "path": "/status", "value": status},
-        ]
-        written = await _patched(api, ref, patch)
-        if written is not None:
-            return written
-    raise ApplicationError("status kept changing underneath", type="Conflict")
+        return [{"op": "add", "path": "/status", "value": status}]
 
-
-async def _patched(
-    api: PlntClient, ref: inv.InvocationRef, patch: list[dict[str, Any]]
-) -> bool | None:
-    """One JSON patch of the status: True when written, False when the Invocation is gone,
-    None when a test or a path failed or it was written in between (read it again)."""
-    try:
-        await api.request("PATCH", path(api, ref, "status"), json=patch, content_type=JSON_PATCH)
-    except client_errors.Conflict:
-        return None
-    except client_errors.Invalid as error:
-        if any(cause.field == "patch" for cause in error.causes):
-            return None
-        raise ApplicationError(
-            f"the status was refused: {error}", type="InvalidStatus", non_retryable=True
-        ) from error
-    except client_errors.NotFound:
-        return False
-    return True
+    written = await statuswrites.write_read(
+        api, path(api, ref, "status"), lambda: read(api, ref), whole, attempts=REREADS
+    )
+    return written is not None

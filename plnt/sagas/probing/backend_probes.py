@@ -57,8 +57,7 @@ from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.client.events import EventPoster
 from plnt.processes import tasks
-from plnt.sagas import placement
-from plnt.sagas.probing import backend_status
+from plnt.sagas.probing import backend_status, placement
 from plnt.sagas.probing import probes as probing
 
 log = logging.getLogger("plnt.sagas")

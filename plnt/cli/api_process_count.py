@@ -3,9 +3,9 @@
 Unset, it is the CPUs this process may use (`plnt.processes.cpus`: affinity, a cgroup
 quota, at most 8): one event loop per core. `plnt up` leaves one of them to what runs
 beside its API server on the same machine (etcd, Temporal, the deploy worker, runners):
-on 2 cores shared with them, a second worker measured no faster for GET, CREATE or
-proxied calls and slower for watch fan-out, since every worker's watch cache decodes
-every event (docs/benchmarks.md). `1` is a single process, as before workers.
+on 2 cores shared with them, a second API process measured no faster for GET, CREATE or
+proxied calls and slower for watch fan-out, since every process's watch cache decodes
+every event (docs/benchmarks.md). `1` is a single process.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ UP_HELP = (
 )
 
 
-def resolve(workers: int | None, *, spare: int = 0) -> int:
-    """The worker count for `--workers` (None: automatic, leaving `spare` CPUs to the
-    processes beside the server, never below 1); `BadParameter` below 1."""
-    if workers is None:
+def resolve(api_processes: int | None, *, spare: int = 0) -> int:
+    """The API process count for `--workers` (None: automatic, leaving `spare` CPUs to
+    the processes beside the server, never below 1); `BadParameter` below 1."""
+    if api_processes is None:
         return max(1, cpus.available() - spare)
-    if workers < 1:
-        raise typer.BadParameter(
-            f"{workers} is not a worker count (at least 1)", param_hint="--workers"
+    if api_processes < 1:
+        raise typer.BadParameter(  # the words users have read since `--workers` came
+            f"{api_processes} is not a worker count (at least 1)", param_hint="--workers"
         )
-    return workers
+    return api_processes
