@@ -2,6 +2,6 @@
 
 Handlers are thin: decode, call the registry, encode. The modules at this level are the
 generic machinery and name no kind; a kind with HTTP of its own keeps it in a package
-(`workflowruns`, `namespaces`) and background loops live in `controllers`. Only `app.py`
-wires concrete parts, kinds included.
+(`workflowruns`, `invocations`, `namespaces` …) with its background loops, and hands the
+server one `kinds.KindInstall`. Only `app.py` wires concrete parts and lists the kinds.
 """

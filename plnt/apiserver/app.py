@@ -1,9 +1,12 @@
 """The composition root: the only module that picks concrete storage, authn and authz,
-and wires each kind's HTTP (its subresources, AppKeys and cleanup contexts) in.
+and the only one that lists the kinds plnt serves (`KINDS`, one line per kind).
 
-`build_app(settings)` returns an aiohttp application whose etcd client, watch
-cache and resource stores are created and torn down in a cleanup context, so
-nothing lives at module level and tests can build as many servers as they like.
+Each kind hands over one `kinds.KindInstall` from its own package (definition, store and
+hooks, subresource handlers, AppKeys and metrics, cleanup contexts, streams); `build_app`
+loops over them and never asks which kind it holds. `build_app(settings)` returns an
+aiohttp application whose etcd client, watch cache and resource stores are created and
+torn down in a cleanup context, so nothing lives at module level and tests can build as
+many servers as they like.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from plnt.apiserver import (
     inflight,
     keys,
     kinds,
+    longrunning,
     metrics,
     middleware,
     peers,
@@ -37,30 +41,42 @@ from plnt.apiserver import (
 from plnt.apiserver import (
     settings as settings_module,
 )
-from plnt.apiserver.controllers import benchgauges, slostatus
-from plnt.apiserver.controllers import namespaces as namespace_controller
-from plnt.apiserver.invocations import admission as invocation_admission
-from plnt.apiserver.invocations import keys as invocation_keys
-from plnt.apiserver.invocations import metering, starting
-from plnt.apiserver.namespaces import routes as namespace_routes
-from plnt.apiserver.namespaces import stores as namespace_stores
-from plnt.apiserver.workflowruns import deployhooks, invoke, routes, shadowing, sharing
-from plnt.apiserver.workflowruns import keys as run_keys
-from plnt.apiserver.workflows import refreshing as catalog_refreshing
+from plnt.apiserver.coreevents import install as coreevents
+from plnt.apiserver.invocations import install as invocations
+from plnt.apiserver.namespaces import install as namespaces
+from plnt.apiserver.plntbackends import install as plntbackends
+from plnt.apiserver.workflowruns import install as workflowruns
+from plnt.apiserver.workflows import install as workflows
 from plnt.processes import tasks
-from plnt.registry import events, invocations, workflowruns
-from plnt.registry.catalog import IN_MEMORY, all_resources, core_resources
+from plnt.registry import events
 from plnt.registry.definitions import ResourceDefinition
 from plnt.registry.events import EventWriter
-from plnt.registry.hooks import Admission, AfterWrite
+from plnt.registry.hooks import Admission
 from plnt.registry.store import ResourceStore
-from plnt.sagas.control import DeployControl, InvocationControl
+from plnt.sagas.control import DeployControl
 from plnt.storage.cache import CachedStore
 from plnt.storage.etcd import EtcdStore
 from plnt.storage.interface import Store
-from plnt.storage.memory import MemoryStore
 
 log = logging.getLogger("plnt.apiserver")
+
+KINDS: tuple[kinds.KindInstall, ...] = (
+    workflowruns.INSTALL,
+    plntbackends.INSTALL,
+    invocations.INSTALL,
+    workflows.INSTALL,
+    coreevents.INSTALL,
+    namespaces.INSTALL,
+    namespaces.SERVICES_INSTALL,
+)
+"""Every kind plnt serves, in discovery order (plnt.work's, then core/v1's)."""
+
+STANDALONE_RESOURCES: tuple[ResourceDefinition, ...] = kinds.served(
+    KINDS, standalone=True
+).definitions
+"""Every resource standalone plnt serves (a superset of `plnt serve`'s), in discovery order."""
+PLNT_RESOURCES: tuple[ResourceDefinition, ...] = kinds.served(KINDS, standalone=True).plnt
+"""plnt.work's kinds, in discovery order: what the chart's RBAC must cover."""
 
 
 def build_authenticator(settings: settings_module.ServerSettings) -> authn.Authenticator:
@@ -78,17 +94,23 @@ def build_authenticator(settings: settings_module.ServerSettings) -> authn.Authe
     )
 
 
-def build_authorizer(settings: settings_module.ServerSettings) -> authz.Authorizer:
+def build_authorizer(
+    settings: settings_module.ServerSettings, definitions: Sequence[ResourceDefinition]
+) -> authz.Authorizer:
+    """The policy file's, or the default policy with the grants of `definitions`' kinds."""
     policy = authz.load_policy(settings.policy_file) if settings.policy_file else None
-    return authz.standalone_authorizer(policy)
+    return authz.standalone_authorizer(policy, definitions=definitions)
 
 
 def _storage_context(
-    settings: settings_module.ServerSettings, *, standalone: bool
+    settings: settings_module.ServerSettings,
+    installs: Sequence[kinds.KindInstall],
+    *,
+    standalone: bool,
 ) -> Callable[[web.Application], AsyncIterator[None]]:
-    # The catalog's Workflows are rebuilt from their sources, so they live in memory
-    # (`catalog_refreshing.context`), not in etcd.
-    resources = tuple(d for d in all_resources(standalone=standalone) if d not in IN_MEMORY)
+    # A kind that keeps its objects itself (the catalog's Workflows, rebuilt from their
+    # sources, in memory) has no prefix in the watch cache.
+    prefixes = [i.definition.key_prefix() for i in installs if i.in_etcd]
 
     async def context(app: web.Application) -> AsyncIterator[None]:
         ready = app[keys.READY]
@@ -106,24 +128,12 @@ def _storage_context(
         try:
             ready["etcd"] = True
             if settings.watch_cache:
-                cache = CachedStore(etcd, prefixes=[d.key_prefix() for d in resources])
+                cache = CachedStore(etcd, prefixes=prefixes)
                 await cache.start()
                 store = cache
             ready["watch-cache"] = True
             app[keys.STORAGE] = store
-            if standalone:  # plnt's own Namespaces, and NamespaceLifecycle on the rest
-                stores = namespace_stores.standalone_stores(
-                    resources,
-                    store,
-                    lambda d, s, admission: _resource_store(
-                        app, d, s, admission=admission, standalone=True
-                    ),
-                )
-            else:
-                stores = {
-                    (d.group, d.plural): _resource_store(app, d, store, standalone=False)
-                    for d in resources
-                }
+            stores = _stores_of(app, installs, store, standalone=standalone)
             app[keys.STORES] = stores
             recorder = events.EventRecorder.for_stores(stores, writer=app[keys.EVENT_WRITER])
             app[keys.EVENT_RECORDER] = recorder
@@ -172,59 +182,43 @@ def _creation_event_recovery(
     return loop
 
 
-def _resource_store(
+def _stores_of(
     app: web.Application,
-    d: ResourceDefinition,
+    installs: Sequence[kinds.KindInstall],
     storage: Store,
     *,
-    admission: Sequence[Admission] = (),
     standalone: bool,
-) -> ResourceStore:
-    """WorkflowRuns of a server with sagas get the deploy hooks (after every stored write)
-    and the teardown finalizer. Invocations get their admission (may the requester invoke
-    the run; its owner reference) and their meter, and on a server with sagas the hooks
-    that start and cancel their workflows."""
-    hooks = app.get(run_keys.DEPLOY_HOOKS)
-    if hooks is not None and d is workflowruns.DEFINITION:
-        definition = workflowruns.with_teardown(standalone=standalone)
-        return ResourceStore(definition, storage, admission=admission, after_write=(hooks,))
-    if d is invocations.DEFINITION:
-        checks = invocation_admission.InvocationAdmission(
-            authorizer=app[keys.AUTHORIZER], stores=lambda: _stores(app)
+) -> dict[tuple[str, str], ResourceStore]:
+    """Every installed kind's store, in the installs' order. A kind that admits the
+    namespaced ones (standalone's Namespaces: NamespaceLifecycle) is built first, and
+    its admission given to every namespaced kind's store."""
+
+    def build(install: kinds.KindInstall, admission: tuple[Admission, ...]) -> ResourceStore:
+        return install.store(
+            kinds.Storing(
+                app=app,
+                definition=install.definition,
+                storage=storage,
+                admission=admission,
+                standalone=standalone,
+            )
         )
-        after: list[AfterWrite] = [app[invocation_keys.METER]]
-        if (starts := app.get(invocation_keys.HOOKS)) is not None:
-            after.append(starts)
-        return ResourceStore(
-            d, storage, admission=admission, object_admission=(checks,), after_write=after
-        )
-    return ResourceStore(d, storage, admission=admission)
+
+    built: dict[tuple[str, str], ResourceStore] = {}
+    namespaced: list[Admission] = []
+    for install in installs:
+        if install.admits_namespaced is not None:
+            store = built[_key(install)] = build(install, ())
+            namespaced.append(install.admits_namespaced(store))
+    for install in installs:
+        if _key(install) not in built:
+            admission = tuple(namespaced) if install.definition.namespaced else ()
+            built[_key(install)] = build(install, admission)
+    return {_key(install): built[_key(install)] for install in installs}
 
 
-async def _deploy_context(app: web.Application) -> AsyncIterator[None]:
-    """Start-up convergence and retries of deploy submissions, after storage is ready."""
-    hooks = app[run_keys.DEPLOY_HOOKS]
-    hooks.start(app[keys.STORES][(workflowruns.DEFINITION.group, "workflowruns")])
-    try:
-        yield
-    finally:
-        await hooks.close()
-
-
-def _stores(app: web.Application) -> dict[tuple[str, str], ResourceStore]:
-    return app[keys.STORES]
-
-
-async def _invocation_context(app: web.Application) -> AsyncIterator[None]:
-    """Start-up convergence and retries of invocation starts, after storage is ready."""
-    hooks = app[invocation_keys.HOOKS]
-    hooks.start_loop(
-        app[keys.STORES][(invocations.DEFINITION.group, invocations.DEFINITION.plural)]
-    )
-    try:
-        yield
-    finally:
-        await hooks.close()
+def _key(install: kinds.KindInstall) -> tuple[str, str]:
+    return (install.definition.group, install.definition.plural)
 
 
 async def _close_watches(app: web.Application) -> None:
@@ -249,21 +243,28 @@ def build_app(
     *,
     deploy: DeployControl | None = None,
     delegated: Delegated | None = None,
+    installs: Sequence[kinds.KindInstall] = KINDS,
 ) -> web.Application:
-    """The API server application for `settings` (not yet listening).
+    """The API server application for `settings` (not yet listening), serving `installs`.
 
     Standalone, the PKI under `settings.pki_dir` is created when missing, because the
-    authenticators need its CAs. With `deploy`, WorkflowRun writes start or signal
-    their sagas (see `deployhooks`) and new runs get the teardown finalizer; when it also
-    starts Invocations (`InvocationControl`), each new Invocation gets its workflow.
+    authenticators need its CAs. With `deploy` (the sagas' control) each kind installs
+    what runs its objects on the sagas: WorkflowRun writes start or signal their sagas
+    and new runs get the teardown finalizer; when it also starts Invocations
+    (`InvocationControl`), each new Invocation gets its workflow.
     """
     if delegated is None:
         if settings.pki_dir is None:
             raise ValueError("pki_dir is required: plnt serves HTTPS only")
         pki.ensure_pki(Path(settings.pki_dir), extra_sans=settings.extra_sans)
+    standalone = delegated is None
+    served = [i for i in installs if standalone or not i.standalone_only]
+    definitions = kinds.served(installs, standalone=standalone)
     limiter = inflight.InFlightLimiter.from_limits(settings.limits)
+    # Every installed kind's declarations, whichever mode: a superset of what is served.
+    long_running = longrunning.LongRunning(i.definition for i in installs)
     app = web.Application(
-        middlewares=[middleware.pipeline(limiter)],
+        middlewares=[middleware.pipeline(limiter, long_running=long_running)],
         client_max_size=settings.max_request_body_bytes + 1,
     )
     app[keys.SETTINGS] = settings
@@ -274,43 +275,30 @@ def build_app(
     app.on_shutdown.append(_close_watches)
     if delegated is None:
         app[keys.AUTHENTICATOR] = build_authenticator(settings)
-        app[keys.AUTHORIZER] = build_authorizer(settings)
+        app[keys.AUTHORIZER] = build_authorizer(settings, definitions.definitions)
         app[keys.EVENT_WRITER] = None
     else:
         app[keys.AUTHENTICATOR] = delegated.authenticator
         app[keys.AUTHORIZER] = delegated.authorizer
         app[keys.EVENT_WRITER] = delegated.event_writer
-    standalone = delegated is None
     app[endpoints.DOCUMENTS] = endpoints.Documents(
-        server_address=f"{settings.host}:{settings.port}",
-        core=core_resources(standalone=standalone),
+        server_address=f"{settings.host}:{settings.port}", served=definitions
     )
-    app[keys.DEPLOY] = deploy
-    app[keys.SUBRESOURCES] = kinds.Subresources([routes.HTTP])  # each kind's, from its package
-    if deploy is not None:
-        app[run_keys.DEPLOY_HOOKS] = deployhooks.DeployHooks(deploy)
-    app[invocation_keys.METER] = metering.FinishMeter(app[keys.METRICS].registry)
-    if isinstance(deploy, InvocationControl):
-        app[invocation_keys.HOOKS] = starting.InvocationHooks(deploy)
-    app.cleanup_ctx.append(_storage_context(settings, standalone=standalone))
-    app.cleanup_ctx.append(catalog_refreshing.context(MemoryStore))  # adds its store
-    app.cleanup_ctx.append(benchgauges.context)
-    app.cleanup_ctx.append(metering.context)
-    if standalone:
-        app.cleanup_ctx.append(namespace_controller.controller_context)
-    if deploy is not None:
-        app.cleanup_ctx.append(_deploy_context)
-    if invocation_keys.HOOKS in app:
-        app.cleanup_ctx.append(_invocation_context)
-    app.cleanup_ctx.append(invoke.upstream_context)
-    app.cleanup_ctx.append(slostatus.context)  # after the invoker: judges its calls
-    app.cleanup_ctx.append(shadowing.context)  # after the session: stopped before it closes
+    app[keys.SUBRESOURCES] = kinds.Subresources(served)
+    composing = kinds.Composing(app=app, standalone=standalone, sagas=deploy)
+    for install in installs:  # AppKeys, metrics and routes of its own, before the generic
+        if install.setup is not None:
+            install.setup(composing)
+    app.cleanup_ctx.append(_storage_context(settings, served, standalone=standalone))
+    for install in served:
+        app.cleanup_ctx.extend(install.contexts)
     if settings.slot is not None:  # one of several API processes: they answer as one server
         app[keys.PEERS] = peers.Peers(settings.slot, app[keys.METRICS])
-        sharing.register(app, app[keys.PEERS])  # the kind's streams (and their wiring)
+        for install in served:  # the kinds' streams (and their wiring)
+            if install.streams is not None:
+                install.streams(app, app[keys.PEERS])
         app.cleanup_ctx.append(app[keys.PEERS].context)  # last: stopped first
     endpoints.add_routes(app, standalone=standalone)
-    namespace_routes.add_routes(app, standalone=standalone)  # before the generic routes
     # `[\s\S]`, not `.`: a name may hold a line break and is still a resource path (404 Status).
     app.router.add_route("*", r"/apis/{tail:[\s\S]+}", resources.dispatch)
     app.router.add_route("*", r"/api/{tail:[\s\S]+}", resources.dispatch)

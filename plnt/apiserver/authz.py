@@ -33,7 +33,6 @@ import pydantic
 import yaml
 
 from plnt.apiserver import authn
-from plnt.registry import catalog
 from plnt.registry.definitions import ResourceDefinition
 from plnt.registry.labelnames import go_quote
 
@@ -476,12 +475,11 @@ def kind_rules(definitions: Iterable[ResourceDefinition]) -> list[dict[str, Any]
     ]
 
 
-def default_policy(
-    definitions: Iterable[ResourceDefinition] = catalog.STANDALONE_RESOURCES,
-) -> Policy:
-    """Standalone defaults: admins everything; what each kind grants the standing groups
-    (viewers read, invokers run: `kind_rules`); every authenticated user discovery and
-    health; scrapers (`MONITORING_GROUP`) /metrics and health."""
+def default_policy(definitions: Iterable[ResourceDefinition]) -> Policy:
+    """Standalone defaults: admins everything; what each kind of `definitions` (the
+    installed ones, from the composition root) grants the standing groups (viewers read,
+    invokers run: `kind_rules`); every authenticated user discovery and health; scrapers
+    (`MONITORING_GROUP`) /metrics and health."""
     return parse_policy(
         {
             "rules": [
@@ -539,12 +537,21 @@ class PolicyAuthorizer:
         return Rules(tuple(resource), tuple(non_resource))
 
 
-def standalone_authorizer(policy: Policy | None = None) -> UnionAuthorizer:
-    """kube's defaults first (system:masters, health paths), then the policy."""
+def standalone_authorizer(
+    policy: Policy | None = None, *, definitions: Iterable[ResourceDefinition] | None = None
+) -> UnionAuthorizer:
+    """kube's defaults first (system:masters, health paths), then the policy: by default
+    `default_policy` of `definitions`, the installed kinds' (the composition root's).
+    Raises ValueError when neither is given: a default policy without the kinds' grants
+    would deny viewers and invokers what the kinds give them."""
+    if policy is None:
+        if definitions is None:
+            raise ValueError("definitions: the default policy needs the installed kinds")
+        policy = default_policy(definitions)
     return UnionAuthorizer(
         [
             AlwaysAllowGroupsAuthorizer(),
             AlwaysAllowPathsAuthorizer(),
-            PolicyAuthorizer(policy if policy is not None else default_policy()),
+            PolicyAuthorizer(policy),
         ]
     )

@@ -3,9 +3,9 @@
 The self reviews behind `kubectl auth can-i` and `kubectl auth whoami` live in
 `selfreview` and are registered from here.
 
-Discovery and OpenAPI documents are computed once per app (they depend only on
-the resource definitions) and served with ETags; clients and the aggregator
-revalidate with If-None-Match and get 304.
+Discovery and OpenAPI documents are computed once per app (they depend only on the
+definitions of the kinds the composition root installed) and served with ETags;
+clients and the aggregator revalidate with If-None-Match and get 304.
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ from plnt.apiserver import (
     responses,
     selfreview,
 )
-from plnt.registry.catalog import CORE_RESOURCES, PLNT_RESOURCES
-from plnt.registry.definitions import ResourceDefinition
+from plnt.registry.installed import Served
 from plnt.storage import errors as storage_errors
 
 GROUP, VERSION = names.GROUP, names.VERSION
@@ -46,12 +45,11 @@ class Document:
 
 
 class Documents:
-    """Every static document the server publishes; `core`: the core/v1 resources served."""
+    """Every static document the server publishes, for the kinds it `served` (handed over by
+    the composition root: plnt.work's and the core/v1 ones, each in its order)."""
 
-    def __init__(
-        self, *, server_address: str, core: tuple[ResourceDefinition, ...] = CORE_RESOURCES
-    ) -> None:
-        plnt: tuple[ResourceDefinition, ...] = PLNT_RESOURCES
+    def __init__(self, *, server_address: str, served: Served) -> None:
+        plnt, core = served.plnt, served.core
         self.apis_v2 = Document.of(discovery.aggregated(GROUP, VERSION, plnt))
         self.api_v2 = Document.of(discovery.aggregated("", "v1", core))
         self.apis = Document.of(discovery.api_group_list(GROUP, VERSION))

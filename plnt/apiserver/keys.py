@@ -1,7 +1,7 @@
 """Every aiohttp AppKey of the API server, in one place (aiohttp's typed-key advice).
 
-A kind's runtime keeps its own keys in its package (`workflowruns.keys`), so that these
-name no kind.
+A kind's runtime keeps its own keys in its package (`workflowruns.keys`, set by its
+`KindInstall`), so that these name no kind.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from plnt.apiserver.requestinfo import RequestInfo
 from plnt.apiserver.settings import ServerSettings
 from plnt.registry.events import EventRecorder, EventWriter
 from plnt.registry.store import ResourceStore
-from plnt.sagas.control import DeployControl
 from plnt.storage.interface import Store
 
 SETTINGS = web.AppKey("settings", ServerSettings)
@@ -36,8 +35,6 @@ AUTHENTICATOR = web.AppKey("authenticator", authn.Authenticator)
 AUTHORIZER = web.AppKey("authorizer", authz.Authorizer)
 METRICS = web.AppKey("metrics", Metrics)
 READY: web.AppKey[dict[str, bool]] = web.AppKey("ready")
-DEPLOY: web.AppKey[DeployControl | None] = web.AppKey("deploy")
-"""The saga control, or None on a server without sagas (then no hooks, no finalizer)."""
 SUBRESOURCES = web.AppKey("subresources", kinds.Subresources)
 """The subresource handlers the kinds registered (`build_app` hands them in)."""
 PEERS = web.AppKey("peers", Peers)

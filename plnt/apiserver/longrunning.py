@@ -13,7 +13,8 @@ subresources (pkg/controlplane/apiserver/config.go, `BuildGenericConfig`). plnt 
 kube's rule as it is (so `proxy` is named here: plnt serves none of the others), and
 adds what each kind declares of its own subresources (`Subresource.long_running`, and
 `long_running_when_watched` for a GET that streams with `?watch=`), read from the
-definitions of every kind plnt serves, so nothing here names a kind.
+definitions of the kinds the composition root installed and handed over
+(`LongRunning(definitions)`), so nothing here names a kind.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from collections.abc import Iterable
 from multidict import MultiMapping
 
 from plnt.apiserver.requestinfo import RequestInfo
-from plnt.registry import catalog
 from plnt.registry.definitions import ResourceDefinition
 
 LONG_RUNNING_VERBS = frozenset({"watch", "proxy"})
@@ -35,36 +35,37 @@ _Key = tuple[str, str, str]
 """(API group, resource, subresource)."""
 
 
-def _declared(definitions: Iterable[ResourceDefinition]) -> tuple[frozenset[_Key], frozenset[_Key]]:
-    """The subresources declared long-running, and those long-running when watched."""
-    always: set[_Key] = set()
-    watched: set[_Key] = set()
-    for d in definitions:
-        for sub in d.subresources:
-            if sub.long_running:
-                always.add((d.group, d.plural, sub.name))
-            if sub.long_running_when_watched:
-                watched.add((d.group, d.plural, sub.name))
-    return frozenset(always), frozenset(watched)
+class LongRunning:
+    """The long-running check of a server, given the definitions of the kinds it serves.
 
+    Computed once at composition: the request path asks a set, never the definitions."""
 
-# Standalone serves every kind plnt serves anywhere (a superset of `plnt serve`'s).
-_ALWAYS, _WHEN_WATCHED = _declared(catalog.all_resources(standalone=True))
+    def __init__(self, definitions: Iterable[ResourceDefinition]) -> None:
+        always: set[_Key] = set()
+        watched: set[_Key] = set()
+        for d in definitions:
+            for sub in d.subresources:
+                if sub.long_running:
+                    always.add((d.group, d.plural, sub.name))
+                if sub.long_running_when_watched:
+                    watched.add((d.group, d.plural, sub.name))
+        self._always = frozenset(always)
+        self._when_watched = frozenset(watched)
+
+    def is_long_running(self, info: RequestInfo, query: MultiMapping[str]) -> bool:
+        """True for kube's long-running verbs and subresources, and for those a kind
+        declares."""
+        if info.verb in LONG_RUNNING_VERBS:
+            return True
+        if not info.is_resource_request or not info.subresource:
+            return False
+        if info.subresource in LONG_RUNNING_SUBRESOURCES:
+            return True
+        key = (info.api_group, info.resource, info.subresource)
+        return key in self._always or (key in self._when_watched and _watching(query))
 
 
 def _watching(query: MultiMapping[str]) -> bool:
     """`?watch=` as kube reads it: any value but "false" or "0" is a watch."""
     values = query.getall("watch", [])
     return bool(values) and values[0].lower() not in ("false", "0")
-
-
-def is_long_running(info: RequestInfo, query: MultiMapping[str]) -> bool:
-    """True for kube's long-running verbs and subresources, and for those a kind declares."""
-    if info.verb in LONG_RUNNING_VERBS:
-        return True
-    if not info.is_resource_request or not info.subresource:
-        return False
-    if info.subresource in LONG_RUNNING_SUBRESOURCES:
-        return True
-    key = (info.api_group, info.resource, info.subresource)
-    return key in _ALWAYS or (key in _WHEN_WATCHED and _watching(query))

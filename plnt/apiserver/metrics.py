@@ -68,7 +68,8 @@ class Metrics:
     `apiserver_request_duration_seconds`: labelled by verb (kube's request verbs: get,
     list, watch, create, update, patch, delete, deletecollection), API group, resource,
     subresource and, for the counter, HTTP code. A non-resource request (discovery,
-    /metrics, /healthz) has an empty resource.
+    /metrics, /healthz) has an empty resource. A kind registers its own families in
+    `registry` when it is installed (its `KindInstall.setup`), so these name no kind.
     """
 
     def __init__(self, *, in_flight: InFlightLimiter | None = None) -> None:
@@ -101,11 +102,6 @@ class Metrics:
             "reads served by the watch cache never reach etcd and are not counted.",
             ["operation"],
             buckets=_BUCKETS,
-            registry=self.registry,
-        )
-        self.shadow_dropped = Counter(
-            "plnt_apiserver_shadow_dropped",
-            "Live invocations not mirrored to a canary under shadow because its queue was full.",
             registry=self.registry,
         )
         if in_flight is not None:

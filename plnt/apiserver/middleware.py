@@ -40,8 +40,11 @@ log = logging.getLogger("plnt.apiserver")
 ANONYMOUS_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
 
 
-def pipeline(limiter: inflight.InFlightLimiter) -> Middleware:
-    """The one middleware: every step of the module docstring, in that order.
+def pipeline(
+    limiter: inflight.InFlightLimiter, *, long_running: longrunning.LongRunning
+) -> Middleware:
+    """The one middleware: every step of the module docstring, in that order;
+    `long_running` knows which requests the installed kinds declare long-running.
 
     One frame instead of six nested ones, because the request path is CPU-bound and each
     awaited layer costs a coroutine, a frame and an exception path per request. It
@@ -69,7 +72,7 @@ def pipeline(limiter: inflight.InFlightLimiter) -> Middleware:
                 user = _admitted_user(request, known)
                 request[keys.USER] = user
                 # max-in-flight, then authorization inside the slot
-                with in_flight_slot(limiter, request, info, user):
+                with in_flight_slot(limiter, request, info, user, long_running=long_running):
                     attributes = attributes_of(request)
                     if not _self_review(attributes):
                         authorizer = request.app[keys.AUTHORIZER]
@@ -273,13 +276,15 @@ def in_flight_slot(
     request: web.Request,
     info: requestinfo.RequestInfo,
     user: authn.UserInfo,
+    *,
+    long_running: longrunning.LongRunning,
 ) -> contextlib.AbstractContextManager[None]:
     """The slot a request holds while served (see `inflight`): none for health probes,
     a long-running count for watches and streams, otherwise one of its kind's slots
     (`errors.TooManyRequests` when none is free, unless `system:masters`)."""
     if request.path in ANONYMOUS_PATHS:
         return contextlib.nullcontext()
-    if longrunning.is_long_running(info, request.query):
+    if long_running.is_long_running(info, request.query):
         return limiter.running_long()
     privileged = authn.SYSTEM_MASTERS in user.groups
     return limiter.admit(inflight.kind_of(info.verb), privileged=privileged)

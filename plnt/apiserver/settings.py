@@ -1,4 +1,10 @@
-"""Settings of one API server instance (frozen: built once by the composition root)."""
+"""Settings of one API server instance (frozen: built once by the composition root).
+
+A few fields belong to one kind (`CatalogSettings`, the Workflow catalog's;
+`ServingLimits.invoke_timeout_seconds`, WorkflowRun's invoke and proxy). They stay here
+because they are flags of `plnt up` and `plnt serve` and travel to the worker processes
+with the rest; the kind's install reads them from `keys.SETTINGS`.
+"""
 
 from __future__ import annotations
 

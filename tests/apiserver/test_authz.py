@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from plnt.apiserver import authz
+from plnt.apiserver.app import STANDALONE_RESOURCES
 from plnt.apiserver.authn import UserInfo
 from plnt.apiserver.authz import Attributes, Decision
 
@@ -145,7 +146,9 @@ STANDALONE_CASES = [
 async def test_standalone_chain_grants_admins_viewers_invokers_and_discovery(
     attributes: Attributes, decision: Decision
 ) -> None:
-    assert (await authz.standalone_authorizer().authorize(attributes))[0] is decision
+    assert (
+        await authz.standalone_authorizer(definitions=STANDALONE_RESOURCES).authorize(attributes)
+    )[0] is decision
 
 
 @pytest.mark.parametrize(("attributes", "decision"), STANDALONE_CASES)
@@ -153,11 +156,15 @@ def test_the_standalone_chain_decides_in_place_as_it_authorizes(
     attributes: Attributes, decision: Decision
 ) -> None:
     # The request pipeline asks `decide_now` first: no coroutine for these authorizers.
-    assert authz.decide_now(authz.standalone_authorizer(), attributes) == (decision, "")
+    assert authz.decide_now(
+        authz.standalone_authorizer(definitions=STANDALONE_RESOURCES), attributes
+    ) == (decision, "")
 
 
 async def test_a_denial_by_the_default_chain_carries_no_reason_so_the_message_is_kubes() -> None:
-    decided = await authz.standalone_authorizer().authorize(path(NOBODY, "/metrics"))
+    decided = await authz.standalone_authorizer(definitions=STANDALONE_RESOURCES).authorize(
+        path(NOBODY, "/metrics")
+    )
     assert decided == (Decision.DENY, "")
 
 

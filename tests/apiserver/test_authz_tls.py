@@ -19,6 +19,7 @@ import pytest
 from aiohttp import web
 
 from plnt.apiserver import authn, authz, tlsconfig
+from plnt.apiserver.app import STANDALONE_RESOURCES
 from plnt.apiserver.pki import Pki, ensure_pki
 from tests.support import tls
 
@@ -107,7 +108,7 @@ async def server(tmp_path: Path) -> AsyncIterator[Server]:
             client_ca=tlsconfig.TrustBundle.from_file(pki.ca_cert),
             requestheader_ca=tlsconfig.TrustBundle.from_file(pki.front_proxy_ca_cert),
         ),
-        authz.standalone_authorizer(),
+        authz.standalone_authorizer(definitions=STANDALONE_RESOURCES),
     )
     app.router.add_route("*", "/{tail:.*}", handle)
     async with tls.serve_https(app, tls.server_context(pki)) as url:

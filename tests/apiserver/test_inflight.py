@@ -21,6 +21,7 @@ from multidict import MultiDict
 
 from plnt.api import errors
 from plnt.apiserver import authn, inflight, keys, longrunning, middleware, requestinfo, responses
+from plnt.apiserver.app import STANDALONE_RESOURCES
 from plnt.apiserver.inflight import InFlightLimiter, RequestKind
 from plnt.apiserver.metrics import Metrics
 from plnt.apiserver.settings import ServingLimits
@@ -184,7 +185,7 @@ def test_watches_invokes_proxies_and_benchmarks_are_long_running(
 ) -> None:
     params = MultiDict(query)
     info = requestinfo.parse(method, path, params)
-    assert longrunning.is_long_running(info, params) is long
+    assert longrunning.LongRunning(STANDALONE_RESOURCES).is_long_running(info, params) is long
 
 
 def test_a_proxy_path_is_the_proxy_subresource_and_other_long_tails_are_no_resource() -> None:
@@ -220,7 +221,10 @@ async def test_the_middleware_exempts_long_running_requests_and_health_probes() 
 
     async def limit(request: web.Request, handler: middleware.Handler) -> web.StreamResponse:
         info = request[keys.REQUEST_INFO]
-        with middleware.in_flight_slot(limiter, request, info, request[keys.USER]):
+        long_running = longrunning.LongRunning(STANDALONE_RESOURCES)
+        with middleware.in_flight_slot(
+            limiter, request, info, request[keys.USER], long_running=long_running
+        ):
             return await handler(request)
 
     release = asyncio.Event()

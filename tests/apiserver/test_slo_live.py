@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from plnt.apiserver.controllers import slostatus
+from plnt.apiserver.workflowruns import slostatus
 from tests.support.api_server import BASE, Api
 from tests.support.llm import LLM
 from tests.support.proxied import ProxyStack, llm_runner, log_of

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
-from plnt.registry.catalog import PLNT_RESOURCES
+from plnt.apiserver.app import PLNT_RESOURCES
 from tests.charts.rendering import READ, WRITE, Rendered, aggregated, rbac_allows, role
 
 Render = Callable[[str], Rendered]

@@ -10,7 +10,7 @@ from typing import Any
 from prometheus_client import generate_latest
 
 from plnt.api.meta import format_time
-from plnt.apiserver.controllers.benchgauges import BenchGauges
+from plnt.apiserver.workflowruns.benchgauges import BenchGauges
 from plnt.sagas import activitynames
 from plnt.sagas import values as v
 from plnt.sagas.metrics import SagaMetrics

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from plnt.api import errors
-from plnt.registry import events, plntbackends, workflowruns
+from plnt.registry import coreevents, events, plntbackends, workflowruns
 from plnt.registry.changes import Change, TransitionRules
 from plnt.registry.definitions import Object
 from plnt.registry.options import DeleteOptions, ListOptions, WriteOptions
@@ -206,7 +206,7 @@ def test_the_recorder_is_the_sink_of_exactly_the_stores_whose_kind_has_transitio
 ) -> None:
     stores = {
         (d.group, d.plural): ResourceStore(d, memory_store)
-        for d in (workflowruns.DEFINITION, plntbackends.DEFINITION, events.DEFINITION)
+        for d in (workflowruns.DEFINITION, plntbackends.DEFINITION, coreevents.DEFINITION)
     }
     recorder = events.EventRecorder.for_stores(stores)
     assert stores[("plnt.work", "workflowruns")].events is recorder

@@ -6,6 +6,7 @@ it) and that the run exists, and sets the run as the Invocation's owner.
 `starting.InvocationHooks` (a `plnt.registry.hooks.AfterWrite`) starts the invocation's
 Temporal workflow after its create and cancels it when the Invocation is deleted, and
 retries starts Temporal refused. `metering` counts them by phase and times the finished
-ones. The composition root (`plnt.apiserver.app`) gives these to the Invocation store.
+ones. Its install (`install.INSTALL`, which the composition root lists) gives these to
+the Invocation store.
 Invocation has no subresources of its own beyond `status`.
 """

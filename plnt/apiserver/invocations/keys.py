@@ -1,4 +1,5 @@
-"""The AppKeys of Invocation's runtime (set by the composition root, read by its contexts)."""
+"""The AppKeys of Invocation's runtime (set by its install, `install.INSTALL`, read by its
+store's hooks and contexts)."""
 
 from __future__ import annotations
 

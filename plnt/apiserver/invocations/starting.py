@@ -1,7 +1,7 @@
 """Every Invocation the API server acknowledged gets its workflow; a deleted one loses it.
 
-`InvocationHooks` is the after-write hook (`plnt.registry.hooks.AfterWrite`) the
-composition root gives the Invocation store. After a create is stored, and before it is
+`InvocationHooks` is the after-write hook (`plnt.registry.hooks.AfterWrite`) the kind's
+install (`install.INSTALL`) gives the Invocation store. After a create is stored, and before it is
 answered, it starts the Invocation's Temporal workflow (`InvocationControl.start_invocation`,
 one RPC, idempotent: the workflow id is the Invocation's namespace, name and uid). When an
 Invocation leaves storage (deleted, or its last finalizer removed) it cancels that

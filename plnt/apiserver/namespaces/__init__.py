@@ -1,8 +1,9 @@
-"""Namespaces over HTTP, as standalone plnt serves them (under `plnt serve` the cluster does).
+"""Namespaces over HTTP and in the background, as standalone plnt serves them (under
+`plnt serve` the cluster does).
 
-`stores` builds the store set of a standalone server, with every namespaced kind behind
-NamespaceLifecycle; `creating` answers `kubectl create namespace`, whose typed client
-sends protobuf (`protobuf` reads it). The controller that empties a Terminating namespace
-runs in the background (`plnt.apiserver.controllers.namespaces`); what a Namespace means
-is `plnt.registry.namespaces`.
+`install` hands the Namespace and Service kinds to the composition root: the Namespace
+store with NamespaceLifecycle for every namespaced kind, the mode's routes (`routes`:
+kubectl's protobuf create, `creating`, read by `protobuf`; or, under `plnt serve`, every
+namespace answered as Active) and the controller that empties a Terminating namespace
+(`controller`). What a Namespace means is `plnt.registry.namespaces`.
 """

@@ -36,6 +36,7 @@ from plnt.api import errors
 from plnt.api.meta import ObjectMeta, now_rfc3339
 from plnt.apiserver import keys, params, responses
 from plnt.apiserver.requestinfo import RequestInfo
+from plnt.apiserver.workflowruns import keys as run_keys
 from plnt.registry.definitions import Object, lookup
 from plnt.registry.store import ResourceStore
 from plnt.registry.workflowruns import bench as benches
@@ -60,7 +61,7 @@ async def handle_bench(
 
 
 def _control(request: web.Request, *, name: str) -> BenchControl:
-    control = request.app[keys.DEPLOY]
+    control = request.app[run_keys.DEPLOY]
     if not isinstance(control, BenchControl):
         raise errors.ServiceUnavailable(
             f"this API server runs without sagas: workflowrun {name} cannot be benched"
@@ -111,7 +112,7 @@ async def _start(request: web.Request, store: ResourceStore, info: RequestInfo) 
 
 async def _read(request: web.Request, store: ResourceStore, info: RequestInfo) -> web.Response:
     obj = await store.get(info.namespace, info.name)
-    control = request.app[keys.DEPLOY]
+    control = request.app[run_keys.DEPLOY]
     view: dict[str, Any] | None = None
     if isinstance(control, BenchControl):
         try:

@@ -7,10 +7,10 @@ patch, apply or `/scale`), and the start of a deletion (deletionTimestamp newly 
 Status writes and metadata-only edits (labels, annotations) do not change the desired
 state, so they are not submitted.
 
-`DeployHooks` is an after-write hook (`plnt.registry.hooks.AfterWrite`) the composition
-root gives the WorkflowRun `ResourceStore`; the store runs it after the write's Events on
-every path that stores (create, update, patch, server-side apply, scale, delete,
-deletecollection, rollback), so none can forget it.
+`DeployHooks` is an after-write hook (`plnt.registry.hooks.AfterWrite`) the kind's
+install (`install.INSTALL`) gives the WorkflowRun `ResourceStore`; the store runs it
+after the write's Events on every path that stores (create, update, patch, server-side
+apply, scale, delete, deletecollection, rollback), so none can forget it.
 
 When the saga service is down (`DeployUnavailable`) the write still stands: the hook
 returns a warning (agent `plnt`) that the store adds to the write's result, so the answer

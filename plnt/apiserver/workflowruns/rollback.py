@@ -32,6 +32,7 @@ from plnt.api import errors
 from plnt.api.workflowruns import WorkflowRunRollback
 from plnt.apiserver import keys, params, responses
 from plnt.apiserver.requestinfo import RequestInfo
+from plnt.apiserver.workflowruns import keys as run_keys
 from plnt.registry import fieldcauses
 from plnt.registry.definitions import lookup
 from plnt.registry.store import ResourceStore
@@ -122,7 +123,7 @@ async def _steer(
     if info.verb != "create":
         raise errors.MethodNotSupported.of(store.definition.group_resource, info.verb)
     obj = await store.get(info.namespace, info.name)  # a missing run is 404 first, as in kube
-    deploy = request.app[keys.DEPLOY]
+    deploy = request.app[run_keys.DEPLOY]
     if deploy is None:
         raise errors.ServiceUnavailable(
             f"this API server runs without sagas: there is no deploy to {steering.verb}"

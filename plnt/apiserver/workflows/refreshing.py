@@ -15,20 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
-
-from aiohttp import web
 
 from plnt.api.meta import now_rfc3339
-from plnt.apiserver import keys
 from plnt.apiserver.settings import CatalogSettings
-from plnt.processes import tasks
-from plnt.registry import workflows
 from plnt.registry.workflows import building, sources, syncing
-from plnt.registry.workflows.store import CatalogStore
-from plnt.storage.interface import Store
 from plnt.workflowspec import scanning
-from plnt.workflowspec.sources import RegistrySettings, SourceSettings
 
 log = logging.getLogger("plnt.apiserver.workflows")
 
@@ -104,29 +95,3 @@ class Catalog:
             except Exception:  # a refresh must never end the loop; the next one retries
                 log.exception("the workflow catalog's refresh failed")
             await asyncio.sleep(self.settings.refresh_seconds)
-
-
-def context(
-    storage: Callable[[], Store],
-) -> Callable[[web.Application], AsyncIterator[None]]:
-    """The cleanup context that serves the catalog from `storage()` and refreshes it.
-
-    Runs after the storage context (it adds the Workflow store to `keys.STORES`)."""
-
-    async def serve_catalog(app: web.Application) -> AsyncIterator[None]:
-        settings = app[keys.SETTINGS].catalog
-        held = storage()
-        d = workflows.DEFINITION
-        config = SourceSettings(registry=RegistrySettings.from_env())
-        catalog = Catalog(
-            settings,
-            scanner=scanning.Scanner(config, layout_root=settings.layout_root),
-            writer=syncing.CatalogWriter(d, held),
-        )
-        app[keys.STORES][(d.group, d.plural)] = CatalogStore(
-            d, held, last_refresh=lambda: catalog.last_refresh
-        )
-        async with tasks.running(catalog.run(), name="workflow catalog"):
-            yield
-
-    return serve_catalog

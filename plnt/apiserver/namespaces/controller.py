@@ -30,7 +30,7 @@ from plnt.api import errors
 from plnt.api.meta import now_rfc3339
 from plnt.apiserver import keys
 from plnt.processes import tasks
-from plnt.registry import events, namespaces
+from plnt.registry import coreevents, namespaces
 from plnt.registry.definitions import Object
 from plnt.registry.namespaces.strategy import spec_finalizers
 from plnt.registry.options import DeleteOptions, ListOptions
@@ -137,7 +137,7 @@ class NamespaceController:
     ) -> None:
         self._namespaces = namespace_store
         # Events last: deleting the rest records Events until it is done.
-        self._content = sorted(content, key=lambda s: s.definition is events.DEFINITION)
+        self._content = sorted(content, key=lambda s: s.definition is coreevents.DEFINITION)
         self._first_retry = first_retry
         self._longest_retry = longest_retry
         self._passes: dict[str, asyncio.Task[None]] = {}
@@ -230,9 +230,13 @@ class NamespaceController:
 
 
 async def controller_context(app: web.Application) -> AsyncIterator[None]:
-    """Start-up namespaces, then the controller for as long as the server runs."""
+    """Start-up namespaces, then the controller for as long as the server runs; nothing
+    where plnt serves no Namespaces (under `plnt serve` the cluster's controller works)."""
     stores = app[keys.STORES]
-    namespace_store = stores[(namespaces.DEFINITION.group, namespaces.DEFINITION.plural)]
+    namespace_store = stores.get((namespaces.DEFINITION.group, namespaces.DEFINITION.plural))
+    if namespace_store is None:
+        yield
+        return
     assert isinstance(namespace_store, namespaces.NamespaceStore)
     content = [
         store

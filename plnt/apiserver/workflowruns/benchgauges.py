@@ -136,7 +136,8 @@ def _percentiles(family: GaugeMetricFamily, labels: list[str], value: Any) -> No
 
 
 async def context(app: web.Application) -> AsyncIterator[None]:
-    """An aiohttp cleanup context (after storage): follow WorkflowRuns while serving."""
+    """An aiohttp cleanup context (after storage): follow WorkflowRuns while serving.
+    WorkflowRun's install runs it (`install.INSTALL`)."""
     prefix = workflowruns.DEFINITION.key_prefix()
     async with following.exported(app, BenchGauges(), prefix=prefix, name="bench gauges"):
         yield
