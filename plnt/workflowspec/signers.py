@@ -126,9 +126,7 @@ class SignaturePolicy:
             name, sep, path = entry.partition("=")
             if not sep or not name or not path:
                 raise ValueError(f"trusted signer {entry!r}: expected NAME=PATH")
-            found[name] = Signer.from_file(
-                name, Path(path), identity=(identities or {}).get(name)
-            )
+            found[name] = Signer.from_file(name, Path(path), identity=(identities or {}).get(name))
         required = None if required_in is None else frozenset(required_in)
         if required and not found:
             raise ValueError("signatures are required but no trusted signer is configured")

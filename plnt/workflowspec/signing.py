@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+
 class SigningFailed(ValueError):
     """The key, certificate or chain cannot sign (unreadable, unsupported, not a pair)."""
 
@@ -34,6 +35,9 @@ def sign(
 ) -> bytes:
     """The signature bundle of `data`: by the EC private key `key` (PEM), with `certificate`
     (and the intermediate/root `chain`) embedded when given, so a verifier needs only the CA.
+
+    model-signing 1.1 insists on a non-empty chain file; a leaf issued straight by the CA
+    has none, so the leaf stands in for it (a verifier builds the path to its own CA).
     """
     # Deferred: model_signing imports sigstore and OpenSSL (a third of a second).
     from model_signing import signing as model_signing
@@ -44,7 +48,9 @@ def sign(
             config.use_elliptic_key_signer(private_key=key)
         else:
             config.use_certificate_signer(
-                private_key=key, signing_certificate=certificate, certificate_chain=chain
+                private_key=key,
+                signing_certificate=certificate,
+                certificate_chain=chain or (certificate,),
             )
     except (OSError, ValueError, TypeError) as error:
         raise SigningFailed(f"cannot sign with {key}: {error}") from error

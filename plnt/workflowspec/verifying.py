@@ -102,8 +102,7 @@ def verify(
         if signer.identity not in names:
             raise refuse(
                 errors.SignerUntrusted,
-                f"signed by {', '.join(names) or 'an unnamed certificate'}, "
-                f"not {signer.identity}",
+                f"signed by {', '.join(names) or 'an unnamed certificate'}, not {signer.identity}",
             )
         identity = f"{signer.identity} (CA {signer.name})"
     _library_verify(data, bundle, signer=signer, refuse=refuse)

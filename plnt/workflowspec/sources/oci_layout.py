@@ -133,7 +133,6 @@ class OciLayoutSource:
             ) from exc
         return references.LayoutRef(path=ref.path, tag=tag, digest=spec_digest)
 
-
     def _attach(self, ref: references.LayoutRef, bundle: bytes) -> None:
         root, text = Path(ref.path), str(ref)
         assert ref.digest is not None, "a signature is attached to a pinned reference"
@@ -159,9 +158,7 @@ class OciLayoutSource:
         except OSError as exc:
             raise errors.Unavailable(f"{ref}: cannot write the signature: {exc}", ref=text) from exc
 
-    def _fetch_signature(
-        self, ref: references.LayoutRef, digest: digests.Digest
-    ) -> bytes | None:
+    def _fetch_signature(self, ref: references.LayoutRef, digest: digests.Digest) -> bytes | None:
         root, text = Path(ref.path), str(ref)
         limit = self._limits.max_manifest_bytes
         try:
