@@ -186,7 +186,9 @@ def _resource_store(
     that start and cancel their workflows."""
     hooks = app.get(run_keys.DEPLOY_HOOKS)
     if hooks is not None and d is workflowruns.DEFINITION:
-        definition = workflowruns.with_teardown(standalone=standalone)
+        definition = workflowruns.with_teardown(
+            standalone=standalone, signatures=app[keys.SETTINGS].signatures
+        )
         return ResourceStore(definition, storage, admission=admission, after_write=(hooks,))
     if d is invocations.DEFINITION:
         checks = invocation_admission.InvocationAdmission(

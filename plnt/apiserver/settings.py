@@ -6,6 +6,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from plnt.workflowspec.signers import SignaturePolicy
+
 MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
 """kube-apiserver's limit; aiohttp's 1 MiB default and plain-text 413 would be wrong."""
 
@@ -114,3 +116,5 @@ class ServerSettings:
     catalog: CatalogSettings = field(default_factory=CatalogSettings)
     worker: WorkerSlot | None = None
     """Set when this process is one of several workers of one server; None: the only one."""
+    signatures: SignaturePolicy | None = None
+    """Trusted signers and the namespaces whose runs must name one (admission's check)."""

@@ -84,7 +84,7 @@ class Pull(Step):
         if workflow.patched(TYPED_INPUTS):
             pulled = await workflow.execute_activity(
                 activitynames.PULL_SPEC,
-                v.PullRequest(deploy.ref, deploy.digest),
+                deploy.pull_request(),
                 result_type=v.PullResult,
                 start_to_close_timeout=timeout,
                 retry_policy=policy,
@@ -98,7 +98,10 @@ class Pull(Step):
                 retry_policy=policy,
             )
         deploy.pulled = pulled
-        return Outcome(f"{pulled.workflow} {pulled.digest} ({pulled.size} B)", pulled.attempt)
+        signed = f", signed by {pulled.signer}" if pulled.signer else ""
+        return Outcome(
+            f"{pulled.workflow} {pulled.digest} ({pulled.size} B{signed})", pulled.attempt
+        )
 
 
 class Resolve(Step):
