@@ -214,6 +214,7 @@ async def _listen_as(
         port=settings.secure_port,
         limits=settings.limits.per_worker(count),
         catalog=settings.catalog,
+        signatures=settings.signatures,
         worker=slot,
     )
     control = starter.TemporalDeployControl(temporal) if temporal is not None else None
