@@ -336,6 +336,10 @@ class RevisionRecord(WireModel):
     reason: str | None = Field(
         default=None, description='Why it was deployed: "deploy" or "rollback to revision N".'
     )
+    signed_by: str | None = Field(
+        default=None,
+        description="The signer the pull verified (spec.workflow.verify or the policy).",
+    )
 
 
 class TrafficTarget(WireModel):

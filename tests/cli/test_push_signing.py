@@ -44,8 +44,10 @@ def test_push_with_a_certificate_embeds_it_so_the_ca_alone_verifies(tmp_path: Pa
 
     result = CliRunner().invoke(
         app,
-        ["push", str(SPEC_FILE), ref, "--sign-key", str(leaf.private)]
-        + ["--sign-cert", str(leaf.certificate)],
+        [
+            *("push", str(SPEC_FILE), ref),
+            *("--sign-key", str(leaf.private), "--sign-cert", str(leaf.certificate)),
+        ],
     )
 
     assert result.exit_code == 0, result.output

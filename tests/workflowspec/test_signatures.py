@@ -15,7 +15,16 @@ from typing import Any
 
 import pytest
 
-from plnt.workflowspec import digests, errors, references, signers, signing, sources, verifying
+from plnt.workflowspec import (
+    digests,
+    errors,
+    references,
+    scanning,
+    signers,
+    signing,
+    sources,
+    verifying,
+)
 from plnt.workflowspec.sources import artifacts, oci_registry
 from plnt.workflowspec.sources import s3 as s3_source
 from tests.support import registry as registry_support
@@ -23,6 +32,7 @@ from tests.support import s3 as s3_support
 from tests.support.signing import Keys
 
 SPEC = b"apiVersion: microagents.plnt.work/v1\nkind: Workflow\nmetadata: {name: demo}\n"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DATASET = b'{"input": {"text": "hi"}, "expected": "hi"}\n'
 BUCKET = "signed"
 
@@ -256,3 +266,27 @@ def test_a_key_that_cannot_sign_is_refused_naming_the_file(keys: Keys, tmp_path:
     bogus.write_text("not a key")
     with pytest.raises(signing.SigningFailed, match=r"bogus\.key"):
         signing.sign(SPEC, key=bogus)
+
+
+async def test_the_catalog_scan_names_the_trusted_signer_of_each_signed_version(
+    tmp_path: Path, keys: Keys
+) -> None:
+    private, signer = _key_signer(keys)
+    mallory, _ = _key_signer(keys, "mallory")
+    layout = tmp_path / "layout"
+    example = (EXAMPLES / "chat.workflow.yaml").read_bytes()
+    signed, other = example + b"# v1\n", example + b"# v2\n"
+    await sources.publish(
+        signed, f"oci-layout:{layout}:v1", signature=signing.sign(signed, key=private)
+    )
+    await sources.publish(
+        other, f"oci-layout:{layout}:v2", signature=signing.sign(other, key=mallory)
+    )
+    await sources.publish(example, f"oci-layout:{layout}:v3")
+
+    scan = await scanning.Scanner(sources.SourceSettings(), trusted=[signer]).scan(
+        f"oci-layout:{layout}"
+    )
+
+    by_tag = {found.location: found.signed_by for found in scan.found}
+    assert by_tag == {"v1": signer.describe(), "v2": None, "v3": None}

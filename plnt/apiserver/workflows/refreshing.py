@@ -115,12 +115,17 @@ def context(
 
     async def serve_catalog(app: web.Application) -> AsyncIterator[None]:
         settings = app[keys.SETTINGS].catalog
+        policy = app[keys.SETTINGS].signatures
         held = storage()
         d = workflows.DEFINITION
         config = SourceSettings(registry=RegistrySettings.from_env())
         catalog = Catalog(
             settings,
-            scanner=scanning.Scanner(config, layout_root=settings.layout_root),
+            scanner=scanning.Scanner(
+                config,
+                layout_root=settings.layout_root,
+                trusted=tuple(policy.signers.values()) if policy is not None else (),
+            ),
             writer=syncing.CatalogWriter(d, held),
         )
         app[keys.STORES][(d.group, d.plural)] = CatalogStore(

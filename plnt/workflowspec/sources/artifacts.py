@@ -149,6 +149,11 @@ def signature_tag(digest: digests.Digest) -> str:
     return f"{digests.ALGORITHM}-{digests.hex_of(digest)}.sig"
 
 
+def is_signature_tag(tag: str) -> bool:
+    """Whether `tag` holds a signature (`signature_tag`), not a spec or dataset."""
+    return tag.startswith(f"{digests.ALGORITHM}-") and tag.endswith(".sig")
+
+
 def signature_manifest(bundle: bytes, subject: Descriptor) -> dict[str, Any]:
     """The manifest that attaches `bundle` to the artifact manifest `subject`."""
     layer = Descriptor(SIGNATURE_ARTIFACT_TYPE, digests.compute(bundle), len(bundle)).to_json()

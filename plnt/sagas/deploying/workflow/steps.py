@@ -466,16 +466,17 @@ def _record(deploy: Deploy, new: v.Deployment) -> None:
     """Add the promoted revision to `status.history` (the newest `HISTORY_LIMIT` stay)."""
     rollback_to = deploy.intent.rollback_to
     history = deploy.state.history
-    history.append(
-        {
-            "revision": new.revision,
-            "digest": new.digest,
-            "ref": new.ref,
-            "backend": new.backend.name or new.backend.type,
-            "promotedAt": format_time(workflow.now()),
-            "reason": f"rollback to revision {rollback_to}" if rollback_to else "deploy",
-        }
-    )
+    record = {
+        "revision": new.revision,
+        "digest": new.digest,
+        "ref": new.ref,
+        "backend": new.backend.name or new.backend.type,
+        "promotedAt": format_time(workflow.now()),
+        "reason": f"rollback to revision {rollback_to}" if rollback_to else "deploy",
+    }
+    if deploy.pulled is not None and deploy.pulled.signer:
+        record["signedBy"] = deploy.pulled.signer
+    history.append(record)
     del history[:-HISTORY_LIMIT]
 
 
