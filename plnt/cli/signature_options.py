@@ -27,7 +27,7 @@ class SignatureOptions:
         list[str] | None,
         typer.Option(
             "--trusted-signer",
-            envvar="PLNT_TRUSTED_SIGNERS",
+            envvar="PLNT_TRUSTED_SIGNER",
             help="NAME=PEM: a public key or CA runs may name in spec.workflow.verify.signer "
             "(repeatable).",
             show_default=False,
@@ -37,6 +37,7 @@ class SignatureOptions:
         list[str] | None,
         typer.Option(
             "--signer-identity",
+            envvar="PLNT_SIGNER_IDENTITY",
             help="NAME=ID: the e-mail, URI or DNS name a CA signer's certificates must carry.",
             show_default=False,
         ),
