@@ -73,7 +73,7 @@ def push(
     sign_cert: Annotated[
         Path | None,
         typer.Option(
-            help="The signing certificate of --sign-key (PEM; intermediates may follow it), "
+            help="The signing certificate of the signing key (PEM; intermediates may follow it), "
             "embedded so a verifier needs only the CA.",
             show_default=False,
         ),
@@ -81,7 +81,7 @@ def push(
     *,
     store: StoreOptions,
 ) -> None:
-    """Validate FILE, publish it to REF (signed with --sign-key), and print the pinned
+    """Validate FILE, publish it to REF (signed, given a key), and print the pinned
     reference as the last line."""
     with exits.reported(prefix=f"{file}: "):
         data = spec_files.read_bounded(file, limit=store.max_bytes)

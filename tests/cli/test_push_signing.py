@@ -72,3 +72,18 @@ def test_push_with_a_key_that_cannot_sign_exits_2_and_publishes_nothing(tmp_path
     assert result.exit_code == exits.Code.USAGE, result.output
     assert "bogus.key" in result.stderr
     assert not layout.exists()
+
+
+def test_a_certificate_without_its_key_exits_2_and_publishes_nothing(tmp_path: Path) -> None:
+    keys = Keys(tmp_path / "keys")
+    leaf = keys.leaf(keys.ca("ca"), "ci", email="ci@example.com")
+    layout = tmp_path / "layout"
+
+    result = CliRunner().invoke(
+        app,
+        ["push", str(SPEC_FILE), f"oci-layout:{layout}:v1", "--sign-cert", str(leaf.certificate)],
+    )
+
+    assert result.exit_code == exits.Code.USAGE, result.output
+    assert "--sign-cert needs --sign-key" in result.stderr
+    assert not layout.exists()
