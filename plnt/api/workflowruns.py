@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from plnt.api import names
 from plnt.api.base import WireModel
@@ -47,6 +47,48 @@ Phase = Literal[
 ]
 
 
+class KeyFile(WireModel):
+    """A PEM file on the worker (standalone); in a cluster, name a trusted signer instead."""
+
+    file: str = Field(min_length=1, description="Path of the PEM file on the worker.")
+
+
+class SignatureVerification(WireModel):
+    """Who must have signed the spec (and the evaluation dataset) before anything runs.
+
+    Exactly one of `signer` (one the server and worker trust: `--trusted-signer`, the
+    chart's `signing.signers`), `publicKey`, or `ca` with `identity`. Where the cluster
+    requires signatures, only `signer` is accepted. Checked offline by the pull.
+    """
+
+    signer: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=253,
+        description="A signer the server and worker trust, by name (a key or a CA of theirs).",
+    )
+    public_key: KeyFile | None = Field(
+        default=None, description="The EC public key that must have signed (standalone)."
+    )
+    ca: KeyFile | None = Field(
+        default=None, description="The CA that must have issued the signing certificate."
+    )
+    identity: str | None = Field(
+        default=None,
+        min_length=1,
+        description="With ca: the e-mail, URI or DNS name the signing certificate must carry.",
+    )
+
+    @model_validator(mode="after")
+    def _one_root(self) -> SignatureVerification:
+        roots = [self.signer, self.public_key, self.ca]
+        if sum(root is not None for root in roots) != 1:
+            raise ValueError("give exactly one of signer, publicKey and ca")
+        if (self.ca is None) != (self.identity is None):
+            raise ValueError("identity goes with ca, and ca needs it")
+        return self
+
+
 class WorkflowReference(WireModel):
     """Where the workflow spec lives and the digest it must have."""
 
@@ -60,6 +102,13 @@ class WorkflowReference(WireModel):
     digest: str = Field(
         description="sha256:<64 hex> of the spec's exact bytes; the pull refuses anything else.",
         pattern=r"^sha256:[0-9a-f]{64}$",
+    )
+    verify: SignatureVerification | None = Field(
+        default=None,
+        description=(
+            "Who must have signed the spec (and the evaluation dataset): the pull refuses "
+            "an unsigned, tampered or untrusted one for good, before anything is installed."
+        ),
     )
 
 
@@ -296,6 +345,10 @@ class RevisionRecord(WireModel):
     promoted_at: str | None = None
     reason: str | None = Field(
         default=None, description='Why it was deployed: "deploy" or "rollback to revision N".'
+    )
+    signed_by: str | None = Field(
+        default=None,
+        description="The signer the pull verified (spec.workflow.verify or the policy).",
     )
 
 

@@ -36,6 +36,10 @@ class WorkflowVersion(WireModel):
         default=None, description="sha256 of the spec's bytes (absent when it could not be read)."
     )
     valid: bool = Field(description="Whether it parses and verifies (else see status).")
+    signed_by: str | None = Field(
+        default=None,
+        description="The server's trusted signer whose signature of these bytes verified.",
+    )
 
 
 class WorkflowStep(WireModel):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from plnt.processes.apiprocesses import Slot
+from plnt.workflowspec.signers import SignaturePolicy
 
 MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
 """kube-apiserver's limit; aiohttp's 1 MiB default and plain-text 413 would be wrong."""
@@ -108,3 +109,5 @@ class ServerSettings:
     slot: Slot | None = None
     """Which of the server's API processes this one is (`--workers N`, N > 1); None: the
     only one."""
+    signatures: SignaturePolicy | None = None
+    """Trusted signers and the namespaces whose runs must name one (admission's check)."""

@@ -4,8 +4,9 @@
 
 Parses the flags into `SagaBenchmarkSettings`, runs the create burst (`starts_running.bench`,
 unless `--creates 0`) and then `saga_running.bench` (unless `--deploys 0`) in a temporary
-directory, prints `starts.report` and `saga.report` and, last, the results as one JSON
-line. Misses of a
+directory, then times what a required signature adds to a pull (`signatures`, unless
+`--signature-rounds 0`), prints `starts.report`, `saga.report` and the signature cost and,
+last, the results as one JSON line. Misses of a
 target are printed, never turned into a non-zero exit status. See docs/benchmarks.md
 ("Deploy saga") for what each number means.
 """
@@ -19,7 +20,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from plnt.bench import reports, saga, saga_running, starts, starts_running
+from plnt.bench import reports, saga, saga_running, signatures, starts, starts_running
 from plnt.bench.settings import SagaBenchmarkSettings
 
 
@@ -79,6 +80,12 @@ def parser() -> argparse.ArgumentParser:
         default=1,
         help="API server processes of plnt up for the deploys and invokes (1)",
     )
+    p.add_argument(
+        "--signature-rounds",
+        type=int,
+        default=50,
+        help="pulls timed with a signature check, the cost it adds to a deploy (50; 0 skips)",
+    )
     p.add_argument("--json", type=Path, help="also write the results to this file")
     return p
 
@@ -88,8 +95,8 @@ def parse_args(argv: Sequence[str] | None = None) -> SagaBenchmarkSettings:
     args = p.parse_args(argv)
     if args.deploys < 0 or args.creates < 0 or args.runner_starts < 0:
         p.error("--deploys, --creates and --runner-starts cannot be negative")
-    if args.deploys == 0 and args.creates == 0:
-        p.error("nothing to do: --deploys and --creates are both 0")
+    if args.deploys == 0 and args.creates == 0 and args.signature_rounds == 0:
+        p.error("nothing to do: --deploys, --creates and --signature-rounds are all 0")
     if not 0 <= args.evaluation_cases <= 200:
         p.error("--evaluation-cases must be between 0 and 200")
     if args.create_concurrency < 1 or args.create_rounds < 1:
@@ -117,7 +124,9 @@ def parse_args(argv: Sequence[str] | None = None) -> SagaBenchmarkSettings:
 
 def main(argv: Sequence[str] | None = None) -> int:
     settings = parse_args(argv)
+    rounds = parser().parse_args(argv).signature_rounds
     started = time.monotonic()
+    signed: signatures.SignatureCost | None = None
     burst: starts.BurstResults | None = None
     results = saga.SagaResults()
     with tempfile.TemporaryDirectory(prefix="plnt-bench-saga-") as tmp:
@@ -128,13 +137,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             burst = asyncio.run(starts_running.bench(burst_settings, Path(tmp)))
         if settings.deploys:
             results = asyncio.run(saga_running.bench(settings, Path(tmp)))
+        if rounds > 0:
+            signed = asyncio.run(signatures.measure(Path(tmp), rounds=rounds))
     invoke = saga_running.invoke_settings(settings)
     lines = starts.report(burst) if burst is not None else []
     document = saga.as_json(results, invoke) if settings.deploys else {}
     if burst is not None:
         document["creates"] = starts.as_json(burst)
+    if signed is not None:
+        document.update(signatures.as_json(signed))
     reports.emit(
-        lines + saga.report(results, invoke),
+        lines + saga.report(results, invoke) + (signatures.report(signed) if signed else []),
         document,
         started=started,
         json_file=settings.json_file,

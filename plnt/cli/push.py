@@ -10,6 +10,9 @@ artifact of that kind and prints the pinned reference `REF@sha256:…` as its la
 stdout, so scripts can take `| tail -n1`. Progress and errors go to stderr; exit codes are
 the table in `exits` (3 not found, 5 credentials refused, 6 invalid spec or dataset, 7 too
 large, 8 store unavailable, 9 digest mismatch). Both commands take the same `StoreOptions`.
+With `--sign-key` (and `--sign-cert`), `push` signs the bytes (`workflowspec.signing`,
+model-signing's Sigstore bundle) before anything is published and stores the signature
+beside the artifact; a key that cannot sign exits 2 with nothing published.
 """
 
 from __future__ import annotations
@@ -59,24 +62,60 @@ def push(
             show_default=False,
         ),
     ] = None,
+    sign_key: Annotated[
+        Path | None,
+        typer.Option(
+            help="Sign with this EC private key (PEM) and store the signature beside the "
+            "artifact (a Sigstore bundle, OpenSSF model-signing).",
+            show_default=False,
+        ),
+    ] = None,
+    sign_cert: Annotated[
+        Path | None,
+        typer.Option(
+            help="The signing certificate of the signing key (PEM; intermediates may follow it), "
+            "embedded so a verifier needs only the CA.",
+            show_default=False,
+        ),
+    ] = None,
     *,
     store: StoreOptions,
 ) -> None:
-    """Validate FILE, publish it to REF, and print the pinned reference as the last line."""
+    """Validate FILE, publish it to REF (signed, given a key), and print the pinned
+    reference as the last line."""
     with exits.reported(prefix=f"{file}: "):
         data = spec_files.read_bounded(file, limit=store.max_bytes)
         kind = kind or _kind_of(data, name=file.name)
     prefix = f"{file}: invalid evaluation dataset: " if kind is Kind.DATASET else f"{file}: "
     with exits.reported(prefix=prefix):
         artifact = _checked(data, kind)
+    signature = _signature(data, key=sign_key, certificate=sign_cert)
     with exits.reported():
-        pinned = asyncio.run(sources.publish(data, ref, config=store.settings(), kind=artifact))
+        pinned = asyncio.run(
+            sources.publish(data, ref, config=store.settings(), kind=artifact, signature=signature)
+        )
     typer.echo(
         f"pushed {_READ_AS[kind]} {file} ({len(data)} bytes, {artifact.media_type}) "
-        f"to {references.unpinned(pinned)}",
+        f"to {references.unpinned(pinned)}" + (" with its signature" if signature else ""),
         err=True,
     )
     typer.echo(str(pinned))
+
+
+def _signature(data: bytes, *, key: Path | None, certificate: Path | None) -> bytes | None:
+    """The signature bundle of `data`, or None when no key was given."""
+    if key is None:
+        if certificate is not None:
+            exits.fail(
+                "--sign-cert needs --sign-key (the certificate's private key)", exits.Code.USAGE
+            )
+        return None
+    from plnt.workflowspec import signing
+
+    try:
+        return signing.sign(data, key=key, certificate=certificate)
+    except signing.SigningFailed as error:
+        exits.fail(str(error), exits.Code.USAGE)
 
 
 def _kind_of(data: bytes, *, name: str) -> Kind:

@@ -31,10 +31,13 @@ def history_text(run: Mapping[str, Any]) -> str | None:
             r.get("backend"),
             r.get("promotedAt"),
             r.get("reason"),
+            r.get("signedBy") or "-",
         ]
         for r in status.get("history") or []
     ]
-    return printing.columns(["Revision", "Digest", "Backend", "Promoted At", "Reason"], rows)
+    return printing.columns(
+        ["Revision", "Digest", "Backend", "Promoted At", "Reason", "Signed By"], rows
+    )
 
 
 def _condition_rows(status: Mapping[str, Any]) -> list[list[Any]]:

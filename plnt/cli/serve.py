@@ -16,6 +16,7 @@ import typer
 from plnt.cli import api_process_count, exits
 from plnt.cli.catalog_options import CatalogOptions, with_catalog_options
 from plnt.cli.limit_options import LimitOptions, with_limit_options
+from plnt.cli.signature_options import SignatureOptions, with_signature_options
 from plnt.cli.temporal_options import TemporalOptions, with_temporal_options
 from plnt.processes.exiting import exit_now
 
@@ -54,6 +55,7 @@ def duration(text: str) -> float:
 @with_limit_options
 @with_temporal_options
 @with_catalog_options
+@with_signature_options
 def serve(
     tls_cert_file: Annotated[Path, _option("--tls-cert-file", "Serving certificate (PEM).")],
     tls_private_key_file: Annotated[
@@ -98,6 +100,7 @@ def serve(
     temporal: TemporalOptions,
     limits: LimitOptions,
     catalog: CatalogOptions,
+    signatures: SignatureOptions,
     sagas: Annotated[
         bool,
         typer.Option(
@@ -137,6 +140,7 @@ def serve(
         authorized_cache_ttl=duration(authorized_ttl),
         unauthorized_cache_ttl=duration(unauthorized_ttl),
         sagas=sagas,
+        signatures=signatures.policy(),
         limits=limits.settings(),
         catalog=catalog.settings(),
         api_processes=count,

@@ -12,6 +12,7 @@ import typer
 from plnt.cli import api_process_count
 from plnt.cli.catalog_options import CatalogOptions, with_catalog_options
 from plnt.cli.limit_options import LimitOptions, with_limit_options
+from plnt.cli.signature_options import SignatureOptions, with_signature_options
 from plnt.processes.exiting import exit_now
 
 # The server stack (aiohttp app, Temporal SDK) is imported inside the commands, so
@@ -28,6 +29,7 @@ def register(app: typer.Typer) -> None:
 
 @with_limit_options
 @with_catalog_options
+@with_signature_options
 def up(
     state_dir: Annotated[
         Path, typer.Option("--state-dir", help="Where etcd data, certificates and kubeconfig live.")
@@ -75,6 +77,7 @@ def up(
     *,
     limits: LimitOptions,
     catalog: CatalogOptions,
+    signatures: SignatureOptions,
 ) -> None:
     """Run etcd, Temporal, the plnt API server and the deploy worker until interrupted.
 
@@ -120,6 +123,7 @@ def up(
                 limits=limits.settings(),
                 catalog=catalog.settings(),
                 api_processes=count,
+                signatures=signatures.policy(),
             ),
             on_ready=ready,
         )

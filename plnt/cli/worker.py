@@ -16,6 +16,7 @@ import typer
 import yaml
 
 from plnt.cli import exits
+from plnt.cli.signature_options import SignatureOptions, with_signature_options
 from plnt.cli.temporal_options import TemporalOptions, with_temporal_options
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
@@ -40,6 +41,7 @@ def register(app: typer.Typer) -> None:
 
 
 @with_temporal_options
+@with_signature_options
 def worker(
     state_dir: Annotated[
         Path, typer.Option("--state-dir", help="Where runner processes and specs are kept.")
@@ -109,6 +111,7 @@ def worker(
     ] = "0.0.0.0",
     *,
     temporal: TemporalOptions,
+    signatures: SignatureOptions,
 ) -> None:
     """Run the deploy saga's workflow and activities until interrupted."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
@@ -153,6 +156,7 @@ def worker(
         probe_interval=probe_interval,
         cluster=cluster,
         metrics_at=None if metrics_port is None else (metrics_host, metrics_port),
+        signatures=signatures.policy(),
     )
     try:
         serving.run(api, connection, worker_settings, on_ready=_print_ready)

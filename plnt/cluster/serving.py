@@ -207,6 +207,7 @@ async def _listen_as(
         port=settings.secure_port,
         limits=settings.limits.per_process(count),
         catalog=settings.catalog,
+        signatures=settings.signatures,
         slot=slot,
     )
     control = starter.TemporalDeployControl(temporal) if temporal is not None else None

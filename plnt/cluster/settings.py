@@ -8,6 +8,7 @@ from pathlib import Path
 from plnt.apiserver.settings import CatalogSettings, ServingLimits
 from plnt.processes.apiprocesses import Slot
 from plnt.sagas.starter import TemporalConnection
+from plnt.workflowspec.signers import SignaturePolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,8 @@ class ClusterSettings:
     """`--catalog-sources`, `--catalog-refresh` (no sources file: an empty catalog)."""
     api_processes: int = 1
     """API server processes sharing `--secure-port` (`--workers`); 1: this process alone."""
+    signatures: SignaturePolicy | None = None
+    """`--trusted-signer`, `--require-signatures`: admission's signature policy."""
     child: Slot | None = None
     """Set in a sibling this replica's first API process started (`PLNT_WORKER_SLOT`): it
     serves its slot and starts no siblings of its own."""

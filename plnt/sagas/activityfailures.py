@@ -26,6 +26,8 @@ def spec_failure(error: Exception) -> ApplicationError:
     """A pull or parse failure as the typed error the workflow maps to a condition."""
     if isinstance(error, spec_errors.DigestMismatch):
         return fail(Failure.DIGEST_MISMATCH, str(error))
+    if isinstance(error, spec_errors.SignatureError):
+        return fail(Failure.SIGNATURE_REJECTED, str(error))
     if isinstance(error, spec_errors.InvalidReference | spec_errors.InvalidDigest):
         return fail(Failure.INVALID_REFERENCE, str(error))
     if isinstance(error, spec_errors.NotFound):

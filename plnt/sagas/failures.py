@@ -26,6 +26,8 @@ class Failure(enum.StrEnum):
     """The failure types of the deploy saga's activities."""
 
     DIGEST_MISMATCH = "DigestMismatch"
+    SIGNATURE_REJECTED = "SignatureRejected"
+    """The spec or dataset is unsigned, tampered with, or not by the signer required."""
     INVALID_SPEC = "InvalidSpec"
     INVALID_REFERENCE = "InvalidReference"
     SPEC_NOT_FOUND = "SpecNotFound"
@@ -83,6 +85,7 @@ class Failure(enum.StrEnum):
 _OWN_REASON = frozenset(
     {
         Failure.DIGEST_MISMATCH,
+        Failure.SIGNATURE_REJECTED,
         Failure.INVALID_SPEC,
         Failure.INVALID_REFERENCE,
         Failure.SPEC_NOT_FOUND,
@@ -110,6 +113,7 @@ _REASON_OF = {
 SPEC_ERRORS = frozenset(
     {
         Failure.DIGEST_MISMATCH,
+        Failure.SIGNATURE_REJECTED,
         Failure.INVALID_SPEC,
         Failure.INVALID_REFERENCE,
         Failure.SPEC_NOT_FOUND,

@@ -32,6 +32,7 @@ from plnt.sagas.control import DeployUnavailable
 from plnt.sagas.starter import TemporalConnection
 from plnt.sagas.targets import local_scrape
 from plnt.sagas.targets.routes import ClusterRoutes
+from plnt.workflowspec.signers import SignaturePolicy
 
 
 class WorkerError(Exception):
@@ -60,6 +61,8 @@ class WorkerSettings:
     cluster: Cluster | None = None
     metrics_at: tuple[str, int] | None = None
     """(host, port) to serve `GET /metrics` on (port 0: a free one); None: not served."""
+    signatures: SignaturePolicy | None = None
+    """Trusted signers and the namespaces whose specs and datasets must be signed."""
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,9 @@ async def serve(
             except ClusterError as error:
                 await api.close()
                 raise WorkerError(f"--runner-chart: {error}") from error
-        activities = worker.local_activities(api, settings.state_dir, kubernetes=kubernetes)
+        activities = worker.local_activities(
+            api, settings.state_dir, kubernetes=kubernetes, signatures=settings.signatures
+        )
         metrics = None
         metrics_url = None
         if settings.metrics_at is not None:

@@ -16,9 +16,19 @@ import asyncio
 import dataclasses
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from plnt.workflowspec import digests, documents, model, references, sources
+from plnt.workflowspec import (
+    digests,
+    documents,
+    model,
+    references,
+    signers,
+    sources,
+    verifying,
+)
 from plnt.workflowspec import errors as spec_errors
 
 
@@ -72,6 +82,37 @@ class SpecCache:
         data: bytes = await sources.for_reference(by_name, self.config).fetch(by_name, digest=None)
         digests.verify(data, digest, ref=str(by_name))
         return data
+
+    async def signature(self, ref: str, digest: str) -> bytes | None:
+        """The signature stored beside `ref` for `digest` (not cached: a signature may be
+        added or revoked by the publisher after the bytes were first pulled)."""
+        parsed = self._rooted(references.parse(ref))
+        return await sources.fetch_signature(parsed, digest, config=self.config)
+
+    async def verified(
+        self,
+        ref: str,
+        digest: str,
+        data: bytes,
+        *,
+        verify: Mapping[str, Any] | None,
+        namespace: str | None,
+        policy: signers.SignaturePolicy | None,
+    ) -> verifying.Verified | None:
+        """The required signer's verified signature of `data` (None: none is required).
+
+        `spec_errors.SignatureError` when it is missing, tampered or untrusted; only the
+        fetch of the signature may fail with a transient `Unavailable`.
+        """
+        signer = signers.required(
+            verify, namespace=namespace, policy=policy, digest=digest, ref=ref
+        )
+        if signer is None:
+            return None
+        bundle = await self.signature(ref, digest)
+        return await asyncio.to_thread(
+            verifying.verify, data, bundle, signer=signer, digest=digest, ref=ref
+        )
 
     async def workflow(self, ref: str, digest: str) -> tuple[bytes, model.Workflow]:
         """The bytes and the parsed workflow (SpecError if it is not valid)."""

@@ -80,10 +80,17 @@ class Deployment:
 
 @dataclass
 class PullRequest:
-    """Fetch the spec at `ref` and verify it has `digest`."""
+    """Fetch the spec at `ref` and verify it has `digest` (and, with `verify` or under the
+    worker's signature policy for `namespace`, the required signer's signature)."""
 
     ref: str
     digest: str
+    namespace: str | None = None
+    verify: dict[str, Any] | None = None
+    """The run's `spec.workflow.verify`, as written."""
+    dataset_ref: str | None = None
+    dataset_digest: str | None = None
+    """The evaluation dataset, verified against the same signer before anything is installed."""
 
 
 @dataclass
@@ -108,6 +115,8 @@ class PullResult:
     workflow: str
     has_smoke: bool
     attempt: int = 1
+    signer: str | None = None
+    """Who signed the spec (and the dataset), as verified (None: none was required)."""
 
 
 @dataclass

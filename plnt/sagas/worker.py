@@ -66,6 +66,7 @@ from plnt.sagas.targets.kubernetes import KubernetesTarget
 from plnt.sagas.targets.local import LocalTarget
 from plnt.sagas.targets.routes import ClusterRoutes
 from plnt.workflowspec import sources
+from plnt.workflowspec.signers import SignaturePolicy
 
 
 def local_activities(
@@ -74,6 +75,7 @@ def local_activities(
     *,
     config: sources.SourceSettings | None = None,
     kubernetes: Target | None = None,
+    signatures: SignaturePolicy | None = None,
 ) -> DeployActivities:
     """Activities with the local target, the spec cache and the layout root under `state_dir`
     (and the Kubernetes target, when the worker runs with a cluster). The local target
@@ -88,6 +90,7 @@ def local_activities(
         ),
         specs=SpecCache(state_dir / "specs", config=config, layout_root=state_dir / "layouts"),
         kubernetes=kubernetes,
+        signatures=signatures,
     )
 
 

@@ -80,6 +80,7 @@ from plnt.sagas.control import DeployUnavailable
 from plnt.sagas.metrics import SagaMetrics
 from plnt.standalone import apiprocess, modelserving, reclaiming, scrape
 from plnt.workflowspec import scanning
+from plnt.workflowspec.signers import SignaturePolicy
 
 log = logging.getLogger("plnt.standalone")
 
@@ -112,6 +113,8 @@ class StandaloneSettings:
     `STATE/layouts` (where `plnt push oci-layout:…` and `make up` put specs)."""
     api_processes: int = 1
     """API server processes sharing the port (`--workers`); 1: this process alone."""
+    signatures: SignaturePolicy | None = None
+    """Trusted signers and the namespaces whose runs must be signed (admission and pull)."""
 
 
 TOKEN_FILE = "tokens.csv"
@@ -339,6 +342,7 @@ async def _serve_api(
             default_sources=(scanning.EVERY_LAYOUT,),
         ),
         slot=slot,
+        signatures=settings.signatures,
     )
     control = starter.TemporalDeployControl(temporal) if temporal is not None else None
     application = app_module.build_app(server_settings, deploy=control)
@@ -356,7 +360,7 @@ async def _serve_api(
         )
         if settings.deploy_worker and temporal is not None:
             api = PlntClient.from_kubeconfig(kubeconfig)
-            activities = worker.local_activities(api, state)
+            activities = worker.local_activities(api, state, signatures=settings.signatures)
             # The deploy worker's metrics join the server's: one /metrics for both.
             metrics = SagaMetrics(application[keys.METRICS].registry)
             await parts.enter_async_context(  # probes too

@@ -251,6 +251,7 @@ class HistoryRow:
     reason: str
     current: bool
     weight: int | None
+    signed_by: str = ""
 
 
 def history(status: Mapping[str, Any] | None) -> list[HistoryRow]:
@@ -267,6 +268,7 @@ def history(status: Mapping[str, Any] | None) -> list[HistoryRow]:
             reason=str(record.get("reason") or ""),
             current=record.get("revision") == status.get("revision"),
             weight=weights.get(record.get("revision")),
+            signed_by=str(record.get("signedBy") or ""),
         )
         for record in status.get("history") or []
     ]

@@ -8,11 +8,17 @@
     ├── AuthenticationFailed  the store refused the credentials (or demanded some)
     ├── TooLarge              the content exceeds the size limit; it was not read in full
     ├── ProtocolError         the store answered something that is not a plnt workflow artifact
-    └── Unavailable           the store could not be reached or kept failing (after retries)
+    ├── Unavailable           the store could not be reached or kept failing (after retries)
+    └── SignatureError        the bytes are what was pinned, but not from whom was required
+        ├── SignatureMissing  no signature is stored beside the artifact
+        ├── SignatureInvalid  the signature does not cover these bytes (tampered either side)
+        └── SignerUntrusted   a valid signature, by a key, CA, identity or certificate that
+                              the verifier does not trust (or no trusted signer was named)
 
 Each source translates its library's exceptions into these exactly once, chaining the cause,
 so callers (the pull saga step, `plnt push`) never see requests, botocore or OS errors.
-Only `Unavailable` is transient: it is the one error sources retry.
+Only `Unavailable` is transient: it is the one error sources retry. Signature errors are
+raised by `verifying` (never by a source) and are final: a retry fetches the same bytes.
 """
 
 from __future__ import annotations
@@ -74,3 +80,25 @@ class Unavailable(SourceError):
     def __init__(self, message: str, *, attempts: int = 1, ref: str = "") -> None:
         super().__init__(message, ref=ref)
         self.attempts = attempts
+
+
+class SignatureError(SourceError):
+    """The signature check refused the artifact: `digest` is what was checked, `expected` the
+    signer that was required (as `verifying.Signer.describe` names it)."""
+
+    def __init__(self, message: str, *, digest: str, expected: str, ref: str = "") -> None:
+        super().__init__(message, ref=ref)
+        self.digest = digest
+        self.expected = expected
+
+
+class SignatureMissing(SignatureError):
+    """No signature of the digest is stored where the artifact lives."""
+
+
+class SignatureInvalid(SignatureError):
+    """The stored signature is malformed, or does not cover the pinned bytes."""
+
+
+class SignerUntrusted(SignatureError):
+    """The signature is by someone the verifier does not trust, or none was named."""

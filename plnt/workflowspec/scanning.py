@@ -4,7 +4,8 @@ key under an S3 prefix, each resolved to its digest, read, verified and parsed.
 What the workflow catalog lists (`plnt.registry.workflows`). A source is named as a
 reference without a tag (`oci://HOST/REPO`, `oci-layout:PATH`) or with one (only that
 tag), `s3://BUCKET/PREFIX` (every `.yaml`, `.yml` or `.json` key under it), or
-`oci-layout:*` (every layout directly under the layout root). A tag that holds an
+`oci-layout:*` (every layout directly under the layout root). A signature's tag (`sha256-….sig`) is
+no version of its own. A tag that holds an
 evaluation dataset (`artifacts.DATASET`, pushed beside the specs) is no workflow and is
 left out; under S3, where keys carry no artifact type, keep datasets under another prefix
 or name them `.jsonl`. A relative layout path is read inside the layout root and named
@@ -15,6 +16,11 @@ A spec is read once per digest: a later scan resolves each tag to its digest (an
 manifest, a layout's index; for S3 the object's ETag names the bytes it read last) and
 reads the bytes only for a digest it has not seen. Bytes are verified against the digest
 before they are parsed, as a pull verifies them.
+
+With trusted signers (the server's `--trusted-signer`), each spec's signature is looked up
+beside it and checked against them once per digest: `Found.signed_by` names the first that
+verifies, so the catalog lists who published each version. An unsigned or untrusted spec
+is still listed (the pull, not the catalog, enforces the policy).
 
 Errors: nothing raises out of `Scanner.scan` for a failing store or a broken spec. A
 source that cannot be listed is a `SourceScan.error`; a tag that cannot be resolved,
@@ -28,14 +34,14 @@ import asyncio
 import collections
 import dataclasses
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from plnt.workflowspec import digests, documents, errors, model, references
+from plnt.workflowspec import digests, documents, errors, model, references, signers, verifying
 from plnt.workflowspec.sources import artifacts, settings
 from plnt.workflowspec.sources.oci_layout import LAYOUT_FILE, OciLayoutSource
 from plnt.workflowspec.sources.oci_registry import OciRegistrySource
@@ -70,6 +76,8 @@ class Found:
     name_hint: str
     """A DNS-1123 name for it: the spec's `metadata.name` when it has a readable one, else
     derived from where it was found (repository, key or tag)."""
+    signed_by: str | None = None
+    """The trusted signer whose signature of the bytes verified, if any."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +94,7 @@ class _Read:
     workflow: model.Workflow | None
     problem: Problem | None
     name: str | None
+    signed_by: str | None = None
 
 
 def problem_of(error: Exception) -> Problem:
@@ -105,8 +114,10 @@ class Scanner:
         layout_root: Path | None = None,
         concurrency: int = 4,
         remembered: int = 4096,
+        trusted: Sequence[signers.Signer] = (),
     ) -> None:
         self.layout_root = layout_root
+        self.trusted = tuple(trusted)
         self._registry = OciRegistrySource(config.registry, config.limits)
         self._layouts = OciLayoutSource(config.limits)
         self._s3 = S3Source(config.s3, config.limits)
@@ -143,7 +154,11 @@ class Scanner:
         readable = self._readable(ref)
         tags = [ref.tag] if ref.tag else await store.tags(readable)
         found = await asyncio.gather(
-            *(self._tag(ref, readable, tag, store) for tag in tags if tag is not None)
+            *(
+                self._tag(ref, readable, tag, store)
+                for tag in tags
+                if tag is not None and not artifacts.is_signature_tag(tag)
+            )
         )
         return [one for one in found if one is not None]
 
@@ -167,8 +182,14 @@ class Scanner:
             return None
         digest = layer.digest
         pinned = str(references.pinned(named, digest))
-        read = await self._spec(digest, lambda: store.fetch(at, digest=digest))
-        return Found(tag, pinned, digest, read.workflow, read.problem, read.name or hint)
+        read = await self._spec(
+            digest,
+            lambda: store.fetch(at, digest=digest),
+            lambda: store.fetch_signature(at, digest),
+        )
+        return Found(
+            tag, pinned, digest, read.workflow, read.problem, read.name or hint, read.signed_by
+        )
 
     async def _every_layout(self) -> list[Found]:
         root = self.layout_root
@@ -210,7 +231,9 @@ class Scanner:
         if seen is not None and seen in self._read:
             read = self._read[seen]
             pinned = str(references.pinned(ref, seen))
-            return Found(key, pinned, seen, read.workflow, read.problem, read.name or hint)
+            return Found(
+                key, pinned, seen, read.workflow, read.problem, read.name or hint, read.signed_by
+            )
         try:
             async with self._slots:
                 data = await self._s3.fetch(ref, digest=None)
@@ -218,13 +241,22 @@ class Scanner:
             return Found(key, str(ref), None, None, problem_of(error), hint)
         digest = digests.compute(data)
         self._remember(self._etags, (bucket, key, etag), digest)
-        read = await self._spec(digest, lambda: _ready(data))
+        read = await self._spec(
+            digest, lambda: _ready(data), lambda: self._s3.fetch_signature(ref, digest)
+        )
         pinned = str(references.pinned(ref, digest))
-        return Found(key, pinned, digest, read.workflow, read.problem, read.name or hint)
+        return Found(
+            key, pinned, digest, read.workflow, read.problem, read.name or hint, read.signed_by
+        )
 
     # -- specs --------------------------------------------------------------------------
 
-    async def _spec(self, digest: str, fetch: Callable[[], Awaitable[bytes]]) -> _Read:
+    async def _spec(
+        self,
+        digest: str,
+        fetch: Callable[[], Awaitable[bytes]],
+        signature: Callable[[], Awaitable[bytes | None]],
+    ) -> _Read:
         """The spec of `digest`, read (and verified) once; a failed read is not remembered,
         so the next scan tries again."""
         known = self._read.get(digest)
@@ -238,8 +270,32 @@ class Scanner:
         except errors.SourceError as error:
             return _Read(None, problem_of(error), None)
         read = _parsed(data)
+        if self.trusted and read.workflow is not None:
+            read = dataclasses.replace(read, signed_by=await self._signer(data, digest, signature))
         self._remember(self._read, digest, read)
         return read
+
+    async def _signer(
+        self, data: bytes, digest: str, signature: Callable[[], Awaitable[bytes | None]]
+    ) -> str | None:
+        """The first trusted signer whose signature of `data` verifies (None: unsigned,
+        unreadable, or by no one trusted: the catalog lists, the pull enforces)."""
+        try:
+            async with self._slots:
+                bundle = await signature()
+        except errors.SourceError:
+            return None
+        if bundle is None:
+            return None
+        for signer in self.trusted:
+            try:
+                verified = await asyncio.to_thread(
+                    verifying.verify, data, bundle, signer=signer, digest=digest
+                )
+            except errors.SignatureError:
+                continue
+            return verified.signer
+        return None
 
     def _remember(self, memo: collections.OrderedDict[Any, Any], key: Any, value: Any) -> None:
         memo[key] = value

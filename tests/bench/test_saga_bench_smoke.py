@@ -48,6 +48,7 @@ def test_benchmark_bursts_deploys_invokes_through_api_direct_and_both_floors_and
     printed = json.loads(lines[-1])
     assert printed == json.loads(out.read_text())
     assert printed["deploy"]["count"] == 2
+    assert 0 < printed["signature_pull_p50_ms"] <= printed["signature_pull_p95_ms"]
     assert {"p50_s", "p95_s", "max_s", "first_s", "saga_share_p50_s"} <= set(printed["deploy"])
     for way in ("executed", "forked"):
         assert printed["runner_start"][way]["count"] == 2

@@ -45,6 +45,14 @@ VALUES_SETS: dict[str, dict[str, Any] | None] = {
             }
         }
     },
+    "signing": {
+        "signing": {
+            "signers": [
+                {"name": "ci", "secret": "ci-ca", "key": "ca.pem", "identity": "ci@example.com"}
+            ],
+            "requireIn": ["prod"],
+        }
+    },
     "ha": {
         "apiserver": {"replicas": 3, "podAntiAffinity": "hard"},
         "etcd": {"replicas": 3},

@@ -36,6 +36,9 @@ NOT_IN_KUBERNETES_SCHEMAS = {
 }
 # Every flag of `plnt serve` the chart may pass.
 SERVE_FLAGS = {
+    "trusted-signer",
+    "signer-identity",
+    "require-signatures",
     "bind-address",
     "secure-port",
     "tls-cert-file",

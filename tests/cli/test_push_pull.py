@@ -148,4 +148,5 @@ def test_push_and_pull_offer_the_same_store_options() -> None:
 
     shared = {"--username", "--password", "--ca-file", "--max-bytes", "--timeout", "--s3-region"}
     assert shared <= options("push")
-    assert options("push") - {"--kind"} == options("pull") - {"--output", "--digest"}
+    push_only = {"--kind", "--sign-key", "--sign-cert"}
+    assert options("push") - push_only == options("pull") - {"--output", "--digest"}

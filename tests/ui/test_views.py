@@ -55,6 +55,20 @@ def test_history_is_newest_first_with_the_traffic_each_revision_takes() -> None:
     ]
 
 
+def test_history_rows_name_who_signed_each_revision() -> None:
+    status = {
+        "history": [
+            {"revision": 1, "digest": "a"},
+            {"revision": 2, "digest": "b", "signedBy": "release (key sha256:0123456789abcdef)"},
+        ]
+    }
+    rows = views.history(status)
+    assert [(r.revision, r.signed_by) for r in rows] == [
+        (2, "release (key sha256:0123456789abcdef)"),
+        (1, ""),
+    ]
+
+
 def test_form_fields_follow_the_inputs_schema() -> None:
     schema = {
         "type": "object",

@@ -179,3 +179,39 @@ Secrets they name mounted read-only (none with the in-chart dev server).
     defaultMode: 0440
 {{- end }}
 {{- end }}
+
+{{- /* Signed specs and datasets (docs/security.md): each trusted signer's PEM (a public key
+       or a CA, from the ConfigMap or Secret it names) mounted into the API server and the
+       worker, and the same policy flags on both, so admission and the pull agree. */}}
+{{- define "plnt.signing.args" -}}
+{{- range .Values.signing.signers }}
+- {{ printf "--trusted-signer=%s=/etc/plnt/signers/%s/%s" .name .name .key | quote }}
+{{- if .identity }}
+- {{ printf "--signer-identity=%s=%s" .name .identity | quote }}
+{{- end }}
+{{- end }}
+{{- range .Values.signing.requireIn }}
+- {{ printf "--require-signatures=%s" . | quote }}
+{{- end }}
+{{- end }}
+
+{{- define "plnt.signing.volumeMounts" -}}
+{{- range .Values.signing.signers }}
+- name: signer-{{ .name }}
+  mountPath: /etc/plnt/signers/{{ .name }}
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "plnt.signing.volumes" -}}
+{{- range .Values.signing.signers }}
+- name: signer-{{ .name }}
+  {{- if .secret }}
+  secret:
+    secretName: {{ .secret }}
+  {{- else }}
+  configMap:
+    name: {{ .configMap }}
+  {{- end }}
+{{- end }}
+{{- end }}

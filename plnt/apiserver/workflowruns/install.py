@@ -33,7 +33,9 @@ def _store(storing: kinds.Storing) -> ResourceStore:
     hooks = storing.app.get(run_keys.DEPLOY_HOOKS)
     if hooks is None:
         return kinds.plain_store(storing)
-    definition = workflowruns.with_teardown(standalone=storing.standalone)
+    definition = workflowruns.with_teardown(
+        standalone=storing.standalone, signatures=storing.app[keys.SETTINGS].signatures
+    )
     return ResourceStore(
         definition, storing.storage, admission=storing.admission, after_write=(hooks,)
     )

@@ -29,11 +29,16 @@ def _store(storing: kinds.Storing) -> ResourceStore:
     """The catalog's store over its own memory, and the refresher that fills it."""
     app, d = storing.app, storing.definition
     settings = app[keys.SETTINGS].catalog
+    policy = app[keys.SETTINGS].signatures
     held = MemoryStore()
     config = SourceSettings(registry=RegistrySettings.from_env())
     catalog = refreshing.Catalog(
         settings,
-        scanner=scanning.Scanner(config, layout_root=settings.layout_root),
+        scanner=scanning.Scanner(
+            config,
+            layout_root=settings.layout_root,
+            trusted=tuple(policy.signers.values()) if policy is not None else (),
+        ),
         writer=syncing.CatalogWriter(d, held),
     )
     app[workflow_keys.CATALOG] = catalog

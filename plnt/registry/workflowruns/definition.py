@@ -40,6 +40,7 @@ from plnt.registry.definitions import (
 from plnt.registry.objects import Object, lookup
 from plnt.registry.workflowruns import transitions
 from plnt.registry.workflowruns.strategy import WorkflowRunStrategy
+from plnt.workflowspec.signers import SignaturePolicy
 
 
 def _backend(obj: Object) -> str | None:
@@ -244,11 +245,14 @@ DEFINITION = ResourceDefinition(
 )
 
 
-def with_teardown(*, standalone: bool = True) -> ResourceDefinition:
+def with_teardown(
+    *, standalone: bool = True, signatures: SignaturePolicy | None = None
+) -> ResourceDefinition:
     """The WorkflowRun definition of a server with sagas: new runs get the teardown
     finalizer, new generations the Reconciling condition; a standalone one warns that it
-    cannot start `kubernetes` runners, one in a cluster does not."""
+    cannot start `kubernetes` runners, one in a cluster does not. With `signatures`, runs in
+    the namespaces it binds must name one of its trusted signers."""
     strategy = WorkflowRunStrategy(
-        model=WorkflowRun, teardown_finalizer=True, local_only=standalone
+        model=WorkflowRun, teardown_finalizer=True, local_only=standalone, signatures=signatures
     )
     return dataclasses.replace(DEFINITION, strategy=strategy)

@@ -12,6 +12,10 @@ right after its create or spec change sees it in progress, not done: kstatus (He
 one, an observedGeneration that still names the previous generation. The saga's
 reporter replaces these conditions once it reports on the generation
 (`plnt.sagas.deploying.workflow.reporting`).
+
+Where the server's signature policy binds the run's namespace (`plnt serve
+--require-signatures`), a run whose `spec.workflow.verify` names none of the trusted signers
+is refused here (`workflowspec.signers.admission_causes`): the pull could only fail it.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from plnt.registry.labelnames import go_quote
 from plnt.registry.objects import Object, lookup
 from plnt.registry.strategy import Strategy
 from plnt.workflowspec import errors as spec_errors
-from plnt.workflowspec import references
+from plnt.workflowspec import references, signers
 
 RECONCILING = "Reconciling"
 STALLED = "Stalled"
@@ -46,10 +50,14 @@ class WorkflowRunStrategy(Strategy):
         model: type[WorkflowRun],
         teardown_finalizer: bool = False,
         local_only: bool = True,
+        signatures: signers.SignaturePolicy | None = None,
     ) -> None:
         super().__init__(model=model)
         self.teardown_finalizer = teardown_finalizer
         self.local_only = local_only
+        self.signatures = signatures
+        """The server's signature policy: runs in the namespaces it binds must name one of
+        its trusted signers."""
         """No cluster behind this server (standalone): `spec.target: kubernetes` is warned
         about, since nothing here can start such runners."""
 
@@ -88,6 +96,18 @@ class WorkflowRunStrategy(Strategy):
                 )
             )
         causes.extend(_reference_causes(obj))
+        causes.extend(
+            errors.Cause(
+                "FieldValueRequired" if "Required" in message else "FieldValueInvalid",
+                message,
+                field,
+            )
+            for field, message in signers.admission_causes(
+                lookup(obj, "spec", "workflow", "verify"),
+                namespace=str(lookup(obj, "metadata", "namespace") or ""),
+                policy=self.signatures,
+            )
+        )
         route = lookup(obj, "spec", "route")
         target = lookup(obj, "spec", "target") or "local"
         if isinstance(route, dict) and route.get("enabled", True) and target != "kubernetes":

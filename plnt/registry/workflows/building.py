@@ -104,6 +104,7 @@ def _version(source: str, found: scanning.Found) -> WorkflowVersion:
         ref=found.ref,
         digest=found.digest,
         valid=found.workflow is not None,
+        signed_by=found.signed_by,
     )
 
 

@@ -35,6 +35,7 @@ from plnt.sagas.speccache import SpecCache
 from plnt.sagas.targets import interface as targets
 from plnt.workflowspec import documents
 from plnt.workflowspec import errors as spec_errors
+from plnt.workflowspec.signers import SignaturePolicy
 
 WORKFLOWRUNS = names.WORKFLOWRUNS
 COMPONENT = "plnt-deploy"
@@ -63,8 +64,11 @@ class DeployActivities:
         specs: SpecCache,
         kubernetes: targets.Target | None = None,
         probe_timeout: float = 30.0,
+        signatures: SignaturePolicy | None = None,
     ) -> None:
         self.api = api
+        self.signatures = signatures
+        """Trusted signers, and the namespaces whose specs must be signed by one."""
         self.target = target
         self.kubernetes = kubernetes
         self.specs = specs
@@ -160,12 +164,34 @@ class DeployActivities:
 
     @activity.defn(name=activitynames.PULL_SPEC)
     async def pull(self, request: v.PullRequest) -> v.PullResult:
-        """Fetch the spec, verify its digest, validate it, and keep it in the spec cache."""
+        """Fetch the spec, verify its digest and (when required) its signature, validate it,
+        and keep it in the spec cache."""
         try:
-            data, workflow = await self.specs.workflow(request.ref, request.digest)
+            data = await self.specs.ensure(request.ref, request.digest)
+            # The signature before the parse: an untrusted spec is refused as untrusted.
+            signed = await self.specs.verified(
+                request.ref,
+                request.digest,
+                data,
+                verify=request.verify,
+                namespace=request.namespace,
+                policy=self.signatures,
+            )
+            if signed is not None and request.dataset_ref and request.dataset_digest:
+                dataset = await self.specs.ensure(request.dataset_ref, request.dataset_digest)
+                await self.specs.verified(
+                    request.dataset_ref,
+                    request.dataset_digest,
+                    dataset,
+                    verify=request.verify,
+                    namespace=request.namespace,
+                    policy=self.signatures,
+                )
+            workflow = documents.parse_workflow(data)
         except (spec_errors.SourceError, documents.SpecError) as error:
             raise spec_failure(error) from error
         return v.PullResult(
+            signer=signed.signer if signed is not None else None,
             digest=request.digest,
             size=len(data),
             workflow=f"{workflow.metadata.name}@{workflow.metadata.version}",

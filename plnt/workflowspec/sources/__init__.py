@@ -6,6 +6,8 @@ stores bytes and returns the reference pinned to their digest; its `kind` (a wor
 unless told, or an evaluation dataset) only labels the artifact, and a pull takes either.
 Every source bounds sizes (`Limits.max_bytes`), time (per-request timeouts) and retries
 (transient failures only).
+A signature (`publish(signature=…)`, a Sigstore bundle) is stored where the artifact lives
+and found again by the artifact's digest (`fetch_signature`); checking it is `verifying`'s.
 Blocking libraries (oras/requests, botocore, file I/O) run in worker threads.
 """
 
@@ -30,6 +32,7 @@ __all__ = [
     "S3Settings",
     "Source",
     "SourceSettings",
+    "fetch_signature",
     "for_reference",
     "publish",
     "pull",
@@ -50,6 +53,14 @@ class Source(Protocol[RefT_contra]):
         self, data: bytes, ref: RefT_contra, *, kind: artifacts.Kind = artifacts.WORKFLOW
     ) -> references.Reference:
         """Store `data` at `ref` as a `kind` artifact; return `ref` pinned to its digest."""
+        ...
+
+    async def attach_signature(self, ref: RefT_contra, bundle: bytes) -> None:
+        """Store `bundle` beside the artifact the pinned `ref` names, as its signature."""
+        ...
+
+    async def fetch_signature(self, ref: RefT_contra, digest: digests.Digest) -> bytes | None:
+        """The signature stored beside `ref` for the bytes `digest`, or None if there is none."""
         ...
 
 
@@ -116,9 +127,11 @@ async def publish(
     *,
     config: SourceSettings | None = None,
     kind: artifacts.Kind = artifacts.WORKFLOW,
+    signature: bytes | None = None,
 ) -> references.Reference:
-    """Store `data` at `ref` (a tag or key, not a digest) as a `kind` artifact; return the
-    pinned reference."""
+    """Store `data` at `ref` (a tag or key, not a digest) as a `kind` artifact, and
+    `signature` (a bundle `signing.sign` made of `data`) beside it; return the pinned
+    reference."""
     parsed = references.parse(ref) if isinstance(ref, str) else ref
     if parsed.digest is not None:
         raise errors.InvalidReference(
@@ -126,4 +139,19 @@ async def publish(
             ref=str(parsed),
         )
     source = for_reference(parsed, config or SourceSettings())
-    return await source.publish(data, parsed, kind=kind)
+    pinned = await source.publish(data, parsed, kind=kind)
+    if signature is not None:
+        await source.attach_signature(pinned, signature)
+    return pinned
+
+
+async def fetch_signature(
+    ref: str | references.Reference,
+    digest: str,
+    *,
+    config: SourceSettings | None = None,
+) -> bytes | None:
+    """The signature stored beside `ref` for the bytes `digest` (unverified), or None."""
+    parsed = references.parse(ref) if isinstance(ref, str) else ref
+    wanted = digests.parse(digest)
+    return await for_reference(parsed, config or SourceSettings()).fetch_signature(parsed, wanted)

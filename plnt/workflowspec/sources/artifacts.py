@@ -11,6 +11,13 @@ A pull takes the one plnt layer of either kind: the quality gate fetches its dat
 the same spec cache and sources as a spec, and what the bytes are is for their reader to
 check (a dataset read as a spec fails the spec's loader, naming why). The catalog lists
 only workflow artifacts. Registries and OCI layouts share this module.
+
+A signature (`plnt push --sign-key`, a Sigstore bundle made by model-signing) is attached
+to the artifact it signs: an image manifest of `artifactType`
+`application/vnd.dev.sigstore.bundle.v0.3+json` whose one layer is the bundle and whose
+`subject` is the artifact's manifest (so registries with the OCI 1.1 referrers API list it),
+tagged `sha256-<spec hex>.sig`: a pull knows the spec's digest, not the manifest's, and a
+tag works on every registry, OCI 1.0 ones and layouts included.
 """
 
 from __future__ import annotations
@@ -35,6 +42,9 @@ ACCEPT = ", ".join((MANIFEST_MEDIA_TYPE, INDEX_MEDIA_TYPE, DOCKER_MANIFEST_MEDIA
 TITLE_ANNOTATION = "org.opencontainers.image.title"
 REF_NAME_ANNOTATION = "org.opencontainers.image.ref.name"
 SPEC_FILENAME = "workflow.yaml"
+SIGNATURE_ARTIFACT_TYPE = "application/vnd.dev.sigstore.bundle.v0.3+json"
+"""A signature: a Sigstore bundle (v0.3), the artifact type and its layer's media type."""
+SIGNATURE_FILENAME = "signature.sigstore.json"
 
 
 @dataclass(frozen=True)
@@ -132,3 +142,45 @@ def spec_layer(manifest: bytes, *, ref: str) -> Descriptor:
     except errors.InvalidDigest as exc:
         raise errors.ProtocolError(f"{ref}: the spec layer: {exc}", ref=ref) from exc
     return Descriptor(media_type, digest, size)
+
+
+def signature_tag(digest: digests.Digest) -> str:
+    """The tag of the signature of the artifact whose bytes hash to `digest`."""
+    return f"{digests.ALGORITHM}-{digests.hex_of(digest)}.sig"
+
+
+def is_signature_tag(tag: str) -> bool:
+    """Whether `tag` holds a signature (`signature_tag`), not a spec or dataset."""
+    return tag.startswith(f"{digests.ALGORITHM}-") and tag.endswith(".sig")
+
+
+def signature_manifest(bundle: bytes, subject: Descriptor) -> dict[str, Any]:
+    """The manifest that attaches `bundle` to the artifact manifest `subject`."""
+    layer = Descriptor(SIGNATURE_ARTIFACT_TYPE, digests.compute(bundle), len(bundle)).to_json()
+    layer["annotations"] = {TITLE_ANNOTATION: SIGNATURE_FILENAME}
+    return {
+        "schemaVersion": 2,
+        "mediaType": MANIFEST_MEDIA_TYPE,
+        "artifactType": SIGNATURE_ARTIFACT_TYPE,
+        "config": config_descriptor().to_json(),
+        "layers": [layer],
+        "subject": subject.to_json(),
+    }
+
+
+def signature_layer(manifest: bytes, *, ref: str) -> Descriptor:
+    """The bundle layer of a fetched signature manifest; `errors.ProtocolError` if none."""
+    try:
+        document = json.loads(manifest)
+        (layer,) = [
+            layer
+            for layer in document["layers"]
+            if isinstance(layer, dict) and layer.get("mediaType") == SIGNATURE_ARTIFACT_TYPE
+        ]
+        return Descriptor(
+            SIGNATURE_ARTIFACT_TYPE, digests.parse(str(layer["digest"])), int(layer["size"])
+        )
+    except (ValueError, KeyError, TypeError, errors.InvalidDigest) as exc:
+        raise errors.ProtocolError(
+            f"{ref}: the signature manifest has no single Sigstore bundle layer", ref=ref
+        ) from exc

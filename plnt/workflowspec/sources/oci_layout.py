@@ -49,6 +49,16 @@ class OciLayoutSource:
         """Write the spec (or dataset), its manifest and the tag; return the pinned reference."""
         return await asyncio.to_thread(self._publish, data, ref, kind)
 
+    async def attach_signature(self, ref: references.LayoutRef, bundle: bytes) -> None:
+        """Store `bundle` as the signature of the pinned `ref` (artifacts' module docstring)."""
+        await asyncio.to_thread(self._attach, ref, bundle)
+
+    async def fetch_signature(
+        self, ref: references.LayoutRef, digest: digests.Digest
+    ) -> bytes | None:
+        """The signature stored for `digest` in `ref`'s layout, or None."""
+        return await asyncio.to_thread(self._fetch_signature, ref, digest)
+
     async def tags(self, ref: references.LayoutRef) -> list[str]:
         """Every tag `index.json` names, in its order (NotFound when it is no layout)."""
         return await asyncio.to_thread(self._tags, ref)
@@ -114,12 +124,52 @@ class OciLayoutSource:
             manifest = artifacts.encode(artifacts.manifest_for(data, kind))
             manifest_digest = _write_blob(root, manifest)
             with _locked(root):
-                _tag(root, tag, manifest_digest, size=len(manifest), kind=kind)
+                _tag(
+                    root, tag, manifest_digest, size=len(manifest), artifact_type=kind.artifact_type
+                )
         except OSError as exc:
             raise errors.Unavailable(
                 f"{ref}: cannot write the layout: {exc}", ref=str(ref)
             ) from exc
         return references.LayoutRef(path=ref.path, tag=tag, digest=spec_digest)
+
+    def _attach(self, ref: references.LayoutRef, bundle: bytes) -> None:
+        root, text = Path(ref.path), str(ref)
+        assert ref.digest is not None, "a signature is attached to a pinned reference"
+        tag = ref.tag or DEFAULT_TAG
+        subject_digest = _lookup_tag(root, tag, ref=text, limit=self._limits.max_bytes)
+        subject = artifacts.Descriptor(
+            artifacts.MANIFEST_MEDIA_TYPE,
+            subject_digest,
+            _blob_path(root, subject_digest).stat().st_size,
+        )
+        try:
+            _write_blob(root, bundle)
+            manifest = artifacts.encode(artifacts.signature_manifest(bundle, subject))
+            manifest_digest = _write_blob(root, manifest)
+            with _locked(root):
+                _tag(
+                    root,
+                    artifacts.signature_tag(ref.digest),
+                    manifest_digest,
+                    size=len(manifest),
+                    artifact_type=artifacts.SIGNATURE_ARTIFACT_TYPE,
+                )
+        except OSError as exc:
+            raise errors.Unavailable(f"{ref}: cannot write the signature: {exc}", ref=text) from exc
+
+    def _fetch_signature(self, ref: references.LayoutRef, digest: digests.Digest) -> bytes | None:
+        root, text = Path(ref.path), str(ref)
+        limit = self._limits.max_manifest_bytes
+        try:
+            manifest_digest = _lookup_tag(
+                root, artifacts.signature_tag(digest), ref=text, limit=self._limits.max_bytes
+            )
+        except errors.NotFound:
+            return None
+        manifest = _read_blob(root, manifest_digest, limit=limit, ref=text)
+        layer = artifacts.signature_layer(manifest, ref=text)
+        return _read_blob(root, layer.digest, limit=limit, ref=text)
 
 
 def _check_size(size: int, limit: int, *, ref: str) -> None:
@@ -180,7 +230,7 @@ def _read_index(root: Path, *, ref: str, limit: int) -> dict[str, Any]:
 
 
 def _tag(
-    root: Path, tag: str, manifest_digest: digests.Digest, *, size: int, kind: artifacts.Kind
+    root: Path, tag: str, manifest_digest: digests.Digest, *, size: int, artifact_type: str
 ) -> None:
     index = _read_index(root, ref=str(root), limit=64 * settings.MIB)
     kept = [
@@ -191,7 +241,7 @@ def _tag(
     kept.append(
         {
             "mediaType": artifacts.MANIFEST_MEDIA_TYPE,
-            "artifactType": kind.artifact_type,
+            "artifactType": artifact_type,
             "digest": manifest_digest,
             "size": size,
             "annotations": {artifacts.REF_NAME_ANNOTATION: tag},

@@ -80,6 +80,22 @@ class OciRegistrySource:
             digest=digests.compute(data),
         )
 
+    async def attach_signature(self, ref: references.OciRef, bundle: bytes) -> None:
+        """Push `bundle` as the signature of the pinned `ref` (artifacts' module docstring)."""
+        await retrying.call(
+            lambda: asyncio.to_thread(self._attach, ref, bundle),
+            limits=self._limits,
+            what=f"pushing the signature of {ref}",
+        )
+
+    async def fetch_signature(self, ref: references.OciRef, digest: digests.Digest) -> bytes | None:
+        """The signature pushed for `digest` beside `ref`, or None."""
+        return await retrying.call(
+            lambda: asyncio.to_thread(self._fetch_signature, ref, digest),
+            limits=self._limits,
+            what=f"pulling the signature of {ref}",
+        )
+
     async def tags(self, ref: references.OciRef) -> list[str]:
         """Every tag of `ref`'s repository, as the registry lists them (all pages)."""
         return await retrying.call(
@@ -181,6 +197,82 @@ class OciRegistrySource:
             registry.session.close()
         digests.verify(data, digest, ref=text)
         return data
+
+    def _attach(self, ref: references.OciRef, bundle: bytes) -> None:
+        text = str(ref)
+        assert ref.digest is not None, "a signature is attached to a pinned reference"
+        registry = self._client(ref)
+        try:
+            container = registry.get_container(_container_name(ref, tag_only=True))
+            # The subject is the manifest as the registry stores it (its bytes, its digest).
+            subject = registry.read_limited(
+                f"{registry.prefix}://{container.manifest_url()}",
+                accept=artifacts.ACCEPT,
+                limit=self._limits.max_manifest_bytes,
+                ref=text,
+                missing=f"tag {ref.tag or DEFAULT_TAG!r} of {ref.repository}",
+            ).data
+            described = artifacts.Descriptor(
+                artifacts.MANIFEST_MEDIA_TYPE, digests.compute(subject), len(subject)
+            )
+            with tempfile.TemporaryDirectory(prefix="plnt-push-") as tmp:
+                for descriptor, content in (
+                    (
+                        artifacts.Descriptor(
+                            artifacts.SIGNATURE_ARTIFACT_TYPE, digests.compute(bundle), len(bundle)
+                        ),
+                        bundle,
+                    ),
+                    (artifacts.config_descriptor(), artifacts.EMPTY_CONFIG),
+                ):
+                    path = Path(tmp) / digests.hex_of(descriptor.digest)
+                    path.write_bytes(content)
+                    response = registry.upload_blob(str(path), container, descriptor.to_json())
+                    _expect_success(response, ref=text, what=f"uploading blob {descriptor.digest}")
+            signature = registry.get_container(
+                f"{ref.host}/{ref.repository}:{artifacts.signature_tag(ref.digest)}"
+            )
+            response = registry.upload_manifest(
+                artifacts.signature_manifest(bundle, described), signature
+            )
+            _expect_success(response, ref=text, what="uploading the signature manifest")
+        except (ValueError, KeyError) as exc:
+            raise errors.ProtocolError(
+                f"{text}: the registry refused the signature: {exc}", ref=text
+            ) from exc
+        finally:
+            registry.session.close()
+
+    def _fetch_signature(self, ref: references.OciRef, digest: digests.Digest) -> bytes | None:
+        text = str(ref)
+        registry = self._client(ref)
+        limit = self._limits.max_manifest_bytes
+        try:
+            container = registry.get_container(
+                f"{ref.host}/{ref.repository}:{artifacts.signature_tag(digest)}"
+            )
+            try:
+                manifest = registry.read_limited(
+                    f"{registry.prefix}://{container.manifest_url()}",
+                    accept=artifacts.ACCEPT,
+                    limit=limit,
+                    ref=text,
+                    missing=f"the signature of {digest}",
+                ).data
+            except errors.NotFound:
+                return None
+            layer = artifacts.signature_layer(manifest, ref=text)
+            bundle = registry.read_limited(
+                f"{registry.prefix}://{container.get_blob_url(layer.digest)}",
+                accept="*/*",
+                limit=limit,
+                ref=text,
+                missing=f"blob {layer.digest} in {ref.repository}",
+            ).data
+        finally:
+            registry.session.close()
+        digests.verify(bundle, layer.digest, ref=text)
+        return bundle
 
     def _publish(self, data: bytes, ref: references.OciRef, kind: artifacts.Kind) -> None:
         text = str(ref)

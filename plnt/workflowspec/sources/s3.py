@@ -5,7 +5,8 @@ canonicalisation of keys), resolves credentials through the standard AWS chain, 
 transient failures in its "standard" mode; this module only bounds those retries and sizes
 and translates botocore's exceptions into `errors` once. The object's bytes are the spec;
 the spec digest is also stored as object metadata (`x-amz-meta-plnt-digest`) for humans, but
-a pull always re-hashes what it read.
+a pull always re-hashes what it read. A signature is a sibling object,
+`KEY.sha256-<hex>.sig` (the Sigstore bundle), so each pinned version keeps its own.
 """
 
 from __future__ import annotations
@@ -63,6 +64,27 @@ class S3Source:
                 ref=str(ref),
             )
         return await asyncio.to_thread(self._publish, data, ref, kind)
+
+    async def attach_signature(self, ref: references.S3Ref, bundle: bytes) -> None:
+        """Store `bundle` as the sibling object signing the pinned `ref`."""
+        assert ref.digest is not None, "a signature is attached to a pinned reference"
+        key = signature_key(ref.key, ref.digest)
+        with self._translated(ref):
+            await asyncio.to_thread(
+                self._s3().put_object,
+                Bucket=ref.bucket,
+                Key=key,
+                Body=bundle,
+                ContentType=artifacts.SIGNATURE_ARTIFACT_TYPE,
+            )
+
+    async def fetch_signature(self, ref: references.S3Ref, digest: digests.Digest) -> bytes | None:
+        """The signature object stored beside `ref` for `digest`, or None."""
+        sibling = references.S3Ref(bucket=ref.bucket, key=signature_key(ref.key, digest))
+        try:
+            return await asyncio.to_thread(self._fetch, sibling, None)
+        except errors.NotFound:
+            return None
 
     async def keys(self, bucket: str, prefix: str) -> list[tuple[str, str]]:
         """(key, ETag) of every object under `prefix`, in key order (all pages).
@@ -155,6 +177,11 @@ class S3Source:
 
     def _translated(self, ref: references.S3Ref) -> _Translating:
         return _Translating(str(ref), attempts=max(1, self._limits.attempts))
+
+
+def signature_key(key: str, digest: digests.Digest) -> str:
+    """The key of the signature of `key`'s version whose bytes hash to `digest`."""
+    return f"{key}.{artifacts.signature_tag(digest)}"
 
 
 class _Translating:

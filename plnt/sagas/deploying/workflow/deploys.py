@@ -11,7 +11,7 @@ entry in the list. Workflow code: no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from temporalio import workflow
 
@@ -68,6 +68,25 @@ class Deploy:
     @property
     def digest(self) -> str:
         return self.intent.spec.workflow.digest
+
+    def pull_request(self) -> v.PullRequest:
+        """The pull of the spec, with the signer it must have and the dataset it names."""
+        evaluation = self.intent.evaluation
+        dataset = evaluation.dataset if evaluation is not None else None
+        return v.PullRequest(
+            self.ref,
+            self.digest,
+            namespace=self.state.run.namespace,
+            verify=self.verify,
+            dataset_ref=dataset.ref if dataset is not None else None,
+            dataset_digest=dataset.digest if dataset is not None else None,
+        )
+
+    @property
+    def verify(self) -> dict[str, Any] | None:
+        """The run's `spec.workflow.verify` on the wire (None: no signer named)."""
+        verify = self.intent.spec.workflow.verify
+        return None if verify is None else verify.to_wire()
 
     @property
     def replicas(self) -> int:

@@ -84,7 +84,7 @@ class Pull(Step):
         if workflow.patched(TYPED_INPUTS):
             pulled = await workflow.execute_activity(
                 activitynames.PULL_SPEC,
-                v.PullRequest(deploy.ref, deploy.digest),
+                deploy.pull_request(),
                 result_type=v.PullResult,
                 start_to_close_timeout=timeout,
                 retry_policy=policy,
@@ -98,7 +98,10 @@ class Pull(Step):
                 retry_policy=policy,
             )
         deploy.pulled = pulled
-        return Outcome(f"{pulled.workflow} {pulled.digest} ({pulled.size} B)", pulled.attempt)
+        signed = f", signed by {pulled.signer}" if pulled.signer else ""
+        return Outcome(
+            f"{pulled.workflow} {pulled.digest} ({pulled.size} B{signed})", pulled.attempt
+        )
 
 
 class Resolve(Step):
@@ -273,16 +276,17 @@ def _record(deploy: Deploy, new: v.Deployment) -> None:
     """Add the promoted revision to `status.history` (the newest `HISTORY_LIMIT` stay)."""
     rollback_to = deploy.intent.rollback_to
     history = deploy.state.history
-    history.append(
-        {
-            "revision": new.revision,
-            "digest": new.digest,
-            "ref": new.ref,
-            "backend": new.backend.name or new.backend.type,
-            "promotedAt": format_time(workflow.now()),
-            "reason": f"rollback to revision {rollback_to}" if rollback_to else "deploy",
-        }
-    )
+    record = {
+        "revision": new.revision,
+        "digest": new.digest,
+        "ref": new.ref,
+        "backend": new.backend.name or new.backend.type,
+        "promotedAt": format_time(workflow.now()),
+        "reason": f"rollback to revision {rollback_to}" if rollback_to else "deploy",
+    }
+    if deploy.pulled is not None and deploy.pulled.signer:
+        record["signedBy"] = deploy.pulled.signer
+    history.append(record)
     del history[:-HISTORY_LIMIT]
 
 
