@@ -19,10 +19,12 @@ import yaml
 
 from plnt.processes.temporal import TemporalDevServer
 from plnt.workflowspec import signing, sources
-from tests.deploy.conftest import EXAMPLE, Stack, apply, condition_of, running_stack
+from tests.support.examples import EXAMPLE
+from tests.support.manifests import apply
 from tests.support.plnt_server import Kubectl, wait_for
 from tests.support.signing import KeyPair, Keys
-from tests.support.stack import WorkerProcess, runner_pids
+from tests.support.stack import Stack, WorkerProcess, runner_pids, running_stack
+from tests.support.statuses import condition_of
 
 
 @pytest.fixture(scope="module")
