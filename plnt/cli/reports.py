@@ -19,11 +19,16 @@ RECENT_EVENTS = 10
 
 
 def history_text(run: Mapping[str, Any]) -> str | None:
-    """The revision history as columns, the promoted revision marked `*`; None if empty."""
+    """The revision history as columns, the promoted revision marked `*`; None if empty.
+
+    A `Signed By` column appears once any revision was verified against a signer (a run
+    whose specs are unsigned shows the columns it always had)."""
     status = run.get("status") or {}
     current = status.get("revision")
-    if not status.get("history"):
+    history = status.get("history") or []
+    if not history:
         return None
+    signed = any(r.get("signedBy") for r in history)
     rows = [
         [
             f"{r.get('revision')}{'*' if r.get('revision') == current else ''}",
@@ -31,13 +36,12 @@ def history_text(run: Mapping[str, Any]) -> str | None:
             r.get("backend"),
             r.get("promotedAt"),
             r.get("reason"),
-            r.get("signedBy") or "-",
+            *([r.get("signedBy") or "-"] if signed else []),
         ]
-        for r in status.get("history") or []
+        for r in history
     ]
-    return printing.columns(
-        ["Revision", "Digest", "Backend", "Promoted At", "Reason", "Signed By"], rows
-    )
+    header = ["Revision", "Digest", "Backend", "Promoted At", "Reason"]
+    return printing.columns([*header, *(["Signed By"] if signed else [])], rows)
 
 
 def _condition_rows(status: Mapping[str, Any]) -> list[list[Any]]:
