@@ -225,3 +225,27 @@ def test_invocation_logs_show_an_agents_turns_and_tool_calls_and_a_skipped_step(
     assert lines[4].startswith("      ↳ add  0.0 ms  invalid: invalid arguments")
     assert lines[5] == "    turn 2  model 41.0 ms  answered"
     assert lines[6].endswith("3 items, 1 failed")
+
+
+def test_bench_results_of_an_agent_show_turns_and_tool_calls_per_call() -> None:
+    result = {
+        "requests": 10,
+        "achievedRate": 2.0,
+        "latency": {"p50Ms": 200.0},
+        "errors": {},
+        "errorRate": 0.0,
+        "agent": {"turnsPerCall": 4.0, "toolCallsPerCall": 3.5},
+    }
+    plain = {key: value for key, value in result.items() if key != "agent"}
+    bench = {
+        "metadata": {"name": "bench-agent-1"},
+        "status": {"targets": [{"revision": 2}, {"revision": 1}], "results": [result, plain]},
+    }
+    out = io.StringIO()
+    cli_bench.output_console(out).print(cli_bench.results_table(bench))
+    lines = out.getvalue().splitlines()
+    header = next(line for line in lines if "REVISION" in line)
+    assert "TURNS/CALL" in header and "TOOL CALLS/CALL" in header
+    rows = [line for line in lines if "(r2)" in line or "(r1)" in line]
+    assert "4.0" in rows[0] and "3.5" in rows[0]
+    assert "4.0" not in rows[1] and rows[1].count(" - ") >= 2  # no tool loop: dashes
