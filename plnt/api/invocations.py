@@ -10,8 +10,9 @@ of the answer are in `headers`.
 Two options of the envelope serve durable invocations, which resume a call on another
 runner replica without running again the steps that had finished (docs/invocations.md):
 `stepOutputs: true` makes each `step` line of a stream carry that step's `output`, and
-`completedSteps: {ID: {"output": ...}}` hands those outputs back, so the runner seeds its
-DAG with them and runs only the rest.
+`completedSteps: {ID: {"output": ..., "skipped": ...}}` hands those outputs back, so the
+runner seeds its DAG with them and runs only the rest; `stepProgress` hands back what
+unfinished steps had done inside them (`plnt.api.checkpoints`).
 
 `Invocation` (plnt.work/v1) is one such call kept as an object: its spec (immutable) says
 which WorkflowRun, inputs, revision and bounds; its status what happened.
@@ -44,6 +45,11 @@ class CompletedStep(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     output: Any = Field(description="The step's output, as its `step` line carried it.")
+    skipped: str | None = Field(
+        default=None,
+        description="Why the step did not run (its `when` was false), as its trace said: "
+        "it stays skipped for its dependants (`steps.ID.skipped`).",
+    )
 
 
 class InvokeRequest(BaseModel):
@@ -71,7 +77,16 @@ class InvokeRequest(BaseModel):
     step_outputs: bool = Field(
         default=False,
         alias="stepOutputs",
-        description="A stream's step lines carry each finished step's output.",
+        description="A stream's step lines carry each finished step's output, and "
+        "`progress` lines what a step finished inside (plnt.api.checkpoints).",
+    )
+    step_progress: dict[str, dict[str, Any]] | None = Field(
+        default=None,
+        alias="stepProgress",
+        description=(
+            "What steps an earlier attempt began had finished inside, by step id: forEach "
+            "elements and tool-loop turns and calls (plnt.api.checkpoints); not done again."
+        ),
     )
 
     @classmethod

@@ -28,6 +28,8 @@ class ToolCallEntry(TypedDict):
     """Refused before running: not JSON, an unknown tool, or arguments off the schema."""
     error: NotRequired[str]
     """Why it was refused or failed; the model was shown the same text."""
+    resumed: NotRequired[bool]
+    """Answered in an earlier attempt of a durable invocation: its result was reused."""
 
 
 class TurnEntry(TypedDict):
@@ -41,6 +43,8 @@ class TurnEntry(TypedDict):
     """The model answered instead of calling a tool: the loop ended here."""
     toolCalls: list[ToolCallEntry]
     usage: NotRequired[dict[str, Any]]
+    resumed: NotRequired[bool]
+    """Finished in an earlier attempt of a durable invocation: not asked again."""
 
 
 class FailedItem(TypedDict):

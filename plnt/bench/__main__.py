@@ -8,8 +8,9 @@
     python -m plnt.bench shadow --shadow-percents 0,50,100 --duration 5
     python -m plnt.bench harness --rate 2000 --duration 5
     python -m plnt.bench model --requests 6 --tokens 16
+    python -m plnt.bench agents --invocations 30
 
-COMMAND is apiserver, saga, deploys, invocations, proxy, shadow, harness or model. Each
+COMMAND is agents, apiserver, saga, deploys, invocations, proxy, shadow, harness or model. Each
 subcommand's flags are its own (`python -m plnt.bench saga --help`); this module only
 picks the command, so neither pays for the other's imports.
 """
@@ -20,10 +21,16 @@ import sys
 from collections.abc import Callable, Sequence
 
 USAGE = (
-    "usage: python -m plnt.bench {apiserver,saga,deploys,invocations,proxy,shadow,harness,model}"
-    " [flags]"
+    "usage: python -m plnt.bench"
+    " {agents,apiserver,saga,deploys,invocations,proxy,shadow,harness,model} [flags]"
     "  (--help after one for its flags)"
 )
+
+
+def _agents(argv: Sequence[str]) -> int:
+    from plnt.bench import agents
+
+    return agents.main(argv)
 
 
 def _apiserver(argv: Sequence[str]) -> int:
@@ -75,6 +82,7 @@ def _saga(argv: Sequence[str]) -> int:
 
 
 COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
+    "agents": _agents,
     "apiserver": _apiserver,
     "saga": _saga,
     "deploys": _deploys,

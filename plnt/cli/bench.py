@@ -306,12 +306,18 @@ def _cache_cell(target: dict[str, Any], result: dict[str, Any]) -> str:
     return rate
 
 
+def _per_call(value: Any) -> str:
+    return "-" if not isinstance(value, int | float) else f"{value:.1f}"
+
+
 def results_table(bench: dict[str, Any]) -> Table:
-    """One row per revision: throughput, latency percentiles, errors, cache, GPU; and time
-    to first token and tokens per second when the bench streamed (`--stream`)."""
+    """One row per revision: throughput, latency percentiles, errors, cache, GPU; time
+    to first token and tokens per second when the bench streamed (`--stream`); a tool
+    loop's turns and tool calls per call when the workflow has one."""
     status = bench.get("status") or {}
     results = status.get("results") or []
     streamed = any(r.get("timeToFirstToken") or r.get("tokensPerSecond") for r in results)
+    agents = any(r.get("agent") for r in results)
     table = Table(title=f"bench {bench.get('metadata', {}).get('name', '')}", title_justify="left")
     headers = [
         "REVISION",
@@ -328,6 +334,8 @@ def results_table(bench: dict[str, Any]) -> Table:
     ]
     if streamed:
         headers[8:8] = ["TTFT P50", "TOK/S"]
+    if agents:
+        headers[3:3] = ["TURNS/CALL", "TOOL CALLS/CALL"]
     for header in headers:
         justify = "left" if header == "REVISION" else "right"
         table.add_column(header, justify=justify)  # type: ignore[arg-type]
@@ -352,6 +360,12 @@ def results_table(bench: dict[str, Any]) -> Table:
             first_token = result.get("timeToFirstToken") or {}
             rate = result.get("tokensPerSecond")
             cells[8:8] = [_ms(first_token.get("p50Ms")), "-" if rate is None else f"{rate:.1f}"]
+        if agents:
+            agent = result.get("agent") or {}
+            cells[3:3] = [
+                _per_call(agent.get("turnsPerCall")),
+                _per_call(agent.get("toolCallsPerCall")),
+            ]
         table.add_row(*cells)
     return table
 

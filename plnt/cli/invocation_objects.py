@@ -9,7 +9,8 @@ functions below.
 * `wait` follows it (a watch) until it finished and prints the output as `plnt invoke`
   does, on stdout; a failed or cancelled Invocation exits 1 with its reason, and
   `--timeout` running out exits 1 too;
-* `logs` prints what it did: each step of the trace (resumed steps marked), the status
+* `logs` prints what it did: each step of the trace (resumed and skipped steps marked, a
+  map's elements, a tool loop's turns and tool calls under its step), the status
   message and the Invocation's Events.
 """
 
@@ -77,6 +78,32 @@ def failure(obj: Mapping[str, Any]) -> str:
     return f"{text}: {error['message']}" if error.get("message") else text
 
 
+def turn_lines(turns: list[Any]) -> list[str]:
+    """A tool loop's turns under its step: each model call, then the tool calls it asked."""
+    lines = []
+    for turn in turns:
+        if not isinstance(turn, dict):
+            continue
+        usage = turn.get("usage") or {}
+        tokens = f"  {usage['total_tokens']} tokens" if "total_tokens" in usage else ""
+        end = "  answered" if turn.get("final") else ""
+        again = "  resumed" if turn.get("resumed") else ""
+        lines.append(
+            f"    turn {turn.get('turn', '?')}  model {turn.get('modelMs', 0):.1f} ms"
+            f"{tokens}{end}{again}"
+        )
+        for call in turn.get("toolCalls") or []:
+            if not isinstance(call, dict):
+                continue
+            outcome = "ok" if call.get("ok") else "invalid" if call.get("invalid") else "failed"
+            why = f": {call['error']}" if call.get("error") else ""
+            lines.append(
+                f"      ↳ {call.get('name') or '?'}  {call.get('durationMs', 0):.1f} ms"
+                f"  {outcome}{why}"
+            )
+    return lines
+
+
 def trace_text(obj: Mapping[str, Any], events: list[dict[str, Any]]) -> str:
     """`plnt invocation logs`: the steps, the status message, the Events."""
     lines = []
@@ -92,9 +119,18 @@ def trace_text(obj: Mapping[str, Any], events: list[dict[str, Any]]) -> str:
         suffix = (
             f"  cache {cache}" if cache in (StepCacheOutcome.HIT, StepCacheOutcome.MISS) else ""
         )
+        if step.get("skipped"):
+            lines.append(f"- {step.get('id', '?')}  skipped ({step['skipped']})")
+            continue
+        if isinstance(step.get("items"), int):
+            failed = len(step.get("failedItems") or [])
+            suffix += f"  {step['items']} items" + (f", {failed} failed" if failed else "")
+        if isinstance(step.get("turns"), list):
+            suffix += f"  {len(step['turns'])} turns, {step.get('toolCalls', 0)} tool calls"
         lines.append(
             f"✓ {step.get('id', '?')}  {duration}  attempt {step.get('attempts', 1)}{suffix}"
         )
+        lines.extend(turn_lines(step.get("turns") or []))
     if message := _status(obj).get("message"):
         lines.append(f"status: {message}")
     for event in sorted(events, key=event_time):

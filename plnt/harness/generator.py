@@ -105,6 +105,9 @@ class _Recorder:
     body_cache_seen: bool = False
     decode_tokens: int = 0
     decode_seconds: float = 0.0
+    agent_calls: int = 0
+    agent_turns: int = 0
+    agent_tool_calls: int = 0
 
     def record_hops(self, pairs: Iterator[tuple[str, float]]) -> None:
         for name, milliseconds in pairs:
@@ -120,6 +123,11 @@ class _Recorder:
             if histogram is None:
                 histogram = self.steps[step] = LatencyHistogram()
             histogram.record_ms(milliseconds)
+        agent = timings.agent_counts(body.get("trace"))
+        if agent is not None:
+            self.agent_calls += 1
+            self.agent_turns += agent[0]
+            self.agent_tool_calls += agent[1]
         counts = timings.cache_counts(body)
         if counts is not None:
             self.body_cache_seen = True
@@ -507,6 +515,14 @@ def _result(
         generator_cpu_seconds=cpu_seconds,
         generator_cpu_ratio=cpu_ratio,
         kv_cache_usage=target.gpu.kv_cache_usage(),
+        agent=(
+            {
+                "turnsPerCall": recorder.agent_turns / recorder.agent_calls,
+                "toolCallsPerCall": recorder.agent_tool_calls / recorder.agent_calls,
+            }
+            if recorder.agent_calls
+            else None
+        ),
     )
 
 

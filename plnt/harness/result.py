@@ -97,6 +97,9 @@ class BenchResult:
     generator_cpu_seconds: float
     generator_cpu_ratio: float
     kv_cache_usage: float | None = None
+    agent: Mapping[str, float] | None = None
+    """A tool loop's turns and tool calls per answered call (`turnsPerCall`,
+    `toolCallsPerCall`), over the calls whose trace had one; None when none had."""
 
     def to_json(self) -> dict[str, Any]:
         """camelCase keys, as stored in `status.lastBench`."""
@@ -122,6 +125,7 @@ class BenchResult:
             "generatorCpuSeconds": self.generator_cpu_seconds,
             "generatorCpuRatio": self.generator_cpu_ratio,
             "kvCacheUsage": self.kv_cache_usage,
+            "agent": None if self.agent is None else dict(self.agent),
         }
 
     @classmethod
@@ -147,4 +151,9 @@ class BenchResult:
             generator_cpu_seconds=float(data.get("generatorCpuSeconds", 0.0)),
             generator_cpu_ratio=float(data.get("generatorCpuRatio", 0.0)),
             kv_cache_usage=_optional_float(data.get("kvCacheUsage")),
+            agent=(
+                {str(k): float(v) for k, v in data["agent"].items()}
+                if isinstance(data.get("agent"), Mapping)
+                else None
+            ),
         )

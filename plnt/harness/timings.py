@@ -67,6 +67,18 @@ def step_durations(trace: Any) -> Iterator[tuple[str, float]]:
             yield step, float(duration)
 
 
+def agent_counts(trace: Any) -> tuple[int, int] | None:
+    """(turns, tool calls) summed over an answer's tool-loop steps; None when it has none."""
+    if not isinstance(trace, list):
+        return None
+    loops = [e for e in trace if isinstance(e, Mapping) and isinstance(e.get("turns"), list)]
+    if not loops:
+        return None
+    turns = sum(len(entry["turns"]) for entry in loops)
+    calls = sum(int(entry.get("toolCalls") or 0) for entry in loops)
+    return turns, calls
+
+
 def cache_counts(body: Any) -> tuple[int, int] | None:
     """This invocation's step-cache (hits, misses) from the answer's `cache`, if it has one;
     a step that bypassed the cache (the call asked) is a miss: the cache did not answer it."""

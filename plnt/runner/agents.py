@@ -19,6 +19,15 @@ independent of each other and run at once, at most `maxParallelToolCalls` togeth
 The trace of the step gets one entry per turn (its time and tokens) and, in it, one per
 tool call (its time, and why it failed). Each model call's usage is counted by the caller's
 `count`, so the invocation's usage sums over turns.
+
+A durable invocation resumes a loop where an earlier attempt left it (`saved`, a
+`plnt.api.checkpoints.LoopState`): finished turns are not asked again, results that came
+back are reused, and a call of a tool that is not idempotent, sent and never answered,
+fails the step (`StepFailed`) rather than being sent twice. The loop reports its state to
+`report` when the model asks for calls, before each non-idempotent call is sent, when each
+call answers and when a turn ends. The start of a non-idempotent call is known to the
+caller once the report reached it: a worker lost in the moment between the report and the
+call sees the call as not sent.
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ from typing import Any
 
 import aiohttp
 
-from plnt.api import traces
+from plnt.api import checkpoints, traces
 from plnt.api.usage import Usage
 from plnt.runner import backends, errors, structured
 from plnt.workflowspec import grammars, model, templating
@@ -55,6 +64,23 @@ class ToolCallTrace:
     invalid: bool = False
     """The call was refused before running: not JSON, an unknown tool, or bad arguments."""
     error: str | None = None
+    resumed: bool = False
+    """Answered in an earlier attempt of the invocation: its result was reused."""
+
+    @classmethod
+    def of(cls, entry: traces.ToolCallEntry) -> ToolCallTrace:
+        """A call an earlier attempt finished, from its trace entry."""
+        started = float(entry.get("startedMs") or 0.0)
+        return cls(
+            id=str(entry.get("id")),
+            name=str(entry.get("name")),
+            started_ms=started,
+            finished_ms=started + float(entry.get("durationMs") or 0.0),
+            ok=bool(entry.get("ok")),
+            invalid=bool(entry.get("invalid")),
+            error=entry.get("error"),
+            resumed=True,
+        )
 
     def to_json(self) -> traces.ToolCallEntry:
         entry: traces.ToolCallEntry = {
@@ -68,6 +94,8 @@ class ToolCallTrace:
             entry["invalid"] = True
         if self.error is not None:
             entry["error"] = self.error
+        if self.resumed:
+            entry["resumed"] = True
         return entry
 
 
@@ -82,6 +110,24 @@ class TurnTrace:
     usage: Usage | None = None
     final: bool = False
     tool_calls: list[ToolCallTrace] = field(default_factory=list)
+    resumed: bool = False
+    """Finished in an earlier attempt of the invocation: not asked again."""
+
+    @classmethod
+    def of(cls, entry: traces.TurnEntry) -> TurnTrace:
+        """A turn an earlier attempt finished, from its trace entry."""
+        started = float(entry.get("startedMs") or 0.0)
+        usage = entry.get("usage")
+        return cls(
+            turn=int(entry.get("turn") or 0),
+            started_ms=started,
+            finished_ms=started + float(entry.get("durationMs") or 0.0),
+            model_ms=float(entry.get("modelMs") or 0.0),
+            usage=Usage.of_answer({"usage": usage}),
+            final=bool(entry.get("final")),
+            tool_calls=[ToolCallTrace.of(call) for call in entry.get("toolCalls") or []],
+            resumed=True,
+        )
 
     def to_json(self) -> traces.TurnEntry:
         entry: traces.TurnEntry = {
@@ -94,6 +140,8 @@ class TurnTrace:
         }
         if self.usage is not None:
             entry["usage"] = self.usage.to_json()
+        if self.resumed:
+            entry["resumed"] = True
         return entry
 
 
@@ -133,6 +181,8 @@ class ToolLoop:
         session: aiohttp.ClientSession,
         inputs: dict[str, Any],
         hooks: Hooks,
+        saved: checkpoints.LoopState | None = None,
+        report: Callable[[checkpoints.LoopState], None] | None = None,
     ) -> None:
         self.step = step
         self._tools = {tool.name: tool for tool in tools}
@@ -143,6 +193,9 @@ class ToolLoop:
         self._hooks = hooks
         self._limit = asyncio.Semaphore(step.max_parallel_tool_calls)
         self.turns: list[TurnTrace] = []
+        self._saved = saved
+        self._report = report
+        self._state: checkpoints.LoopState = {"turns": []}
 
     @property
     def tool_calls(self) -> int:
@@ -155,9 +208,32 @@ class ToolLoop:
     async def run(self, resolved: dict[str, Any], options: dict[str, Any]) -> Any:
         """The final answer: text, or the parsed JSON when the step has `responseFormat`.
         `StepTurnsExhausted` when `maxTurns` turns gave none."""
+        saved = self._saved
+        if saved is not None:
+            self._state["turns"] = list(saved.get("turns") or [])
+            self.turns = [TurnTrace.of(entry) for entry in self._state["turns"]]
         if "prompt" in resolved:
             return await self._complete(resolved["prompt"], options)
-        return await self._chat(list(resolved["messages"]), options)
+        messages = list(resolved["messages"])
+        if saved is not None and saved.get("messages"):
+            messages = list(saved["messages"])
+        return await self._chat(messages, options)
+
+    def _publish(self) -> None:
+        """Hand the loop's state to whoever keeps it (a durable invocation's caller)."""
+        if self._report is not None:
+            self._report(self._state)
+
+    def _pending(self) -> checkpoints.PendingTurn | None:
+        """The turn an earlier attempt left under way, handed out once."""
+        saved, self._saved = self._saved, None
+        return saved.get("pending") if saved is not None else None
+
+    def _turn_ended(self, turn: TurnTrace) -> None:
+        self._end(turn)
+        self._state.pop("pending", None)
+        self._state["turns"].append(turn.to_json())
+        self._publish()
 
     async def _model(self, turn: TurnTrace, call: Any) -> backends.Reply:
         began = time.perf_counter()
@@ -202,33 +278,50 @@ class ToolLoop:
         }
         if self.step.response_format is not None:
             extra["response_format"] = structured.chat_response_format(self.step.response_format)
-        for _ in range(self.step.max_turns):
+        self._state["messages"] = messages
+        pending = self._pending()
+        while len(self.turns) < self.step.max_turns:
             turn = self._begin()
-            request = backends.ChatRequest(messages=list(messages), extra=extra, **options)
-            reply = await self._model(turn, self._backend.chat(request))
-            if not reply.tool_calls:
-                turn.final = True
-                self._end(turn)
-                return self._final_text(reply.content)
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": reply.content or None,
-                    "tool_calls": [
-                        {
-                            "id": call.id,
-                            "type": "function",
-                            "function": {"name": call.name, "arguments": call.arguments},
-                        }
+            if pending is None:
+                request = backends.ChatRequest(messages=list(messages), extra=extra, **options)
+                reply = await self._model(turn, self._backend.chat(request))
+                if not reply.tool_calls:
+                    turn.final = True
+                    self._end(turn)
+                    return self._final_text(reply.content)
+                messages.append(
+                    {
+                        "role": "assistant",
+                        "content": reply.content or None,
+                        "tool_calls": [
+                            {
+                                "id": call.id,
+                                "type": "function",
+                                "function": {"name": call.name, "arguments": call.arguments},
+                            }
+                            for call in reply.tool_calls
+                        ],
+                    }
+                )
+                pending = _pending_turn(
+                    [
+                        {"id": call.id, "name": call.name, "arguments": call.arguments}
                         for call in reply.tool_calls
-                    ],
-                }
-            )
-            actions = [self._parse(call.id, call.name, call.arguments) for call in reply.tool_calls]
-            results = await self._run_all(turn, actions)
+                    ]
+                )
+                self._state["pending"] = pending
+                self._publish()
+            else:
+                self._state["pending"] = pending
+            actions = [
+                self._parse(call["id"], call["name"], call["arguments"])
+                for call in pending["calls"]
+            ]
+            results = await self._run_all(turn, actions, pending)
             for action, result in zip(actions, results, strict=True):
                 messages.append({"role": "tool", "tool_call_id": action.id, "content": result})
-            self._end(turn)
+            self._turn_ended(turn)
+            pending = None
         raise self._exhausted()
 
     async def _complete(self, prompt: str, options: dict[str, Any]) -> Any:
@@ -238,38 +331,54 @@ class ToolLoop:
         grammar = grammars.agent_grammar(
             [(tool.name, tool.parameters) for tool in self._tools.values()], answer
         )
-        transcript = ""
-        for number in range(1, self.step.max_turns + 1):
+        transcript = self._saved.get("transcript", "") if self._saved is not None else ""
+        self._state["transcript"] = transcript
+        pending = self._pending()
+        while len(self.turns) < self.step.max_turns:
+            number = len(self.turns) + 1
             turn = self._begin()
-            request = backends.CompletionRequest(
-                prompt=prompt + transcript, extra={"grammar": grammar}, **options
-            )
-            reply = await self._model(turn, self._backend.complete(request))
-            text = reply.content.strip()
-            try:
-                action = json.loads(text)
-            except ValueError:
-                action = None
-            if isinstance(action, dict) and set(action) == {"answer"}:
-                turn.final = True
-                self._end(turn)
-                return self._final_value(action["answer"])
-            if isinstance(action, dict) and isinstance(action.get("tool"), str):
-                arguments = action.get("arguments")
-                parsed = self._parse(
-                    f"call_{number}", action["tool"], json.dumps(arguments), value=arguments
-                )
+            if pending is not None:  # the model asked for this call in an earlier attempt
+                text = pending["text"]
+                (call,) = pending["calls"]
+                arguments = json.loads(call["arguments"])
+                parsed = self._parse(call["id"], call["name"], call["arguments"], value=arguments)
             else:
-                parsed = _Action(
-                    f"call_{number}",
-                    "",
-                    text,
-                    problem='not an action: expected {"tool": ..., "arguments": ...} '
-                    'or {"answer": ...}',
+                request = backends.CompletionRequest(
+                    prompt=prompt + transcript, extra={"grammar": grammar}, **options
                 )
-            (result,) = await self._run_all(turn, [parsed])
+                reply = await self._model(turn, self._backend.complete(request))
+                text = reply.content.strip()
+                try:
+                    action = json.loads(text)
+                except ValueError:
+                    action = None
+                if isinstance(action, dict) and set(action) == {"answer"}:
+                    turn.final = True
+                    self._end(turn)
+                    return self._final_value(action["answer"])
+                if isinstance(action, dict) and isinstance(action.get("tool"), str):
+                    arguments = action.get("arguments")
+                    parsed = self._parse(
+                        f"call_{number}", action["tool"], json.dumps(arguments), value=arguments
+                    )
+                    pending = _pending_turn(
+                        [{"id": parsed.id, "name": parsed.name, "arguments": parsed.raw}], text
+                    )
+                    self._state["pending"] = pending
+                    self._publish()
+                else:
+                    parsed = _Action(
+                        f"call_{number}",
+                        "",
+                        text,
+                        problem='not an action: expected {"tool": ..., "arguments": ...} '
+                        'or {"answer": ...}',
+                    )
+            (result,) = await self._run_all(turn, [parsed], pending)
             transcript += f"{text}\n{RESULT_PREFIX}{result}\n"
-            self._end(turn)
+            self._state["transcript"] = transcript
+            self._turn_ended(turn)
+            pending = None
         raise self._exhausted()
 
     def _final_text(self, content: str) -> Any:
@@ -305,26 +414,79 @@ class ToolLoop:
             action.arguments = value
         return action
 
-    async def _run_all(self, turn: TurnTrace, actions: list[_Action]) -> list[str]:
-        """Each action's result text for the model, the valid ones run at once (bounded)."""
-        traces = [ToolCallTrace(id=action.id, name=action.name) for action in actions]
-        turn.tool_calls.extend(traces)
+    async def _run_all(
+        self,
+        turn: TurnTrace,
+        actions: list[_Action],
+        pending: checkpoints.PendingTurn | None = None,
+    ) -> list[str]:
+        """Each action's result text for the model, the valid ones run at once (bounded);
+        with `pending`, results it holds are reused and new ones noted in it."""
+        if pending is not None:
+            self._refuse_resending(turn, actions, pending)
+        calls: list[ToolCallTrace] = []
+        for action in actions:
+            done = pending.get("done", {}).get(action.id) if pending is not None else None
+            calls.append(ToolCallTrace.of(done) if done else ToolCallTrace(action.id, action.name))
+        turn.tool_calls.extend(calls)
         return list(
             await asyncio.gather(
                 *(
-                    self._run_one(action, trace)
-                    for action, trace in zip(actions, traces, strict=True)
+                    self._run_kept(action, call, pending)
+                    for action, call in zip(actions, calls, strict=True)
                 )
             )
         )
 
-    async def _run_one(self, action: _Action, trace: ToolCallTrace) -> str:
+    def _refuse_resending(
+        self, turn: TurnTrace, actions: list[_Action], pending: checkpoints.PendingTurn
+    ) -> None:
+        """`StepFailed` when a call of a tool that is not idempotent was sent by an earlier
+        attempt and never answered: it may have acted, so it is not sent again."""
+        for action in actions:
+            tool = self._tools.get(action.name)
+            if (
+                action.id in pending["sent"]
+                and action.id not in pending["results"]
+                and tool is not None
+                and not tool.idempotent
+            ):
+                raise errors.StepFailed(
+                    self.step.id,
+                    f"tool call {action.id} ({action.name}) of turn {turn.turn} was sent before"
+                    " the invocation was interrupted and never answered; the tool is not"
+                    " idempotent, so it is not sent again",
+                )
+
+    async def _run_kept(
+        self, action: _Action, call: ToolCallTrace, pending: checkpoints.PendingTurn | None
+    ) -> str:
+        """One call's result: reused from `pending`, or run and noted in it."""
+        if pending is None:
+            return await self._run_one(action, call)
+        if action.id in pending["results"]:
+            return pending["results"][action.id]
+        result = await self._run_one(action, call, pending)
+        pending["results"][action.id] = result
+        pending.setdefault("done", {})[action.id] = call.to_json()
+        self._publish()
+        return result
+
+    async def _run_one(
+        self,
+        action: _Action,
+        trace: ToolCallTrace,
+        pending: checkpoints.PendingTurn | None = None,
+    ) -> str:
         trace.started_ms = trace.finished_ms = self._hooks.offset_ms(time.perf_counter())
         if action.arguments is None:
             trace.invalid = True
             trace.error = action.problem
             return json.dumps({"error": action.problem}, ensure_ascii=False)
         async with self._limit:
+            if pending is not None and not self._tools[action.name].idempotent:
+                pending["sent"].append(action.id)
+                self._publish()  # before it is sent: a resumed loop will not send it again
             began = time.perf_counter()
             trace.started_ms = self._hooks.offset_ms(began)
             try:
@@ -389,6 +551,10 @@ class ToolLoop:
             return json.loads(text)
         except ValueError as error:
             raise ToolFailed(f"{tool.name}: answered invalid JSON") from error
+
+
+def _pending_turn(calls: list[checkpoints.PendingCall], text: str = "") -> checkpoints.PendingTurn:
+    return {"calls": calls, "text": text, "results": {}, "sent": [], "done": {}}
 
 
 class ToolFailed(Exception):

@@ -48,7 +48,10 @@ Resuming: `run(..., completed={ID: output})` seeds the DAG with the outputs of s
 earlier attempt of the same invocation finished (a durable invocation retried on another
 replica, `completedSteps` in the invoke envelope): those steps are not run again, are not
 reported to `on_step`, and appear in the trace with `resumed: true`. A step id the workflow
-does not have is an `InvalidRequest`.
+does not have is an `InvalidRequest`. `checkpoint` (`plnt.runner.checkpointing`) carries the
+rest of what an earlier attempt did — which completed steps were skipped, the `forEach`
+elements and tool-loop turns and calls of steps it began — and reports the same as this
+attempt goes; those elements and turns are not run again.
 
 Usage: the tokens of each model call made by this invocation are summed
 (`Execution.usage`), as the backend reported them or, where it streams without them, as
@@ -72,7 +75,16 @@ import aiohttp
 from plnt.api import traces
 from plnt.api.headers import CacheMode, StepCacheOutcome
 from plnt.api.usage import Usage
-from plnt.runner import agents, backends, errors, metrics, settings, step_cache, structured
+from plnt.runner import (
+    agents,
+    backends,
+    checkpointing,
+    errors,
+    metrics,
+    settings,
+    step_cache,
+    structured,
+)
 from plnt.workflowspec import documents, model, templating
 
 MAX_HTTP_RESPONSE_BYTES = 10 * 1024 * 1024
@@ -175,6 +187,7 @@ class _Invocation:
     first_token_ms: float | None = None
     skipped: set[str] = field(default_factory=set)
     """Steps whose `when` was false: their dependants see `steps.ID.skipped`."""
+    checkpoint: checkpointing.Checkpoint = checkpointing.NONE
 
     def offset_ms(self, moment: float) -> float:
         return (moment - self.started) * 1000.0
@@ -335,6 +348,7 @@ class Executor:
         on_delta: DeltaListener | None = None,
         completed: Mapping[str, Any] | None = None,
         cache_mode: CacheMode = CacheMode.USE,
+        checkpoint: checkpointing.Checkpoint | None = None,
     ) -> Execution:
         """Execute the DAG over validated inputs and evaluate the output expression.
 
@@ -349,6 +363,7 @@ class Executor:
             on_step=on_step,
             on_delta=on_delta,
             cache_mode=cache_mode,
+            checkpoint=checkpoint or checkpointing.NONE,
         )
         if completed:
             self.check_completed(completed)
@@ -360,6 +375,9 @@ class Executor:
             invocation.traces[step_id] = StepTrace(
                 id=step_id, kind=self._kinds[step_id], resumed=True, output=output
             )
+            if (why := invocation.checkpoint.skipped(step_id)) is not None:
+                invocation.traces[step_id].skipped = why
+                invocation.skipped.add(step_id)
             done[step_id].set_result(None)
         try:
             async with asyncio.TaskGroup() as group:
@@ -464,8 +482,16 @@ class Executor:
         results: list[Any] = [None] * len(items)
         limit = asyncio.Semaphore(step.max_parallel)
 
+        checkpoint = invocation.checkpoint
+        trace.failed_items.extend(checkpoint.failed_items(step.id))
+        failed_before = {entry["index"] for entry in trace.failed_items}
+
         async def one(index: int, item: Any) -> None:
+            finished, results[index] = checkpoint.item(step.id, index)
+            if finished or index in failed_before:
+                return  # an earlier attempt of the invocation did it
             async with limit:
+                checkpointing.SCOPE.set(str(index))  # this element's task only
                 scoped = {**context, "item": item, "index": index}
                 try:
                     results[index] = await self._produce(step, scoped, invocation, trace)
@@ -473,7 +499,11 @@ class Executor:
                     if not step.continue_on_error:
                         error.args = (f"{error.args[0]} (forEach element {index})",)
                         raise
-                    trace.failed_items.append({"index": index, "error": str(error)})
+                    failed: traces.FailedItem = {"index": index, "error": str(error)}
+                    trace.failed_items.append(failed)
+                    checkpoint.item_failed(step.id, failed)
+                    return
+                checkpoint.item_done(step.id, index, results[index])
 
         try:
             async with asyncio.TaskGroup() as group:
@@ -651,6 +681,8 @@ class Executor:
             session=self._session,
             inputs=invocation.inputs,
             hooks=agents.Hooks(offset_ms=invocation.offset_ms, count=count, interval=interval),
+            saved=invocation.checkpoint.loop(step.id),
+            report=invocation.checkpoint.reporter(step.id),
         )
         if trace.turns is None:
             trace.turns = []

@@ -6,7 +6,8 @@ checks and forwards unchanged, which leaves room for options later) and answers 
 output, the per-step trace, cache statistics and timings, with a `Server-Timing` header
 on every answer. `completedSteps` and `stepOutputs` (docs/invocations.md) let a durable
 invocation resume on this replica what another began: the steps named are not run again,
-and step lines carry outputs.
+and step lines carry outputs; `stepProgress` hands back what steps had done inside (forEach
+elements, tool-loop turns and calls), which `progress` lines report (`plnt.runner.checkpointing`).
 
 With `?stream=true` or `Accept: application/x-ndjson` it answers a stream instead (see
 `plnt.runner.streaming`): one line per finished step, `delta` lines carrying the output
@@ -29,7 +30,7 @@ from aiohttp import web
 
 from plnt.api.headers import CACHE_CONTROL, CacheMode
 from plnt.api.invocations import InvalidInvokeRequest, InvokeRequest
-from plnt.runner import errors, executing, keys, responses, streaming
+from plnt.runner import checkpointing, errors, executing, keys, responses, streaming
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +45,14 @@ async def execute(
     on_valid: Callable[[], Awaitable[None]] | None = None,
     completed: Mapping[str, Any] | None = None,
     cache_mode: CacheMode = CacheMode.USE,
+    checkpoint: checkpointing.Checkpoint | None = None,
 ) -> executing.Execution:
     """Validate inputs and run the workflow once, recording metrics for `endpoint`.
 
     `on_valid` is awaited once the inputs passed the schema, before any step runs;
-    `on_step`, `on_delta`, `completed` (steps an earlier attempt finished) and `cache_mode`
-    (`cache_mode_of` the request) are handed to the executor. An invocation cancelled
+    `on_step`, `on_delta`, `completed` (steps an earlier attempt finished), `cache_mode`
+    (`cache_mode_of` the request) and `checkpoint` (what the earlier attempt did inside
+    steps, and where this one reports it) are handed to the executor. An invocation cancelled
     because its caller went away counts with outcome `cancelled`.
     """
     metrics = app[keys.METRICS]
@@ -57,8 +60,9 @@ async def execute(
     metrics.in_flight.inc()
     began = time.perf_counter()
     try:
-        if completed:
-            executor.check_completed(completed)
+        named = dict.fromkeys(checkpoint.steps() if checkpoint else ()) | dict(completed or {})
+        if named:
+            executor.check_completed(named)
         validated = executor.validate_inputs(inputs)
         if on_valid is not None:
             await on_valid()
@@ -68,6 +72,7 @@ async def execute(
             on_delta=on_delta,
             completed=completed,
             cache_mode=cache_mode,
+            checkpoint=checkpoint,
         )
     except errors.RunnerError as error:
         metrics.invocations.labels(endpoint, "error").inc()
@@ -144,6 +149,7 @@ async def invoke(request: web.Request) -> web.StreamResponse:
             endpoint="invoke",
             completed=_completed(envelope),
             cache_mode=cache_mode_of(request),
+            checkpoint=checkpointing.Checkpoint.of(envelope, on_progress=None),
         )
     except errors.RunnerError as error:
         elapsed = (time.perf_counter() - began) * 1000.0
@@ -186,6 +192,9 @@ async def invoke_stream(
                     on_valid=start,
                     completed=_completed(envelope),
                     cache_mode=cache_mode_of(request),
+                    checkpoint=checkpointing.Checkpoint.of(
+                        envelope, on_progress=writer.send if envelope.step_outputs else None
+                    ),
                 )
             except errors.RunnerError as error:
                 if not response.prepared:

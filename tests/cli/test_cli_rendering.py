@@ -196,3 +196,56 @@ def test_a_bench_table_says_whether_it_measured_the_model_or_the_step_cache() ->
     assert "97.0%" in second and "bypassed" not in second
     assert any(line.endswith("step cache bypassed)") for line in lines)
     assert any(line.endswith("step cache used)") for line in lines)
+
+
+def test_invocation_logs_show_an_agents_turns_and_tool_calls_and_a_skipped_step() -> None:
+    from plnt.cli import invocation_objects
+
+    call = {"id": "c0", "name": "add", "startedMs": 1.0, "durationMs": 2.5, "ok": True}
+    bad = {"id": "c1", "name": "add", "startedMs": 1.0, "durationMs": 0.0, "ok": False}
+    bad |= {"invalid": True, "error": "invalid arguments: 'a' is a required property"}
+    turns = [
+        {"turn": 1, "modelMs": 40.0, "final": False, "toolCalls": [call, bad],
+         "usage": {"total_tokens": 15}, "resumed": True},
+        {"turn": 2, "modelMs": 41.0, "final": True, "toolCalls": []},
+    ]  # fmt: skip
+    trace = [
+        {"id": "route", "skipped": "`when` is False: inputs.go"},
+        {"id": "solve", "durationMs": 90.0, "attempts": 1, "cache": "off", "turns": turns,
+         "toolCalls": 2},
+        {"id": "each", "durationMs": 5.0, "attempts": 1, "cache": "off", "items": 3,
+         "failedItems": [{"index": 1, "error": "x"}]},
+    ]  # fmt: skip
+    text = invocation_objects.trace_text({"status": {"trace": trace}}, [])
+    lines = text.splitlines()
+    assert lines[0] == "- route  skipped (`when` is False: inputs.go)"
+    assert lines[1].startswith("✓ solve  90.0 ms  attempt 1  2 turns, 2 tool calls")
+    assert lines[2] == "    turn 1  model 40.0 ms  15 tokens  resumed"
+    assert lines[3] == "      ↳ add  2.5 ms  ok"
+    assert lines[4].startswith("      ↳ add  0.0 ms  invalid: invalid arguments")
+    assert lines[5] == "    turn 2  model 41.0 ms  answered"
+    assert lines[6].endswith("3 items, 1 failed")
+
+
+def test_bench_results_of_an_agent_show_turns_and_tool_calls_per_call() -> None:
+    result = {
+        "requests": 10,
+        "achievedRate": 2.0,
+        "latency": {"p50Ms": 200.0},
+        "errors": {},
+        "errorRate": 0.0,
+        "agent": {"turnsPerCall": 4.0, "toolCallsPerCall": 3.5},
+    }
+    plain = {key: value for key, value in result.items() if key != "agent"}
+    bench = {
+        "metadata": {"name": "bench-agent-1"},
+        "status": {"targets": [{"revision": 2}, {"revision": 1}], "results": [result, plain]},
+    }
+    out = io.StringIO()
+    cli_bench.output_console(out).print(cli_bench.results_table(bench))
+    lines = out.getvalue().splitlines()
+    header = next(line for line in lines if "REVISION" in line)
+    assert "TURNS/CALL" in header and "TOOL CALLS/CALL" in header
+    rows = [line for line in lines if "(r2)" in line or "(r1)" in line]
+    assert "4.0" in rows[0] and "3.5" in rows[0]
+    assert "4.0" not in rows[1] and rows[1].count(" - ") >= 2  # no tool loop: dashes

@@ -391,10 +391,10 @@ output: '{{"a": steps.a.output, "b": steps.b.output}}'
 
 MOMENTS = ("received", "mid-stream", "step-ended", "answered")
 """When the worker is killed: the runner has just received the call (step `a` held, no
-heartbeat since); step `a` ended and `b` is held, the kill coming at once (whether the
-heartbeat with `a` left is a race); step `a` ended while the worker was stopped (it never
-read that end); the runner answered while the worker was stopped (it never read the
-answer, so recorded no success)."""
+heartbeat since); step `a` ended and `b` is held, the kill coming as soon as `b` is called
+(the worker recorded `a`'s end when it read it, before: `a` is not run again); step `a`
+ended while the worker was stopped (it never read that end, so `a` runs again); the runner
+answered while the worker was stopped (it never read the answer, so recorded no success)."""
 
 
 @pytest.mark.parametrize("moment", MOMENTS)
@@ -438,6 +438,66 @@ def test_attempts_count_every_call_the_runner_received_whenever_the_worker_is_ki
         lambda: in_flight(runner_metrics(endpoint)) == 0, timeout=30, message="no call running"
     )
     assert (status["attempts"], received(endpoint) - before) == (2, 2)
+    if moment == "mid-stream":  # `a` ended just before the kill: its end was durable
+        assert target.arrivals(a) == 1
+    if moment == "step-ended":  # the worker never read `a`'s end: it ran again
+        assert target.arrivals(a) == 2
+
+
+def mapped_workflow(url: str) -> str:
+    """A step counted once, a step skipped, then a map over three elements one at a time,
+    each `/hold/KEY-ITEM`: the kill comes while the last one is held."""
+    return f"""
+apiVersion: microagents.plnt.work/v1
+kind: Workflow
+metadata: {{name: mapped, version: 1.0.0}}
+inputs: {{type: object, properties: {{key: {{type: string}}}}, required: [key]}}
+steps:
+  - id: first
+    kind: http
+    url: "{url}/count/{{{{ inputs.key }}}}"
+  - id: never
+    kind: transform
+    when: "false"
+    expression: "'ran'"
+  - id: each
+    kind: http
+    needs: [first, never]
+    forEach: "['x', 'y', 'z']"
+    maxParallel: 1
+    url: "{url}/hold/{{{{ inputs.key }}}}-{{{{ item }}}}"
+    retries: 0
+    timeoutSeconds: 300
+output: '{{"skipped": steps.never.skipped, "each": steps.each.output}}'
+"""
+
+
+def test_a_worker_killed_mid_map_resumes_without_rerunning_elements_or_unskipping_steps(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str, target: StepTarget
+) -> None:
+    name = f"m{uuid.uuid4().hex[:6]}"
+    ref, digest = stack.spec(name, text=mapped_workflow(target.url))
+    apply(kubectl, namespace, workflowrun(name, ref, digest))
+    kubectl.run("wait", "-n", namespace, "--for=condition=Ready", f"wfr/{name}", "--timeout=90s")
+    key = step_key()
+    target.hold(f"{key}-z")
+    apply(kubectl, namespace, invocation("mapped", name, {"key": key}))
+    with worker_lost(stack):
+        # `x` and `y` answered just before `z` was called: killed at once.
+        wait_for(lambda: target.arrivals(f"/hold/{key}-z") == 1, timeout=60, message="z")
+    wait_for(lambda: target.arrivals(f"/hold/{key}-z") == 2, timeout=60, message="z again")
+    target.release(f"{key}-z")
+    done = wait_invocation(api, namespace, "mapped", phase("Succeeded"), what="Succeeded")
+    status = done["status"]
+    assert status["output"] == {
+        "skipped": True,
+        "each": [f"hold {key}-x", f"hold {key}-y", f"hold {key}-z"],
+    }
+    assert status["attempts"] == 2
+    assert target.arrivals(f"/count/{key}") == 1
+    assert target.arrivals(f"/hold/{key}-x") == 1 and target.arrivals(f"/hold/{key}-y") == 1
+    trace = {entry["id"]: entry for entry in status["trace"]}
+    assert trace["never"].get("resumed") is True and trace["never"]["skipped"]
 
 
 def test_an_api_server_restarted_mid_call_loses_nothing(

@@ -40,3 +40,14 @@ def test_cache_counts_and_completion_tokens_come_from_the_answer() -> None:
     assert timings.completion_tokens(body) == 17
     assert timings.cache_counts({"cache": {"hits": "2"}}) is None
     assert timings.completion_tokens({}) is None
+
+
+def test_a_trace_gives_its_tool_loops_turns_and_tool_calls_and_none_without_one() -> None:
+    trace = [
+        {"id": "solve", "durationMs": 9.0, "turns": [{}, {}, {}], "toolCalls": 2},
+        {"id": "check", "durationMs": 1.0, "turns": [{}], "toolCalls": 1},
+        {"id": "plain", "durationMs": 1.0},
+    ]
+    assert timings.agent_counts(trace) == (4, 3)
+    assert timings.agent_counts([{"id": "plain", "durationMs": 1.0}]) is None
+    assert timings.agent_counts(None) is None

@@ -7,9 +7,10 @@ can run anywhere that reaches the API server, the runners and Temporal.
 `call` is the one that lasts. Its attempt first pins the revision (one read of the run:
 `pinning`), unless an earlier attempt did (the heartbeat details say which). It asks a
 ready replica of that revision for its stream with each finished step's output
-(`stepOutputs`), keeps those outputs as its heartbeat details (handed to the SDK at once
-when a step finishes, and every `BEAT_SECONDS`; the worker's SDK sends at most one a
-second), writes `Running` in status before each call is sent, records a success in
+(`stepOutputs`) and what steps finish inside (`forEach` elements, tool-loop turns and
+calls), keeps them as its heartbeat details (handed to the SDK every `BEAT_SECONDS`, which
+sends at most one a second, and recorded in Temporal at once when they change:
+`checkpointing`), writes `Running` in status before each call is sent, records a success in
 status itself as soon as the runner answered (the workflow's `report` records it when
 that write failed), and:
 
@@ -17,7 +18,9 @@ that write failed), and:
   last line), calls the next ready replica of the same revision at once, handing it the
   finished steps (`completedSteps`), which it does not run again;
 * when this worker dies, Temporal notices the missing heartbeat and runs the next
-  attempt on another worker, which starts from the last heartbeat's details the same way;
+  attempt on another worker, which starts from the last recorded progress the same way
+  (the steps, elements, turns and calls that finished before it died are not run again;
+  a step skipped stays skipped);
 * when it is cancelled (the Invocation was deleted), its connection to the runner closes,
   so the runner cancels the invocation and the backend call;
 * when an attempt after the first finds the success already recorded (the worker that
@@ -63,13 +66,14 @@ import aiohttp
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from plnt.api import checkpoints
 from plnt.api.envelopes import invoke_envelope
 from plnt.api.invocations import MAX_OUTPUT_BYTES, PLURAL, RECONCILING
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.processes import tasks
 from plnt.sagas import values as v
-from plnt.sagas.invoking import pinning, recording, resuming
+from plnt.sagas.invoking import checkpointing, pinning, recording, resuming
 from plnt.sagas.invoking import workflow as inv
 
 log = logging.getLogger("plnt.sagas.invocations")
@@ -151,14 +155,15 @@ class InvocationActivities:
                 f"attempt {info.attempt} after the previous one was lost;"
                 f" {len(progress.completed)} finished steps handed back"
             )
-        async with self._beating(progress):
+        marks = checkpointing.Checkpoints(progress.details)
+        async with self._beating(progress), marks.running():
             for endpoint in order:
                 if not await self._ready(endpoint):
                     problems.append(f"{endpoint} is not ready")
                     continue
                 await self._running(call, endpoint, progress, problems)
                 try:
-                    answer = await self._stream(endpoint, call.request, progress)
+                    answer = await self._stream(endpoint, call.request, progress, marks)
                 except resuming.Lost as lost:
                     if not lost.sent:
                         await self._uncount(call, progress)
@@ -305,12 +310,20 @@ class InvocationActivities:
             log.info("the attempts of %s stay one over: %s", call.request.invocation, error)
 
     async def _stream(
-        self, endpoint: str, request: inv.InvocationRequest, progress: resuming.Progress
+        self,
+        endpoint: str,
+        request: inv.InvocationRequest,
+        progress: resuming.Progress,
+        marks: checkpointing.Checkpoints,
     ) -> dict[str, Any]:
         """The `result` line of one streamed call; `resuming.Lost` when the replica goes
         away (`sent` False when it could not even be connected to)."""
         body = invoke_envelope(
-            request.inputs, completed_steps=progress.completed, step_outputs=True
+            request.inputs,
+            completed_steps=progress.completed,
+            skipped_steps=progress.skipped,
+            step_progress=progress.partial,
+            step_outputs=True,
         )
         try:
             async with self._http().post(
@@ -320,7 +333,7 @@ class InvocationActivities:
                 headers={"Accept": NDJSON},
             ) as response:
                 try:
-                    return await self._read(response, progress)
+                    return await self._read(response, progress, marks)
                 except BaseException:
                     response.close()  # never reused: the runner sees its caller leave
                     raise
@@ -330,7 +343,10 @@ class InvocationActivities:
             raise resuming.Lost(str(error) or type(error).__name__) from error
 
     async def _read(
-        self, response: aiohttp.ClientResponse, progress: resuming.Progress
+        self,
+        response: aiohttp.ClientResponse,
+        progress: resuming.Progress,
+        marks: checkpointing.Checkpoints,
     ) -> dict[str, Any]:
         if response.status != 200 or NDJSON not in response.headers.get("Content-Type", ""):
             raw = await response.read()
@@ -347,8 +363,13 @@ class InvocationActivities:
             if kind == "step":
                 step = line.get("step") or {}
                 finished = isinstance(step, dict) and "error" not in step and "output" in line
-                if finished and progress.add(str(step.get("id")), line["output"]):
-                    progress.beat()
+                skipped = step.get("skipped") if isinstance(step, dict) else None
+                why = str(skipped) if skipped is not None else None
+                if finished and progress.add(str(step.get("id")), line["output"], skipped=why):
+                    marks.mark()
+            elif kind == checkpoints.PROGRESS:
+                if progress.note(line):
+                    marks.mark()
             elif kind == "result":
                 return line
             elif kind == "error":

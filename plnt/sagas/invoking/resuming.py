@@ -1,12 +1,14 @@
 """Reading a runner's streamed `/invoke` for a durable invocation, and what it carries over.
 
 `Progress` is what a call has done so far — the revision it pinned, the outputs of the
-steps that finished, the replicas that were lost, the calls made — kept as the call
-activity's heartbeat details, so an attempt on another replica or worker calls the same
-revision and starts from it (`completedSteps`). Heartbeat details are what the SDK last
-sent, not what the activity last gave it: a worker killed within the SDK's throttle
-interval loses the newest, so the calls made are counted in status instead, before each
-is sent (`invoking`, "Attempts"). The rest
+steps that finished (and which of them were skipped), what unfinished steps did inside
+(`forEach` elements, tool-loop turns and calls: `plnt.api.checkpoints`), the replicas that
+were lost, the calls made — kept as the call activity's heartbeat details, so an attempt
+on another replica or worker calls the same revision and starts from it (`completedSteps`,
+`stepProgress`). The SDK's own heartbeats are throttled (what a worker killed within the
+throttle interval had given it is lost), so each change of progress is also recorded at
+once by `plnt.sagas.invoking.checkpointing`. The calls made are counted in status instead,
+before each is sent (`invoking`, "Attempts"). The rest
 reads the NDJSON stream whatever the length of its lines and turns a runner's error body
 into the Invocation's failure. No I/O here beyond reading the response handed in.
 """
@@ -22,6 +24,7 @@ import aiohttp
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from plnt.api import checkpoints
 from plnt.api.usage import UsageSource
 from plnt.sagas.invoking import workflow as inv
 
@@ -46,6 +49,10 @@ class Progress:
     """
 
     completed: dict[str, Any] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Completed steps that were skipped: why (their trace's `skipped`)."""
+    partial: dict[str, checkpoints.StepProgress] = field(default_factory=dict)
+    """What steps not finished yet did inside (`plnt.api.checkpoints`), by step id."""
     lost: list[str] = field(default_factory=list)
     tries: int = 0
     """The calls made so far: this attempt's copy of `status.attempts`, which an attempt
@@ -60,13 +67,35 @@ class Progress:
     def pinned(self, revision: int, digest: str, start_time: str) -> None:
         self.revision, self.digest, self.start_time = revision, digest, start_time
 
-    def add(self, step: str, output: Any) -> bool:
+    def add(self, step: str, output: Any, *, skipped: str | None = None) -> bool:
         """Keep `step`'s output to hand back on a retry; False when it is too large to."""
-        size = len(json.dumps(output, separators=(",", ":"), ensure_ascii=False).encode())
+        size = _size(output)
         if self.carried_bytes + size > MAX_CARRIED_BYTES:
             return False
         self.completed[step] = output
+        if skipped is not None:
+            self.skipped[step] = skipped
         self.carried_bytes += size
+        if step in self.partial:
+            self.carried_bytes -= _size(self.partial.pop(step))
+        return True
+
+    def note(self, line: dict[str, Any]) -> bool:
+        """Fold a `progress` line in; False when it was not kept (not one this module
+        reads, or the step's progress would take the carried outputs past the limit)."""
+        folded: dict[str, checkpoints.StepProgress] = {}
+        step = line.get("step")
+        if isinstance(step, str) and step in self.partial:
+            folded[step] = _copy(self.partial[step])
+        step = checkpoints.fold(folded, line)
+        if step is None:
+            return False
+        old = _size(self.partial[step]) if step in self.partial else 0
+        new = _size(folded[step])
+        if self.carried_bytes - old + new > MAX_CARRIED_BYTES:
+            return False
+        self.partial[step] = folded[step]
+        self.carried_bytes += new - old
         return True
 
     @classmethod
@@ -81,13 +110,25 @@ class Progress:
             start_time=str(last.get("startTime") or ""),
         )
         completed = last.get("completed")
+        skipped = last.get("skipped")
+        skipped = skipped if isinstance(skipped, dict) else {}
         for step, output in (completed if isinstance(completed, dict) else {}).items():
-            progress.add(str(step), output)
+            why = skipped.get(step)
+            progress.add(str(step), output, skipped=str(why) if why is not None else None)
+        partial = last.get("partial")
+        for step, done in (partial if isinstance(partial, dict) else {}).items():
+            if isinstance(done, dict) and step not in progress.completed:
+                size = _size(done)
+                if progress.carried_bytes + size <= MAX_CARRIED_BYTES:
+                    progress.partial[str(step)] = done  # type: ignore[assignment]
+                    progress.carried_bytes += size
         return progress
 
     def details(self) -> dict[str, Any]:
         return {
             "completed": self.completed,
+            "skipped": self.skipped,
+            "partial": self.partial,
             "lost": self.lost,
             "tries": self.tries,
             "revision": self.revision,
@@ -97,6 +138,22 @@ class Progress:
 
     def beat(self) -> None:
         activity.heartbeat(self.details())
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def _copy(done: checkpoints.StepProgress) -> checkpoints.StepProgress:
+    """A step's progress with its containers copied, so a refused fold changes nothing."""
+    copied = checkpoints.StepProgress()
+    if "items" in done:
+        copied["items"] = dict(done["items"])
+    if "failedItems" in done:
+        copied["failedItems"] = list(done["failedItems"])
+    if "loops" in done:
+        copied["loops"] = dict(done["loops"])
+    return copied
 
 
 class Lost(Exception):
