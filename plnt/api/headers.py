@@ -32,6 +32,9 @@ REVISION_HEADER = "X-Plnt-Revision"
 CACHE_HEADER = "X-Plnt-Cache"
 """The invocation's `CacheOutcome` (set by the runner, passed on by the API server)."""
 
+PROBE_HEADER = "X-Plnt-Probe"
+"""Marks a backend probe's own call (`ttft`): a server may leave it out of its counts."""
+
 CACHE_CONTROL = "Cache-Control"
 """The request header that asks to bypass the step cache (`no-cache` or `no-store`)."""
 

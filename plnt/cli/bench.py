@@ -29,7 +29,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from plnt.api import names
+from plnt.api import benchattainment, names
 from plnt.api.headers import CacheMode
 from plnt.cli import connecting, exits, printing
 from plnt.cli.connecting import ContextOption, KubeconfigOption, NamespaceOption
@@ -176,8 +176,13 @@ def bench(
         bench_id = started["metadata"]["name"]
         if not as_json:
             console.print(f"bench {bench_id} of {printing.GROUP_RESOURCE}/{name} started")
-        return await _follow(client, path, name, bench_id, console if live else None)
+        followed = await _follow(client, path, name, bench_id, console if live else None)
+        if not as_json:  # the run's objectives, to print attainment beside the percentiles
+            run = await client.get_workflowrun(name)
+            objectives[:] = benchattainment.objectives((run.get("spec") or {}).get("slo"))
+        return followed
 
+    objectives: list[benchattainment.Objective] = []
     result = connecting.call(connecting.Target(kubeconfig, context, namespace), action)
     if not follow:
         typer.echo(json.dumps(result, indent=2) if as_json else result["metadata"]["name"])
@@ -186,7 +191,7 @@ def bench(
     if as_json:
         typer.echo(json.dumps(result, indent=2))
     else:
-        _print_results(console, result)
+        _print_results(console, result, objectives)
     if status.get("phase") != "Succeeded":
         exits.fail(str(status.get("message") or "the bench failed"), exits.Code.FAILED)
 
@@ -310,10 +315,29 @@ def _per_call(value: Any) -> str:
     return "-" if not isinstance(value, int | float) else f"{value:.1f}"
 
 
-def results_table(bench: dict[str, Any]) -> Table:
+def _marked(value: Any, objective: benchattainment.Objective | None) -> str:
+    """A percentile, with ✓ when it is within the objective's threshold (that share of the
+    calls attained it) and ✗ when it is not."""
+    within = benchattainment.within(value, objective) if objective is not None else None
+    return _ms(value) if within is None else f"{_ms(value)} {'✓' if within else '✗'}"
+
+
+def _objective(
+    objectives: list[benchattainment.Objective], name: str
+) -> benchattainment.Objective | None:
+    return next((o for o in objectives if o.name == name), None)
+
+
+def results_table(
+    bench: dict[str, Any], objectives: list[benchattainment.Objective] | None = None
+) -> Table:
     """One row per revision: throughput, latency percentiles, errors, cache, GPU; time
     to first token and tokens per second when the bench streamed (`--stream`); a tool
-    loop's turns and tool calls per call when the workflow has one."""
+    loop's turns and tool calls per call when the workflow has one. With the run's
+    objectives, each percentile of an objective's measure is marked ✓ or ✗ beside it:
+    whether that share of the calls met the objective's threshold."""
+    latency_objective = _objective(objectives or [], "latency")
+    first_token_objective = _objective(objectives or [], "timeToFirstToken")
     status = bench.get("status") or {}
     results = status.get("results") or []
     streamed = any(r.get("timeToFirstToken") or r.get("tokensPerSecond") for r in results)
@@ -347,11 +371,11 @@ def results_table(bench: dict[str, Any]) -> Table:
             _target_name(target),
             str(result.get("requests", 0)),
             _rate(result),
-            _ms(latency.get("p50Ms")),
-            _ms(latency.get("p90Ms")),
-            _ms(latency.get("p95Ms")),
-            _ms(latency.get("p99Ms")),
-            _ms(latency.get("maxMs")),
+            _marked(latency.get("p50Ms"), latency_objective),
+            _marked(latency.get("p90Ms"), latency_objective),
+            _marked(latency.get("p95Ms"), latency_objective),
+            _marked(latency.get("p99Ms"), latency_objective),
+            _marked(latency.get("maxMs"), latency_objective),
             f"{error_count} ({_percent(result.get('errorRate'))})",
             _cache_cell(target, result),
             _percent(result.get("gpuUtilization"), result.get("gpuReason")),
@@ -359,7 +383,10 @@ def results_table(bench: dict[str, Any]) -> Table:
         if streamed:
             first_token = result.get("timeToFirstToken") or {}
             rate = result.get("tokensPerSecond")
-            cells[8:8] = [_ms(first_token.get("p50Ms")), "-" if rate is None else f"{rate:.1f}"]
+            cells[8:8] = [
+                _marked(first_token.get("p50Ms"), first_token_objective),
+                "-" if rate is None else f"{rate:.1f}",
+            ]
         if agents:
             agent = result.get("agent") or {}
             cells[3:3] = [
@@ -387,10 +414,40 @@ def output_console(file: IO[str] | None = None) -> Console:
     return Console(file=file, highlight=False, soft_wrap=True, width=UNCUT_WIDTH)
 
 
-def _print_results(console: Console, bench: dict[str, Any]) -> None:
+def attainment_lines(
+    bench: dict[str, Any], objectives: list[benchattainment.Objective]
+) -> list[str]:
+    """Per objective, each revision's share of calls within it and whether it was met:
+    `SLO latency ≤ 150 ms at p95: revision 2 90-95% MISSED; revision 1 100% met`."""
+    status = bench.get("status") or {}
+    pairs = list(zip(status.get("targets") or [], status.get("results") or [], strict=False))
+    lines: list[str] = []
+    for objective in objectives:
+        parts = []
+        for target, result in pairs:
+            found = benchattainment.attainment(result, objective)
+            if found is None:
+                parts.append(f"{_target_name(target)} not measured")
+                continue
+            parts.append(
+                f"{_target_name(target)} {found.share()} {'met' if found.met else 'MISSED'}"
+            )
+        if parts:
+            threshold = f"{objective.milliseconds:g} ms at p{objective.percentile:g}"
+            lines.append(f"SLO {objective.name} ≤ {threshold}: " + "; ".join(parts))
+    return lines
+
+
+def _print_results(
+    console: Console,
+    bench: dict[str, Any],
+    objectives: list[benchattainment.Objective] | None = None,
+) -> None:
     status = bench.get("status") or {}
     if status.get("results"):
-        console.print(results_table(bench))
+        console.print(results_table(bench, objectives))
+        for line in attainment_lines(bench, objectives or []):
+            console.print(line)
         measured = [
             f"{_target_name(t)}: {t.get('url')} ({t.get('path')}, 1 of {t.get('replicas')}"
             f" ready replicas{_CACHE_WORDS.get(t.get('cache'), '')})"

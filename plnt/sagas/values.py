@@ -104,6 +104,8 @@ class ResolveRequest:
     model: str | None = None
     gpu_class: str | None = None
     pool: str | None = None
+    # The run's timeToFirstToken objective (spec.slo), which placement ranks backends by.
+    ttft_objective_ms: float | None = None
 
 
 @dataclass

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import json
 import runpy
+import shutil
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
+
+import helm_python
+import yaml
 
 from tests.charts import rendering
 from tests.charts.rendering import Rendered
@@ -15,6 +21,7 @@ Render = Callable[[str], Rendered]
 
 DASHBOARD = rendering.CHART_DIR / "dashboards" / "plnt.json"
 GENERATOR = rendering.CHART_DIR / "dashboards" / "generate.py"
+RULES = rendering.CHART_DIR / "rules" / "slo.rules.yaml"
 WORKER = "plnt-worker"
 API = "plnt-apiserver"
 
@@ -55,3 +62,34 @@ def test_the_podmonitor_selects_the_worker_pods_by_their_metrics_port(rendered: 
     ports = rendering.container(worker, "worker")["ports"]
     assert endpoint["port"] in {p["name"] for p in ports} and endpoint["path"] == "/metrics"
     assert rendered("default").all("PodMonitor") == []
+
+
+def test_the_slo_rules_pass_promtools_own_rule_tests() -> None:
+    tests = Path(__file__).with_name("promtool") / "slo_rules_test.yaml"
+    promtool = shutil.which("promtool")
+    assert promtool is not None, "promtool not found: apt-get install prometheus (.ci/run does)"
+    result = subprocess.run(
+        [promtool, "test", "rules", tests.name],
+        cwd=tests.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+def test_the_slo_rules_ship_as_a_prometheusrule_equal_to_the_tested_file(
+    chart: helm_python.Chart,
+) -> None:
+    values = {"prometheusRules": {"enabled": True, "labels": {"release": "prometheus"}}}
+    (rule,) = rendering.render(chart, values).all("PrometheusRule")
+    assert rule["metadata"]["labels"]["release"] == "prometheus"
+    assert rule["spec"] == yaml.safe_load(RULES.read_text())
+    alerts = {r["alert"]: r for g in rule["spec"]["groups"] for r in g["rules"] if "alert" in r}
+    assert set(alerts) == {"PlntSLOFastBurn", "PlntSLOSlowBurn"}
+    assert (
+        "> 14.4" in alerts["PlntSLOFastBurn"]["expr"] and "> 6" in alerts["PlntSLOSlowBurn"]["expr"]
+    )
+    assert rendering.render(chart, None).all("PrometheusRule") == []  # off by default

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
+from plnt.api import benchattainment
+from plnt.cli import bench as cli_bench
 from plnt.cli import reports
 from plnt.registry.workflowruns.definition import DEFINITION, slo_summary
 
@@ -48,3 +51,42 @@ def test_the_wide_column_names_missed_objectives_and_the_budget_left() -> None:
     assert slo_summary({"status": {}}) is None
     column = next(c for c in DEFINITION.columns if c.name == "SLO")
     assert column.priority == 1
+
+
+def test_a_bench_prints_attainment_beside_each_percentile_when_the_run_has_objectives() -> None:
+    slo = {
+        "latency": {"percentile": 95, "milliseconds": 150},
+        "timeToFirstToken": {"milliseconds": 80},
+    }
+    objectives = benchattainment.objectives(slo)
+    slow = {"p50Ms": 100.0, "p90Ms": 140.0, "p95Ms": 310.0, "p99Ms": 330.0, "maxMs": 340.0}
+    fast = {"p50Ms": 20.0, "p90Ms": 30.0, "p95Ms": 35.0, "p99Ms": 40.0, "maxMs": 60.0}
+    first = {"p50Ms": 50.0, "p90Ms": 70.0, "p95Ms": 75.0, "p99Ms": 90.0, "maxMs": 95.0}
+    bench = {
+        "metadata": {"name": "b"},
+        "status": {
+            "targets": [{"label": "canary", "revision": 2}, {"label": "stable", "revision": 1}],
+            "results": [
+                {"requests": 40, "latency": slow, "timeToFirstToken": first},
+                {"requests": 40, "latency": fast, "tokensPerSecond": 12.0},
+            ],
+        },
+    }
+    out = io.StringIO()
+    console = cli_bench.output_console(out)
+    console.print(cli_bench.results_table(bench, objectives))
+    for line in cli_bench.attainment_lines(bench, objectives):
+        console.print(line)
+    lines = out.getvalue().splitlines()
+    canary = next(line for line in lines if "canary (r2)" in line and "ms" in line)
+    assert "140.0 ms ✓" in canary and "310.0 ms ✗" in canary and "50.0 ms ✓" in canary
+    stable = next(line for line in lines if "stable (r1)" in line and "ms" in line)
+    assert "60.0 ms ✓" in stable and "✗" not in stable
+    assert "SLO latency ≤ 150 ms at p95: canary (r2) 90-95% MISSED; stable (r1) 100% met" in lines
+    assert (
+        "SLO timeToFirstToken ≤ 80 ms at p95: canary (r2) 95-99% met; stable (r1) not measured"
+        in lines
+    )
+    plain = io.StringIO()
+    cli_bench.output_console(plain).print(cli_bench.results_table(bench))
+    assert "✓" not in plain.getvalue() and "✗" not in plain.getvalue()  # no objectives, no marks

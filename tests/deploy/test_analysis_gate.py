@@ -22,7 +22,7 @@ from aiohttp.test_utils import TestServer
 
 from tests.support.blocking_api import Api
 from tests.support.manifests import apply, workflowrun
-from tests.support.plnt_server import Kubectl
+from tests.support.plnt_server import Kubectl, wait_for
 from tests.support.stack import Stack, runner_pids_by_revision
 from tests.support.statuses import condition_of, settled, step_of
 
@@ -174,3 +174,54 @@ def test_a_bench_gate_rolls_a_slow_canary_back_and_promotes_a_healthy_one(
         assert f"<= limit {LIMIT_MS} ms; stable" in message, message
         hits = re.search(r"cache hit rate (\d\.\d\d) >= limit 0\.50", message)
         assert hits is not None and float(hits.group(1)) >= 0.5, message
+
+
+SLO_MS = 150
+SLO = {"latency": {"percentile": 95, "milliseconds": SLO_MS}}
+SLO_GATE = {"rate": 20, "duration": 2}
+"""The analysis's own limits left out: only the objective can fail the canary."""
+
+
+def test_a_canary_that_misses_an_objective_is_rolled_back_as_slo_missed_with_its_own_event(
+    stack: Stack, kubectl: Kubectl, api: Api, namespace: str
+) -> None:
+    with threaded_target() as target:
+        ref_1, digest_1 = stack.spec("slo-1", text=calling(f"{target}/fast", "1"))
+        apply(kubectl, namespace, workflowrun("held", ref_1, digest_1, slo=SLO))
+        api.wait(namespace, "held", revision_settled(1), message="revision 1 promoted")
+
+        ref_2, digest_2 = stack.spec("slo-2", text=calling(f"{target}/slow", "2"))
+        apply(
+            kubectl,
+            namespace,
+            workflowrun("held", ref_2, digest_2, slo=SLO, canary={"analysis": SLO_GATE}),
+        )
+
+        def degraded(obj: dict[str, Any]) -> bool:
+            found = condition_of(obj, "Degraded")
+            return settled(obj) and found is not None and found["status"] == "True"
+
+        obj = api.wait(namespace, "held", degraded, timeout=120, message="Degraded True")
+        condition = condition_of(obj, "Degraded")
+        assert condition is not None and condition["reason"] == "SLOMissed", condition
+        figures = rf"latency p95 (\d+) ms > objective {SLO_MS} ms at p95; stable ([\d.]+) ms"
+        measured = re.search(figures, condition["message"])
+        assert measured is not None, condition["message"]
+        assert int(measured.group(1)) >= SLOW_SECONDS * 1000 * 0.9
+        assert float(measured.group(2)) < int(measured.group(1))
+        ready = condition_of(obj, "Ready")
+        assert ready is not None and (ready["status"], ready["reason"]) == ("True", "RolledBack")
+        assert (obj["status"]["revision"], obj["status"]["digest"]) == (1, digest_1)
+        analyze = step_of(obj, "analyze")
+        assert analyze is not None and analyze["state"] == "Failed", analyze
+        assert set(runner_pids_by_revision(stack.state_dir, uid=obj["metadata"]["uid"])) == {1}
+
+        def slo_event() -> dict[str, Any] | None:
+            for event in api.events(namespace, "held"):
+                if event.get("reason") == "SLOMissed":
+                    return event
+            return None
+
+        event = wait_for(slo_event, timeout=30, message="a SLOMissed Event")
+        assert event["type"] == "Warning", event
+        assert re.search(figures, event["message"]) is not None, event["message"]

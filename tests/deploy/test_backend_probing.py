@@ -16,6 +16,7 @@ from typing import Any
 
 from yarl import URL
 
+from plnt.processes.ports import free_port
 from tests.support.llm import Gpu, threaded_llm
 from tests.support.manifests import apply, backend_manifest
 from tests.support.plnt_server import Kubectl, wait_for
@@ -185,3 +186,57 @@ def test_each_transition_of_a_backend_is_one_event_and_a_repeat_counts_into_it(
     assert event["lastTimestamp"] >= event["firstTimestamp"]
     described = kubectl.run("describe", "-n", namespace, "plntbackend", "flaky").stdout
     assert "BackendUnreachable" in described and "HeadroomExhausted" in described
+
+
+def test_a_backend_is_probed_as_soon_as_it_is_created_or_its_spec_changes(
+    stack: Stack, kubectl: Kubectl, namespace: str
+) -> None:
+    """A worker whose periodic round comes once an hour: only the watch can probe in time."""
+    worker = WorkerProcess(
+        stack.temporal.address,
+        stack.server.kubeconfig,
+        stack.state_dir,
+        extra_args=("--task-queue", "plnt-probe-hourly", "--probe-interval", "3600"),
+    ).start()
+    try:
+        with threaded_llm(None) as llm:
+            llm.first_token_delay = 0.2
+            # The first backend may still meet the worker's first round; the second cannot.
+            apply(kubectl, namespace, backend_manifest("first", "openai", endpoint=llm.url))
+            wait_for(
+                lambda: status_of(kubectl, namespace, "first").get("reachable") is True,
+                timeout=20,
+                interval=0.2,
+                message="the first backend probed",
+            )
+            manifest = backend_manifest("fresh", "openai", endpoint=llm.url, models=["m"])
+            apply(kubectl, namespace, manifest)
+            status = wait_for(
+                lambda: (s := status_of(kubectl, namespace, "fresh")).get("reachable") and s,
+                timeout=20,
+                interval=0.2,
+                message="the new backend probed on creation",
+            )
+            assert status["timeToFirstTokenMilliseconds"] >= 200  # the stand-in's delay
+            assert ("Normal", "BackendReachable", 1) in backend_events(kubectl, namespace, "fresh")
+            wide = kubectl.run("get", "-n", namespace, "plntbackend", "fresh", "-o", "wide")
+            header, row = wide.stdout.splitlines()[:2]
+            assert header.split()[-2] == "TTFT" and row.split()[-2].endswith("ms")  # then AGE
+
+            # Its endpoint is changed to one where nothing listens: probed at once again.
+            closed = f"http://127.0.0.1:{free_port()}/v1"
+            apply(kubectl, namespace, backend_manifest("fresh", "openai", endpoint=closed))
+            down = wait_for(
+                lambda: (
+                    (s := status_of(kubectl, namespace, "fresh")).get("reachable") is False and s
+                ),
+                timeout=20,
+                interval=0.2,
+                message="the changed backend probed on its new spec",
+            )
+            assert "timeToFirstTokenMilliseconds" not in down  # unknown, not left over
+            assert ("Warning", "BackendUnreachable", 1) in backend_events(
+                kubectl, namespace, "fresh"
+            )
+    finally:
+        worker.stop()

@@ -16,13 +16,15 @@ import pytest
 
 from tests.support.blocking_api import Api
 from tests.support.namespaces import create_namespace
-from tests.support.plnt_server import PlntServer, wait_for
+from tests.support.plnt_server import REPO, PlntServer, wait_for
 from tests.support.prometheus import Observed, Prometheus, prometheus, up_targets
 from tests.support.stack import kill_strays
 
 __all__ = ["prometheus"]
 
 SCRAPE_LINE = "Prometheus scrape_configs: - "
+SLO_RULES = REPO / "charts" / "plnt" / "rules" / "slo.rules.yaml"
+"""The chart's SLO rules, loaded as they ship (the PrometheusRule wraps this file)."""
 
 
 def printed_job(output: list[str]) -> dict[str, Any]:
@@ -46,7 +48,7 @@ def observed(
         # The printed job as is, scraped every second and its files re-read as often.
         job["scrape_interval"] = "1s"
         job["file_sd_configs"][0]["refresh_interval"] = "1s"
-        prometheus.scrape([job])
+        prometheus.scrape([job], rule_files=[SLO_RULES])
         wait_for(
             lambda: up_targets(prometheus, "plnt-apiserver"),
             timeout=30,

@@ -119,6 +119,11 @@ def chat(observed: Observed, llm: LLM) -> dict[str, Any]:
             "workflow": {"ref": ref, "digest": digest},
             "replicas": 1,
             "backend": {"name": BACKEND},
+            # Generous objectives: their series feed the SLO panels and the chart's rules.
+            "slo": {
+                "latency": {"percentile": 95, "milliseconds": 30000},
+                "timeToFirstToken": {"percentile": 95, "milliseconds": 10000},
+            },
         },
     }
     observed.api.call(lambda c: c.create_workflowrun(body, namespace=namespace))
@@ -207,6 +212,16 @@ def test_every_dashboard_query_parses_and_returns_data(
         timeout=30,
         message="the bench gauges scraped",
     )
+    wait_for(  # status.slo is judged every 10 s from the calls above
+        lambda: observed.prometheus.query(
+            f'plnt_workflowrun_slo_error_budget_remaining{{namespace="{namespace}"}}'
+        ),
+        timeout=40,
+        message="status.slo's gauges scraped",
+    )
+    # Calls after the SLO counters were first scraped: a rate needs an increase to see.
+    for index in range(3):
+        api.invoke(namespace, RUN, {"question": f"after {index}"})
     queries = dashboard_queries()
     assert len(queries) >= 20
     failures: dict[str, str] = {}
@@ -227,6 +242,34 @@ def test_every_dashboard_query_parses_and_returns_data(
         f'plnt_bench_gpu_utilization_ratio{{namespace="{namespace}",workflowrun="{RUN}"}}'
     )
     assert float(gpu["value"][1]) == pytest.approx(0.4)
+
+
+def test_the_charts_slo_rules_load_and_record_every_runs_burn_rate(
+    observed: Observed, chat: dict[str, Any]
+) -> None:
+    groups = observed.prometheus.rule_groups()
+    names = {group["name"] for group in groups}
+    assert {"plnt-slo-recording", "plnt-slo-alerts"} <= names, names
+    unhealthy = [
+        (rule["name"], rule.get("lastError"))
+        for group in groups
+        for rule in group["rules"]
+        if rule.get("health") not in ("ok", "unknown")
+    ]
+    assert not unhealthy, unhealthy
+    for _ in range(3):  # (runs after the dashboard test, before the run is deleted)
+        observed.api.invoke(observed.namespace, RUN, {"question": "burn?"})
+    selector = f'{{namespace="{observed.namespace}",workflowrun="{RUN}",objective="latency"}}'
+    recorded = f"plnt_workflowrun_objective:slo_burn_rate:5m{selector}"
+    burn = wait_for(  # NaN (no calls yet in its window) until the scrape sees the calls
+        lambda: (found := observed.prometheus.query(recorded)) and finite(found) and found,
+        timeout=40,
+        interval=0.5,
+        message="the recorded 5m burn rate of the run's latency objective",
+    )
+    assert float(burn[0]["value"][1]) == 0.0  # every call met a 30 s objective
+    alerts = observed.prometheus.query(f'ALERTS{{namespace="{observed.namespace}"}}')
+    assert alerts == []
 
 
 def test_the_sd_files_follow_runners_coming_and_going(

@@ -128,6 +128,34 @@ async def test_an_unreachable_backend_is_measured_as_down_with_everything_else_u
     assert all(status[key] is None for key in unknown)
 
 
+async def test_a_backend_serving_a_model_is_timed_to_its_first_streamed_token() -> None:
+    async with serving_llm(None) as llm, aiohttp.ClientSession() as http:
+        llm.first_token_delay = 0.25
+        status = await backend_probes.measure(http, backend(llm.url, "openai", models=["m"]))
+        assert llm.probes == 1 and llm.requests == [] and llm.streams == 0  # marked a probe
+    assert status["reachable"] is True and status["probeError"] is None
+    assert status["timeToFirstTokenMilliseconds"] >= 250  # the server's delay bounds it below
+
+
+async def test_a_backend_without_a_model_or_with_credentials_is_not_timed() -> None:
+    async with serving_llm(None) as llm, aiohttp.ClientSession() as http:
+        bare = await backend_probes.measure(http, backend(llm.url, "openai"))
+        keyed = backend(llm.url, "openai", models=["m"], credentialsRef={"name": "k"})
+        with_key = await backend_probes.measure(http, keyed)
+        assert llm.probes == 0
+    assert bare["timeToFirstTokenMilliseconds"] is None
+    assert with_key["timeToFirstTokenMilliseconds"] is None
+
+
+async def test_a_first_token_that_never_comes_is_a_probe_error_and_no_figure() -> None:
+    async with serving_llm("secret") as llm, aiohttp.ClientSession() as http:
+        status = await backend_probes.measure(http, backend(llm.url, "openai", models=["m"]))
+    # /models answers 401 (up, wants a key); the chat call is refused: no TTFT, and why.
+    assert status["reachable"] is True
+    assert status["timeToFirstTokenMilliseconds"] is None
+    assert status["probeError"].endswith("/chat/completions: HTTP 401")
+
+
 async def test_echo_and_endpointless_backends_are_not_probed() -> None:
     async with aiohttp.ClientSession() as http:
         assert await backend_probes.measure(http, {"spec": {"type": "echo"}}) == {}

@@ -22,8 +22,11 @@ def backend(
     reachable: bool | None = None,
     pool: str | None = None,
     probed: str | None = None,
+    ttft: int | None = None,
 ) -> dict[str, Any]:
     status: dict[str, Any] = {"inFlight": in_flight}
+    if ttft is not None:
+        status["timeToFirstTokenMilliseconds"] = ttft
     if probed is not None:
         status["lastProbeTime"] = probed
     if queue_depth is not None:
@@ -251,3 +254,57 @@ def test_gpu_headroom_breaks_a_tie_in_concurrency_headroom() -> None:
 )
 def test_ages_are_short(seconds: float, text: str) -> None:
     assert placement.format_age(seconds) == text
+
+
+def test_a_ttft_objective_prefers_a_backend_that_meets_it_over_one_with_more_room() -> None:
+    backends = [
+        backend("roomy-slow", in_flight=0, ttft=900),
+        backend("busy-fast", in_flight=12, ttft=120),
+        backend("unmeasured", in_flight=2),
+    ]
+    chosen = placement.choose(
+        backends, name=None, selector={}, gpu_class=None, model=None, ttft_objective_ms=500
+    )
+    assert (chosen.name, chosen.headroom) == ("busy-fast", 4)
+    assert chosen.explanation() == (
+        "TTFT 120 ms meets objective 500 ms; passed over: "
+        "roomy-slow (TTFT 900 ms > objective 500 ms), "
+        "unmeasured (TTFT not measured (objective 500 ms))"
+    )
+    # Without the objective, headroom alone decides, as before.
+    plain = placement.choose(backends, name=None, selector={}, gpu_class=None, model=None)
+    assert plain.name == "roomy-slow" and plain.why is None
+
+
+def test_a_backend_that_misses_the_ttft_objective_is_still_chosen_when_nothing_else_has_room() -> (
+    None
+):
+    backends = [backend("slow", ttft=900), backend("full-fast", in_flight=16, ttft=50)]
+    chosen = placement.choose(
+        backends, name=None, selector={}, gpu_class=None, model=None, ttft_objective_ms=500
+    )
+    assert chosen.name == "slow"
+    assert chosen.explanation() == (
+        "TTFT 900 ms > objective 500 ms; passed over: full-fast (headroom 0)"
+    )
+    unmeasured = placement.choose(
+        [backend("slow", ttft=900), backend("new")],
+        name=None,
+        selector={},
+        gpu_class=None,
+        model=None,
+        ttft_objective_ms=500,
+    )
+    assert unmeasured.name == "new"  # not known to miss beats known to miss
+
+
+def test_a_named_backend_says_how_its_ttft_stands_against_the_objective() -> None:
+    chosen = placement.choose(
+        [backend("a", ttft=700)],
+        name="a",
+        selector=None,
+        gpu_class=None,
+        model=None,
+        ttft_objective_ms=500,
+    )
+    assert chosen.name == "a" and chosen.explanation() == "TTFT 700 ms > objective 500 ms"

@@ -2,7 +2,9 @@
 
 A fake, because a real model server (vLLM on a GPU, or OpenAI itself) cannot run on these
 machines: it stands in for the GPU inference server behind a PlntBackend. It speaks the
-calls plnt makes of a backend: `GET /v1/models` (the placement probe),
+calls plnt makes of a backend: `GET /v1/models` (the placement probe), a probe's small
+streamed chat call (header `X-Plnt-Probe`: counted in `probes` alone, answered after
+`first_token_delay`, which delays the first token of every stream),
 `POST /v1/chat/completions` (a model step, streamed or not), `POST /v1/completions` (a
 completion step: the content is `"<prefix>: <prompt>"`), llama-cpp-python's
 `POST /extras/tokenize/count` (its tokens, `{"count": N}`; 404 when `tokenizer` is off)
@@ -61,6 +63,8 @@ from typing import Any
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from plnt.api.headers import PROBE_HEADER
+
 
 @dataclass
 class LLM:
@@ -88,6 +92,8 @@ class LLM:
     interrupted: int = 0
     cut_after: int | None = None  # every stream ends after this many tokens (docstring)
     arrivals: int = 0  # requests that reached a /v1 or /extras handler
+    first_token_delay: float = 0.0  # seconds before a stream's first token
+    probes: int = 0  # backend probes' chat calls (X-Plnt-Probe), counted here only
 
     def go_down_between_probes(self, timeout: float = 30.0) -> None:
         """Close the listener right after the next probe's last request (module
@@ -244,6 +250,16 @@ def _app(token: str | None, prefix: str, llm: LLM) -> web.Application:
             return refused()
         return web.json_response({"object": "list", "data": [{"id": "stand-in"}]})
 
+    async def probe_stream(request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+        """One token after `first_token_delay`, whatever holds or cuts the callers' streams."""
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await asyncio.sleep(llm.first_token_delay)  # the model's own delay
+        delta = {"role": "assistant", "content": "hi"}
+        await response.write(_event(_chunk(body, delta, "stop")))
+        await response.write(_event("[DONE]"))
+        return response
+
     async def stream(
         request: web.Request, body: dict[str, Any], content: str
     ) -> web.StreamResponse:
@@ -259,6 +275,8 @@ def _app(token: str | None, prefix: str, llm: LLM) -> web.Application:
                     llm.interrupted += 1
                     await response.write(_event("[DONE]"))
                     return response
+                if not index and llm.first_token_delay:
+                    await asyncio.sleep(llm.first_token_delay)  # the model's own delay
                 if index == len(tokens) - 1 and llm.hold_last is not None:
                     await llm.hold_last.wait()
                 elif index and llm.pace:
@@ -277,10 +295,14 @@ def _app(token: str | None, prefix: str, llm: LLM) -> web.Application:
         return response
 
     async def completions(request: web.Request) -> web.StreamResponse:
-        llm.arrivals += 1
+        probe = PROBE_HEADER in request.headers  # a prober's TTFT call: not the caller's
+        llm.probes += probe
+        llm.arrivals += not probe
         if not authorized(request):
             return refused()
         body = await request.json()
+        if probe:
+            return await probe_stream(request, body)
         llm.requests.append(body)
         users = [m for m in body.get("messages", []) if m.get("role") == "user"]
         content = f"{prefix}: {users[-1]['content'] if users else ''}"

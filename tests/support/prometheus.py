@@ -54,12 +54,15 @@ class Prometheus:
     config: Path
     child: ChildProcess
 
-    def scrape(self, jobs: Sequence[Mapping[str, Any]]) -> None:
-        """Replace the scrape jobs and reload; returns once Prometheus has the new config."""
-        document = {
+    def scrape(self, jobs: Sequence[Mapping[str, Any]], *, rule_files: Sequence[Path] = ()) -> None:
+        """Replace the scrape jobs (and the rule files, evaluated every second) and reload;
+        returns once Prometheus has the new config."""
+        document: dict[str, Any] = {
             "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": "1s"},
             "scrape_configs": [dict(job) for job in jobs],
         }
+        if rule_files:
+            document["rule_files"] = [str(path) for path in rule_files]
         self.config.write_text(yaml.safe_dump(document, sort_keys=False))
         status, text = _http("POST", f"{self.url}/-/reload")
         assert status == 200, text
@@ -78,6 +81,10 @@ class Prometheus:
         if data["resultType"] in ("scalar", "string"):
             return [{"metric": {}, "value": data["result"]}]
         return list(data["result"])
+
+    def rule_groups(self) -> list[dict[str, Any]]:
+        """The loaded rule groups with each rule's health and last error."""
+        return list(self._get("/api/v1/rules")["groups"])
 
     def targets(self) -> list[dict[str, Any]]:
         """The active scrape targets with their labels and health."""

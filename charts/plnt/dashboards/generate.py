@@ -52,6 +52,57 @@ def quantiles(
     )
 
 
+SLO_BY = "namespace, workflowrun, objective"
+SLO_CALLS = f"plnt_workflowrun_slo_calls_total{{{RUN}}}"
+SLO_ROWS: list[tuple[str, list[Panel]]] = [
+    (
+        "Service-level objectives",
+        [
+            Panel(
+                "SLO attainment",
+                "percentunit",
+                (
+                    (
+                        f"max by (workflowrun, objective) "
+                        f"(plnt_workflowrun_slo_attainment_ratio{{{RUN}}})",
+                        "{{workflowrun}} {{objective}}",
+                    ),
+                ),
+                "Share of the window's calls that met each objective (status.slo).",
+            ),
+            Panel(
+                "SLO burn rate",
+                "none",
+                (
+                    (
+                        f"(sum by ({SLO_BY}) (rate(plnt_workflowrun_slo_calls_total{{{RUN}, "
+                        f'result="bad"}}[{RATE}])) or sum by ({SLO_BY}) '
+                        f"(rate({SLO_CALLS}[{RATE}])) * 0) / sum by ({SLO_BY}) "
+                        f"(rate({SLO_CALLS}[{RATE}])) / on ({SLO_BY}) max by ({SLO_BY}) "
+                        f"(plnt_workflowrun_slo_error_budget_ratio{{{RUN}}})",
+                        "{{workflowrun}} {{objective}}",
+                    ),
+                ),
+                "Bad calls' share over what the objective allows: 1 spends the budget over "
+                "its window; the fast-burn alert pages above 14.4 (1h and 5m), the slow one "
+                "tickets above 6 (6h and 30m).",
+            ),
+            Panel(
+                "SLO error budget left",
+                "percentunit",
+                (
+                    (
+                        f"min by (workflowrun, objective) "
+                        f"(plnt_workflowrun_slo_error_budget_remaining{{{RUN}}})",
+                        "{{workflowrun}} {{objective}}",
+                    ),
+                ),
+                "1 untouched, 0 spent, below 0 overspent, over the objective's window.",
+            ),
+        ],
+    ),
+]
+
 ROWS: list[tuple[str, list[Panel]]] = [
     (
         "API server",
@@ -343,7 +394,7 @@ def dashboard() -> dict[str, Any]:
     """The dashboard's JSON model."""
     panels: list[dict[str, Any]] = []
     next_id, y = 1, 0
-    for title, row in ROWS:
+    for title, row in ROWS + SLO_ROWS:
         panels.append(
             {
                 "id": next_id,
@@ -364,7 +415,9 @@ def dashboard() -> dict[str, Any]:
     return {
         "uid": UID,
         "title": "plnt",
-        "description": "plnt: API server, deploys, invocations by run and revision, last bench.",
+        "description": (
+            "plnt: API server, deploys, invocations by run and revision, last bench, SLOs."
+        ),
         "tags": ["plnt"],
         "timezone": "browser",
         "schemaVersion": 39,

@@ -89,5 +89,12 @@ DEFINITION = ResourceDefinition(
             lambda o: ",".join(lookup(o, "spec", "models") or []) or None,
             priority=1,
         ),
+        PrinterColumn(
+            "TTFT",
+            "string",
+            "Time to first token of the last probe's small streamed call.",
+            lambda o: _milliseconds(lookup(o, "status", "timeToFirstTokenMilliseconds")),
+            priority=1,
+        ),
     ),
 )

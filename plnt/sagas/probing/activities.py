@@ -68,6 +68,7 @@ class PlacementActivities:
                 pool=pool,
                 now=datetime.now(UTC),
                 stale_after=placement.STALE_AFTER_INTERVALS * placement.DEFAULT_PROBE_INTERVAL,
+                ttft_objective_ms=request.ttft_objective_ms,
             )
         except placement.NoBackend as error:
             # Retried a few times by the policy (a backend may be created just after the run).

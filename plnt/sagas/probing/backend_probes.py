@@ -23,9 +23,13 @@ admits no more sequences, whatever the GPUs do); the declared `capacity.gpus` wh
 the KV cache is known and has room; null when nothing says. Unknown is written as null,
 never as a made-up 0 and never left over from an older probe.
 
+`timeToFirstTokenMilliseconds` is the first token's time of one small streamed chat
+completion (`first_tokens`), asked right after the reachability check of a backend that
+names a model and needs no credentials; null otherwise, or when it failed.
+
 `probeError` is what the probe's first failing request said, in this order: the
 reachability check, the type's load endpoint (vLLM's `/metrics`, ollama's `/api/ps`),
-`spec.metricsEndpoint`; null when every request answered.
+`spec.metricsEndpoint`, the first-token call; null when every request answered.
 
 The status is written through the API's status subresource by `backend_status.record`,
 which decides the new status from the one it read, writes it with that read's
@@ -57,7 +61,7 @@ from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.client.events import EventPoster
 from plnt.processes import tasks
-from plnt.sagas.probing import backend_status, placement
+from plnt.sagas.probing import backend_status, first_tokens, placement
 from plnt.sagas.probing import probes as probing
 
 log = logging.getLogger("plnt.sagas")
@@ -192,10 +196,18 @@ async def measure(http: aiohttp.ClientSession, backend: Mapping[str, Any]) -> di
         "kvCacheUsage": None,
         "gpuHeadroom": None,
         "loadedModels": None,
+        "timeToFirstTokenMilliseconds": None,
         "probeError": None,
         "probe": up.detail,
     }
     failures: list[str] = [] if up.ok else [up.detail]
+    first_token_failure: list[str] = []
+    model = first_tokens.model_to_ask(spec)
+    if up.ok and model is not None:
+        first = await first_tokens.measure(http, endpoint, model)
+        status["timeToFirstTokenMilliseconds"] = first.milliseconds
+        if first.failed:
+            first_token_failure.append(first.detail)
     kv_cache: float | None = None
     if up.ok and spec.get("type") == "vllm":
         text, detail = await probing.fetch_text(http, probing.metrics_url(endpoint))
@@ -223,6 +235,7 @@ async def measure(http: aiohttp.ClientSession, backend: Mapping[str, Any]) -> di
             log.info("GPU metrics of %s: %s", _name(backend), detail)
     declared = int((spec.get("capacity") or {}).get("gpus") or 0)
     status["gpuHeadroom"] = gpu_headroom(gpus, kv_cache, declared=declared)
+    failures += first_token_failure
     status["probeError"] = failures[0] if failures else None
     return status
 
@@ -365,14 +378,21 @@ async def periodic(
     api: PlntClient, *, interval: float, events: EventPoster | None = None
 ) -> AsyncIterator[Prober | None]:
     """A `Prober` running in the background for the duration of the block (None and no
-    task for `interval` 0), recording transitions' Events with `events`; cancelled and
-    awaited on exit."""
+    task for `interval` 0), recording transitions' Events with `events`, beside the
+    watcher that probes a backend as soon as it is created or its spec changes
+    (`backend_watching`); both cancelled and awaited on exit."""
+    from plnt.sagas.probing import backend_watching  # it imports this module
+
     if interval <= 0:
         yield None
         return
     async with aiohttp.ClientSession() as http:
         prober = Prober(api, http, interval=interval, events=events)
-        async with tasks.running(prober.run(), name="plnt-backend-prober"):
+        watcher = backend_watching.SpecWatcher(api, http, budget=prober.budget, events=events)
+        async with (
+            tasks.running(prober.run(), name="plnt-backend-prober"),
+            tasks.running(watcher.run(), name="plnt-backend-watcher"),
+        ):
             yield prober
 
 

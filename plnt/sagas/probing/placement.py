@@ -9,6 +9,12 @@ freshly probed one has room. Placement never chooses a backend whose last probe 
 unreachable, nor one with headroom 0 or less; among the rest, the most headroom wins
 (then the most `status.gpuHeadroom`, then the smallest name).
 
+A run with a `timeToFirstToken` objective (`spec.slo`) ranks before headroom by what the
+probes measured (`status.timeToFirstTokenMilliseconds`): backends whose TTFT meets the
+objective first, then those not measured, then those that miss it, so a backend that
+misses is chosen only when nothing better has room. The winner's line says how its TTFT
+stands against the objective, and each backend that lost on it says its figure.
+
 The result says why the winner won and why each other backend was passed over, in words
 short enough for a timeline line ("a (unreachable), b (headroom 0)").
 
@@ -45,16 +51,39 @@ class Placement:
     backend: Mapping[str, Any]
     headroom: int | None
     passed_over: tuple[tuple[str, str], ...] = ()
+    why: str | None = None
+    """How the winner stands against the run's TTFT objective (None: no objective)."""
 
     @property
     def name(self) -> str:
         return _name(self.backend)
 
     def explanation(self) -> str | None:
-        """`passed over: a (unreachable), b (headroom 0)`, or None when nothing was."""
-        if not self.passed_over:
-            return None
-        return "passed over: " + _listing(self.passed_over)
+        """`TTFT 120 ms meets objective 500 ms; passed over: a (unreachable), b (headroom
+        0)`, or None when there is nothing to say."""
+        parts = [self.why] if self.why else []
+        if self.passed_over:
+            parts.append("passed over: " + _listing(self.passed_over))
+        return "; ".join(parts) or None
+
+
+def first_token_ms(backend: Mapping[str, Any]) -> int | None:
+    """The TTFT the last probe measured (None: not measured)."""
+    value = (backend.get("status") or {}).get("timeToFirstTokenMilliseconds")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _ttft_tier(backend: Mapping[str, Any], objective_ms: float | None) -> tuple[int, str]:
+    """0 meets the objective, 1 not measured (or no objective), 2 misses it; and words."""
+    if objective_ms is None:
+        return 1, ""
+    measured = first_token_ms(backend)
+    target = f"objective {objective_ms:g} ms"
+    if measured is None:
+        return 1, f"TTFT not measured ({target})"
+    if measured <= objective_ms:
+        return 0, f"TTFT {measured} ms meets {target}"
+    return 2, f"TTFT {measured} ms > {target}"
 
 
 def matches_selector(labels: Mapping[str, str], selector: Mapping[str, Any]) -> bool:
@@ -122,13 +151,17 @@ def choose(
     pool: str | None = None,
     now: datetime | None = None,
     stale_after: float | None = None,
+    ttft_objective_ms: float | None = None,
 ) -> Placement:
     """The backend the run should use, and why (see the module docstring).
 
     `now` and `stale_after` (seconds) decide staleness; without them no status is stale.
+    `ttft_objective_ms` is the run's `timeToFirstToken` objective, ranked before headroom.
     """
     if name:
-        return _by_name(backends, name, pool=pool, now=now, stale_after=stale_after)
+        named = _by_name(backends, name, pool=pool, now=now, stale_after=stale_after)
+        standing = _ttft_tier(named.backend, ttft_objective_ms)[1]
+        return Placement(named.backend, named.headroom, why=standing or None)
     fresh: list[tuple[Mapping[str, Any], int]] = []
     unknown: list[tuple[Mapping[str, Any], str]] = []
     refused: list[tuple[str, str]] = []
@@ -150,7 +183,7 @@ def choose(
             refused.append((_name(backend), f"headroom {room}"))
             continue
         fresh.append((backend, room))
-    placed = _best(fresh, unknown, refused)
+    placed = _best(fresh, unknown, refused, ttft_objective_ms)
     if placed is not None:
         return placed
     what = _wanted(selector=selector, gpu_class=gpu_class, model=model, pool=pool)
@@ -181,16 +214,29 @@ def _best(
     fresh: list[tuple[Mapping[str, Any], int]],
     unknown: list[tuple[Mapping[str, Any], str]],
     refused: list[tuple[str, str]],
+    ttft_objective_ms: float | None = None,
 ) -> Placement | None:
-    """Most headroom wins (then GPU headroom, then name); a backend of unknown load only
-    when none is known to have room; None when nothing qualifies."""
-    fresh.sort(key=lambda pair: (-pair[1], -_gpu_headroom(pair[0]), _name(pair[0])))
+    """TTFT against the objective first (module docstring), then most headroom (then GPU
+    headroom, then name); a backend of unknown load only when none is known to have
+    room; None when nothing qualifies."""
+
+    def rank(pair: tuple[Mapping[str, Any], int]) -> tuple[int, int, int, str]:
+        tier = _ttft_tier(pair[0], ttft_objective_ms)[0]
+        return (tier, -pair[1], -_gpu_headroom(pair[0]), _name(pair[0]))
+
+    fresh.sort(key=rank)
     unknown.sort(key=lambda pair: _name(pair[0]))
     if fresh:
         winner, room = fresh[0]
-        losers = [(_name(b), f"headroom {r}") for b, r in fresh[1:]]
+        best_tier, why = _ttft_tier(winner, ttft_objective_ms)
+        losers = []
+        for backend, backend_room in fresh[1:]:
+            tier, words = _ttft_tier(backend, ttft_objective_ms)
+            losers.append(
+                (_name(backend), words if tier > best_tier else f"headroom {backend_room}")
+            )
         losers += [(_name(b), why) for b, why in unknown]
-        return Placement(winner, room, _ordered(losers + refused))
+        return Placement(winner, room, _ordered(losers + refused), why or None)
     if unknown:
         losers = [(_name(b), why) for b, why in unknown[1:]]
         return Placement(unknown[0][0], None, _ordered(losers + refused))

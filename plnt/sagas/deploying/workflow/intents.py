@@ -105,6 +105,8 @@ class Intent:
     def resolve_request(self, namespace: str) -> v.ResolveRequest:
         backend = self.spec.backend
         selector = backend.selector if backend is not None else None
+        slo = self.spec.slo
+        first_token = slo.time_to_first_token if slo is not None else None
         return v.ResolveRequest(
             namespace=namespace,
             name=backend.name if backend is not None else None,
@@ -112,6 +114,7 @@ class Intent:
             model=backend.model if backend is not None else None,
             gpu_class=self.spec.gpu_class,
             pool=backend.pool if backend is not None else None,
+            ttft_objective_ms=first_token.milliseconds if first_token is not None else None,
         )
 
     def positional_resolve_args(self, namespace: str) -> list[Any]:
