@@ -41,7 +41,7 @@ from tests.support.blocking_api import Api
 from tests.support.manifests import workflowrun
 from tests.support.model import COUNTING, PIN, complete
 from tests.support.namespaces import create_namespace
-from tests.support.stack import Stack, WorkerProcess
+from tests.support.stack import Stack, WorkerProcess, probing_worker_on
 from tests.support.statuses import condition_of, settled, step_of
 from tests.support.waiting import eventually
 
@@ -350,17 +350,8 @@ async def test_a_streamed_bench_reports_time_to_first_token_and_tokens_per_secon
 @pytest.fixture
 def probing_worker(deployed: Deployed) -> Iterator[WorkerProcess]:
     """A second worker that only probes (its task queue no saga uses), every 0.2 s."""
-    stack = deployed.stack
-    worker = WorkerProcess(
-        stack.temporal.address,
-        stack.server.kubeconfig,
-        stack.state_dir,
-        extra_args=("--task-queue", "plnt-probe-only", "--probe-interval", "0.2"),
-    ).start()
-    try:
+    with probing_worker_on(deployed.stack) as worker:
         yield worker
-    finally:
-        worker.stop()
 
 
 async def test_backend_probes_see_the_model_servers_load_while_requests_are_in_flight(

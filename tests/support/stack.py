@@ -239,6 +239,14 @@ def api(stack: Stack) -> Iterator[Api]:
 @pytest.fixture
 def probing_worker(stack: Stack) -> Iterator[WorkerProcess]:
     """A second worker on the module's stack that only probes backends, every 0.2 s."""
+    with probing_worker_on(stack) as worker:
+        yield worker
+
+
+@contextlib.contextmanager
+def probing_worker_on(stack: Stack) -> Iterator[WorkerProcess]:
+    """A worker on `stack` that only probes backends (its task queue no saga uses), every
+    0.2 s; stopped when the block ends."""
     worker = WorkerProcess(
         stack.temporal.address,
         stack.server.kubeconfig,

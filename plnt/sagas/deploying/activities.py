@@ -33,7 +33,7 @@ from plnt.sagas.failures import Failure
 from plnt.sagas.invoking import activities as invoking
 from plnt.sagas.speccache import SpecCache
 from plnt.sagas.targets import interface as targets
-from plnt.workflowspec import documents
+from plnt.workflowspec import documents, verifying
 from plnt.workflowspec import errors as spec_errors
 from plnt.workflowspec.signers import SignaturePolicy
 
@@ -162,31 +162,31 @@ class DeployActivities:
 
     # -- pull -------------------------------------------------------------------
 
+    async def _pulled(
+        self, request: v.PullRequest, ref: str, digest: str
+    ) -> tuple[bytes, verifying.Verified | None]:
+        """The artifact's bytes (digest checked) and, when the run or the policy requires
+        one, the signer verified offline."""
+        data = await self.specs.ensure(ref, digest)
+        signed = await self.specs.verified(
+            ref,
+            digest,
+            data,
+            verify=request.verify,
+            namespace=request.namespace,
+            policy=self.signatures,
+        )
+        return data, signed
+
     @activity.defn(name=activitynames.PULL_SPEC)
     async def pull(self, request: v.PullRequest) -> v.PullResult:
         """Fetch the spec, verify its digest and (when required) its signature, validate it,
         and keep it in the spec cache."""
         try:
-            data = await self.specs.ensure(request.ref, request.digest)
             # The signature before the parse: an untrusted spec is refused as untrusted.
-            signed = await self.specs.verified(
-                request.ref,
-                request.digest,
-                data,
-                verify=request.verify,
-                namespace=request.namespace,
-                policy=self.signatures,
-            )
+            data, signed = await self._pulled(request, request.ref, request.digest)
             if signed is not None and request.dataset_ref and request.dataset_digest:
-                dataset = await self.specs.ensure(request.dataset_ref, request.dataset_digest)
-                await self.specs.verified(
-                    request.dataset_ref,
-                    request.dataset_digest,
-                    dataset,
-                    verify=request.verify,
-                    namespace=request.namespace,
-                    policy=self.signatures,
-                )
+                await self._pulled(request, request.dataset_ref, request.dataset_digest)
             workflow = documents.parse_workflow(data)
         except (spec_errors.SourceError, documents.SpecError) as error:
             raise spec_failure(error) from error

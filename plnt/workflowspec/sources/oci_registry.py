@@ -155,18 +155,22 @@ class OciRegistrySource:
         finally:
             registry.session.close()
 
+    def _tag_manifest(self, registry: _Registry, container: Any, ref: references.OciRef) -> bytes:
+        """The bytes of the manifest `ref`'s tag names, within the manifest size limit."""
+        return registry.read_limited(
+            f"{registry.prefix}://{container.manifest_url()}",
+            accept=artifacts.ACCEPT,
+            limit=self._limits.max_manifest_bytes,
+            ref=str(ref),
+            missing=f"tag {ref.tag or DEFAULT_TAG!r} of {ref.repository}",
+        ).data
+
     def _spec_layer(
         self, registry: _Registry, container: Any, ref: references.OciRef
     ) -> artifacts.Descriptor:
         """The spec layer of the manifest `ref`'s tag names, within the size limit."""
         text = str(ref)
-        manifest = registry.read_limited(
-            f"{registry.prefix}://{container.manifest_url()}",
-            accept=artifacts.ACCEPT,
-            limit=self._limits.max_manifest_bytes,
-            ref=text,
-            missing=f"tag {ref.tag or DEFAULT_TAG!r} of {ref.repository}",
-        ).data
+        manifest = self._tag_manifest(registry, container, ref)
         layer = artifacts.spec_layer(manifest, ref=text)
         if layer.size > self._limits.max_bytes:
             raise errors.TooLarge(
@@ -205,13 +209,7 @@ class OciRegistrySource:
         try:
             container = registry.get_container(_container_name(ref, tag_only=True))
             # The subject is the manifest as the registry stores it (its bytes, its digest).
-            subject = registry.read_limited(
-                f"{registry.prefix}://{container.manifest_url()}",
-                accept=artifacts.ACCEPT,
-                limit=self._limits.max_manifest_bytes,
-                ref=text,
-                missing=f"tag {ref.tag or DEFAULT_TAG!r} of {ref.repository}",
-            ).data
+            subject = self._tag_manifest(registry, container, ref)
             described = artifacts.Descriptor(
                 artifacts.MANIFEST_MEDIA_TYPE, digests.compute(subject), len(subject)
             )
