@@ -99,6 +99,8 @@ _REQUIRED = re.compile(r"^'(.+)' is a required property$")
 AnyStep = model.ModelStep | model.HttpStep | model.TransformStep
 StepListener = Callable[["StepTrace", "errors.RunnerError | None"], None]
 DeltaListener = Callable[[str, str], None]
+_DEADLINE_GRACE = 0.05
+"""Seconds a step's own bound waits past the deadline, so an inner hop can name itself."""
 _OUTPUT_OF_STEP = re.compile(r"^\s*steps\.([A-Za-z_][A-Za-z0-9_]*)\.output\s*$")
 
 
@@ -601,8 +603,12 @@ class Executor:
                 break  # part of the answer is out already: a retry cannot take it back
             trace.attempts = max(trace.attempts, attempt + 1)
             bound = deadline.bound(step.timeout_seconds)
+            # When the deadline binds, the guarded backend call ends at it and names the
+            # backend; this bound, a moment later, catches what else the step waits on.
             try:
-                async with asyncio.timeout(bound):
+                async with asyncio.timeout(
+                    bound if bound >= step.timeout_seconds else bound + _DEADLINE_GRACE
+                ):
                     return await self._call(step, resolved, invocation, trace)
             except TimeoutError as error:
                 if bound < step.timeout_seconds and deadline.expired():
