@@ -1,0 +1,79 @@
+"""A call's deadline and a backend's refusals through the API server, against real runner
+processes: the caller's timeout reaches the runner as the time left, the runner's 504 names
+the hop that ran out, and a shed call's 503 keeps its `Retry-After`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.api_server import BASE, Api
+from tests.support.examples import EXAMPLES
+from tests.support.runners import runner_process
+from tests.support.traffic import run_with_traffic, target
+
+
+async def _runner(tmp_path: Path, **backend: object) -> AsyncIterator[str]:
+    config = tmp_path / "backend.json"
+    config.write_text(json.dumps({"type": "echo", "name": "echo", **backend}))
+    async with runner_process(
+        "--spec", str(EXAMPLES / "chat.workflow.yaml"), "--backend-config", str(config)
+    ) as (_, url):
+        yield url
+
+
+@pytest.fixture
+async def slow_runner(tmp_path: Path) -> AsyncIterator[str]:
+    """A runner whose backend answers in 3 s, one call at a time, one call queued."""
+    async for url in _runner(tmp_path, latencyMs=3000, maxConcurrency=1, maxQueue=1):
+        yield url
+
+
+async def test_a_callers_timeout_ends_the_call_with_a_504_naming_the_backend_call(
+    api: Api, slow_runner: str
+) -> None:
+    await run_with_traffic(api, "w", target(1, 100, slow_runner))
+    body = {"inputs": {"question": "late"}}
+    reply = await api.call("POST", f"{BASE}/w/invoke?timeout=200ms", body=body)
+    assert reply.status == 504, reply.text
+    assert reply.json["error"]["hop"] == "the call to backend echo"
+    reply = await api.call(
+        "POST", f"{BASE}/w/invoke", body=body, headers={"X-Plnt-Timeout-Ms": "150"}
+    )
+    assert (reply.status, reply.json["error"]["type"]) == (504, "deadline_exceeded")
+
+
+async def test_a_timeout_that_is_not_a_duration_is_a_400_naming_the_parameter(
+    api: Api, slow_runner: str
+) -> None:
+    await run_with_traffic(api, "w", target(1, 100, slow_runner))
+    body = {"inputs": {"question": "q"}}
+    reply = await api.call("POST", f"{BASE}/w/invoke?timeout=soon", body=body)
+    assert reply.status == 400 and "timeout" in reply.json["message"], reply.text
+    reply = await api.call(
+        "POST", f"{BASE}/w/invoke", body=body, headers={"X-Plnt-Criticality": "urgent"}
+    )
+    assert reply.status == 400 and "X-Plnt-Criticality" in reply.json["message"], reply.text
+
+
+async def test_calls_beyond_the_backends_room_are_refused_with_retry_after_through_the_api(
+    api: Api, slow_runner: str
+) -> None:
+    await run_with_traffic(api, "w", target(1, 100, slow_runner))
+    replies = await asyncio.gather(
+        *(
+            api.call("POST", f"{BASE}/w/invoke?timeout=10s", body={"inputs": {"question": f"{i}"}})
+            for i in range(6)
+        )
+    )
+    statuses = sorted(reply.status for reply in replies)
+    assert statuses.count(503) >= 3 and set(statuses) <= {200, 503}, statuses
+    for reply in replies:
+        if reply.status == 503:
+            assert int(reply.headers["Retry-After"]) >= 1
+            assert reply.json["error"]["backend"] == "echo"
+            assert reply.json["error"]["queue"] == "admission queue"
