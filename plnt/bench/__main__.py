@@ -8,8 +8,9 @@
     python -m plnt.bench shadow --shadow-percents 0,50,100 --duration 5
     python -m plnt.bench harness --rate 2000 --duration 5
     python -m plnt.bench model --requests 6 --tokens 16
+    python -m plnt.bench overload --multipliers 4,10 --duration 5
 
-COMMAND is apiserver, saga, deploys, invocations, proxy, shadow, harness or model. Each
+COMMAND is apiserver, saga, deploys, invocations, proxy, shadow, harness, model or overload. Each
 subcommand's flags are its own (`python -m plnt.bench saga --help`); this module only
 picks the command, so neither pays for the other's imports.
 """
@@ -20,7 +21,8 @@ import sys
 from collections.abc import Callable, Sequence
 
 USAGE = (
-    "usage: python -m plnt.bench {apiserver,saga,deploys,invocations,proxy,shadow,harness,model}"
+    "usage: python -m plnt.bench"
+    " {apiserver,saga,deploys,invocations,proxy,shadow,harness,model,overload}"
     " [flags]"
     "  (--help after one for its flags)"
 )
@@ -56,6 +58,12 @@ def _model(argv: Sequence[str]) -> int:
     return model.main(argv)
 
 
+def _overload(argv: Sequence[str]) -> int:
+    from plnt.bench import overload
+
+    return overload.main(argv)
+
+
 def _proxy(argv: Sequence[str]) -> int:
     from plnt.bench import proxy
 
@@ -83,6 +91,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "shadow": _shadow,
     "harness": _harness,
     "model": _model,
+    "overload": _overload,
 }
 
 
