@@ -76,6 +76,7 @@ class PlacementActivities:
         spec = chosen.get("spec") or {}
         models = spec.get("models") or []
         credentials = spec.get("credentialsRef") or {}
+        capacity = spec.get("capacity") or {}
         return v.Resolved(
             v.Backend(
                 name=chosen["metadata"]["name"],
@@ -84,6 +85,7 @@ class PlacementActivities:
                 model=request.model or (models[0] if models else None),
                 secret_name=credentials.get("name"),
                 secret_key=credentials.get("key"),
+                max_concurrency=capacity.get("maxConcurrency"),
             ),
             attempt,
             headroom=choice.headroom,
