@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.api_server import BASE, Api
+from tests.support.api_server import BASE, Api, workflowrun
 from tests.support.examples import EXAMPLES
 from tests.support.runners import runner_process
 from tests.support.traffic import run_with_traffic, target
+
+MERGE = {"Content-Type": "application/merge-patch+json"}
 
 
 async def _runner(tmp_path: Path, **backend: object) -> AsyncIterator[str]:
@@ -77,3 +79,24 @@ async def test_calls_beyond_the_backends_room_are_refused_with_retry_after_throu
             assert int(reply.headers["Retry-After"]) >= 1
             assert reply.json["error"]["backend"] == "echo"
             assert reply.json["error"]["queue"] == "admission queue"
+
+
+async def test_the_runs_default_timeout_applies_when_the_caller_gives_none(
+    api: Api, slow_runner: str
+) -> None:
+    run = workflowrun("d", calls={"timeoutSeconds": 0.2, "criticality": "critical"})
+    assert (await api.call("POST", BASE, body=run)).status == 201
+    traffic = {"status": {"revision": 1, "traffic": [target(1, 100, slow_runner)]}}
+    patched = await api.call("PATCH", f"{BASE}/d/status", body=traffic, headers=MERGE)
+    assert patched.status == 200, patched.text
+    reply = await api.call("POST", f"{BASE}/d/invoke", body={"inputs": {"question": "q"}})
+    assert reply.status == 504, reply.text
+    assert reply.json["error"]["hop"] == "the call to backend echo"
+
+
+async def test_call_defaults_that_are_not_valid_are_a_422_naming_the_field(api: Api) -> None:
+    run = workflowrun("bad", calls={"timeoutSeconds": 0, "criticality": "urgent"})
+    reply = await api.call("POST", BASE, body=run)
+    assert reply.status == 422, reply.text
+    fields = {cause["field"] for cause in reply.json["details"]["causes"]}
+    assert {"spec.calls.timeoutSeconds", "spec.calls.criticality"} <= fields
