@@ -5,6 +5,7 @@ the hop that ran out, and a shed call's 503 keeps its `Retry-After`."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from tests.support.api_server import BASE, Api, workflowrun
 from tests.support.examples import EXAMPLES
 from tests.support.runners import runner_process
 from tests.support.traffic import run_with_traffic, target
+from tests.support.waiting import eventually
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
 
@@ -100,3 +102,19 @@ async def test_call_defaults_that_are_not_valid_are_a_422_naming_the_field(api: 
     assert reply.status == 422, reply.text
     fields = {cause["field"] for cause in reply.json["details"]["causes"]}
     assert {"spec.calls.timeoutSeconds", "spec.calls.criticality"} <= fields
+
+
+async def test_a_caller_that_leaves_a_buffered_invoke_cancels_the_runners_call(
+    api: Api, slow_runner: str
+) -> None:
+    await run_with_traffic(api, "w", target(1, 100, slow_runner))
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(0.3):  # the caller gives up and closes its connection
+            await api.call("POST", f"{BASE}/w/invoke", body={"inputs": {"question": "gone"}})
+
+    async def cancelled() -> bool:
+        async with api.session.get(f"{slow_runner}/metrics") as response:
+            text = await response.text()
+        return 'plnt_runner_invocations_total{endpoint="invoke",outcome="cancelled"} 1.0' in text
+
+    await eventually(cancelled, within=10.0, what="the runner to count the call cancelled")
