@@ -18,11 +18,22 @@ server forwards it to the runner; benches, the canary analysis, the quality gate
 shadow comparisons send it (`BYPASS_HEADERS`) because they judge answer times and
 answers, which a cache would make its own.
 
+A call's deadline and criticality travel as headers too. `TIMEOUT_HEADER` carries the
+milliseconds the call has left when it is sent: a caller may send it (or `?timeout=` on
+`…/invoke` and `…/proxy/…`), the API server sends what is left of the caller's timeout, else
+of the run's default, to the runner, and the runner sends what is left of it to the backend
+(another runner reads it the same way). Each hop subtracts its own time, so no clocks need to
+agree. `CRITICALITY_HEADER` says how much a call matters under overload (`Criticality`):
+sheddable calls are refused first and critical ones keep their share. An answer that a
+fallback backend produced carries `FALLBACK_HEADER` (the fallback's name).
+
 No I/O here, and no pydantic: the CLI imports this at start-up.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from enum import StrEnum
 from typing import Any
 
@@ -41,6 +52,87 @@ CACHE_CONTROL = "Cache-Control"
 BYPASS_HEADERS = {CACHE_CONTROL: "no-cache"}
 """What a caller that must measure or judge the model itself sends with each call."""
 _BYPASSING = frozenset({"no-cache", "no-store"})
+
+TIMEOUT_HEADER = "X-Plnt-Timeout-Ms"
+"""The milliseconds a call has left when it is sent (a number; each hop sends what is left)."""
+
+CRITICALITY_HEADER = "X-Plnt-Criticality"
+"""How much one call matters under overload: a `Criticality` value."""
+
+FALLBACK_HEADER = "X-Plnt-Fallback"
+"""On an answer: the fallback backend that served part of it (absent: the primary did)."""
+
+RETRY_AFTER = "Retry-After"
+"""HTTP's header on a shed call's answer: when trying again may succeed (seconds)."""
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, None: 1.0}
+
+
+class InvalidTimeout(ValueError):
+    """A timeout that is not a positive duration; the message names what was given."""
+
+
+def parse_timeout(value: str) -> float:
+    """Seconds from a caller's `timeout`: `2.5` (seconds), `2500ms`, `2s` or `1m`.
+
+    kube's own `timeout` query parameter is a Go duration; these are the forms of it a
+    caller writes for one call. Zero, negative and non-finite values are refused: a call
+    with no time at all would be refused anyway, and saying so names the parameter.
+    """
+    match = _DURATION.match(value)
+    if match is None:
+        raise InvalidTimeout(f"{value!r} is not a duration (e.g. 2.5, 2500ms, 2s, 1m)")
+    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise InvalidTimeout(f"{value!r} is not a positive duration")
+    return seconds
+
+
+def parse_time_left_ms(value: str) -> float:
+    """Seconds from a `TIMEOUT_HEADER` value (milliseconds, possibly fractional; 0 or less
+    means the time is already up and is kept as 0)."""
+    problem = f"{TIMEOUT_HEADER} {value!r} is not a number of milliseconds"
+    try:
+        milliseconds = float(value)
+    except ValueError as error:
+        raise InvalidTimeout(problem) from error
+    if not math.isfinite(milliseconds):
+        raise InvalidTimeout(problem)
+    return max(milliseconds, 0.0) / 1000.0
+
+
+class Criticality(StrEnum):
+    """How much a call matters when there is not room for every call.
+
+    Ordered: `critical` calls are admitted first and may take a queued place from a lesser
+    call; `sheddable` calls are the first refused (they queue only while the queue is less
+    than half full). `standard` is the default.
+    """
+
+    CRITICAL = "critical"
+    STANDARD = "standard"
+    SHEDDABLE = "sheddable"
+
+    @property
+    def rank(self) -> int:
+        """0 for critical, 1 standard, 2 sheddable: lower goes first."""
+        return _RANKS[self]
+
+    @classmethod
+    def of_header(cls, value: str | None, default: Criticality | None = None) -> Criticality:
+        """From a request's `CRITICALITY_HEADER`; `default` (else standard) when absent.
+        Raises ValueError naming the header for a value that is not one of the three."""
+        if value is None or not value.strip():
+            return default if default is not None else cls.STANDARD
+        try:
+            return cls(value.strip().lower())
+        except ValueError as error:
+            allowed = ", ".join(member.value for member in cls)
+            raise ValueError(f"{CRITICALITY_HEADER} {value!r} is not one of {allowed}") from error
+
+
+_RANKS = {Criticality.CRITICAL: 0, Criticality.STANDARD: 1, Criticality.SHEDDABLE: 2}
 
 
 class CacheMode(StrEnum):

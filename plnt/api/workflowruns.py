@@ -292,6 +292,23 @@ class RouteSpec(WireModel):
     )
 
 
+class CallDefaults(WireModel):
+    """What a call to the run gets when it does not say (docs/reliability.md)."""
+
+    timeout_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        le=3600,
+        description="A call's deadline when the caller gives none (`?timeout=` or "
+        "X-Plnt-Timeout-Ms); unset: the API server's invoke timeout.",
+    )
+    criticality: Literal["critical", "standard", "sheddable"] = Field(
+        default="standard",
+        description="A call's criticality when it sends no X-Plnt-Criticality: under "
+        "overload sheddable calls are refused first and critical calls keep their share.",
+    )
+
+
 class WorkflowRunSpec(WireModel):
     """Desired state of a WorkflowRun."""
 
@@ -306,6 +323,10 @@ class WorkflowRunSpec(WireModel):
     )
     canary: CanarySpec | None = Field(default=None, description="Canary settings.")
     cache: StepCacheSpec | None = Field(default=None, description="Step cache settings.")
+    calls: CallDefaults | None = Field(
+        default=None,
+        description="A call's deadline and criticality when the caller names none.",
+    )
     route: RouteSpec | None = Field(
         default=None,
         description=(

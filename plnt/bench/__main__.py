@@ -9,10 +9,11 @@
     python -m plnt.bench harness --rate 2000 --duration 5
     python -m plnt.bench model --requests 6 --tokens 16
     python -m plnt.bench agents --invocations 30
+    python -m plnt.bench overload --multipliers 4,10 --duration 5
 
-COMMAND is agents, apiserver, saga, deploys, invocations, proxy, shadow, harness or model. Each
-subcommand's flags are its own (`python -m plnt.bench saga --help`); this module only
-picks the command, so neither pays for the other's imports.
+COMMAND is agents, apiserver, saga, deploys, invocations, proxy, shadow, harness, model or
+overload. Each subcommand's flags are its own (`python -m plnt.bench saga --help`); this
+module only picks the command, so neither pays for the other's imports.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from collections.abc import Callable, Sequence
 
 USAGE = (
     "usage: python -m plnt.bench"
-    " {agents,apiserver,saga,deploys,invocations,proxy,shadow,harness,model} [flags]"
+    " {agents,apiserver,saga,deploys,invocations,proxy,shadow,harness,model,overload}"
+    " [flags]"
     "  (--help after one for its flags)"
 )
 
@@ -63,6 +65,12 @@ def _model(argv: Sequence[str]) -> int:
     return model.main(argv)
 
 
+def _overload(argv: Sequence[str]) -> int:
+    from plnt.bench import overload
+
+    return overload.main(argv)
+
+
 def _proxy(argv: Sequence[str]) -> int:
     from plnt.bench import proxy
 
@@ -91,6 +99,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "shadow": _shadow,
     "harness": _harness,
     "model": _model,
+    "overload": _overload,
 }
 
 

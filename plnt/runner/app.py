@@ -4,6 +4,8 @@ The spec is loaded and compiled here, before the app exists, so every spec error
 (`plnt.workflowspec.documents.SpecError`) and backend configuration error surfaces at
 start-up, never at invoke time. Clients (the aiohttp session shared by the OpenAI-compatible
 backend and HTTP steps) live in a cleanup context: created on start-up, closed on shutdown.
+The backend is always called through its guard (`plnt.runner.guarding`: admission, breaker,
+deadline, retry budget, fallback), which the executor and `/metrics` share.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from plnt.runner import (
     backends,
     chat_completions,
     executing,
+    guarding,
     handlers,
     keys,
     metrics,
@@ -34,7 +37,7 @@ def build_app(runner_settings: settings.RunnerSettings) -> web.Application:
     executing.require_models(workflow, runner_settings.backend)
     app = web.Application(
         client_max_size=runner_settings.max_body_bytes,
-        middlewares=[responses.errors_as_json],
+        middlewares=[responses.errors_as_json, handlers.call_context],
     )
     app[keys.SETTINGS] = runner_settings
     app[keys.WORKFLOW] = workflow
@@ -69,14 +72,23 @@ async def _clients(app: web.Application) -> AsyncIterator[None]:
     runner_settings = app[keys.SETTINGS]
     session = aiohttp.ClientSession()
     app[keys.SESSION] = session
+    config = runner_settings.backend
+    fallback = config.fallback
+    guarded = app[keys.GUARD] = guarding.guard(
+        backends.make_backend(config, session=session),
+        config,
+        metrics=app[keys.METRICS],
+        fallback=None if fallback is None else backends.make_backend(fallback, session=session),
+    )
     app[keys.EXECUTOR] = executing.Executor(
         app[keys.WORKFLOW],
         app[keys.COMPILED],
-        backend=backends.make_backend(runner_settings.backend, session=session),
-        backend_config=runner_settings.backend,
+        backend=guarded,
+        backend_config=config,
         session=session,
         cache=app[keys.CACHE],
         metrics=app[keys.METRICS],
+        may_retry=guarded.may_retry,
     )
     app[keys.READINESS].ready = True
     try:

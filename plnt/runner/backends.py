@@ -32,6 +32,11 @@ server's own tokenizer's count; the usage is then marked `counted`. A chat call'
 is rendered by the server's chat template, which the client never sees, so an unreported
 chat stream has no usage (None): nothing is estimated.
 
+Each request carries the call's time left (`X-Plnt-Timeout-Ms`) and criticality, from the
+invocation's `plnt.runner.deadlines` context, so a backend that is another plnt runner holds
+the call to the same deadline. Admission, the breaker and the fallback wrap these clients
+(`plnt.runner.guarding`); none of them retries.
+
 Exceptions (translated into step errors by the executor):
 
     BackendError          base
@@ -51,8 +56,9 @@ from typing import Any, Protocol
 
 import aiohttp
 
+from plnt.api.headers import CRITICALITY_HEADER, TIMEOUT_HEADER
 from plnt.api.usage import Usage, UsageSource
-from plnt.runner import counting
+from plnt.runner import counting, deadlines
 from plnt.runner import settings as runner_settings
 
 DeltaListener = Callable[[str], None]
@@ -121,6 +127,8 @@ class Reply:
     content: str
     usage: Usage | None = None
     tool_calls: tuple[ToolCall, ...] = ()
+    served_by: str | None = None
+    """The fallback backend that produced it (None: the backend asked; `plnt.runner.guarding`)."""
 
 
 def usage_of(payload: Any) -> Usage | None:
@@ -333,7 +341,7 @@ class OpenAICompatibleBackend:
     ) -> Reply:
         try:
             async with self._session.post(
-                api.url, json=body, headers=self._headers, timeout=self._timeout
+                api.url, json=body, headers=self._call_headers(), timeout=self._timeout
             ) as response:
                 if response.status >= 400:
                     detail = (await response.text())[:300]
@@ -359,6 +367,17 @@ class OpenAICompatibleBackend:
         if on_delta is not None and text:
             on_delta(text)
         return Reply(text, usage_of(payload), calls)
+
+    def _call_headers(self) -> dict[str, str]:
+        """The credentials, and the call's time left and criticality, so a backend that reads
+        them (another plnt runner) holds the call to the same deadline."""
+        context = deadlines.current()
+        headers = dict(self._headers)
+        left = context.deadline.header_ms()
+        if left is not None:
+            headers[TIMEOUT_HEADER] = left
+        headers[CRITICALITY_HEADER] = context.criticality.value
+        return headers
 
     async def _usage(self, streamed: _Streamed, counted: CompletionRequest | None) -> Usage | None:
         """The stream's reported usage; else, for a completion, the counted one (asked now

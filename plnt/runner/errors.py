@@ -5,6 +5,9 @@
     ├── ModelNotFound             a chat request names a model this runner does not serve (404)
     ├── InvalidInputs             inputs fail the workflow's schema (422); `.problems` has paths
     ├── OutputFailed              the output expression failed (500)
+    ├── DeadlineExceeded          the call's deadline ran out; `.hop` names where (504)
+    ├── Overloaded                a backend's queue refused the call (503, Retry-After);
+    │                             `.backend` and `.queue` name them
     └── StepFailed                a step failed; `.step` names it (500)
         ├── StepBackendFailed     the backend or HTTP target was down or answered an error (502)
         ├── StepTimedOut          an attempt outlived the step's timeoutSeconds (504)
@@ -80,6 +83,35 @@ class OutputFailed(RunnerError):
     """The output expression could not be evaluated."""
 
     type = "output_failed"
+
+
+class DeadlineExceeded(RunnerError):
+    """The call's deadline (`X-Plnt-Timeout-Ms`) ran out; `hop` says where: before a step
+    started, in a backend's queue, or during a backend call."""
+
+    status = 504
+    type = "deadline_exceeded"
+
+    def __init__(self, hop: str, message: str) -> None:
+        self.hop = hop
+        super().__init__(f"deadline exceeded at {hop}: {message}")
+
+
+class Overloaded(RunnerError):
+    """A backend had no room for the call: its queue was full (or full of more critical
+    calls), the call waited its queue's longest, or its breaker is open. Answered at once,
+    with `Retry-After`, so callers back off instead of piling on."""
+
+    status = 503
+    type = "overloaded"
+
+    def __init__(
+        self, message: str, *, backend: str, queue: str, retry_after_seconds: int = 1
+    ) -> None:
+        self.backend = backend
+        self.queue = queue
+        self.retry_after_seconds = retry_after_seconds
+        super().__init__(f"backend {backend} ({queue}): {message}")
 
 
 class StepFailed(RunnerError):

@@ -4,9 +4,16 @@ Every step runs as a task in one `asyncio.TaskGroup` and waits only for the step
 `needs`, so independent steps overlap. A step sees the outputs of its ancestors only, which
 keeps rendering deterministic however the tasks interleave. Each attempt is bounded by the
 step's `timeoutSeconds`; the failures its retry policy names (`retry`, or the older
-`retries`: backend failures and timeouts) are retried with exponential backoff. When a
+`retries`: backend failures and timeouts) are retried with jittered exponential backoff,
+a model step's only while its backend's retry budget has room (docs/reliability.md). When a
 step fails for good, the task group cancels the rest and the first failure is raised as a
 `plnt.runner.errors.StepFailed` naming the step.
+
+Deadlines: the invocation's deadline (`plnt.runner.deadlines`, from the caller's
+`X-Plnt-Timeout-Ms`) is checked before each step starts and bounds each attempt; a step
+that would start after it, or an attempt it cuts short, fails the invocation with
+`DeadlineExceeded` naming the step (504), and no retry is made that the time left could
+not cover.
 
 Control flow: a step whose `when` is false is skipped — its output is None, its dependants
 run and see `steps.ID.skipped`, and its trace says why. A `forEach` step runs once per
@@ -64,6 +71,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -79,6 +87,7 @@ from plnt.runner import (
     agents,
     backends,
     checkpointing,
+    deadlines,
     errors,
     metrics,
     settings,
@@ -94,6 +103,8 @@ _REQUIRED = re.compile(r"^'(.+)' is a required property$")
 AnyStep = model.ModelStep | model.HttpStep | model.TransformStep
 StepListener = Callable[["StepTrace", "errors.RunnerError | None"], None]
 DeltaListener = Callable[[str, str], None]
+_DEADLINE_GRACE = 0.05
+"""Seconds a step's own bound waits past the deadline, so an inner hop can name itself."""
 _OUTPUT_OF_STEP = re.compile(r"^\s*steps\.([A-Za-z_][A-Za-z0-9_]*)\.output\s*$")
 
 
@@ -162,6 +173,8 @@ class Execution:
     first_token_ms: float | None = None
     cache_bypassed: int = 0
     """Steps with the cache enabled that ran without it, because the call asked."""
+    fallback: str | None = None
+    """The fallback backend that answered at least one model call (None: none did)."""
 
     @property
     def runner_ms(self) -> float:
@@ -188,6 +201,7 @@ class _Invocation:
     skipped: set[str] = field(default_factory=set)
     """Steps whose `when` was false: their dependants see `steps.ID.skipped`."""
     checkpoint: checkpointing.Checkpoint = checkpointing.NONE
+    fallback: str | None = None
 
     def offset_ms(self, moment: float) -> float:
         return (moment - self.started) * 1000.0
@@ -277,8 +291,10 @@ class Executor:
         session: aiohttp.ClientSession,
         cache: step_cache.StepCache,
         metrics: metrics.RunnerMetrics,
+        may_retry: Callable[[], bool] | None = None,
     ) -> None:
         self.workflow = workflow
+        self._may_retry = may_retry
         self._compiled = compiled
         self._backend = backend
         self._backend_config = backend_config
@@ -406,6 +422,7 @@ class Executor:
             usage=invocation.total_usage(),
             first_token_ms=invocation.first_token_ms,
             cache_bypassed=invocation.bypassed,
+            fallback=invocation.fallback,
         )
 
     async def _run_step(
@@ -413,6 +430,7 @@ class Executor:
     ) -> None:
         for need in step.needs:
             await done[need]
+        deadlines.current().deadline.check(f"step {step.id}")  # nobody waits for it any more
         trace = StepTrace(id=step.id, kind=step.kind)
         invocation.traces[step.id] = trace
         began = time.perf_counter()
@@ -588,19 +606,37 @@ class Executor:
     async def _attempt(
         self, step: AnyStep, resolved: dict[str, Any], invocation: _Invocation, trace: StepTrace
     ) -> Any:
-        """Call the step, each attempt bounded by `timeoutSeconds`, retried as its `retry`
-        policy says (which failures, how many attempts, how long apart)."""
+        """Call the step, each attempt bounded by `timeoutSeconds` and the call's deadline,
+        retried as its `retry` policy says (which failures, how many attempts, how long
+        apart, with jitter).
+
+        This loop is the one layer that retries a backend call (the backend client, the API
+        server and the Invocation's activity do not): a model step's retry is made only
+        when the backend's retry budget has room (`may_retry`), and never when the time
+        left would not cover the backoff. A deadline that runs out is `DeadlineExceeded`
+        naming the step, never retried.
+        """
         policy = step.retry_policy()
         delay = policy.backoff_seconds
         failure: errors.StepFailed | None = None
+        deadline = deadlines.current().deadline
         for attempt in range(policy.attempts):
             if invocation.first_token_ms is not None and step.id == self.output_step:
                 break  # part of the answer is out already: a retry cannot take it back
             trace.attempts = max(trace.attempts, attempt + 1)
+            bound = deadline.bound(step.timeout_seconds)
+            # When the deadline binds, the guarded backend call ends at it and names the
+            # backend; this bound, a moment later, catches what else the step waits on.
             try:
-                async with asyncio.timeout(step.timeout_seconds):
+                async with asyncio.timeout(
+                    bound if bound >= step.timeout_seconds else bound + _DEADLINE_GRACE
+                ):
                     return await self._call(step, resolved, invocation, trace)
             except TimeoutError as error:
+                if bound < step.timeout_seconds and deadline.expired():
+                    raise errors.DeadlineExceeded(
+                        f"step {step.id}", f"attempt {attempt + 1} outlived the time left"
+                    ) from error
                 failure, cause = (
                     errors.StepTimedOut(
                         step.id,
@@ -619,11 +655,25 @@ class Executor:
                 failure, cause = error, "output"
             if cause not in policy.retry_on:
                 raise failure
-            if attempt + 1 < policy.attempts and invocation.first_token_ms is None:
-                await asyncio.sleep(min(delay, policy.max_backoff_seconds))
-                delay *= policy.backoff_factor
+            if attempt + 1 >= policy.attempts or invocation.first_token_ms is not None:
+                continue
+            pause = _jittered(min(delay, policy.max_backoff_seconds))
+            left = deadline.remaining()
+            if left is not None and left <= pause:
+                raise failure  # no time for another attempt
+            if not self._retry_allowed(step, cause):
+                raise failure  # the backend's retry budget is spent: the error passes through
+            await asyncio.sleep(pause)
+            delay *= policy.backoff_factor
         assert failure is not None
         raise failure
+
+    def _retry_allowed(self, step: AnyStep, cause: str) -> bool:
+        """Whether a model step may call its backend again: only within the budget. Other
+        steps (and a model's unusable output, a reply already paid for) are not counted."""
+        if not isinstance(step, model.ModelStep) or cause == "output" or self._may_retry is None:
+            return True
+        return self._may_retry()
 
     async def _call(
         self, step: AnyStep, resolved: dict[str, Any], invocation: _Invocation, trace: StepTrace
@@ -639,6 +689,8 @@ class Executor:
                 streams = invocation.on_delta is not None and step.id == self.output_step
                 on_delta = (lambda piece: invocation.delta(step.id, piece)) if streams else None
                 reply = await self._generate(step, resolved, on_delta)
+                if reply.served_by is not None:
+                    invocation.fallback = reply.served_by
                 invocation.count(reply)
                 self._metrics.count_tokens(reply.usage)
                 outcome = "ok"
@@ -765,6 +817,12 @@ async def _read_capped(response: aiohttp.ClientResponse, step: model.HttpStep, u
             )
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _jittered(seconds: float) -> float:
+    """A backoff with "equal jitter": half fixed, half random, so callers that failed
+    together do not all come back together."""
+    return seconds / 2 + random.uniform(0, seconds / 2)  # jitter, not a secret
 
 
 def _options(resolved: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,10 @@
 """The runner's own endpoints: `POST /invoke`, `/healthz`, `/readyz` and `/metrics`.
 
+Every endpoint runs in its call's context (the `call_context` middleware): the deadline
+from `X-Plnt-Timeout-Ms` and the criticality from `X-Plnt-Criticality` (`plnt.api.headers`),
+read by the executor and the guarded backend (`plnt.runner.deadlines`). A call whose time
+is already up is answered 504 at once, naming the runner.
+
 `POST /invoke` takes `{"inputs": {...}}`, optionally named by `apiVersion` and `kind`
 (`plnt.api.invocations.InvokeRequest`: the envelope the API server's invoke subresource
 checks and forwards unchanged, which leaves room for options later) and answers the
@@ -27,10 +32,19 @@ from typing import Any
 
 import prometheus_client
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
-from plnt.api.headers import CACHE_CONTROL, CacheMode
+from plnt.api.headers import (
+    CACHE_CONTROL,
+    CRITICALITY_HEADER,
+    TIMEOUT_HEADER,
+    CacheMode,
+    Criticality,
+    InvalidTimeout,
+    parse_time_left_ms,
+)
 from plnt.api.invocations import InvalidInvokeRequest, InvokeRequest
-from plnt.runner import checkpointing, errors, executing, keys, responses, streaming
+from plnt.runner import checkpointing, deadlines, errors, executing, keys, responses, streaming
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +74,7 @@ async def execute(
     metrics.in_flight.inc()
     began = time.perf_counter()
     try:
+        deadlines.current().deadline.check("the runner")
         named = dict.fromkeys(checkpoint.steps() if checkpoint else ()) | dict(completed or {})
         if named:
             executor.check_completed(named)
@@ -105,6 +120,29 @@ def cache_stats(app: web.Application, execution: executing.Execution) -> dict[st
     }
 
 
+def call_context_of(request: web.Request) -> deadlines.CallContext:
+    """The call's deadline (`X-Plnt-Timeout-Ms`, the time it had left when sent) and
+    criticality (`X-Plnt-Criticality`); `InvalidRequest` naming the header for a bad value."""
+    try:
+        raw = request.headers.get(TIMEOUT_HEADER)
+        left = parse_time_left_ms(raw) if raw is not None else None
+        criticality = Criticality.of_header(request.headers.get(CRITICALITY_HEADER))
+    except (InvalidTimeout, ValueError) as error:
+        raise errors.InvalidRequest(str(error)) from error
+    return deadlines.CallContext(deadlines.Deadline.after(left), criticality)
+
+
+@web.middleware
+async def call_context(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every endpoint runs in its call's context (`call_context_of`): the executor, the
+    guarded backend and the backend client read the deadline and criticality from it."""
+    token = deadlines.enter(call_context_of(request))
+    try:
+        return await handler(request)
+    finally:
+        deadlines.leave(token)
+
+
 def cache_mode_of(request: web.Request) -> CacheMode:
     """Whether the caller let this call use the step cache (`Cache-Control: no-cache`
     bypasses it: `plnt.api.headers`)."""
@@ -130,6 +168,8 @@ def result_body(app: web.Application, execution: executing.Execution) -> dict[st
     }
     if execution.usage is not None:
         body["usage"] = execution.usage.to_json()
+    if execution.fallback is not None:
+        body["fallback"] = execution.fallback
     return body
 
 

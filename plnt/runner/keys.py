@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import aiohttp
 from aiohttp import web
 
-from plnt.runner import executing, metrics, settings, step_cache
+from plnt.runner import executing, guarding, metrics, settings, step_cache
 from plnt.workflowspec import model, templating
 
 
@@ -26,3 +26,4 @@ CACHE = web.AppKey("cache", step_cache.StepCache)
 READINESS = web.AppKey("readiness", Readiness)
 SESSION = web.AppKey("session", aiohttp.ClientSession)
 EXECUTOR = web.AppKey("executor", executing.Executor)
+GUARD = web.AppKey("guard", guarding.GuardedBackend)

@@ -81,6 +81,45 @@ class RunnerMetrics:
             ["type"],
             registry=self.registry,
         )
+        self.backend_calls = Counter(
+            "plnt_runner_backend_calls",
+            "Calls sent to a model backend (each attempt), by backend.",
+            ["backend"],
+            registry=self.registry,
+        )
+        self.shed = Counter(
+            "plnt_runner_shed_calls",
+            "Calls a backend's admission refused or whose deadline ended before they were "
+            "sent, by backend, criticality and reason (queue: full, or waited its longest; "
+            "breaker_open; deadline).",
+            ["backend", "criticality", "reason"],
+            registry=self.registry,
+        )
+        self.retries = Counter(
+            "plnt_runner_backend_retries",
+            "Retries of failed backend calls, by backend and outcome (sent, or refused: the "
+            "retry budget was spent and the error passed through).",
+            ["backend", "outcome"],
+            registry=self.registry,
+        )
+        self.fallback_calls = Counter(
+            "plnt_runner_fallback_calls",
+            "Calls the fallback backend served, by primary and fallback.",
+            ["backend", "fallback"],
+            registry=self.registry,
+        )
+        self.breaker_state = Gauge(
+            "plnt_runner_breaker_state",
+            "A backend's circuit breaker: 0 closed, 1 half-open, 2 open.",
+            ["backend"],
+            registry=self.registry,
+        )
+        self.backend_queue = Gauge(
+            "plnt_runner_backend_queue",
+            "Calls waiting for one of a backend's slots.",
+            ["backend"],
+            registry=self.registry,
+        )
         for endpoint in ENDPOINTS:  # known label values exist from the start, at 0
             for outcome in OUTCOMES:
                 self.invocations.labels(endpoint, outcome)

@@ -2,7 +2,8 @@
 
 Every error the runner answers has one shape, OpenAI's (so its SDK raises the matching
 exception): `{"error": {"message": ..., "type": ..., "param": ..., "code": ..., "step": ...,
-"problems": [{"path", "message"}]}}` (`step` and `problems` only when they apply; `code` is
+"problems": [{"path", "message"}], "hop": ..., "backend": ..., "queue": ...}}` (`step`,
+`problems`, a deadline's `hop` and a refusal's `backend` and `queue` only when they apply; `code` is
 the HTTP status unless the error has an OpenAI code such as `model_not_found`). The message
 alone is enough for a human.
 """
@@ -16,7 +17,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from plnt.api.headers import CACHE_HEADER, CacheOutcome
+from plnt.api.headers import CACHE_HEADER, FALLBACK_HEADER, RETRY_AFTER, CacheOutcome
 from plnt.runner import errors, executing
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,11 @@ def error_body(error: errors.RunnerError) -> dict[str, Any]:
     }
     if isinstance(error, errors.StepFailed):
         detail["step"] = error.step
+    if isinstance(error, errors.DeadlineExceeded):
+        detail["hop"] = error.hop
+    if isinstance(error, errors.Overloaded):
+        detail["backend"] = error.backend
+        detail["queue"] = error.queue
     if isinstance(error, errors.InvalidInputs):
         detail["problems"] = [
             {"path": problem.path, "message": problem.message} for problem in error.problems
@@ -42,7 +48,10 @@ def error_body(error: errors.RunnerError) -> dict[str, Any]:
 def error_response(
     error: errors.RunnerError, *, headers: dict[str, str] | None = None
 ) -> web.Response:
-    """A JSON response for a runner error, with its status."""
+    """A JSON response for a runner error, with its status (and `Retry-After` on a refusal
+    for lack of room, so callers back off)."""
+    if isinstance(error, errors.Overloaded):
+        headers = {**(headers or {}), RETRY_AFTER: str(error.retry_after_seconds)}
     return web.json_response(error_body(error), status=error.status, headers=headers)
 
 
@@ -77,12 +86,15 @@ def timing_of(execution: executing.Execution) -> str:
 def headers_of(execution: executing.Execution) -> dict[str, str]:
     """The headers of a finished execution's whole answer: its Server-Timing and its cache
     outcome, so a proxy can report both without parsing the body."""
-    return {
+    headers = {
         "Server-Timing": timing_of(execution),
         CACHE_HEADER: CacheOutcome.of_counts(
             execution.cache_hits, execution.cache_misses, execution.cache_bypassed
         ),
     }
+    if execution.fallback is not None:
+        headers[FALLBACK_HEADER] = execution.fallback
+    return headers
 
 
 @web.middleware

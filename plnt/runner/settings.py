@@ -50,11 +50,52 @@ class BackendConfig(BaseModel):
     timeout_seconds: float = Field(
         default=300.0, gt=0, description="Upper bound on one backend request."
     )
+    name: str | None = Field(
+        default=None, description="The backend's name (its PlntBackend), for errors and metrics."
+    )
+    max_concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        description="Calls this runner sends the backend at once (its share of the "
+        "PlntBackend's capacity.maxConcurrency); unset: no admission limit.",
+    )
+    max_queue: int | None = Field(
+        default=None,
+        ge=0,
+        description="Calls that may wait for a slot (default: twice maxConcurrency).",
+    )
+    max_queue_seconds: float = Field(
+        default=1.0, gt=0, description="The longest a call waits in the queue for a slot."
+    )
+    retry_budget_ratio: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="Retries of backend calls allowed, as a share of the calls over 10 s.",
+    )
+    retry_budget_floor: int = Field(
+        default=3, ge=0, description="Retries allowed per 10 s window whatever the traffic."
+    )
+    breaker_failures: int = Field(
+        default=5, ge=1, description="Consecutive failures that open the circuit breaker."
+    )
+    breaker_latency_seconds: float | None = Field(
+        default=None, gt=0, description="A call slower than this counts as a failure."
+    )
+    breaker_open_seconds: float = Field(
+        default=5.0, gt=0, description="How long an open breaker waits before a probe call."
+    )
+    fallback: BackendConfig | None = Field(
+        default=None,
+        description="The backend that serves while this one sheds or its breaker is open.",
+    )
 
     @pydantic.model_validator(mode="after")
     def _endpoint_for_remote_backends(self) -> BackendConfig:
         if self.type != "echo" and not self.endpoint:
             raise ValueError(f"backend type {self.type!r} needs an endpoint")
+        if self.fallback is not None and self.fallback.fallback is not None:
+            raise ValueError("fallback.fallback: a fallback backend has no fallback of its own")
         return self
 
     def resolved_api_key(self) -> str | None:
@@ -81,6 +122,10 @@ class BackendConfig(BaseModel):
     def identity(self) -> str:
         """What distinguishes this backend in cache keys (never the key itself)."""
         return f"{self.type}:{self.endpoint or ''}"
+
+    def display_name(self) -> str:
+        """The name errors and metrics use: `name`, else the identity."""
+        return self.name or self.identity()
 
 
 def load_backend_config(path: str | Path) -> BackendConfig:

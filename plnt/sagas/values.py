@@ -47,6 +47,9 @@ class Backend:
     # The PlntBackend's credentialsRef: a reference only, so no key enters the history.
     secret_name: str | None = None
     secret_key: str | None = None
+    max_concurrency: int | None = None
+    """The PlntBackend's `capacity.maxConcurrency` (None: it sets none): the runners' share
+    of it is their admission limit (docs/reliability.md)."""
 
 
 @dataclass

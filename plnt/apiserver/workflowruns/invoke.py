@@ -23,12 +23,23 @@ subresource (`proxy.py`) uses it for `/v1/chat/completions`, `/v1/models` and `/
 Whatever the path, an answer whose Content-Type is a stream (NDJSON, SSE) is relayed chunk
 by chunk, any other is answered whole.
 
+Every call has a deadline (`calllimits`): the caller's `?timeout=` (`2s`, `500ms`) or
+`X-Plnt-Timeout-Ms`, else the run's `spec.calls.timeoutSeconds`, else the invoke timeout,
+and a criticality (`X-Plnt-Criticality`, else `spec.calls.criticality`). The runner is sent
+the time left and the criticality (`plnt.api.headers`), and is waited for until the deadline
+and a short grace, so the runner's 504 naming the hop that ran out (a step, a backend's
+queue, the backend call) is what the caller sees; a refusal for lack of room is the runner's
+503 with its `Retry-After`, passed on. The API server itself does not retry a call that
+reached a runner (docs/reliability.md).
+
 Errors (raised as API errors; the caller's error middleware renders them): 400 BadRequest
-for a body that is not the envelope; 503 ServiceUnavailable when the run has no ready
+for a body that is not the envelope, a `timeout` that is not a duration or a criticality
+that is not one; 503 ServiceUnavailable when the run has no ready
 revision, or when the runner chosen (and one other, if there is one) cannot be reached; 504
-Timeout when the runner does not answer within the invoke timeout
-(`ServingLimits.invoke_timeout_seconds`, `--invoke-timeout`). A connection failure is
-retried once on another endpoint; a timeout is not (the runner may be working on it).
+Timeout (naming the apiserver) when the runner does not answer within the call's deadline,
+at most the invoke timeout (`ServingLimits.invoke_timeout_seconds`, `--invoke-timeout`).
+A connection failure is retried once on another endpoint (nothing was sent); a timeout is
+not (the runner may be working on it).
 
 `GET …/workflowruns/{name}/invocationlog` lists the last 100 invocations this API server
 made for the run, oldest first (time, revision, endpoint, status, durationMs, cache; `path`
@@ -58,17 +69,32 @@ import yarl
 from aiohttp import web
 
 from plnt.api import codec, errors
-from plnt.api.headers import CACHE_CONTROL, CACHE_HEADER, REVISION_HEADER, CacheOutcome
+from plnt.api.headers import (
+    CACHE_CONTROL,
+    CACHE_HEADER,
+    FALLBACK_HEADER,
+    RETRY_AFTER,
+    REVISION_HEADER,
+    CacheOutcome,
+)
 from plnt.api.invocations import InvalidInvokeRequest, InvokeRequest
 from plnt.api.meta import now_rfc3339
 from plnt.api.usage import Usage
 from plnt.apiserver import keys, negotiation, params, responses
 from plnt.apiserver.requestinfo import RequestInfo
-from plnt.apiserver.workflowruns import invocationwatch, latency, relay, shadowing, traffic
+from plnt.apiserver.workflowruns import (
+    calllimits,
+    invocationwatch,
+    latency,
+    relay,
+    shadowing,
+    traffic,
+)
 from plnt.apiserver.workflowruns import keys as run_keys
 from plnt.registry.store import ResourceStore
 
-_PASSED_HEADERS = ("Content-Type", CACHE_HEADER)
+_PASSED_HEADERS = ("Content-Type", CACHE_HEADER, RETRY_AFTER, FALLBACK_HEADER)
+
 _USAGE = b'"usage"'  # answers are decoded only when they may hold usage (or lack X-Plnt-Cache)
 T = TypeVar("T")
 
@@ -150,7 +176,8 @@ class _Unreachable(Exception):
 
 def _timeout(endpoint: str, error: BaseException) -> errors.Timeout:
     timeout = errors.Timeout(
-        f"the runner at {endpoint} did not answer in time", retry_after_seconds=1
+        f"deadline exceeded at the apiserver: the runner at {endpoint} did not answer in time",
+        retry_after_seconds=1,
     )
     timeout.__cause__ = error
     return timeout
@@ -168,6 +195,8 @@ class _Route:
     sent_at: float = 0.0
     shadow: shadowing.Window | None = None
     """The run's open shadow window, when the saga has one open (`status.traffic`)."""
+    run: dict[str, Any] = field(default_factory=dict)
+    """The run as routed (its `spec.calls` gives a call's defaults)."""
 
     def own_ms(self, now: float) -> float:
         """Time spent in the API server so far, the upstream time of finished tries excluded."""
@@ -238,7 +267,9 @@ async def _route(request: web.Request, store: ResourceStore, info: RequestInfo) 
             f"workflowrun {info.name} has no ready revision", retry_after_seconds=1
         )
     shadow = shadowing.window_of(obj.get("status"))
-    return _Route(targets=targets, target=target, endpoint=endpoint, began=began, shadow=shadow)
+    return _Route(
+        targets=targets, target=target, endpoint=endpoint, began=began, shadow=shadow, run=obj
+    )
 
 
 async def forward(
@@ -256,12 +287,23 @@ async def forward(
     """
     route = await _route(request, store, info)
     route.began = began
+    limits = calllimits.call_limits(request, route.run, began=began)
     session = request.app[run_keys.UPSTREAM]
+    ceiling = request.app[keys.SETTINGS].limits.invoke_timeout_seconds
 
     async def send(endpoint: str) -> web.StreamResponse | _Answer:
+        if time.perf_counter() >= limits.deadline:
+            raise errors.Timeout(
+                "deadline exceeded at the apiserver: the call's time ran out before it was sent",
+                retry_after_seconds=1,
+            )
         try:
             async with session.request(
-                call.method, call.url(endpoint), data=call.body or None, headers=call.headers
+                call.method,
+                call.url(endpoint),
+                data=call.body or None,
+                headers={**call.headers, **limits.headers()},
+                timeout=limits.client_timeout(ceiling),
             ) as upstream:
                 media = upstream.headers.get("Content-Type", "")
                 if upstream.status == 200 and relay.is_stream(media):
@@ -314,7 +356,8 @@ class _Answer:
 def _buffered(
     request: web.Request, info: RequestInfo, route: _Route, call: Call, answer: _Answer
 ) -> web.Response:
-    """The runner's whole answer, with the revision, cache and timing headers added."""
+    """The runner's whole answer, with the revision, cache and timing headers added (and the
+    runner's `Retry-After` on a refusal, `X-Plnt-Fallback` when a fallback served)."""
     header = answer.passed.get(CACHE_HEADER)
     decoded = _decoded(answer.body) if header is None or _USAGE in answer.body else None
     cache = header or CacheOutcome.of_answer(decoded)
@@ -328,6 +371,7 @@ def _buffered(
         "Server-Timing": ", ".join([*answer.timings, f"apiserver;dur={own_ms:.3f}"]),
         "Content-Type": answer.passed.get("Content-Type", responses.JSON_CONTENT_TYPE),
     }
+    headers |= {h: answer.passed[h] for h in (RETRY_AFTER, FALLBACK_HEADER) if h in answer.passed}
     _mirror(request, info, route, call, answer.status, body=answer.body)
     return web.Response(status=answer.status, body=answer.body, headers=headers)
 

@@ -225,6 +225,7 @@ class DeployActivities:
                 model=request.backend.model,
                 api_key_env=request.backend.api_key_env,
                 credentials=_secret_of(request.backend),
+                max_concurrency=request.backend.max_concurrency,
             ),
             replicas=request.replicas,
             cache=targets.CacheConfig.of(StepCacheSpec.model_validate(request.cache)),

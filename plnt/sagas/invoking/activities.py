@@ -68,6 +68,7 @@ from temporalio.exceptions import ApplicationError
 
 from plnt.api import checkpoints
 from plnt.api.envelopes import invoke_envelope
+from plnt.api.headers import TIMEOUT_HEADER
 from plnt.api.invocations import MAX_OUTPUT_BYTES, PLURAL, RECONCILING
 from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
@@ -330,7 +331,7 @@ class InvocationActivities:
                 f"{endpoint}/invoke",
                 params={"stream": "true"},
                 json=body,
-                headers={"Accept": NDJSON},
+                headers={"Accept": NDJSON, **_time_left()},
             ) as response:
                 try:
                     return await self._read(response, progress, marks)
@@ -350,13 +351,13 @@ class InvocationActivities:
     ) -> dict[str, Any]:
         if response.status != 200 or NDJSON not in response.headers.get("Content-Type", ""):
             raw = await response.read()
-            if response.status >= 500:
-                raise resuming.Lost(f"answered {response.status}")
             try:
                 refused = json.loads(raw)
             except ValueError:
                 refused = {}
             error = refused.get("error") if isinstance(refused, dict) else None
+            if response.status >= 500 and not _answered_by_runner(error):
+                raise resuming.Lost(f"answered {response.status}")
             raise resuming.runner_failure(error, response.status)
         async for line in resuming.ndjson(response):
             kind = line.get("type")
@@ -470,3 +471,31 @@ async def delete_invocations_of(api: PlntClient, run: v.RunRef) -> int:
             time.monotonic() - began,
         )
     return deleted
+
+
+_REFUSED_UNSENT = frozenset({"overloaded"})
+"""Runner errors for calls no backend received (a backend's queue had no room): another
+replica, or a later attempt, may take them without sending a backend call twice."""
+
+
+def _answered_by_runner(error: Any) -> bool:
+    """Whether a 5xx answer is the runner's own verdict on the call (its error body, with a
+    type), which is final: the runner's step attempts are the one layer that retries a
+    backend call (docs/reliability.md), so calling again would send the backend the same
+    failed call once more. A refusal for lack of room is not final, nor is a 5xx without
+    the runner's body (something between answered)."""
+    if not isinstance(error, dict) or not isinstance(error.get("type"), str):
+        return False
+    return error["type"] not in _REFUSED_UNSENT
+
+
+def _time_left() -> dict[str, str]:
+    """The call's time left (`X-Plnt-Timeout-Ms`): what remains of the activity's
+    schedule-to-close timeout (the Invocation's `timeoutSeconds`) on this attempt."""
+    info = activity.info()
+    budget = info.schedule_to_close_timeout
+    if not budget:
+        return {}
+    used = datetime.now(UTC) - info.current_attempt_scheduled_time
+    left = max((budget - used).total_seconds(), 0.0)
+    return {TIMEOUT_HEADER: f"{left * 1000.0:.0f}"}

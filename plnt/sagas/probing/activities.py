@@ -77,6 +77,7 @@ class PlacementActivities:
         spec = chosen.get("spec") or {}
         models = spec.get("models") or []
         credentials = spec.get("credentialsRef") or {}
+        capacity = spec.get("capacity") or {}
         return v.Resolved(
             v.Backend(
                 name=chosen["metadata"]["name"],
@@ -85,6 +86,7 @@ class PlacementActivities:
                 model=request.model or (models[0] if models else None),
                 secret_name=credentials.get("name"),
                 secret_key=credentials.get("key"),
+                max_concurrency=capacity.get("maxConcurrency"),
             ),
             attempt,
             headroom=choice.headroom,

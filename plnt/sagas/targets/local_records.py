@@ -160,6 +160,8 @@ def backend_document(backend: interface.BackendConfig, api_key_file: Path | None
         "apiKeyEnv": backend.api_key_env,
         "apiKeyFile": None if api_key_file is None else str(api_key_file),
         "latencyMs": backend.latency_ms,
+        "name": backend.name,
+        "maxConcurrency": backend.max_concurrency,
     }
     document = {key: value for key, value in fields.items() if value is not None}
     return json.dumps(document, indent=2, sort_keys=True).encode()

@@ -77,6 +77,10 @@ class BackendConfig:
     api_key_env: str | None = None
     latency_ms: float | None = None
     credentials: SecretKeyRef | None = None
+    max_concurrency: int | None = None
+    """Calls each replica sends the backend at once: the PlntBackend's
+    `capacity.maxConcurrency` (None: no limit). Not divided by the replicas, so scaling
+    never changes a replica's configuration (which would restart it)."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,195 @@
+"""The guarded backend: every model call passes admission, the circuit breaker and the
+deadline before it reaches the backend, and a fallback backend serves what the primary
+cannot.
+
+One `GuardedBackend` wraps the runner's backend (it is itself a `backends.Backend`, so the
+executor and the tool loop call it as they called the backend). Per call:
+
+1. the call's deadline (`plnt.runner.deadlines`) has passed → `DeadlineExceeded`, nothing sent;
+2. the breaker is open → the fallback serves it, or `Overloaded` at once;
+3. admission (`plnt.runner.admission`): a slot, after a bounded wait in the queue ordered by
+   criticality; refused → the fallback serves it, or `Overloaded` at once;
+4. the call, bounded by the time left: the deadline running out during it is
+   `DeadlineExceeded` naming the backend call, and leaving it closes the connection, which
+   stops the generation; its outcome feeds the breaker.
+
+Retries are not made here: the executor's step attempts are the one layer that retries a
+backend call, and each retry spends from this backend's `RetryBudget` (`may_retry`), so
+retries stay a bounded share of the traffic. The fallback has a guard of its own (its own
+limits and breaker) and no fallback behind it. A reply the fallback produced says so
+(`Reply.served_by`), and the answer carries `X-Plnt-Fallback`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+
+from plnt.runner import admission, backends, breakers, deadlines, errors, metrics, retrybudget
+from plnt.runner import settings as runner_settings
+
+_STATE_VALUES = {breakers.State.CLOSED: 0, breakers.State.HALF_OPEN: 1, breakers.State.OPEN: 2}
+
+
+class GuardedBackend:
+    """A backend behind admission, a breaker, a deadline and a retry budget."""
+
+    def __init__(
+        self,
+        backend: backends.Backend,
+        *,
+        name: str,
+        limits: admission.Limits,
+        breaker: breakers.Breaker,
+        budget: retrybudget.RetryBudget,
+        metrics: metrics.RunnerMetrics,
+        fallback: GuardedBackend | None = None,
+    ) -> None:
+        self.name = name
+        self.backend = backend
+        self.limiter = admission.Limiter(name, limits)
+        self.breaker = breaker
+        self.budget = budget
+        self.fallback = fallback
+        self._metrics = metrics
+        self._metrics.breaker_state.labels(name).set(0)
+        self._metrics.backend_queue.labels(name).set_function(lambda: self.limiter.queued)
+
+    async def chat(
+        self, request: backends.ChatRequest, *, on_delta: backends.DeltaListener | None = None
+    ) -> backends.Reply:
+        """The backend's chat reply, guarded (see the module docstring)."""
+        return await self._guarded(lambda backend: backend.chat(request, on_delta=on_delta))
+
+    async def complete(
+        self,
+        request: backends.CompletionRequest,
+        *,
+        on_delta: backends.DeltaListener | None = None,
+    ) -> backends.Reply:
+        """The backend's completion, guarded (see the module docstring)."""
+        return await self._guarded(lambda backend: backend.complete(request, on_delta=on_delta))
+
+    def may_retry(self) -> bool:
+        """Whether the retry budget has room for one more retry (spent when True)."""
+        allowed = self.budget.try_retry()
+        self._metrics.retries.labels(self.name, "sent" if allowed else "refused").inc()
+        return allowed
+
+    async def _guarded(
+        self, send: Callable[[backends.Backend], Awaitable[backends.Reply]]
+    ) -> backends.Reply:
+        context = deadlines.current()
+        if context.deadline.expired():
+            self._shed(context, "deadline")
+            context.deadline.check(f"the call to backend {self.name}")
+        if not self.breaker.allows():
+            self._shed(context, "breaker_open")
+            refusal = errors.Overloaded(
+                "its circuit breaker is open: the backend failed repeatedly",
+                backend=self.name,
+                queue="circuit breaker",
+                retry_after_seconds=max(1, round(self.breaker.policy.open_seconds)),
+            )
+            return await self._fall_back(send, refusal)
+        sent = False
+        try:
+            async with self.limiter.admitted(context.criticality, context.deadline):
+                sent = True
+                return await self._send(send, context.deadline)
+        except errors.Overloaded as refusal:
+            if sent or refusal.backend != self.name:
+                raise  # not a refusal of this backend's admission
+            self._shed(context, "queue")
+            self.breaker.released()
+            return await self._fall_back(send, refusal)
+        except errors.DeadlineExceeded:
+            if not sent:
+                self.breaker.released()
+                self._shed(context, "deadline")
+            raise
+
+    async def _send(
+        self,
+        send: Callable[[backends.Backend], Awaitable[backends.Reply]],
+        deadline: deadlines.Deadline,
+    ) -> backends.Reply:
+        """One call to the backend, bounded by the time left, its outcome told the breaker."""
+        self.budget.called()
+        self._metrics.backend_calls.labels(self.name).inc()
+        began = time.monotonic()
+        left = deadline.remaining()
+        try:
+            async with asyncio.timeout(left):
+                reply = await send(self.backend)
+        except TimeoutError as error:
+            self.breaker.released()
+            raise errors.DeadlineExceeded(
+                f"the call to backend {self.name}",
+                f"no answer within the {left:.3f}s the call had left",
+            ) from error
+        except backends.BackendError as error:
+            self.breaker.failed(str(error))
+            self._report()
+            raise
+        except BaseException:
+            self.breaker.released()
+            raise
+        self.breaker.succeeded(time.monotonic() - began)
+        self._report()
+        return reply
+
+    async def _fall_back(
+        self,
+        send: Callable[[backends.Backend], Awaitable[backends.Reply]],
+        refusal: errors.Overloaded,
+    ) -> backends.Reply:
+        """The fallback's reply, marked; without a fallback the refusal stands."""
+        self._report()
+        if self.fallback is None:
+            raise refusal
+        reply = await self.fallback._guarded(send)
+        self._metrics.fallback_calls.labels(self.name, self.fallback.name).inc()
+        return replace(reply, served_by=self.fallback.name)
+
+    def _shed(self, context: deadlines.CallContext, reason: str) -> None:
+        self._metrics.shed.labels(self.name, context.criticality.value, reason).inc()
+
+    def _report(self) -> None:
+        self._metrics.breaker_state.labels(self.name).set(_STATE_VALUES[self.breaker.state])
+
+
+def guard(
+    backend: backends.Backend,
+    config: runner_settings.BackendConfig,
+    *,
+    metrics: metrics.RunnerMetrics,
+    fallback: backends.Backend | None = None,
+) -> GuardedBackend:
+    """`backend` behind the limits `config` names (and `fallback` behind its own)."""
+    guarded_fallback = None
+    if fallback is not None and config.fallback is not None:
+        guarded_fallback = guard(fallback, config.fallback, metrics=metrics)
+    limit = config.max_concurrency
+    queue = config.max_queue if config.max_queue is not None else 2 * (limit or 0)
+    return GuardedBackend(
+        backend,
+        name=config.display_name(),
+        limits=admission.Limits(limit, queue, config.max_queue_seconds),
+        breaker=breakers.Breaker(
+            breakers.BreakerPolicy(
+                failure_threshold=config.breaker_failures,
+                latency_limit_seconds=config.breaker_latency_seconds,
+                open_seconds=config.breaker_open_seconds,
+            )
+        ),
+        budget=retrybudget.RetryBudget(
+            retrybudget.BudgetPolicy(
+                ratio=config.retry_budget_ratio, floor=config.retry_budget_floor
+            )
+        ),
+        metrics=metrics,
+        fallback=guarded_fallback,
+    )

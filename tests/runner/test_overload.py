@@ -1,0 +1,208 @@
+"""A runner under more load than its backend serves, over HTTP: deadlines end to end,
+shedding with Retry-After, criticality, the retry budget, the breaker and the fallback.
+
+Open-loop: calls are sent at a set rate whether or not earlier ones were answered, as
+independent callers do. Assertions are about counts and statuses, never about durations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from plnt.runner import settings
+from tests.support.runners import StartRunner
+
+SPEC = """
+apiVersion: microagents.plnt.work/v1
+kind: Workflow
+metadata: {name: one}
+inputs: {type: object, properties: {q: {type: string}}, required: [q]}
+steps:
+  - id: ask
+    kind: model
+    prompt: "{{ inputs.q }}"
+    cache: false
+    retries: RETRIES
+output: steps.ask.output
+"""
+
+
+async def _metric(session: aiohttp.ClientSession, url: str, name: str) -> float:
+    """The sum of a counter's series on the runner's /metrics."""
+    async with session.get(f"{url}/metrics") as response:
+        text = await response.text()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith(name) and not line.startswith("#")
+    )
+
+
+async def _call(
+    session: aiohttp.ClientSession, url: str, q: str, headers: dict[str, str]
+) -> tuple[int, dict[str, Any], dict[str, str]]:
+    async with session.post(f"{url}/invoke", json={"inputs": {"q": q}}, headers=headers) as r:
+        return r.status, await r.json(), dict(r.headers)
+
+
+async def _open_loop(
+    session: aiohttp.ClientSession,
+    url: str,
+    *,
+    calls: int,
+    interval: float,
+    headers: Callable[[int], dict[str, str]],
+) -> list[tuple[int, dict[str, Any], dict[str, str]]]:
+    """`calls` calls, one every `interval` seconds whatever the answers (open loop)."""
+    tasks = []
+    for index in range(calls):
+        tasks.append(asyncio.create_task(_call(session, url, f"q{index}", headers(index))))
+        await asyncio.sleep(interval)  # the arrival rate, not a wait for anything
+    return await asyncio.gather(*tasks)
+
+
+async def test_a_call_whose_time_is_up_is_answered_504_naming_the_runner(
+    start_runner: StartRunner, session: aiohttp.ClientSession, write_spec: Callable[[str], Path]
+) -> None:
+    url = await start_runner(write_spec(SPEC.replace("RETRIES", "0")))
+    status, body, _ = await _call(session, url, "hi", {"X-Plnt-Timeout-Ms": "0"})
+    assert status == 504
+    assert body["error"]["type"] == "deadline_exceeded"
+    assert body["error"]["hop"] == "the runner"
+    assert await _metric(session, url, "plnt_runner_backend_calls_total") == 0
+
+
+async def test_a_deadline_shorter_than_the_backend_names_the_backend_call(
+    start_runner: StartRunner, session: aiohttp.ClientSession, write_spec: Callable[[str], Path]
+) -> None:
+    backend = settings.BackendConfig(type="echo", latency_ms=5000, name="slow")
+    url = await start_runner(write_spec(SPEC.replace("RETRIES", "2")), backend=backend)
+    status, body, _ = await _call(session, url, "hi", {"X-Plnt-Timeout-Ms": "200"})
+    assert status == 504
+    assert body["error"]["hop"] == "the call to backend slow"
+    assert await _metric(session, url, "plnt_runner_backend_calls_total") == 1  # no retry
+
+
+async def test_a_bad_timeout_or_criticality_header_is_a_400_naming_it(
+    start_runner: StartRunner, session: aiohttp.ClientSession, write_spec: Callable[[str], Path]
+) -> None:
+    url = await start_runner(write_spec(SPEC.replace("RETRIES", "0")))
+    status, body, _ = await _call(session, url, "hi", {"X-Plnt-Timeout-Ms": "soon"})
+    assert (status, "X-Plnt-Timeout-Ms" in body["error"]["message"]) == (400, True)
+    status, body, _ = await _call(session, url, "hi", {"X-Plnt-Criticality": "urgent"})
+    assert (status, "X-Plnt-Criticality" in body["error"]["message"]) == (400, True)
+
+
+async def test_at_four_times_capacity_calls_are_admitted_or_shed_at_once_and_service_recovers(
+    start_runner: StartRunner, session: aiohttp.ClientSession, write_spec: Callable[[str], Path]
+) -> None:
+    # Capacity: one call at a time, 100 ms each (10/s); offered 40/s for one second.
+    backend = settings.BackendConfig(
+        type="echo", latency_ms=100, name="echo", max_concurrency=1, max_queue=3
+    )
+    url = await start_runner(write_spec(SPEC.replace("RETRIES", "1")), backend=backend)
+    answers = await _open_loop(
+        session, url, calls=40, interval=0.025, headers=lambda _: {"X-Plnt-Timeout-Ms": "2000"}
+    )
+    statuses = [status for status, _, _ in answers]
+    ok, shed = statuses.count(200), statuses.count(503)
+    assert ok + shed == len(statuses), statuses  # no call waited past its deadline
+    assert ok >= 5 and shed >= 10, statuses
+    for status, body, headers in answers:
+        if status == 503:
+            assert int(headers["Retry-After"]) >= 1
+            assert body["error"]["backend"] == "echo"
+            assert body["error"]["queue"] == "admission queue"
+    assert await _metric(session, url, "plnt_runner_backend_calls_total") == ok  # no retries
+    assert await _metric(session, url, "plnt_runner_shed_calls_total") == shed
+    status, body, _ = await _call(session, url, "after", {"X-Plnt-Timeout-Ms": "2000"})
+    assert (status, body["output"]) == (200, "after")  # the load dropped: served again
+
+
+async def test_under_overload_critical_calls_keep_their_goodput_and_sheddable_go_first(
+    start_runner: StartRunner, session: aiohttp.ClientSession, write_spec: Callable[[str], Path]
+) -> None:
+    backend = settings.BackendConfig(
+        type="echo", latency_ms=100, name="echo", max_concurrency=1, max_queue=4
+    )
+    url = await start_runner(write_spec(SPEC.replace("RETRIES", "0")), backend=backend)
+    kinds = ["critical", "sheddable", "sheddable", "sheddable"]  # 10/s critical of 40/s
+    answers = await _open_loop(
+        session,
+        url,
+        calls=40,
+        interval=0.025,
+        headers=lambda index: {
+            "X-Plnt-Timeout-Ms": "3000",
+            "X-Plnt-Criticality": kinds[index % len(kinds)],
+        },
+    )
+    by_kind: dict[str, list[int]] = {"critical": [], "sheddable": []}
+    for index, (status, _, _) in enumerate(answers):
+        by_kind[kinds[index % len(kinds)]].append(status)
+    critical_ok = by_kind["critical"].count(200) / len(by_kind["critical"])
+    sheddable_ok = by_kind["sheddable"].count(200) / len(by_kind["sheddable"])
+    assert critical_ok >= 0.8, by_kind
+    assert sheddable_ok < critical_ok, by_kind
+
+
+async def test_retries_stop_when_the_backends_retry_budget_is_spent(
+    start_runner: StartRunner,
+    session: aiohttp.ClientSession,
+    write_spec: Callable[[str], Path],
+    closed_port: int,
+) -> None:
+    backend = settings.BackendConfig(
+        type="openai",
+        endpoint=f"http://127.0.0.1:{closed_port}/v1",
+        model="m",
+        name="down",
+        retry_budget_ratio=0.0,
+        retry_budget_floor=2,
+        breaker_failures=100,
+    )
+    url = await start_runner(write_spec(SPEC.replace("RETRIES", "5")), backend=backend)
+    for _ in range(3):
+        status, body, _ = await _call(session, url, "hi", {})
+        assert status == 502, body
+    # Three calls of six attempts each would be 18 backend calls; the budget allows 2 retries.
+    assert await _metric(session, url, "plnt_runner_backend_calls_total") == 5
+    assert (
+        await _metric(
+            session, url, 'plnt_runner_backend_retries_total{backend="down",outcome="refused"}'
+        )
+        == 3
+    )
+
+
+async def test_an_open_breaker_sends_calls_to_the_fallback_and_the_answer_says_so(
+    start_runner: StartRunner,
+    session: aiohttp.ClientSession,
+    write_spec: Callable[[str], Path],
+    closed_port: int,
+) -> None:
+    backend = settings.BackendConfig(
+        type="openai",
+        endpoint=f"http://127.0.0.1:{closed_port}/v1",
+        model="m",
+        name="primary",
+        breaker_failures=2,
+        breaker_open_seconds=60,
+        fallback=settings.BackendConfig(type="echo", name="small"),
+    )
+    url = await start_runner(write_spec(SPEC.replace("RETRIES", "0")), backend=backend)
+    for _ in range(2):
+        status, _, headers = await _call(session, url, "hi", {})
+        assert status == 502 and "X-Plnt-Fallback" not in headers
+    status, body, headers = await _call(session, url, "hi", {})
+    assert status == 200
+    assert body["output"] == "hi" and body["fallback"] == "small"
+    assert headers["X-Plnt-Fallback"] == "small"
+    assert await _metric(session, url, 'plnt_runner_breaker_state{backend="primary"}') == 2
+    assert await _metric(session, url, "plnt_runner_fallback_calls_total") == 1
+    assert await _metric(session, url, 'plnt_runner_backend_calls_total{backend="primary"}') == 2
