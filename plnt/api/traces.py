@@ -74,5 +74,7 @@ class StepEntry(TypedDict):
     items: NotRequired[int]
     """How many elements a `forEach` step mapped over."""
     failedItems: NotRequired[list[FailedItem]]
+    steps: NotRequired[list[StepEntry]]
+    """A workflow step's called workflow's steps, as its own trace."""
     error: NotRequired[dict[str, Any]]
     """On a stream's step line, a failed step's error (OpenAI's error object)."""

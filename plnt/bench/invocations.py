@@ -8,6 +8,11 @@ Three questions, each answered against a floor measured in the same run:
 * **throughput**, at `concurrency`: Invocations finished per second against bare
   Temporal executions of a one-activity workflow (`plnt.bench.bareflows`) on the same
   Temporal server, started and waited for by this process's Temporal client;
+* **durability's cost**: the immediate recordings of a call's progress (each step's end
+  sent to Temporal as it happens, `plnt.sagas.invoking.checkpointing`), read from
+  `plnt up`'s `/metrics` around the c=1 phase: recordings per Invocation, the time each
+  took, and that time per Invocation against the durable p50 (an upper bound: recordings
+  run beside the call, not in front of it);
 * **memory**: the resident set of an API server (the API server benchmark's child, with
   its watch cache) holding `rss_objects` WorkflowRuns, then as many finished
   Invocations besides, cloned from one this run's workflow finished.
@@ -62,6 +67,8 @@ class InvocationResults:
     rss_loaded_bytes: int = 0
     template_bytes: int = 0
     """Size of the finished Invocation cloned for the memory phase, as stored."""
+    checkpoints: Checkpoints = field(default_factory=lambda: Checkpoints())
+    """The immediate recordings of the durable c=1 phase (warm-up included)."""
 
     def overhead_ms(self, q: float) -> float:
         return self.durable.percentile_ms(q) - self.sync.percentile_ms(q)
@@ -69,6 +76,57 @@ class InvocationResults:
     @property
     def throughput_ratio(self) -> float:
         return self.durable_wide.rate / self.bare_wide.rate if self.bare_wide.rate else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoints:
+    """Counts of `plnt_invocation_checkpoint*` (`plnt.sagas.metrics`), or their change."""
+
+    calls: float = 0.0
+    recorded: float = 0.0
+    seconds: float = 0.0
+
+    def __sub__(self, earlier: Checkpoints) -> Checkpoints:
+        return Checkpoints(
+            self.calls - earlier.calls,
+            self.recorded - earlier.recorded,
+            self.seconds - earlier.seconds,
+        )
+
+    @property
+    def per_call(self) -> float:
+        return self.recorded / self.calls if self.calls else 0.0
+
+    @property
+    def ms_each(self) -> float:
+        return self.seconds * 1000.0 / self.recorded if self.recorded else 0.0
+
+    @property
+    def ms_per_call(self) -> float:
+        return self.seconds * 1000.0 / self.calls if self.calls else 0.0
+
+
+CHECKPOINT_SERIES = {
+    "plnt_invocation_checkpoint_calls_total": "calls",
+    "plnt_invocation_checkpoints_total": "recorded",
+    "plnt_invocation_checkpoint_seconds_total": "seconds",
+}
+
+
+def checkpoints_of(metrics: str) -> Checkpoints:
+    """The recording counters in a Prometheus text exposition (0 for a missing one)."""
+    found = dict.fromkeys(CHECKPOINT_SERIES.values(), 0.0)
+    for line in metrics.splitlines():
+        name, _, value = line.partition(" ")
+        if name in CHECKPOINT_SERIES:
+            found[CHECKPOINT_SERIES[name]] = float(value)
+    return Checkpoints(**found)
+
+
+async def read_checkpoints(client: PlntClient) -> Checkpoints:
+    """`plnt up`'s counters now (its in-process worker's families are on its /metrics)."""
+    answer = await client.request("GET", "/metrics")
+    return checkpoints_of(answer.body.decode())
 
 
 # -- the durable call ---------------------------------------------------------------------
@@ -195,6 +253,14 @@ def report(results: InvocationResults, settings: InvocationsBenchmarkSettings) -
         f"ratio invocations/bare temporal c={settings.concurrency} {ratio:5.2f}  "
         f"target >= {THROUGHPUT_TARGET:.2f}  {reports.verdict(ratio >= THROUGHPUT_TARGET)}",
     ]
+    marks = results.checkpoints
+    durable50 = results.durable.percentile_ms(0.5)
+    share = marks.ms_per_call / durable50 if durable50 else 0.0
+    lines.append(
+        f"step-end recordings c=1  {marks.per_call:5.2f} per Invocation, "
+        f"{marks.ms_each:6.2f} ms each, {marks.ms_per_call:6.2f} ms per Invocation "
+        f"({share:.1%} of the durable p50, off the call's path)"
+    )
     if results.rss_loaded_bytes:
         mb = 2**20
         loaded = results.rss_loaded_bytes / mb
@@ -227,6 +293,14 @@ def as_json(results: InvocationResults, settings: InvocationsBenchmarkSettings) 
         "overhead_p99_ms": results.overhead_ms(0.99),
         "overhead_ratio_p50": results.durable.percentile_ms(0.5) / sync50 if sync50 else 0.0,
         "throughput_ratio": results.throughput_ratio,
+        "checkpoints": {
+            "calls": results.checkpoints.calls,
+            "recorded": results.checkpoints.recorded,
+            "seconds": results.checkpoints.seconds,
+            "per_call": results.checkpoints.per_call,
+            "ms_each": results.checkpoints.ms_each,
+            "ms_per_call": results.checkpoints.ms_per_call,
+        },
         "rss": {
             "objects": results.rss_objects,
             "started": results.rss_started_bytes,

@@ -134,7 +134,9 @@ async def _calls(
 
         results.sync = await measure(saga.invoke_operation(session, invoke_url), wide=False)
         print(f"sync invoke c=1: {results.sync.ops} calls", flush=True)
+        marked = await phases.read_checkpoints(client)
         results.durable = await measure(durable("one"), wide=False)
+        results.checkpoints = await phases.read_checkpoints(client) - marked
         print(f"durable c=1: {results.durable.ops} Invocations", flush=True)
         results.durable_wide = await measure(durable("wide"), wide=True)
         print(f"durable c={settings.concurrency}: {results.durable_wide.ops}", flush=True)

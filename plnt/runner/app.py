@@ -1,6 +1,7 @@
 """The composition root of the runner: `build_app(settings)` and nothing else builds one.
 
-The spec is loaded and compiled here, before the app exists, so every spec error
+The spec (with the workflows it calls, when the revision bundles them:
+`plnt.runner.subworkflows`) is loaded and compiled here, before the app exists, so every spec error
 (`plnt.workflowspec.documents.SpecError`) and backend configuration error surfaces at
 start-up, never at invoke time. Clients (the aiohttp session shared by the OpenAI-compatible
 backend and HTTP steps) live in a cleanup context: created on start-up, closed on shutdown.
@@ -26,6 +27,7 @@ from plnt.runner import (
     responses,
     settings,
     step_cache,
+    subworkflows,
     text_completions,
 )
 from plnt.workflowspec import dag, documents
@@ -33,7 +35,8 @@ from plnt.workflowspec import dag, documents
 
 def build_app(runner_settings: settings.RunnerSettings) -> web.Application:
     """The runner app for one spec file and one backend; raises on an invalid spec."""
-    workflow, compiled = documents.parse_and_compile(_read_spec(runner_settings))
+    spec, library = subworkflows.load(_read_spec(runner_settings))
+    workflow, compiled = documents.parse_and_compile(spec)
     executing.require_models(workflow, runner_settings.backend)
     app = web.Application(
         client_max_size=runner_settings.max_body_bytes,
@@ -42,6 +45,7 @@ def build_app(runner_settings: settings.RunnerSettings) -> web.Application:
     app[keys.SETTINGS] = runner_settings
     app[keys.WORKFLOW] = workflow
     app[keys.COMPILED] = compiled
+    app[keys.LIBRARY] = library
     app[keys.METRICS] = metrics.RunnerMetrics()
     app[keys.CACHE] = step_cache.StepCache(
         max_entries=runner_settings.cache_max_entries,
@@ -89,6 +93,7 @@ async def _clients(app: web.Application) -> AsyncIterator[None]:
         cache=app[keys.CACHE],
         metrics=app[keys.METRICS],
         may_retry=guarded.may_retry,
+        library=app[keys.LIBRARY],
     )
     app[keys.READINESS].ready = True
     try:

@@ -21,7 +21,9 @@ element of its list, `maxParallel` at once, each element with its own attempts, 
 cache entry; its output is the results in order, and a failed element fails the step (the
 others cancelled) unless `continueOnError`. Model steps with `responseFormat` are asked for
 JSON of the schema and checked (`plnt.runner.structured`); model steps with `tools` run the
-tool loop (`plnt.runner.agents`), which reports its turns into the step's trace.
+tool loop (`plnt.runner.agents`), which reports its turns into the step's trace. A
+`kind: workflow` step runs the workflow it calls (`plnt.runner.subworkflows`), whose trace
+is nested in the step's.
 
 Time is measured per step (start/finish offsets from the start of the invocation) and per
 backend call; the union of backend intervals is "backend time" in Server-Timing, the rest
@@ -93,6 +95,7 @@ from plnt.runner import (
     settings,
     step_cache,
     structured,
+    subworkflows,
 )
 from plnt.workflowspec import documents, model, templating
 
@@ -100,7 +103,7 @@ MAX_HTTP_RESPONSE_BYTES = 10 * 1024 * 1024
 MAX_ITEMS = 1024
 """The most elements a `forEach` maps over in one invocation."""
 _REQUIRED = re.compile(r"^'(.+)' is a required property$")
-AnyStep = model.ModelStep | model.HttpStep | model.TransformStep
+AnyStep = model.AnyStep
 StepListener = Callable[["StepTrace", "errors.RunnerError | None"], None]
 DeltaListener = Callable[[str, str], None]
 _DEADLINE_GRACE = 0.05
@@ -131,6 +134,8 @@ class StepTrace:
     """How many elements a `forEach` step mapped over (None: it has no `forEach`)."""
     failed_items: list[traces.FailedItem] = field(default_factory=list)
     """The elements that failed in a `continueOnError` map: `{index, error}`."""
+    steps: list[StepTrace] | None = None
+    """A workflow step's called workflow's trace (None: the step calls none)."""
 
     def to_json(self) -> traces.StepEntry:
         """The trace entry as the API returns it (`plnt.api.traces`)."""
@@ -156,6 +161,8 @@ class StepTrace:
         if self.items is not None:
             entry["items"] = self.items
             entry["failedItems"] = list(self.failed_items)
+        if self.steps is not None:
+            entry["steps"] = [step.to_json() for step in self.steps]
         return entry
 
 
@@ -175,6 +182,10 @@ class Execution:
     """Steps with the cache enabled that ran without it, because the call asked."""
     fallback: str | None = None
     """The fallback backend that answered at least one model call (None: none did)."""
+    intervals: list[tuple[float, float]] = field(default_factory=list, repr=False)
+    """Every backend and HTTP call's (start, end), in `perf_counter` seconds."""
+    calls_without_usage: int = 0
+    """Model calls whose tokens are unknown (then `usage` is None)."""
 
     @property
     def runner_ms(self) -> float:
@@ -292,6 +303,7 @@ class Executor:
         cache: step_cache.StepCache,
         metrics: metrics.RunnerMetrics,
         may_retry: Callable[[], bool] | None = None,
+        library: subworkflows.Library = subworkflows.EMPTY,
     ) -> None:
         self.workflow = workflow
         self._may_retry = may_retry
@@ -317,6 +329,21 @@ class Executor:
         self._kinds = {step.id: step.kind for step in workflow.steps}
         require_models(workflow, backend_config)
         self.output_step = output_step(workflow)
+        # One executor per called workflow, built (and its models checked) at start-up.
+        self._called: dict[str, Executor] = {}
+        for _, call in workflow.calls():
+            if call.digest not in self._called:
+                called, compiled_called = library.called(call)
+                self._called[call.digest] = Executor(
+                    called,
+                    compiled_called,
+                    backend=backend,
+                    backend_config=backend_config,
+                    session=session,
+                    cache=cache,
+                    metrics=metrics,
+                    library=library,
+                )
 
     def step_tools(self, step: AnyStep) -> list[model.Tool]:
         """The tools a model step may call, in its order (none for other steps)."""
@@ -423,6 +450,8 @@ class Executor:
             first_token_ms=invocation.first_token_ms,
             cache_bypassed=invocation.bypassed,
             fallback=invocation.fallback,
+            intervals=invocation.intervals,
+            calls_without_usage=invocation.calls_without_usage,
         )
 
     async def _run_step(
@@ -598,6 +627,8 @@ class Executor:
                 "headers": {name: t.render(context) for name, t in templates.headers.items()},
                 "body": templates.body.render(context) if templates.body else None,
             }
+        if isinstance(step, model.WorkflowStep):
+            return subworkflows.resolve(step, templates, context)
         if templates.template is not None:
             return {"value": templates.template.render(context)}
         assert templates.expression is not None
@@ -682,6 +713,8 @@ class Executor:
             return resolved["value"]
         if isinstance(step, model.ModelStep) and step.tools:
             return await self._loop(step, resolved, invocation, trace)
+        if isinstance(step, model.WorkflowStep):
+            return await self._call_workflow(step, resolved, invocation, trace)
         began = time.perf_counter()
         outcome = "error"
         try:
@@ -742,6 +775,28 @@ class Executor:
             return await loop.run(resolved, _options(resolved))
         finally:
             trace.turns.extend(loop.turns)
+
+    async def _call_workflow(
+        self,
+        step: model.WorkflowStep,
+        resolved: dict[str, Any],
+        invocation: _Invocation,
+        trace: StepTrace,
+    ) -> Any:
+        """A workflow step: the called workflow's run, its calls and tokens counted here."""
+        execution = await subworkflows.call(
+            self._called[step.digest], step, resolved, cache_mode=invocation.cache_mode
+        )
+        invocation.intervals.extend(execution.intervals)
+        trace.backend_ms += execution.backend_ms
+        invocation.calls_without_usage += execution.calls_without_usage
+        if execution.usage is not None:
+            usage = execution.usage
+            invocation.usage = usage if invocation.usage is None else invocation.usage + usage
+        invocation.hits += execution.cache_hits
+        invocation.misses += execution.cache_misses
+        trace.steps = execution.trace
+        return execution.output
 
     async def _generate(
         self,

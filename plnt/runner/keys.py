@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import aiohttp
 from aiohttp import web
 
-from plnt.runner import executing, guarding, metrics, settings, step_cache
+from plnt.runner import executing, guarding, metrics, settings, step_cache, subworkflows
 from plnt.workflowspec import model, templating
 
 
@@ -21,6 +21,7 @@ class Readiness:
 SETTINGS = web.AppKey("settings", settings.RunnerSettings)
 WORKFLOW = web.AppKey("workflow", model.Workflow)
 COMPILED = web.AppKey("compiled", templating.CompiledWorkflow)
+LIBRARY = web.AppKey("library", subworkflows.Library)
 METRICS = web.AppKey("metrics", metrics.RunnerMetrics)
 CACHE = web.AppKey("cache", step_cache.StepCache)
 READINESS = web.AppKey("readiness", Readiness)

@@ -89,6 +89,24 @@ class SagaMetrics:
             buckets=_BUCKETS,
             registry=self.registry,
         )
+        self.checkpoint_calls = Counter(
+            "plnt_invocation_checkpoint_calls",
+            "Invocation calls (activity attempts) that ended, whose progress was recorded "
+            "as it changed.",
+            registry=self.registry,
+        )
+        self.checkpoints = Counter(
+            "plnt_invocation_checkpoints",
+            "Immediate recordings of an Invocation call's progress (a step, element, turn "
+            "or tool call ended) that Temporal answered.",
+            registry=self.registry,
+        )
+        self.checkpoint_seconds = Counter(
+            "plnt_invocation_checkpoint_seconds",
+            "Time those recordings took, summed (off the call's path): what durability "
+            "from the moment a step ends costs.",
+            registry=self.registry,
+        )
         self.deploys = Counter(
             "plnt_saga_deploys",
             "Deploys that ended, by result (promoted, rolled_back, interrupted).",
@@ -109,6 +127,12 @@ class SagaMetrics:
                 self.step_duration.labels(step, outcome)
         self._running: dict[tuple[str, str], tuple[str | None, float]] = {}
         self._ended: dict[tuple[str, str], tuple[Any, Any]] = {}
+
+    def observe_checkpoints(self, recorded: int, seconds: float) -> None:
+        """One Invocation call's immediate recordings (`invoking.checkpointing`)."""
+        self.checkpoint_calls.inc()
+        self.checkpoints.inc(recorded)
+        self.checkpoint_seconds.inc(seconds)
 
     # -- what the reports say -----------------------------------------------------------
 

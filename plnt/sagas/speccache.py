@@ -16,17 +16,19 @@ import asyncio
 import dataclasses
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from plnt.workflowspec import (
+    bundles,
     digests,
     documents,
     model,
     references,
     signers,
     sources,
+    trees,
     verifying,
 )
 from plnt.workflowspec import errors as spec_errors
@@ -118,6 +120,31 @@ class SpecCache:
         """The bytes and the parsed workflow (SpecError if it is not valid)."""
         data = await self.ensure(ref, digest)
         return data, documents.parse_workflow(data)
+
+    async def bundle(
+        self,
+        data: bytes,
+        *,
+        digest: str,
+        workflow: model.Workflow | None = None,
+        check: Callable[[str, str, bytes], Awaitable[object]] | None = None,
+    ) -> bytes:
+        """The bytes a revision's runners get: `data` itself, or `data` bundled with every
+        sub-workflow its steps call (`plnt.workflowspec.bundles`), each pulled into this
+        cache, held to its digest and, with `check(ref, digest, bytes)`, to whatever else
+        the caller requires of it (the pull: its signature). Errors name the calling step
+        (`plnt.workflowspec.trees`)."""
+        top = workflow or documents.parse_workflow(data)
+        if not top.calls():
+            return data
+
+        async def fetch(ref: str, pinned: str) -> bytes:
+            called = await self.ensure(ref, pinned)
+            if check is not None:
+                await check(ref, pinned, called)
+            return called
+
+        return bundles.pack(data, await trees.resolve(top, fetch=fetch, digest=digest))
 
     def _rooted(self, ref: references.Reference) -> references.Reference:
         if not isinstance(ref, references.LayoutRef) or Path(ref.path).is_absolute():

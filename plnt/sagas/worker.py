@@ -217,7 +217,7 @@ def build(
     interceptors: list[temporal_worker.Interceptor] = [Liveness()]
     if metrics is not None:
         interceptors.append(Observing(metrics))
-    calls = invocations or InvocationActivities(api=activities.api)
+    calls = invocations or InvocationActivities(api=activities.api, metrics=metrics)
     return temporal_worker.Worker(
         client,
         task_queue=task_queue,
@@ -275,7 +275,7 @@ async def running(
     While it runs, every PlntBackend is probed every `probe_interval` seconds (0: never)
     through the activities' API client; the prober stops before that client closes.
     """
-    calls = InvocationActivities(api=activities.api)
+    calls = InvocationActivities(api=activities.api, metrics=metrics)
     worker = build(client, activities, task_queue=task_queue, metrics=metrics, invocations=calls)
     try:
         await activities.start()

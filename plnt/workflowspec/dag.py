@@ -31,7 +31,7 @@ def step_path(index: int, step_id: str, field: str | None = None) -> str:
 
 
 def check_graph(
-    steps: Sequence[model.ModelStep | model.HttpStep | model.TransformStep],
+    steps: Sequence[model.AnyStep],
 ) -> list[Problem]:
     """Every duplicate id, unknown or self reference and cycle among `steps`."""
     problems: list[Problem] = []
@@ -72,7 +72,7 @@ def check_graph(
 
 
 def find_cycle(
-    steps: Sequence[model.ModelStep | model.HttpStep | model.TransformStep],
+    steps: Sequence[model.AnyStep],
 ) -> list[str]:
     """One cycle as a list of step ids (each needs the next), or [] when the graph is a DAG."""
     needs = {step.id: list(step.needs) for step in steps}
@@ -102,7 +102,7 @@ def find_cycle(
 
 
 def ancestors(
-    steps: Sequence[model.ModelStep | model.HttpStep | model.TransformStep],
+    steps: Sequence[model.AnyStep],
 ) -> dict[str, set[str]]:
     """For each step, every step that finishes before it starts (its transitive `needs`)."""
     needs = {step.id: list(step.needs) for step in steps}

@@ -29,10 +29,11 @@ import jsonschema.validators
 import pydantic
 import yaml
 
-from plnt.workflowspec import dag, grammars, model, templating
+from plnt.workflowspec import dag, grammars, model, references, templating
+from plnt.workflowspec import errors as source_errors
 
 MAX_SPEC_BYTES = 1024 * 1024
-_KINDS = {"model", "http", "transform"}
+_KINDS = {"model", "http", "transform", "workflow"}
 
 
 class WorkflowSpecError(Exception):
@@ -82,6 +83,7 @@ def parse_and_compile(data: bytes) -> tuple[model.Workflow, templating.CompiledW
         raise SpecError(_pydantic_problems(error, document)) from error
     problems = _schema_problems(workflow)
     problems += _tool_problems(workflow)
+    problems += _call_problems(workflow)
     problems += dag.check_graph(workflow.steps)
     if problems:
         raise SpecError(problems)
@@ -177,6 +179,26 @@ def _tool_problems(workflow: model.Workflow) -> list[dag.Problem]:
                 where = f"tools[{first[name]}](name={name}).parameters"
                 _check_grammar(tool.parameters, where, problems)
     return list(dict.fromkeys(problems))  # a tool used by several steps is named once
+
+
+def _call_problems(workflow: model.Workflow) -> list[dag.Problem]:
+    """Workflow steps: a reference a source understands, pinned (if at all) to the step's
+    own digest; the called spec itself is checked when the deploy pulls it."""
+    problems: list[dag.Problem] = []
+    for index, step in workflow.calls():
+        try:
+            ref = references.parse(step.ref)
+        except source_errors.InvalidReference as error:
+            problems.append(dag.Problem(dag.step_path(index, step.id, "ref"), str(error)))
+            continue
+        if ref.digest is not None and ref.digest != step.digest:
+            problems.append(
+                dag.Problem(
+                    dag.step_path(index, step.id, "ref"),
+                    f"pinned to {ref.digest}, but the step's digest is {step.digest}",
+                )
+            )
+    return problems
 
 
 def _check_grammar(schema: dict[str, Any], path: str, problems: list[dag.Problem]) -> None:

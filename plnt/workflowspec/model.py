@@ -320,7 +320,43 @@ class TransformStep(StepBase):
         return self
 
 
-Step = Annotated[ModelStep | HttpStep | TransformStep, Field(discriminator="kind")]
+DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
+
+
+class WorkflowStep(StepBase):
+    """A call of another workflow, pinned by reference and digest; its output is that
+    workflow's output.
+
+    The deploy's pull fetches the called spec with the caller (and verifies its digest, and
+    its signature when the run requires one), so a revision pins its whole tree of
+    workflows; the runner gets the tree with the revision and never fetches at invoke time.
+    """
+
+    kind: Literal["workflow"] = Field(description="Step kind.")
+    ref: str = Field(
+        min_length=1,
+        description="Where the called spec lives: oci://, s3:// or oci-layout: (a relative "
+        "layout path is inside the deploy's layout root).",
+    )
+    digest: str = Field(
+        pattern=DIGEST_PATTERN, description="sha256 of the called spec's bytes (the pin)."
+    )
+    inputs: dict[Annotated[str, Field(pattern=STEP_ID_PATTERN)], str] = Field(
+        default_factory=dict,
+        description="The called workflow's inputs: name to an expression over the caller's "
+        "`inputs` and `steps` (and `item`, `index` in a `forEach`).",
+    )
+    cache: bool = Field(
+        default=False,
+        description="The called workflow's steps use their own cache; caching the whole "
+        "call is opt-in.",
+    )
+
+
+AnyStep = ModelStep | HttpStep | TransformStep | WorkflowStep
+"""Any one step, whatever its kind."""
+
+Step = Annotated[AnyStep, Field(discriminator="kind")]
 
 
 class Expectations(SpecModel):
@@ -381,7 +417,13 @@ class Workflow(SpecModel):
                 return candidate
         raise KeyError(name)
 
-    def step(self, step_id: str) -> ModelStep | HttpStep | TransformStep:
+    def calls(self) -> list[tuple[int, WorkflowStep]]:
+        """The steps that call another workflow, with their positions."""
+        return [
+            (index, step) for index, step in enumerate(self.steps) if isinstance(step, WorkflowStep)
+        ]
+
+    def step(self, step_id: str) -> AnyStep:
         """The step with this id (KeyError if there is none)."""
         for candidate in self.steps:
             if candidate.id == step_id:

@@ -104,6 +104,8 @@ class StepTemplates:
     """The step's condition, evaluated before it runs (None: always runs)."""
     for_each: Expression | None = None
     """The list the step maps over (None: the step runs once)."""
+    inputs: dict[str, Expression] = field(default_factory=dict)
+    """A workflow step's inputs of the workflow it calls, by name."""
 
 
 @dataclass(frozen=True)
@@ -257,6 +259,15 @@ def compile_workflow(workflow: model.Workflow) -> tuple[CompiledWorkflow, list[d
             body = template(step.body, "body") if step.body is not None else None
             url = template(step.url, "url")
             compiled_steps[step.id] = StepTemplates(url=url, headers=headers, body=body)
+        elif isinstance(step, model.WorkflowStep):
+            inputs: dict[str, Expression] = {}
+            for name, source in step.inputs.items():
+                compiled_input = compiler.expression(
+                    source, path=path(f"inputs.{name}"), visible=visible, names=names
+                )
+                if compiled_input is not None:
+                    inputs[name] = compiled_input
+            compiled_steps[step.id] = StepTemplates(inputs=inputs)
         else:
             text = expression = None
             if step.template is not None:

@@ -50,6 +50,12 @@ def test_benchmark_compares_durable_with_sync_and_bare_temporal_and_prints_the_r
     assert any(line.startswith("overhead durable-sync p50") for line in lines)
     assert any(line.startswith("ratio invocations/bare temporal c=2") for line in lines)
     assert any(line.startswith("RSS api server") for line in lines)
+    # Durable calls record their steps' ends (a call that ends before its recording left
+    # leaves it to the SDK's heartbeat: fewer than one per call is possible, none is not).
+    marks = printed["checkpoints"]
+    assert marks["calls"] >= printed["durable"]["ops"] and marks["recorded"] >= 1, marks
+    assert marks["seconds"] > 0 and marks["ms_each"] > 0, marks
+    assert any(line.startswith("step-end recordings c=1") for line in lines)
     assert not list(tmp_path.glob("plnt-bench-invocations-*"))  # its directory removed
 
 
@@ -62,6 +68,7 @@ def test_the_report_gives_overheads_and_ratios_of_the_stats_it_is_given() -> Non
         rss_objects=1000,
         rss_runs_bytes=100 * 2**20,
         rss_loaded_bytes=110 * 2**20,
+        checkpoints=invocations.Checkpoints(calls=2, recorded=4, seconds=0.014),
     )
     lines = invocations.report(results, InvocationsBenchmarkSettings(concurrency=30))
     assert results.overhead_ms(0.5) == 60.0
@@ -69,3 +76,27 @@ def test_the_report_gives_overheads_and_ratios_of_the_stats_it_is_given() -> Non
     assert any("overhead durable-sync p50    60.00 ms" in line and "PASS" in line for line in lines)
     assert any("ratio invocations/bare temporal c=30  0.60" in line for line in lines)
     assert any("RSS per finished Invocation  10.24 KiB" in line for line in lines)
+    assert any(
+        "step-end recordings c=1   2.00 per Invocation,   3.50 ms each,   7.00 ms per Invocation"
+        " (10.0% of the durable p50" in line
+        for line in lines
+    )
+
+
+def test_the_recording_counters_are_read_from_the_metrics_text_and_subtracted() -> None:
+    text = "\n".join(
+        [
+            "# HELP plnt_invocation_checkpoints_total Immediate recordings ...",
+            "# TYPE plnt_invocation_checkpoints_total counter",
+            "plnt_invocation_checkpoint_calls_total 12.0",
+            "plnt_invocation_checkpoints_total 30.0",
+            "plnt_invocation_checkpoints_created 1.7e9",
+            "plnt_invocation_checkpoint_seconds_total 0.06",
+        ]
+    )
+    later = invocations.checkpoints_of(text)
+    assert later == invocations.Checkpoints(calls=12, recorded=30, seconds=0.06)
+    change = later - invocations.Checkpoints(calls=2, recorded=10, seconds=0.02)
+    assert (change.calls, change.recorded) == (10, 20)
+    assert round(change.ms_each, 6) == 2.0 and change.per_call == 2.0
+    assert invocations.checkpoints_of("") == invocations.Checkpoints()

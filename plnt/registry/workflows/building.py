@@ -153,7 +153,7 @@ def _describe(spec: WorkflowCatalogSpec, label: str, workflow: model.Workflow) -
     spec.chat_input = workflow.chat.input if workflow.chat else None
 
 
-def _step(step: model.ModelStep | model.HttpStep | model.TransformStep) -> WorkflowStep:
+def _step(step: model.AnyStep) -> WorkflowStep:
     if isinstance(step, model.ModelStep):
         return WorkflowStep(
             id=step.id, kind="model", needs=list(step.needs), mode=step.mode, model=step.model

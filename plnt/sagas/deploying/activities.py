@@ -181,13 +181,27 @@ class DeployActivities:
     @activity.defn(name=activitynames.PULL_SPEC)
     async def pull(self, request: v.PullRequest) -> v.PullResult:
         """Fetch the spec, verify its digest and (when required) its signature, validate it,
-        and keep it in the spec cache."""
+        and keep it in the spec cache; the same for every sub-workflow it calls, down its
+        tree, so a revision pins the whole tree."""
         try:
             # The signature before the parse: an untrusted spec is refused as untrusted.
             data, signed = await self._pulled(request, request.ref, request.digest)
             if signed is not None and request.dataset_ref and request.dataset_digest:
                 await self._pulled(request, request.dataset_ref, request.dataset_digest)
             workflow = documents.parse_workflow(data)
+
+            async def check(ref: str, digest: str, called: bytes) -> None:
+                # A sub-workflow is held to the same signer as the spec that calls it.
+                await self.specs.verified(
+                    ref,
+                    digest,
+                    called,
+                    verify=request.verify,
+                    namespace=request.namespace,
+                    policy=self.signatures,
+                )
+
+            await self.specs.bundle(data, digest=request.digest, workflow=workflow, check=check)
         except (spec_errors.SourceError, documents.SpecError) as error:
             raise spec_failure(error) from error
         return v.PullResult(
@@ -211,6 +225,9 @@ class DeployActivities:
     async def _revision(self, request: v.InstallRequest) -> targets.Revision:
         try:
             data = await self.specs.ensure(request.ref, request.digest)
+            # The pull verified the tree; here it is read back from the cache (or pulled
+            # again by digest on a fresh worker) and handed to the runners with the spec.
+            data = await self.specs.bundle(data, digest=request.digest)
         except (spec_errors.SourceError, documents.SpecError) as error:
             raise spec_failure(error) from error
         return targets.Revision(

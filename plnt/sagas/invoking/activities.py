@@ -76,6 +76,7 @@ from plnt.processes import tasks
 from plnt.sagas import values as v
 from plnt.sagas.invoking import checkpointing, pinning, recording, resuming
 from plnt.sagas.invoking import workflow as inv
+from plnt.sagas.metrics import SagaMetrics
 
 log = logging.getLogger("plnt.sagas.invocations")
 
@@ -93,8 +94,10 @@ was lost is written again with the same count, and the call is sent only then.""
 class InvocationActivities:
     """The invocation workflow's activities, bound to the worker's API client."""
 
-    def __init__(self, *, api: PlntClient) -> None:
+    def __init__(self, *, api: PlntClient, metrics: SagaMetrics | None = None) -> None:
         self.api = api
+        self.metrics = metrics
+        """Where each call's immediate recordings are counted (None: nowhere)."""
         self._session: aiohttp.ClientSession | None = None
 
     def all(self) -> list[Any]:
@@ -157,6 +160,22 @@ class InvocationActivities:
                 f" {len(progress.completed)} finished steps handed back"
             )
         marks = checkpointing.Checkpoints(progress.details)
+        try:
+            return await self._call_replicas(call, order, revision, progress, problems, marks)
+        finally:
+            if self.metrics is not None:
+                self.metrics.observe_checkpoints(marks.recorded, marks.seconds)
+
+    async def _call_replicas(
+        self,
+        call: inv.CallRequest,
+        order: list[str],
+        revision: int | None,
+        progress: resuming.Progress,
+        problems: list[str],
+        marks: checkpointing.Checkpoints,
+    ) -> inv.Called:
+        """Call the ready replicas in `order` until one finishes the call."""
         async with self._beating(progress), marks.running():
             for endpoint in order:
                 if not await self._ready(endpoint):

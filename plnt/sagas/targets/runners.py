@@ -34,6 +34,7 @@ from pydantic.alias_generators import to_camel
 
 from plnt.api.workflowruns import StepCacheSpec
 from plnt.sagas.values import RunRef
+from plnt.workflowspec import bundles, documents
 
 # The chart's objects, the Helm release that holds them and its history all carry the
 # spec; Helm keeps a release (gzipped) in one Secret of at most 1 MiB.
@@ -130,7 +131,8 @@ class RunValues(_ValuesModel):
 
 
 class WorkflowValues(_ValuesModel):
-    """The pinned workflow; `spec` is exactly the bytes whose sha256 is `digest`."""
+    """The pinned workflow; `spec` is exactly the bytes whose sha256 is `digest`, or the
+    bundle of those bytes with the sub-workflows they call (`plnt.workflowspec.bundles`)."""
 
     ref: str = Field(min_length=1, description="The reference the spec was pulled from.")
     digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
@@ -138,7 +140,10 @@ class WorkflowValues(_ValuesModel):
 
     @pydantic.model_validator(mode="after")
     def _spec_is_the_digest(self) -> WorkflowValues:
-        actual = "sha256:" + hashlib.sha256(self.spec.encode()).hexdigest()
+        try:
+            actual = bundles.top_digest(self.spec.encode())
+        except documents.SpecError as error:
+            raise ValueError(f"spec is not a valid bundle: {error}") from error
         if actual != self.digest:
             raise ValueError(f"spec has digest {actual}, not {self.digest}")
         return self
@@ -312,7 +317,9 @@ class Revision:
     """Everything needed to run one revision of a run.
 
     `gpu_class`, `image` and `resources` matter on a cluster only; None takes the chart's
-    (or the target's) defaults.
+    (or the target's) defaults. `spec` is what every runner of the revision reads: the
+    pinned spec's bytes, or their bundle with the sub-workflows they call (one mechanism
+    for every target, `plnt.workflowspec.bundles`).
     """
 
     run: RunRef
