@@ -22,7 +22,8 @@ from temporalio import client as temporal_client
 from temporalio.converter import DataConverter
 
 from plnt.sagas.invoking import workflow as inv
-from tests.deploy.test_invocations import (
+from tests.support.blocking_api import Api
+from tests.support.durable_invocations import (
     get_invocation,
     invocation,
     only_endpoint,
@@ -32,7 +33,6 @@ from tests.deploy.test_invocations import (
     wait_invocation,
     worker_lost,
 )
-from tests.support.blocking_api import Api
 from tests.support.manifests import apply, backend_manifest, workflowrun
 from tests.support.plnt_server import Kubectl, wait_for
 from tests.support.scripted_model import ScriptedModel, lookup_agent, serving_scripted_model

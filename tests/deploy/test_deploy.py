@@ -14,21 +14,10 @@ from plnt.processes.ports import free_port
 from plnt.workflowspec import digests, sources
 from tests.support.examples import EXAMPLE
 from tests.support.manifests import apply, backend_manifest, workflowrun
-from tests.support.plnt_server import Kubectl, wait_for
+from tests.support.plnt_server import Kubectl
 from tests.support.registry import running_registry
 from tests.support.stack import Stack, publish, runner_pids
-from tests.support.statuses import condition_of
-
-
-def wait_for_phase(kubectl: Kubectl, namespace: str, name: str, phase: str) -> dict[str, Any]:
-    """The run once its status.phase is `phase` (within a minute)."""
-
-    def reached() -> dict[str, Any] | None:
-        obj: dict[str, Any] = kubectl.json("get", "-n", namespace, f"wfr/{name}")
-        return obj if (obj.get("status") or {}).get("phase") == phase else None
-
-    found: dict[str, Any] = wait_for(reached, timeout=60, message=f"{name} in phase {phase}")
-    return found
+from tests.support.statuses import condition_of, wait_for_phase
 
 
 def invoke(stack: Stack, namespace: str, name: str, inputs: dict[str, Any]) -> Any:

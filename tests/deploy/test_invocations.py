@@ -19,7 +19,6 @@ holds being made exact by stopping the worker (SIGSTOP) before the runner goes o
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
@@ -31,71 +30,34 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 from temporalio import client as temporal_client
 from temporalio.converter import DataConverter
 
 from plnt.sagas.invoking import workflow as inv
 from tests.support.blocking_api import Api
+from tests.support.durable_invocations import (
+    get_invocation,
+    in_flight,
+    invocation,
+    only_endpoint,
+    phase,
+    received,
+    runner_metrics,
+    step_key,
+    wait_invocation,
+    worker_lost,
+)
 from tests.support.manifests import apply, workflowrun
 from tests.support.plnt_server import Kubectl, wait_for
 from tests.support.stack import Stack, WorkerProcess, restart_server, runner_pids
 from tests.support.statuses import condition_of
 from tests.support.steptarget import StepTarget, durable_workflow, serving_step_target
 
-INVOCATIONS = "invocations"
-
 
 @pytest.fixture(scope="module")
 def target() -> Iterator[StepTarget]:
     with serving_step_target() as served:
         yield served
-
-
-def invocation(name: str, run: str, inputs: dict[str, Any], **spec: Any) -> str:
-    return yaml.safe_dump(
-        {
-            "apiVersion": "plnt.work/v1",
-            "kind": "Invocation",
-            "metadata": {"name": name},
-            "spec": {"workflowRun": run, "inputs": inputs, **spec},
-        }
-    )
-
-
-def step_key() -> str:
-    """A key no other call uses, and a string in every YAML: a bare hex string such as
-    `0e123456` is written unquoted by PyYAML (a string to it) but read as the number 0 by
-    kubectl's YAML, and the Invocation would fail with InvalidInputs."""
-    return f"k{uuid.uuid4().hex[:8]}"
-
-
-def get_invocation(api: Api, namespace: str, name: str) -> dict[str, Any]:
-    path = api.client.object_path(INVOCATIONS, name, namespace=namespace)
-    body: dict[str, Any] = api.call(lambda c: c.request("GET", path)).json()
-    return body
-
-
-def wait_invocation(
-    api: Api, namespace: str, name: str, check: Any, *, timeout: float = 60.0, what: str = ""
-) -> dict[str, Any]:
-    last: list[dict[str, Any]] = []
-
-    def probe() -> dict[str, Any] | None:
-        obj = get_invocation(api, namespace, name)
-        last[:] = [obj]
-        return obj if check(obj) else None
-
-    try:
-        found: dict[str, Any] = wait_for(probe, timeout=timeout, message=what or "invocation")
-    except AssertionError as error:
-        status = last[0].get("status") if last else None
-        raise AssertionError(f"{error}; last status: {json.dumps(status, indent=1)}") from None
-    return found
-
-
-def phase(expected: str) -> Any:
-    return lambda obj: (obj.get("status") or {}).get("phase") == expected
 
 
 def deployed(
@@ -243,32 +205,6 @@ def invocation_events(api: Api, namespace: str, name: str) -> list[dict[str, Any
     ]
 
 
-def runner_metrics(endpoint: str) -> str:
-    with urllib.request.urlopen(f"{endpoint}/metrics", timeout=10) as response:
-        text: str = response.read().decode()
-    return text
-
-
-def received(endpoint: str) -> int:
-    """Calls of `/invoke` the replica at `endpoint` has received so far: those that ended,
-    whatever their outcome, and those still running."""
-    text = runner_metrics(endpoint)
-    ended = sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith("plnt_runner_invocations_total{") and 'endpoint="invoke"' in line
-    )
-    return int(ended + in_flight(text))
-
-
-def in_flight(text: str) -> float:
-    return sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith("plnt_runner_in_flight ")
-    )
-
-
 def answered(endpoint: str) -> int:
     """Calls of `/invoke` the replica at `endpoint` ran to their answer."""
     return int(
@@ -280,12 +216,6 @@ def answered(endpoint: str) -> int:
             and 'outcome="ok"' in line
         )
     )
-
-
-def only_endpoint(api: Api, namespace: str, run: str) -> str:
-    (entry,) = api.get(namespace, run)["status"]["traffic"]
-    (endpoint,) = entry["endpoints"]
-    return str(endpoint).rstrip("/")
 
 
 def carried(stack: Stack, api: Api, namespace: str, name: str) -> set[str]:
@@ -306,22 +236,6 @@ def carried(stack: Stack, api: Api, namespace: str, name: str) -> set[str]:
         return steps
 
     return asyncio.run(read())
-
-
-@contextlib.contextmanager
-def worker_lost(stack: Stack) -> Iterator[WorkerProcess]:
-    """The module's worker (which runs every call), SIGKILLed when the block ends — also
-    when it fails, and also when the block stopped it (SIGSTOP) — as a crashed machine
-    would be; then a new worker takes its place (and the module fixture stops it)."""
-    lost = stack.worker
-    try:
-        yield lost
-    finally:
-        lost.kill()
-        lost.stop()  # reaps it and closes its pipes
-        standby = WorkerProcess(stack.temporal.address, stack.server.kubeconfig, stack.state_dir)
-        stack.worker = standby  # the module fixture stops it, even if it fails to start
-        standby.start()
 
 
 def pause(worker: WorkerProcess) -> None:

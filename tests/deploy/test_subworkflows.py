@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from plnt.workflowspec import sources
-from tests.deploy.test_deploy import wait_for_phase
 from tests.support.manifests import apply, workflowrun
 from tests.support.plnt_server import Kubectl
 from tests.support.registry import running_registry
 from tests.support.stack import Stack, publish, runner_pids
-from tests.support.statuses import condition_of
+from tests.support.statuses import condition_of, wait_for_phase
 from tests.support.subworkflows import caller, child, digest_of
 
 

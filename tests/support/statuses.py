@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.support.plnt_server import Kubectl, wait_for
+
 
 def condition_of(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
     """The status condition of type `kind`, if the object has it."""
@@ -37,3 +39,14 @@ def settled(obj: dict[str, Any]) -> bool:
         and progressing.get("observedGeneration") == generation
         and status.get("phase") not in (None, "RollingBack")
     )
+
+
+def wait_for_phase(kubectl: Kubectl, namespace: str, name: str, phase: str) -> dict[str, Any]:
+    """The run once its status.phase is `phase` (within a minute)."""
+
+    def reached() -> dict[str, Any] | None:
+        obj: dict[str, Any] = kubectl.json("get", "-n", namespace, f"wfr/{name}")
+        return obj if (obj.get("status") or {}).get("phase") == phase else None
+
+    found: dict[str, Any] = wait_for(reached, timeout=60, message=f"{name} in phase {phase}")
+    return found
