@@ -152,7 +152,7 @@ RUN_OBJECT: Obj = {
                 },
                 {
                     "name": "lookup-called",
-                    "type": "toolCalled",
+                    "type": "trajectory",
                     "passed": True,
                     "canaryPassRate": 1.0,
                     "stablePassRate": 0.75,
@@ -160,7 +160,7 @@ RUN_OBJECT: Obj = {
                 },
                 {
                     "name": "turns",
-                    "type": "maxTurns",
+                    "type": "trajectory",
                     "passed": True,
                     "canaryPassRate": 1.0,
                     "stablePassRate": 1.0,
