@@ -14,6 +14,16 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
+ARGUMENTS_SHOWN = 200
+"""How much of a tool call's arguments its trace entry keeps."""
+
+
+def arguments_summary(raw: str) -> str:
+    """A tool call's arguments for its trace entry: whitespace collapsed, at most
+    `ARGUMENTS_SHOWN` characters (cut ones end with `…`)."""
+    text = " ".join(raw.split())
+    return text if len(text) <= ARGUMENTS_SHOWN else text[: ARGUMENTS_SHOWN - 1] + "…"
+
 
 class ToolCallEntry(TypedDict):
     """One tool call of one turn."""
@@ -24,6 +34,9 @@ class ToolCallEntry(TypedDict):
     durationMs: float
     ok: bool
     """It ran and its tool answered (a result went back to the model)."""
+    arguments: NotRequired[str]
+    """The arguments as the model wrote them, whitespace collapsed and cut to
+    `ARGUMENTS_SHOWN` characters: enough to read the call in a trace, never a payload."""
     invalid: NotRequired[bool]
     """Refused before running: not JSON, an unknown tool, or arguments off the schema."""
     error: NotRequired[str]

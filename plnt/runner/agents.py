@@ -66,6 +66,8 @@ class ToolCallTrace:
     error: str | None = None
     resumed: bool = False
     """Answered in an earlier attempt of the invocation: its result was reused."""
+    arguments: str | None = None
+    """Their summary for the trace (`traces.arguments_summary`)."""
 
     @classmethod
     def of(cls, entry: traces.ToolCallEntry) -> ToolCallTrace:
@@ -80,6 +82,7 @@ class ToolCallTrace:
             invalid=bool(entry.get("invalid")),
             error=entry.get("error"),
             resumed=True,
+            arguments=entry.get("arguments"),
         )
 
     def to_json(self) -> traces.ToolCallEntry:
@@ -90,6 +93,8 @@ class ToolCallTrace:
             "durationMs": round(self.finished_ms - self.started_ms, 3),
             "ok": self.ok,
         }
+        if self.arguments is not None:
+            entry["arguments"] = self.arguments
         if self.invalid:
             entry["invalid"] = True
         if self.error is not None:
@@ -427,7 +432,13 @@ class ToolLoop:
         calls: list[ToolCallTrace] = []
         for action in actions:
             done = pending.get("done", {}).get(action.id) if pending is not None else None
-            calls.append(ToolCallTrace.of(done) if done else ToolCallTrace(action.id, action.name))
+            calls.append(
+                ToolCallTrace.of(done)
+                if done
+                else ToolCallTrace(
+                    action.id, action.name, arguments=traces.arguments_summary(action.raw)
+                )
+            )
         turn.tool_calls.extend(calls)
         return list(
             await asyncio.gather(

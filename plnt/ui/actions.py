@@ -16,7 +16,7 @@ from aiohttp import web
 
 from plnt.api import codec, names
 from plnt.client import ApiError, ClientError, PlntClient, transport
-from plnt.ui import forms, keys, pages
+from plnt.ui import forms, keys, pages, rendering, steptraces
 
 
 def _client(request: web.Request) -> PlntClient:
@@ -134,6 +134,10 @@ async def invoke(request: web.Request) -> web.StreamResponse:
         f"revision {result.revision}, cache {result.cache}",
         output=result.output,
         trace=body.get("trace") or [],
+        # The trace as the Invocation page shows it (same template), for the form to place.
+        traceHtml=rendering.fragment(
+            request, "step_trace.html", steps=steptraces.step_rows(body.get("trace"))
+        ),
         revision=result.revision,
         cache=result.cache,
         timings=[

@@ -1,6 +1,7 @@
 """What the pages show of Invocations (the kind, docs/invocations.md): the Run page's
 list and the detail page, computed from the objects as the API answered them and the
-current time. No I/O, no HTML; `views` holds the shared helpers (ages, durations).
+current time. No I/O, no HTML; `views` holds the shared helpers (ages, durations),
+`steptraces` the step trace.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from plnt.api import names
-from plnt.ui import views
+from plnt.ui import steptraces, views
 
 PLURAL = names.INVOCATIONS
 
@@ -81,23 +82,6 @@ def invocation_object_rows(
 
 
 @dataclass(frozen=True, slots=True)
-class TraceRow:
-    """One step of an Invocation's trace, as the runner traced it."""
-
-    id: str
-    kind: str
-    cache: str
-    duration: str
-    backend: str
-    attempts: str
-    resumed: bool
-
-
-def _ms(value: Any) -> str:
-    return f"{float(value):.1f} ms" if isinstance(value, int | float) else ""
-
-
-@dataclass(frozen=True, slots=True)
 class InvocationView:
     """One Invocation as its detail page shows it."""
 
@@ -114,7 +98,7 @@ class InvocationView:
     endpoint: str
     attempts: str
     usage: str
-    trace: tuple[TraceRow, ...]
+    trace: tuple[steptraces.StepRow, ...]
 
 
 def _json(value: Any) -> str:
@@ -128,19 +112,6 @@ def invocation_view(obj: Mapping[str, Any], now: datetime) -> InvocationView:
     status = obj.get("status") or {}
     error = status.get("error") or {}
     usage = status.get("usage") or {}
-    trace = tuple(
-        TraceRow(
-            id=str(step.get("id") or ""),
-            kind=str(step.get("kind") or ""),
-            cache=str(step.get("cache") or ""),
-            duration=_ms(step.get("durationMs")),
-            backend=_ms(step.get("backendMs")),
-            attempts="" if step.get("attempts") is None else str(step["attempts"]),
-            resumed=bool(step.get("resumed")),
-        )
-        for step in status.get("trace") or []
-        if isinstance(step, Mapping)
-    )
     usage_text = ""
     if usage:
         usage_text = (
@@ -163,5 +134,5 @@ def invocation_view(obj: Mapping[str, Any], now: datetime) -> InvocationView:
         endpoint=str(status.get("endpoint") or ""),
         attempts="" if status.get("attempts") is None else str(status["attempts"]),
         usage=usage_text,
-        trace=trace,
+        trace=steptraces.step_rows(status.get("trace")),
     )

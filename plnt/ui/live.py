@@ -149,6 +149,7 @@ def run_fragments(request: web.Request, run: Mapping[str, Any]) -> dict[str, str
         "run-evaluation": rendering.fragment(
             request, "run_evaluation.html", evaluation=view.evaluation
         ),
+        "run-slo": rendering.fragment(request, "run_slo.html", slo=view.slo),
     }
 
 

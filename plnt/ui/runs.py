@@ -1,6 +1,6 @@
 """What the Run page shows of a WorkflowRun: its summary line, conditions, timeline,
-history and traffic, and its quality gate, computed from the object as the API answered
-it and the current time.
+history and traffic, its quality gate and its SLO card, computed from the object as the
+API answered it and the current time.
 
 No I/O, no HTML. The page's fragments read a `RunView` and nothing of the object itself,
 so a field the object leaves out (its status on a new run, a condition's reason, a
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from plnt.ui import evaluations, views
+from plnt.ui import evaluations, objectives, views
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +49,8 @@ class RunView:
     history: tuple[views.HistoryRow, ...]
     traffic: tuple[views.TrafficBar, ...]
     evaluation: evaluations.EvaluationView | None
+    slo: objectives.SloView | None
+    """None when the run states no objectives (`spec.slo`)."""
 
 
 def summary(run: Mapping[str, Any]) -> RunSummary:
@@ -91,4 +93,5 @@ def run_view(run: Mapping[str, Any], now: datetime) -> RunView:
         history=tuple(views.history(status)),
         traffic=tuple(views.traffic_bars(status.get("traffic"))),
         evaluation=evaluations.evaluation_view(status.get("lastEvaluation")),
+        slo=objectives.slo_view(views.mapping(run.get("spec")).get("slo"), status.get("slo")),
     )

@@ -149,6 +149,7 @@ async def test_a_chat_agent_calls_the_tool_feeds_the_result_back_and_answers(
     assert step["toolCalls"] == 1 and step["invalidToolCalls"] == 0
     call = step["turns"][0]["toolCalls"][0]
     assert call["name"] == "add" and call["ok"] is True and call["durationMs"] >= 0
+    assert call["arguments"] == '{"a": 2, "b": 40}'
     assert step["turns"][0]["usage"]["completion_tokens"] == 5
     assert body["usage"]["prompt_tokens"] == 20 and body["usage"]["completion_tokens"] == 10
 
@@ -181,6 +182,7 @@ async def test_invalid_calls_go_back_to_the_model_as_errors_and_are_counted(
     assert step["toolCalls"] == 4 and step["invalidToolCalls"] == 3
     calls = step["turns"][0]["toolCalls"]
     assert [call.get("invalid", False) for call in calls] == [True, True, True, False]
+    assert [call["arguments"] for call in calls][1:3] == ["{}", "{not json"]
     assert calls[3]["ok"] is False
 
 

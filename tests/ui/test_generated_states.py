@@ -26,7 +26,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from plnt.api import backends, bench, evaluations, events, invocations, workflowruns, workflows
+from plnt.api import (
+    backends,
+    bench,
+    evaluations,
+    events,
+    invocations,
+    slo,
+    traces,
+    workflowruns,
+    workflows,
+)
 from plnt.client import Connection, PlntClient
 from plnt.processes.ports import free_port
 from plnt.ui import app
@@ -41,9 +51,10 @@ EXAMPLES = settings(max_examples=40)
 Obj = dict[str, Any]
 
 
-def valid(model: type[BaseModel]) -> Any:
+def valid(model: type[BaseModel], **overrides: Any) -> Any:
     """Objects of `model` drawn from its schema that the API would also accept (a few
-    rules, such as a scorer's one check, are the model's and not the schema's)."""
+    rules, such as a scorer's one check, are the model's and not the schema's);
+    `overrides` as `wire.objects` takes them."""
 
     def accepted(obj: Obj) -> bool:
         try:
@@ -52,7 +63,7 @@ def valid(model: type[BaseModel]) -> Any:
             return False
         return True
 
-    return wire.objects(model).filter(accepted)
+    return wire.objects(model, **overrides).filter(accepted)
 
 
 def name_of(obj: Obj) -> str:
@@ -101,6 +112,8 @@ class Served:
     backends: list[Obj] = field(default_factory=list)
     workflows: list[Obj] = field(default_factory=list)
     bench: Obj | None = None
+    answer: Obj = field(default_factory=dict)
+    """What the runner answers to an invoke (through the run's proxy)."""
 
 
 def fake_api(served: Served) -> web.Application:
@@ -123,6 +136,10 @@ def fake_api(served: Served) -> web.Application:
             return listing(lists[path])
         if path == f"{plnt}/workflowruns/{RUN}":
             return web.json_response(served.run)
+        if path == f"{plnt}/workflowruns/{RUN}/proxy/v1/models":
+            return web.json_response({"object": "list", "data": []})
+        if path == f"{plnt}/workflowruns/{RUN}/proxy/invoke" and request.method == "POST":
+            return web.json_response(served.answer)
         if path == f"{plnt}/workflowruns/{RUN}/bench":
             return not_found("bench") if served.bench is None else web.json_response(served.bench)
         if path.startswith(f"{plnt}/invocations/"):
@@ -133,6 +150,7 @@ def fake_api(served: Served) -> web.Application:
 
     api = web.Application()
     api.router.add_get("/{tail:.*}", answer)
+    api.router.add_post("/{tail:.*}", answer)
     return api
 
 
@@ -144,6 +162,7 @@ class Pages:
     served: Served
     api: TestServer
     ui: TestClient[web.Request, web.Application]
+    settings: UiSettings
 
     def get(self, path: str, **served: Any) -> str:
         """The page at `path` with the API serving `served`; it must answer 200."""
@@ -156,6 +175,25 @@ class Pages:
     async def _get(self, path: str) -> tuple[int, str]:
         answer = await self.ui.get(path)
         return answer.status, await answer.text()
+
+    def post(self, path: str, body: Obj, **served: Any) -> Obj:
+        """What the UI answers to an action posted as its pages do (CSRF token, Origin)."""
+        self.served.__dict__.update(Served().__dict__)
+        self.served.__dict__.update(served)
+        status, answer = self.loop.run(self._post(path, body))
+        assert status == 200, answer
+        return answer
+
+    async def _post(self, path: str, body: Obj) -> tuple[int, Obj]:
+        answer = await self.ui.post(
+            path,
+            json=body,
+            headers={
+                "X-CSRF-Token": self.settings.csrf_token,
+                "Origin": f"http://127.0.0.1:{self.settings.port}",
+            },
+        )
+        return answer.status, await answer.json()
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +211,7 @@ def pages() -> Iterator[Pages]:
             )
             await ui.start_server()
             await ui.get(f"/?token={settings.token}", allow_redirects=False)
-            return Pages(loop, served, api, ui)
+            return Pages(loop, served, api, ui, settings)
 
         started = loop.run(start())
         try:
@@ -232,6 +270,7 @@ def check_run_page(html: str, run: Obj, listed_events: list[Obj], listed: list[O
     for invocation in listed:
         assert f'data-invocation="{text(name_of(invocation))}"' in shown_invocations
     check_gate(section(html, "run-evaluation"), status.get("lastEvaluation"))
+    check_slo(section(html, "run-slo"), run)
 
 
 def check_gate(html: str, record: Obj | None) -> None:
@@ -287,6 +326,182 @@ def test_the_quality_gate_card_prints_each_limit_a_scorer_has_and_no_other(
 ) -> None:
     html = pages.get(f"/ns/{NAMESPACE}/runs/{RUN}", run=run)
     check_gate(section(html, "run-evaluation"), run["status"]["lastEvaluation"])
+
+
+# -- the SLO card --------------------------------------------------------------------------
+
+OBJECTIVE_FIELDS = {
+    "timeToFirstToken": "timeToFirstToken",
+    "timePerOutputToken": "timePerOutputToken",
+    "latency": "latency",
+    "maxErrorRate": "errorRate",
+    "minTokensPerSecond": "tokensPerSecond",
+    "maxCostPerMillionTokens": "costPerMillionTokens",
+}
+"""`spec.slo`'s fields and the names `status.slo` judges them under (`plnt.api.slo`)."""
+
+slo_statuses = wire.objects(slo.SLOStatus, name=st.sampled_from(slo.OBJECTIVE_NAMES) | wire.text)
+"""`status.slo` whose objectives are mostly the ones a spec can state (and sometimes not)."""
+
+runs_with_objectives = st.builds(
+    lambda run, objectives, judged: {
+        **run,
+        "spec": {**run["spec"], "slo": objectives},
+        "status": {**(run.get("status") or {}), "slo": judged},
+    },
+    runs,
+    valid(slo.ServiceLevelObjectives),
+    st.none() | slo_statuses,
+)
+
+
+def check_slo(html: str, run: Obj) -> None:
+    """The SLO card: each objective `spec.slo` states, in order, with what `status.slo`
+    measured of it; the calls (or "no calls yet"), the budget left and the cost."""
+    stated = (run.get("spec") or {}).get("slo") or {}
+    judged = (run.get("status") or {}).get("slo") or {}
+    names = [name for field, name in OBJECTIVE_FIELDS.items() if stated.get(field) is not None]
+    if not names:
+        assert "No objectives" in html
+        return
+    shown = rows(html, "data-objective")
+    assert [row.split('"')[1] for row in shown] == names
+    measured = {o["name"]: o for o in judged.get("objectives") or []}
+    for name, row in zip(names, shown, strict=True):
+        objective = measured.get(name) or {}
+        attainment = number(objective.get("attainment"))
+        if attainment is not None:
+            assert f"{attainment * 100:.1f}%" in row
+        budget = number(objective.get("budgetRemaining"))
+        assert (f"{budget * 100:.0f}%" in row) if budget is not None else "<svg" not in row
+        met = objective.get("met")
+        assert ("MISSED" in row) == (met is False)
+        assert ("no samples" in row) == (met is None)
+    calls = judged.get("calls")
+    assert ("no calls yet" in html) == (not calls)
+    if calls:
+        assert f'data-testid="slo-calls">{calls} call' in html
+    left = number(judged.get("errorBudgetRemaining"))
+    if left is not None:
+        assert f"{left * 100:.0f}%</strong>" in html
+    cost = judged.get("cost")
+    shown_cost = html[html.index('data-testid="slo-cost"') :]
+    if cost:
+        assert f"{cost['amount']:.4f} {text(cost['currency'])}" in shown_cost
+    else:
+        assert "No cost yet" in shown_cost
+
+
+@EXAMPLES
+@given(run=runs_with_objectives)
+def test_the_slo_card_shows_each_objective_its_attainment_budget_and_cost(
+    pages: Pages, run: Obj
+) -> None:
+    html = pages.get(f"/ns/{NAMESPACE}/runs/{RUN}", run=run)
+    check_slo(section(html, "run-slo"), run)
+
+
+# -- step traces: the Invocation page and the invoke form's answer -----------------------
+
+step_entries = wire.typed(traces.StepEntry, usage=wire.usages)
+"""Trace entries as the runner writes them (`plnt.api.traces`)."""
+step_traces = st.lists(
+    step_entries | st.dictionaries(wire.text, wire.json_values, max_size=3), max_size=3
+)
+"""A trace: entries of the runner's shape, and open objects no runner writes (the API keeps
+the trace as a list of open objects, so a page must take any)."""
+
+
+def an_integer(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def objects_in(value: Any) -> list[Obj]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def check_trace(html: str, trace: Any) -> None:
+    """Each step in order; under a tool loop each turn (final, resumed, tokens) and each
+    tool call (name, arguments, ok/invalid/error, resumed); a map's items and failed items;
+    a skipped step's reason."""
+    steps = objects_in(trace)
+    shown = html.split("<tbody data-trace-step=")[1:]
+    assert len(shown) == len(steps)
+    for step, part in zip(steps, shown, strict=True):
+        assert part.startswith(f'"{text(step.get("id") or "")}"')
+        skipped = step.get("skipped")
+        assert ('data-testid="skipped-because"' in part) == (skipped is not None)
+        if skipped:
+            assert text(skipped) in part
+        if an_integer(step.get("items")) is not None:
+            assert f"{step['items']} item" in part
+        failed = objects_in(step.get("failedItems"))
+        assert part.count("<li data-failed-item=") == len(failed)
+        for item in failed:
+            assert text(item.get("error") or "") in part
+        message = (
+            (step.get("error") or {}).get("message")
+            if isinstance(step.get("error"), dict)
+            else None
+        )
+        if message:
+            assert text(message) in part
+        if an_integer(step.get("toolCalls")) is not None:
+            assert f"{step['toolCalls']} tool call" in part
+        turns = objects_in(step.get("turns"))
+        shown_turns = part.split("<tr data-turn=")[1:]
+        assert len(shown_turns) == len(turns)
+        for turn, row in zip(turns, shown_turns, strict=True):
+            first = row.split("</td>")[0]
+            assert ("final</span>" in first) == (turn.get("final") is True)
+            assert ("resumed</span>" in first) == (turn.get("resumed") is True)
+            usage = turn.get("usage") if isinstance(turn.get("usage"), dict) else {}
+            prompt, completion = (
+                an_integer(usage.get("prompt_tokens")),
+                an_integer(usage.get("completion_tokens")),
+            )
+            if prompt is not None and completion is not None:
+                assert f"{prompt} + {completion} = " in row
+            calls = objects_in(turn.get("toolCalls"))
+            shown_calls = row.split('<div class="tool-call ')[1:]
+            assert len(shown_calls) == len(calls)
+            for call, div in zip(calls, shown_calls, strict=True):
+                div = div.split("</td>")[0]
+                outcome = "invalid" if call.get("invalid") is True else (
+                    "ok" if call.get("ok") is True else "error")  # fmt: skip
+                assert div.startswith(
+                    f'call-{outcome}" data-tool-call="{text(call.get("id") or "")}"'
+                )
+                assert text(call.get("name") or "") in div
+                if isinstance(call.get("arguments"), str):
+                    assert text(call["arguments"]) in div
+                assert ("resumed</span>" in div) == (call.get("resumed") is True)
+                if isinstance(call.get("error"), str):
+                    assert text(call["error"]) in div
+
+
+@EXAMPLES
+@given(invocation=valid(invocations.Invocation, trace=st.none() | step_traces))
+def test_an_invocations_trace_shows_turns_tool_calls_items_and_skipped_steps(
+    pages: Pages, invocation: Obj
+) -> None:
+    html = pages.get(f"/ns/{NAMESPACE}/invocations/i", invocation=invocation)
+    trace = (invocation.get("status") or {}).get("trace")
+    if objects_in(trace):
+        check_trace(html[html.index('data-testid="invocation-trace"') :], trace)
+    else:
+        assert 'data-testid="invocation-trace"' not in html and "No trace" in html
+
+
+@EXAMPLES
+@given(trace=step_traces)
+def test_the_invoke_forms_answer_carries_the_trace_as_the_invocation_page_shows_it(
+    pages: Pages, trace: list[Any]
+) -> None:
+    answer = pages.post(f"/act/ns/{NAMESPACE}/runs/{RUN}/invoke", {"values": {}},
+                        answer={"output": "done", "trace": trace})  # fmt: skip
+    assert answer["output"] == "done"
+    check_trace(answer["traceHtml"], trace)
 
 
 # -- the Invocation page and the Runs page ----------------------------------------------

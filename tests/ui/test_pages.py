@@ -168,7 +168,7 @@ def test_a_schema_violation_in_the_invoke_form_shows_the_fields_message(
     page.get_by_role("button", name="Invoke").click()
     expect(page.locator("[data-invoke-output]")).to_contain_text('"topic": "etcd"', timeout=10_000)
     expect(message).to_be_hidden()
-    expect(page.locator("[data-invoke-trace] tr")).to_have_count(3)
+    expect(page.locator("[data-invoke-trace] tr.trace-step")).to_have_count(3)
     screenshot(page, screenshots, "invoke")
     page.context.close()
 

@@ -1,4 +1,5 @@
-"""The UI's pure parts: timeline geometry, form fields and inputs, problem paths, bench chart."""
+"""The UI's pure parts: timeline geometry, form fields and inputs, problem paths, bench chart,
+step traces and the SLO card."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from datetime import UTC, datetime
 import markupsafe
 import pytest
 
-from plnt.ui import actions, benches, evaluations, forms, rendering, views
+from plnt.ui import actions, benches, evaluations, forms, objectives, rendering, steptraces, views
 from plnt.ui import invocations as invocation_views
 
 NOW = datetime(2025, 1, 1, 12, 0, 10, tzinfo=UTC)
@@ -275,3 +276,84 @@ def test_a_bench_that_bypassed_the_step_cache_says_so_beside_its_hit_rate() -> N
         bench = {"id": "bench-1", "phase": "Succeeded", "results": [result], "targets": [target]}
         view = benches.bench_view(bench)
         assert view is not None and view.results[0].cache_hits == shown
+
+
+def test_a_tool_loops_trace_shows_each_turn_and_call_with_its_outcome() -> None:
+    entry = {
+        "id": "agent", "kind": "model", "durationMs": 812.25, "backendMs": 700, "attempts": 1,
+        "cache": "off", "toolCalls": 3, "invalidToolCalls": 1,
+        "turns": [
+            {"turn": 1, "startedMs": 0, "durationMs": 400, "modelMs": 350.5, "final": False,
+             "usage": {"prompt_tokens": 120, "completion_tokens": 30},
+             "toolCalls": [
+                 {"id": "c0", "name": "add", "arguments": '{"a": 2}', "startedMs": 351,
+                  "durationMs": 12, "ok": True, "resumed": True},
+                 {"id": "c1", "name": "nope", "startedMs": 351, "durationMs": 0, "ok": False,
+                  "invalid": True, "error": "unknown tool 'nope'"},
+                 {"id": "c2", "name": "broken", "startedMs": 351, "durationMs": 3, "ok": False,
+                  "error": "HTTP 500"},
+             ]},
+            {"turn": 2, "startedMs": 400, "durationMs": 412, "modelMs": 410, "final": True,
+             "toolCalls": []},
+        ],
+    }  # fmt: skip
+    step = steptraces.step_row(entry)
+    assert step.agent and step.tool_calls == 3 and step.invalid_tool_calls == 1
+    first, last = step.turns
+    assert first.tokens == "120 + 30 = 150 tokens" and first.model == "350.5 ms"
+    assert [c.outcome for c in first.calls] == ["ok", "invalid", "error"]
+    assert first.calls[0].arguments == '{"a": 2}' and first.calls[0].resumed
+    assert first.calls[1].error == "unknown tool 'nope'"
+    assert last.final and not first.final and last.calls == ()
+
+
+def test_a_maps_items_and_a_skipped_steps_reason_are_read_and_junk_is_left_out() -> None:
+    rows = steptraces.step_rows(
+        [
+            {"id": "each", "kind": "http", "items": 4,
+             "failedItems": [{"index": 2, "error": "HTTP 503"}, "junk"]},
+            {"id": "maybe", "kind": "model", "skipped": "`when` is False: inputs.deep"},
+            "not a step",
+        ]
+    )  # fmt: skip
+    each, maybe = rows
+    assert each.items == 4 and [(f.index, f.error) for f in each.failed_items] == [(2, "HTTP 503")]
+    assert not each.agent and not each.skipped
+    assert maybe.skipped and maybe.skipped_because == "`when` is False: inputs.deep"
+    assert maybe.items is None and maybe.turns == ()
+
+
+def test_the_slo_card_lists_the_specs_objectives_beside_what_was_measured() -> None:
+    spec = {"timeToFirstToken": {"percentile": 95, "milliseconds": 500}, "maxErrorRate": 0.01,
+            "maxCostPerMillionTokens": 2.0, "windowSeconds": 1800}  # fmt: skip
+    status = {
+        "windowSeconds": 1800, "calls": 40, "met": False, "errorBudgetRemaining": -0.5,
+        "objectives": [
+            {"name": "timeToFirstToken", "objective": 500, "percentile": 95, "measured": 612.0,
+             "attainment": 0.925, "met": False, "budgetRemaining": -0.5, "samples": 40},
+            {"name": "errorRate", "objective": 0.01, "measured": 0.0, "attainment": 1.0,
+             "met": True, "budgetRemaining": 1.0, "samples": 40},
+        ],
+        "cost": {"currency": "USD", "amount": 0.0021, "basis": "tokens", "inputTokens": 9000,
+                 "outputTokens": 3000, "perMillionTokens": 0.175},
+        "backend": "gemma",
+    }  # fmt: skip
+    view = objectives.slo_view(spec, status)
+    assert view is not None and not view.no_calls and view.window == "30 min"
+    ttft, errors, cost = view.objectives
+    assert (ttft.objective, ttft.measured, ttft.met) == ("p95 ≤ 500 ms", "612 ms", False)
+    assert (errors.objective, errors.measured, errors.met) == (
+        "≤ 1% of calls fail",
+        "0% failed",
+        True,
+    )
+    assert cost.objective == "≤ 2 per M tokens" and cost.met is None and cost.measured == "—"
+    assert view.cost is not None and view.cost.per_million_tokens == 0.175
+
+
+def test_the_slo_card_says_no_calls_yet_before_any_and_is_absent_without_objectives() -> None:
+    view = objectives.slo_view({"latency": {"milliseconds": 8000}}, None)
+    assert view is not None and view.no_calls and view.window == "1 h"
+    assert view.objectives[0].objective == "p95 ≤ 8000 ms"
+    assert objectives.slo_view({"windowSeconds": 60}, {"calls": 3}) is None
+    assert objectives.slo_view(None, None) is None

@@ -11,6 +11,10 @@ Why not `hypothesis-jsonschema`: its last release (0.23.1) calls a private hypot
 that current hypothesis no longer has, and fails on its first object; `st.from_type` on
 the models cannot draw `Any` fields (outputs, inputs, bench results).
 
+Wire shapes kept as open objects by the API's models (a step trace is `list[dict]` in
+`InvocationStatus`) are drawn from their TypedDicts instead (`typed`, `plnt.api.traces`):
+every key they require, each of the others sometimes.
+
 Two things the schema cannot say are added by field name, as a server writes them:
 timestamps (fields named `…Time`, `…Timestamp`, `…At`, `since`, `time`) are often RFC
 3339 (with and without the `Z`), and open objects whose fields the harness owns (bench
@@ -20,12 +24,14 @@ results) get the harness's shape half of the time (`bench_results`).
 from __future__ import annotations
 
 import math
+import typing
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, is_typeddict
 
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from plnt.api import usage
 from plnt.harness import result as harness
 
 JSON = Any
@@ -213,3 +219,48 @@ bench_results = st.lists(
     harness_results | st.dictionaries(text, json_values, max_size=MAX_ITEMS), max_size=MAX_ITEMS
 )
 """A bench's `results`: the harness's JSON (which the schema leaves open) or any object."""
+
+
+def typed(shape: Any, **overrides: st.SearchStrategy[JSON]) -> st.SearchStrategy[JSON]:
+    """Values of a TypedDict (or of a type it holds: str, int, float, bool, lists, dicts,
+    `Any`), keys of the TypedDict's own name in `overrides` drawn from there instead. An
+    annotation not understood is an error, as an unknown schema keyword is."""
+    if is_typeddict(shape):
+        hints = typing.get_type_hints(shape)
+        optional: frozenset[str] = shape.__optional_keys__
+
+        def key(name: str) -> st.SearchStrategy[JSON]:
+            return overrides[name] if name in overrides else typed(hints[name], **overrides)
+
+        return st.fixed_dictionaries(
+            {name: key(name) for name in hints if name not in optional},
+            optional={name: key(name) for name in hints if name in optional},
+        )
+    origin, arguments = typing.get_origin(shape), typing.get_args(shape)
+    if shape is Any:
+        return json_values
+    if shape is str:
+        return text
+    if shape is bool:
+        return st.booleans()
+    if shape is int:
+        return st.integers(-(2**31), 2**31)
+    if shape is float:
+        return finite | st.integers(0, 10**6)
+    if origin is list:
+        return st.lists(typed(arguments[0], **overrides), max_size=MAX_ITEMS)
+    if origin is dict:
+        return st.dictionaries(text, typed(arguments[1], **overrides), max_size=MAX_ITEMS)
+    raise ValueError(f"annotation not understood: {shape!r}")
+
+
+usages = st.fixed_dictionaries(
+    {},
+    optional={
+        "prompt_tokens": st.integers(0, 10**6),
+        "completion_tokens": st.integers(0, 10**6),
+        "total_tokens": st.integers(0, 10**6),
+        "source": st.sampled_from([str(source) for source in usage.UsageSource]),
+    },
+)
+"""OpenAI's `usage` object as a turn carries it (`plnt.api.usage`)."""

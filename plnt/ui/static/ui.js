@@ -123,12 +123,6 @@ function formValues(form) {
   return values;
 }
 
-function cell(text) {
-  const td = document.createElement("td");
-  td.textContent = text;
-  return td;
-}
-
 async function invoke(form) {
   for (const p of form.querySelectorAll("[data-error-for]")) { p.hidden = true; p.textContent = ""; }
   const output = document.querySelector("[data-invoke-output]");
@@ -151,11 +145,8 @@ async function invoke(form) {
   output.textContent = typeof answer.output === "string" ? answer.output : JSON.stringify(answer.output, null, 2);
   const hops = (answer.timings ?? []).map((t) => `${t.name} ${t.ms?.toFixed(1)} ms`).join(" · ");
   meta.textContent = `revision ${answer.revision} · cache ${answer.cache}${hops ? " · " + hops : ""}`;
-  for (const step of answer.trace ?? []) {
-    const row = document.createElement("tr");
-    row.append(cell(step.id), cell(step.kind), cell(step.cache), cell(`${step.durationMs} ms`), cell(`${step.backendMs} ms`), cell(String(step.attempts)));
-    trace.append(row);
-  }
+  // Rendered by the UI server with the Invocation page's own template (autoescaped).
+  trace.replaceChildren(...parse(answer.traceHtml ?? ""));
 }
 
 async function chat(form) {
