@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import typing
 from collections.abc import Mapping
-from typing import Any, is_typeddict
+from typing import Any, NotRequired, is_typeddict
 
 from hypothesis import strategies as st
 from pydantic import BaseModel
@@ -221,20 +221,39 @@ bench_results = st.lists(
 """A bench's `results`: the harness's JSON (which the schema leaves open) or any object."""
 
 
-def typed(shape: Any, **overrides: st.SearchStrategy[JSON]) -> st.SearchStrategy[JSON]:
+def _mentions(hint: Any, shape: Any) -> bool:
+    """Whether the annotation `hint` holds `shape` (a TypedDict nested in itself)."""
+    return hint is shape or any(_mentions(a, shape) for a in typing.get_args(hint))
+
+
+def typed(
+    shape: Any, _within: tuple[Any, ...] = (), **overrides: st.SearchStrategy[JSON]
+) -> st.SearchStrategy[JSON]:
     """Values of a TypedDict (or of a type it holds: str, int, float, bool, lists, dicts,
     `Any`), keys of the TypedDict's own name in `overrides` drawn from there instead. An
-    annotation not understood is an error, as an unknown schema keyword is."""
+    annotation not understood is an error, as an unknown schema keyword is. A TypedDict that
+    holds itself (a step's nested `steps`) is drawn one level deep: inside, its optional
+    keys that would nest it again are left out."""
     if is_typeddict(shape):
         hints = typing.get_type_hints(shape)
-        optional: frozenset[str] = shape.__optional_keys__
+        # Under postponed annotations a TypedDict cannot see `NotRequired` by itself.
+        marked = typing.get_type_hints(shape, include_extras=True)
+        optional = shape.__optional_keys__ | {
+            name for name, hint in marked.items() if typing.get_origin(hint) is NotRequired
+        }
+        within = (*_within, shape)
 
         def key(name: str) -> st.SearchStrategy[JSON]:
-            return overrides[name] if name in overrides else typed(hints[name], **overrides)
+            if name in overrides:
+                return overrides[name]
+            return typed(hints[name], within, **overrides)
+
+        def kept(name: str) -> bool:
+            return not (shape in _within and _mentions(hints[name], shape))
 
         return st.fixed_dictionaries(
             {name: key(name) for name in hints if name not in optional},
-            optional={name: key(name) for name in hints if name in optional},
+            optional={name: key(name) for name in hints if name in optional and kept(name)},
         )
     origin, arguments = typing.get_origin(shape), typing.get_args(shape)
     if shape is Any:
@@ -248,9 +267,9 @@ def typed(shape: Any, **overrides: st.SearchStrategy[JSON]) -> st.SearchStrategy
     if shape is float:
         return finite | st.integers(0, 10**6)
     if origin is list:
-        return st.lists(typed(arguments[0], **overrides), max_size=MAX_ITEMS)
+        return st.lists(typed(arguments[0], _within, **overrides), max_size=MAX_ITEMS)
     if origin is dict:
-        return st.dictionaries(text, typed(arguments[1], **overrides), max_size=MAX_ITEMS)
+        return st.dictionaries(text, typed(arguments[1], _within, **overrides), max_size=MAX_ITEMS)
     raise ValueError(f"annotation not understood: {shape!r}")
 
 
