@@ -243,3 +243,29 @@ async def _breakers(session: aiohttp.ClientSession, url: str) -> list[api_breake
     async with session.get(f"{url}{api_breakers.RUNNER_PATH}") as response:
         assert response.status == 200
         return api_breakers.RunnerBreakers.model_validate(await response.json()).breakers
+
+
+async def test_an_answer_from_the_fallback_is_not_kept_in_the_step_cache(
+    start_runner: StartRunner,
+    session: aiohttp.ClientSession,
+    write_spec: Callable[[str], Path],
+    closed_port: int,
+) -> None:
+    backend = settings.BackendConfig(
+        type="openai",
+        endpoint=f"http://127.0.0.1:{closed_port}/v1",
+        model="m",
+        name="primary",
+        breaker_failures=1,
+        breaker_open_seconds=60,
+        fallback=settings.BackendConfig(type="echo", name="small"),
+    )
+    cached = SPEC.replace("RETRIES", "0").replace("    cache: false\n", "")
+    url = await start_runner(write_spec(cached), backend=backend)
+    status, _, _ = await _call(session, url, "hi", {})
+    assert status == 502  # the failure that opens the breaker
+    for _ in range(2):
+        status, body, headers = await _call(session, url, "hi", {})
+        assert status == 200 and body["fallback"] == "small"
+        assert headers["X-Plnt-Fallback"] == "small"
+    assert await _metric(session, url, "plnt_runner_fallback_calls_total") == 2
