@@ -8,6 +8,7 @@ from pydantic import Field
 
 from plnt.api import names
 from plnt.api.base import WireModel
+from plnt.api.breakers import BackendBreaker
 from plnt.api.meta import Condition, ObjectMeta
 from plnt.api.slo import BackendPricing
 
@@ -99,6 +100,11 @@ class PlntBackendStatus(WireModel):
         "completion (null when the backend serves no model to ask, or it failed).",
     )
     last_probe_time: str | None = Field(default=None, description="When the last probe ran.")
+    breaker: BackendBreaker | None = Field(
+        default=None,
+        description="The circuit breakers of the runners calling it, aggregated (null: no "
+        "runner calls it); BreakerOpened and BreakerClosed Events mark the changes.",
+    )
     conditions: list[Condition] | None = Field(
         default=None, description="Probed: True (Fresh) or False (Stale, with the age)."
     )

@@ -127,6 +127,20 @@ class BackendSelection(WireModel):
     )
 
 
+class FallbackSelection(WireModel):
+    """The PlntBackend that serves a run's model calls while its primary backend cannot.
+
+    Used call by call, never as a switch: a call the primary sheds (its admission queue is
+    full) or refuses with an open circuit breaker goes to this backend instead, and its
+    answer says so (`X-Plnt-Fallback`, `"fallback"`). Typically a smaller model.
+    """
+
+    name: str = Field(description="Name of a PlntBackend in the namespace.", min_length=1)
+    model: str | None = Field(
+        default=None, description="Model to request from it (default: its first model)."
+    )
+
+
 class SmokeTest(WireModel):
     """One invocation the canary must pass before promotion."""
 
@@ -315,6 +329,11 @@ class WorkflowRunSpec(WireModel):
     workflow: WorkflowReference = Field(description="The pinned workflow spec to run.")
     backend: BackendSelection | None = Field(
         default=None, description="The inference backend for model steps."
+    )
+    fallback: FallbackSelection | None = Field(
+        default=None,
+        description="A PlntBackend that serves the calls the backend sheds or refuses while "
+        "its circuit breaker is open; such answers are marked and counted.",
     )
     gpu_class: str | None = Field(default=None, description="GPU class the backend must offer.")
     replicas: int = Field(default=1, ge=0, le=1000, description="Runner replicas to keep ready.")

@@ -224,6 +224,9 @@ async def _listen_as(
             port=settings.secure_port,
             ssl_context=tls.context,
             shutdown_timeout=5.0,
+            # A caller that goes away cancels its handler, as under `plnt up`: a buffered
+            # invoke's runner call is cancelled with it instead of running to its deadline.
+            handler_cancellation=True,
             stop=stop,
             # API processes 1..N-1: this very command again (`sys.orig_argv`), each told
             # its slot, so each composes the same delegated authentication and clients.

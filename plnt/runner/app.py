@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 from aiohttp import web
 
+from plnt.api import breakers as api_breakers
 from plnt.runner import (
     backends,
     chat_completions,
@@ -60,6 +61,7 @@ def build_app(runner_settings: settings.RunnerSettings) -> web.Application:
     app.router.add_get("/healthz", handlers.healthz)
     app.router.add_get("/readyz", handlers.readyz)
     app.router.add_get("/metrics", handlers.metrics)
+    app.router.add_get(api_breakers.RUNNER_PATH, handlers.breakers)
     return app
 
 

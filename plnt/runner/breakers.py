@@ -10,7 +10,9 @@ failure opens it again for another `open_seconds`).
 Why: a backend that is down makes every call wait for a connection error or a timeout,
 holding the caller, a slot and the caller's deadline; an open breaker answers in
 microseconds and leaves the backend room to come back. Transitions are kept (`changes`)
-so the runner can report them (metrics; docs/reliability.md). No I/O; injectable clock.
+so the runner can report them (metrics; docs/reliability.md), and the wall-clock time of
+the last one (`since`), which `GET /breakers` reports and the PlntBackend's status shows.
+No I/O; injectable clocks.
 """
 
 from __future__ import annotations
@@ -51,11 +53,14 @@ class Breaker:
 
     policy: BreakerPolicy = field(default_factory=BreakerPolicy)
     clock: Clock = time.monotonic
+    wall_clock: Clock = time.time
     state: State = State.CLOSED
     failures: int = 0
     opened_at: float = 0.0
     probing: bool = False
     changes: list[Change] = field(default_factory=list)
+    since: float = field(default_factory=time.time)
+    """When the breaker entered its state, by `wall_clock` (its creation, while closed)."""
 
     def allows(self) -> bool:
         """Whether a call may be sent now (an open breaker past its time lets one probe)."""
@@ -97,5 +102,6 @@ class Breaker:
         self._move(State.OPEN, reason)
 
     def _move(self, state: State, reason: str) -> None:
+        self.since = self.wall_clock()
         self.state = state
         self.changes.append(Change(state, reason))

@@ -213,6 +213,9 @@ class _Invocation:
     """Steps whose `when` was false: their dependants see `steps.ID.skipped`."""
     checkpoint: checkpointing.Checkpoint = checkpointing.NONE
     fallback: str | None = None
+    fallback_replies: int = 0
+    """Model calls the fallback answered: a step that used one is not cached, so the
+    primary's cache entry never holds the fallback's answer."""
 
     def offset_ms(self, moment: float) -> float:
         return (moment - self.started) * 1000.0
@@ -595,8 +598,9 @@ class Executor:
                 return value
             invocation.misses += 1
             self._metrics.cache_misses.inc()
+        fallback_replies = invocation.fallback_replies
         value = await self._attempt(step, resolved, invocation, trace)
-        if key is not None:
+        if key is not None and invocation.fallback_replies == fallback_replies:
             self.cache.put(key, value)
         return value
 
@@ -724,6 +728,7 @@ class Executor:
                 reply = await self._generate(step, resolved, on_delta)
                 if reply.served_by is not None:
                     invocation.fallback = reply.served_by
+                    invocation.fallback_replies += 1
                 invocation.count(reply)
                 self._metrics.count_tokens(reply.usage)
                 outcome = "ok"

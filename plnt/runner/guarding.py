@@ -26,7 +26,9 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from datetime import UTC, datetime
 
+from plnt.api import breakers as api_breakers
 from plnt.runner import admission, backends, breakers, deadlines, errors, metrics, retrybudget
 from plnt.runner import settings as runner_settings
 
@@ -153,6 +155,21 @@ class GuardedBackend:
         reply = await self.fallback._guarded(send)
         self._metrics.fallback_calls.labels(self.name, self.fallback.name).inc()
         return replace(reply, served_by=self.fallback.name)
+
+    def breaker_states(self) -> list[api_breakers.BreakerState]:
+        """This backend's breaker and its fallback's, as `GET /breakers` reports them."""
+        breaker = self.breaker
+        # Reading the state may move an open breaker past its time to half-open; reporting
+        # must not, so the state is read as it stands.
+        last = breaker.changes[-1].reason if breaker.changes else None
+        own = api_breakers.BreakerState(
+            backend=self.name,
+            state=breaker.state.value,
+            since=datetime.fromtimestamp(breaker.since, UTC).isoformat().replace("+00:00", "Z"),
+            reason=last,
+        )
+        spare = self.fallback.breaker_states() if self.fallback is not None else []
+        return [own, *spare]
 
     def _shed(self, context: deadlines.CallContext, reason: str) -> None:
         self._metrics.shed.labels(self.name, context.criticality.value, reason).inc()

@@ -34,6 +34,7 @@ import prometheus_client
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from plnt.api import breakers as api_breakers
 from plnt.api.headers import (
     CACHE_CONTROL,
     CRITICALITY_HEADER,
@@ -267,6 +268,13 @@ async def readyz(request: web.Request) -> web.StreamResponse:
     return web.json_response(
         {"status": "ready", "workflow": request.app[keys.WORKFLOW].metadata.name}
     )
+
+
+async def breakers(request: web.Request) -> web.StreamResponse:
+    """The states of this runner's circuit breakers (its backend's and its fallback's):
+    the backend prober writes them, aggregated over runners, to the PlntBackend's status."""
+    report = api_breakers.RunnerBreakers(breakers=request.app[keys.GUARD].breaker_states())
+    return web.json_response(report.to_wire())
 
 
 async def metrics(request: web.Request) -> web.StreamResponse:

@@ -50,6 +50,9 @@ class Backend:
     max_concurrency: int | None = None
     """The PlntBackend's `capacity.maxConcurrency` (None: it sets none): the runners' share
     of it is their admission limit (docs/reliability.md)."""
+    fallback: Backend | None = None
+    """The run's `spec.fallback`, resolved: it serves the calls this backend sheds or
+    refuses with an open breaker (None: no fallback; histories from before it decode so)."""
 
 
 @dataclass
@@ -109,6 +112,9 @@ class ResolveRequest:
     pool: str | None = None
     # The run's timeToFirstToken objective (spec.slo), which placement ranks backends by.
     ttft_objective_ms: float | None = None
+    # The run's spec.fallback: a PlntBackend by name, resolved beside the primary.
+    fallback: str | None = None
+    fallback_model: str | None = None
 
 
 @dataclass

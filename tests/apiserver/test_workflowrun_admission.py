@@ -58,3 +58,32 @@ async def test_a_route_on_kubernetes_runners_is_accepted_as_written(api: Api) ->
     reply = await api.call("POST", BASE, body=body)
     assert reply.status == 201, reply.text
     assert reply.json["spec"]["route"] == {"enabled": True, **route}
+
+
+async def test_a_fallback_that_is_the_backend_itself_is_refused_naming_spec_fallback_name(
+    api: Api,
+) -> None:
+    body = workflowrun("self-fallback")
+    body["spec"].update(backend={"name": "llama"}, fallback={"name": "llama"})
+    reply = await api.call("POST", BASE, body=body)
+    assert reply.status == 422, reply.text
+    causes = reply.json["details"]["causes"]
+    assert [c["field"] for c in causes] == ["spec.fallback.name"]
+    assert "another PlntBackend than spec.backend.name" in causes[0]["message"]
+    assert (await api.call("GET", f"{BASE}/self-fallback")).status == 404
+
+
+async def test_a_fallback_without_a_name_is_refused_naming_spec_fallback_name(api: Api) -> None:
+    body = workflowrun("nameless-fallback")
+    body["spec"].update(backend={"name": "llama"}, fallback={"model": "small"})
+    reply = await api.call("POST", BASE, body=body)
+    assert reply.status == 422, reply.text
+    assert "spec.fallback.name" in [c["field"] for c in reply.json["details"]["causes"]]
+
+
+async def test_a_fallback_naming_another_backend_is_accepted_as_written(api: Api) -> None:
+    body = workflowrun("with-fallback")
+    body["spec"].update(backend={"name": "llama"}, fallback={"name": "echo", "model": "tiny"})
+    reply = await api.call("POST", BASE, body=body)
+    assert reply.status == 201, reply.text
+    assert reply.json["spec"]["fallback"] == {"name": "echo", "model": "tiny"}

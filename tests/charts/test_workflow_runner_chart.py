@@ -27,6 +27,7 @@ import yaml
 from plnt.api.workflowruns import StepCacheSpec
 from plnt.cli import main as cli_main
 from plnt.runner import __main__ as runner_main
+from plnt.runner import serving as runner_serving
 from plnt.runner import settings as runner_settings
 from plnt.sagas.targets import local_processes, runners
 from plnt.sagas.values import RunRef
@@ -100,6 +101,27 @@ REVISIONS: dict[str, tuple[runners.Revision, dict[str, Any] | None]] = {
             "autoscaling": {"enabled": True, "maxReplicas": 8, "metric": "inFlight"},
             "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prom"}}},
         },
+    ),
+    "guarded": (
+        revision(
+            5,
+            backend=runners.BackendConfig(
+                name="llama",
+                type="openai",
+                endpoint="http://llama.models.svc:8080/v1",
+                model="qwen",
+                max_concurrency=2,
+                fallback=runners.BackendConfig(
+                    name="small",
+                    type="openai",
+                    endpoint="http://small.models.svc:8080/v1",
+                    model="tiny",
+                    max_concurrency=8,
+                    credentials=runners.SecretKeyRef("small-key", "token"),
+                ),
+            ),
+        ),
+        None,
     ),
     "cpu-hpa": (
         revision(4, replicas=3),
@@ -285,8 +307,8 @@ def test_runner_serves_the_mounted_spec_on_the_container_port_behind_the_service
     assert mount["readOnly"] is True
     config_map = r.one("ConfigMap", volume["configMap"]["name"])
     relative = spec_path.removeprefix(mount["mountPath"].rstrip("/") + "/")
-    (item,) = volume["configMap"]["items"]
-    assert item["path"] == relative and item["key"] in config_map["data"]
+    (item,) = [i for i in volume["configMap"]["items"] if i["path"] == relative]
+    assert item["key"] in config_map["data"]
 
     (port,) = runner_container(r)["ports"]
     assert (port["name"], port["containerPort"], flags["port"]) == ("http", 8080, "8080")
@@ -312,7 +334,8 @@ def test_config_map_holds_exactly_the_pinned_spec_bytes(rendered: Render, name: 
     r = rendered(name)
     (config_map,) = r.all("ConfigMap")
     assert config_map["immutable"] is True
-    (data,) = config_map["data"].values()
+    data = config_map["data"]["spec.yaml"]
+    assert set(config_map["data"]) <= {"spec.yaml", "backend.json"}
     assert data.encode() == SPEC
     digest = values_of(name)["workflow"]["digest"]
     assert "sha256:" + hashlib.sha256(data.encode()).hexdigest() == digest
@@ -365,6 +388,56 @@ def test_cache_flags_are_the_ones_the_local_target_passes_for_the_same_revision(
     assert float(flags["cache-ttl-seconds"] or "") == float(local_flags["--cache-ttl-seconds"])
     if name == "exposed":
         assert flags["cache-max-entries"] == "0"
+
+
+def test_the_backends_limit_and_fallback_reach_the_real_runners_settings(
+    rendered: Render, tmp_path: Path
+) -> None:
+    r = rendered("guarded")
+    flags = runner_flags(r)
+    config_path = flags["backend-config"]
+    assert config_path is not None
+    mount, volume = rendering.mount_of(deployment(r), "runner", config_path)
+    config_map = r.one("ConfigMap", volume["configMap"]["name"])
+    relative = config_path.removeprefix(mount["mountPath"].rstrip("/") + "/")
+    (item,) = [i for i in volume["configMap"]["items"] if i["path"] == relative]
+    written = tmp_path / "backend.json"
+    written.write_text(config_map["data"][item["key"]])
+    spec = tmp_path / "spec.yaml"
+    spec.write_bytes(SPEC)
+    parsed = runner_main.parse_args(list(runner_container(r)["args"][1:]))
+    assert parsed.backend_config == Path(config_path)
+    settings = runner_serving.settings_from_options(
+        spec,
+        backend_config=written,
+        backend_type=parsed.backend_type,
+        endpoint=parsed.endpoint,
+        model=parsed.model,
+        api_key_env=parsed.api_key_env,
+        latency_ms=parsed.latency_ms,
+    )
+    backend = settings.backend
+    assert (backend.name, backend.max_concurrency) == ("llama", 2)
+    assert backend.endpoint == "http://llama.models.svc:8080/v1"
+    fallback = backend.fallback
+    assert fallback is not None
+    assert (fallback.name, fallback.type, fallback.model) == ("small", "openai", "tiny")
+    assert (fallback.endpoint, fallback.max_concurrency) == ("http://small.models.svc:8080/v1", 8)
+    assert fallback.api_key_env == runners.FALLBACK_API_KEY_ENV
+    (env,) = runner_container(r)["env"]
+    assert env == {
+        "name": runners.FALLBACK_API_KEY_ENV,
+        "valueFrom": {"secretKeyRef": {"name": "small-key", "key": "token"}},
+    }
+
+
+def test_a_backend_without_name_limit_or_fallback_gets_no_backend_config_file(
+    rendered: Render,
+) -> None:
+    r = rendered("echo")
+    assert "backend-config" not in runner_flags(r)
+    (config_map,) = r.all("ConfigMap")
+    assert list(config_map["data"]) == ["spec.yaml"]
 
 
 def test_echo_backend_takes_its_latency_and_no_key(rendered: Render) -> None:

@@ -12,20 +12,14 @@ stop is the same transition with the same message, whatever the load.
 
 from __future__ import annotations
 
-from typing import Any
-
 from yarl import URL
 
 from plnt.processes.ports import free_port
+from tests.support.backends import backend_events, status_of
 from tests.support.llm import Gpu, threaded_llm
 from tests.support.manifests import apply, backend_manifest
 from tests.support.plnt_server import Kubectl, wait_for
 from tests.support.stack import Stack, WorkerProcess
-
-
-def status_of(kubectl: Kubectl, namespace: str, name: str) -> dict[str, Any]:
-    obj: dict[str, Any] = kubectl.json("get", "-n", namespace, "plntbackend", name)
-    return obj.get("status") or {}
 
 
 def test_the_worker_probes_every_backend_periodically_without_any_deploy(
@@ -95,15 +89,6 @@ def test_a_metrics_endpoint_that_is_not_an_http_url_is_refused_by_admission(
     assert result.returncode != 0
     assert "spec.metricsEndpoint" in result.stderr
     assert "must be an http or https URL with a host" in result.stderr
-
-
-def backend_events(kubectl: Kubectl, namespace: str, name: str) -> list[tuple[str, str, int]]:
-    """(type, reason, count) of the backend's Events, as `kubectl get events` lists them
-    with kube's field selector, oldest first."""
-    selector = f"involvedObject.kind=PlntBackend,involvedObject.name={name}"
-    listed = kubectl.json("get", "events", "-n", namespace, "--field-selector", selector)
-    items = sorted(listed["items"], key=lambda e: e["metadata"]["name"])  # NAME.HEX(UnixNano)
-    return [(e["type"], e["reason"], e["count"]) for e in items]
 
 
 def probes_pass(kubectl: Kubectl, namespace: str, name: str, rounds: int) -> None:

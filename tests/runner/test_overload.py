@@ -14,6 +14,7 @@ from typing import Any
 
 import aiohttp
 
+from plnt.api import breakers as api_breakers
 from plnt.runner import settings
 from tests.support.runners import StartRunner
 
@@ -206,3 +207,65 @@ async def test_an_open_breaker_sends_calls_to_the_fallback_and_the_answer_says_s
     assert await _metric(session, url, 'plnt_runner_breaker_state{backend="primary"}') == 2
     assert await _metric(session, url, "plnt_runner_fallback_calls_total") == 1
     assert await _metric(session, url, 'plnt_runner_backend_calls_total{backend="primary"}') == 2
+
+
+async def test_a_runner_reports_its_breakers_with_when_and_why_they_moved(
+    start_runner: StartRunner,
+    session: aiohttp.ClientSession,
+    write_spec: Callable[[str], Path],
+    closed_port: int,
+) -> None:
+    backend = settings.BackendConfig(
+        type="openai",
+        endpoint=f"http://127.0.0.1:{closed_port}/v1",
+        model="m",
+        name="primary",
+        breaker_failures=2,
+        breaker_open_seconds=60,
+        fallback=settings.BackendConfig(type="echo", name="small"),
+    )
+    url = await start_runner(write_spec(SPEC.replace("RETRIES", "0")), backend=backend)
+    before = await _breakers(session, url)
+    assert [(b.backend, b.state, b.reason) for b in before] == [
+        ("primary", "closed", None),
+        ("small", "closed", None),
+    ]
+    for _ in range(2):
+        await _call(session, url, "hi", {})
+    primary, small = await _breakers(session, url)
+    assert (primary.backend, primary.state) == ("primary", "open")
+    assert primary.reason is not None and "2 consecutive failures" in primary.reason
+    assert primary.since >= before[0].since and primary.since.endswith("Z")
+    assert (small.backend, small.state) == ("small", "closed")
+
+
+async def _breakers(session: aiohttp.ClientSession, url: str) -> list[api_breakers.BreakerState]:
+    async with session.get(f"{url}{api_breakers.RUNNER_PATH}") as response:
+        assert response.status == 200
+        return api_breakers.RunnerBreakers.model_validate(await response.json()).breakers
+
+
+async def test_an_answer_from_the_fallback_is_not_kept_in_the_step_cache(
+    start_runner: StartRunner,
+    session: aiohttp.ClientSession,
+    write_spec: Callable[[str], Path],
+    closed_port: int,
+) -> None:
+    backend = settings.BackendConfig(
+        type="openai",
+        endpoint=f"http://127.0.0.1:{closed_port}/v1",
+        model="m",
+        name="primary",
+        breaker_failures=1,
+        breaker_open_seconds=60,
+        fallback=settings.BackendConfig(type="echo", name="small"),
+    )
+    cached = SPEC.replace("RETRIES", "0").replace("    cache: false\n", "")
+    url = await start_runner(write_spec(cached), backend=backend)
+    status, _, _ = await _call(session, url, "hi", {})
+    assert status == 502  # the failure that opens the breaker
+    for _ in range(2):
+        status, body, headers = await _call(session, url, "hi", {})
+        assert status == 200 and body["fallback"] == "small"
+        assert headers["X-Plnt-Fallback"] == "small"
+    assert await _metric(session, url, "plnt_runner_fallback_calls_total") == 2

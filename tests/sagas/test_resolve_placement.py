@@ -45,6 +45,8 @@ class AnsweringApi(PlntClient):
         if path.endswith("/events"):
             self.events.append(str((options.get("json") or {}).get("reason")))
             return transport.Response(201, {"Content-Type": "application/json"}, b"{}")
+        if method == "GET" and path.endswith("/workflowruns"):  # the breakers' runners: none
+            return transport.Response(200, {"Content-Type": "application/json"}, b"{}")
         self.patched.append(path.rsplit("/", 2)[-2])
         return transport.Response(200, {"Content-Type": "application/json"}, b"{}")
 
@@ -62,14 +64,21 @@ async def environment() -> AsyncIterator[ActivityEnvironment]:
 
 
 async def resolved_with(
-    tmp_path: Path, environment: ActivityEnvironment, api: AnsweringApi, *, pool: str | None = None
+    tmp_path: Path,
+    environment: ActivityEnvironment,
+    api: AnsweringApi,
+    *,
+    pool: str | None = None,
+    fallback: str | None = None,
 ) -> v.Resolved:
     activities = DeployActivities(
         api=api, target=LocalTarget(tmp_path / "runners"), specs=SpecCache(tmp_path / "specs")
     )
     try:
         selector = {"matchLabels": {"tier": "gpu"}}
-        request = v.ResolveRequest(namespace="ns", selector=selector, pool=pool)
+        request = v.ResolveRequest(
+            namespace="ns", selector=selector, pool=pool, fallback=fallback, fallback_model="tiny"
+        )
         resolved: v.Resolved = await environment.run(
             placement_activities(activities).resolve, request
         )
@@ -122,3 +131,33 @@ async def test_resolve_refuses_when_no_backend_has_headroom_naming_each(
             await resolved_with(tmp_path, environment, api)
     assert raised.value.type == Failure.NO_BACKEND.value
     assert str(raised.value).endswith("(1 exist): a-full (headroom -7)")
+
+
+async def test_resolve_hands_the_named_fallback_beside_the_primary_even_when_it_is_down(
+    tmp_path: Path, environment: ActivityEnvironment
+) -> None:
+    async with serving_llm(None) as gone:
+        down = gone.url  # the fallback need not answer at deploy time
+    async with serving_llm(None, load=(0, 0)) as primary:
+        spare = {
+            "metadata": {"name": "small", "namespace": "ns"},
+            "spec": {"type": "openai", "endpoint": down, "capacity": {"maxConcurrency": 3}},
+        }
+        api = AnsweringApi([backend("big", primary.url), spare])
+        resolved = await resolved_with(tmp_path, environment, api, fallback="small")
+    assert resolved.backend.name == "big"
+    fallback = resolved.backend.fallback
+    assert fallback is not None
+    assert (fallback.name, fallback.endpoint, fallback.model) == ("small", down, "tiny")
+    assert fallback.max_concurrency == 3 and fallback.fallback is None
+
+
+async def test_resolve_refuses_a_fallback_that_does_not_exist_naming_spec_fallback(
+    tmp_path: Path, environment: ActivityEnvironment
+) -> None:
+    async with serving_llm(None, load=(0, 0)) as primary:
+        api = AnsweringApi([backend("big", primary.url)])
+        with pytest.raises(ApplicationError) as raised:
+            await resolved_with(tmp_path, environment, api, fallback="nowhere")
+    assert raised.value.type == Failure.NO_BACKEND.value
+    assert 'spec.fallback.name: PlntBackend "nowhere" not found in ns' in str(raised.value)

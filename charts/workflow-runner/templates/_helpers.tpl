@@ -62,3 +62,26 @@ plnt.work/workflow-digest: {{ .Values.workflow.digest | quote }}
 {{/* The file the runner serves: the ConfigMap's one key, mounted read-only. */}}
 {{- define "runner.specDir" -}}/etc/plnt/workflow{{- end -}}
 {{- define "runner.specFile" -}}spec.yaml{{- end -}}
+
+{{- /*
+The runner's backend config file (--backend-config): the backend's name, its limit and its
+fallback, which have no flags. Empty when none is set, and then no file is written.
+*/ -}}
+{{- define "runner.backendFile" -}}backend.json{{- end -}}
+{{- define "runner.backendConfig" -}}
+{{- $backend := .Values.backend -}}
+{{- $config := dict -}}
+{{- with $backend.name }}{{- $_ := set $config "name" . -}}{{- end -}}
+{{- if gt ($backend.maxConcurrency | int) 0 }}{{- $_ := set $config "maxConcurrency" ($backend.maxConcurrency | int) -}}{{- end -}}
+{{- $fallback := $backend.fallback -}}
+{{- if $fallback.type -}}
+{{- $spare := dict "type" $fallback.type -}}
+{{- with $fallback.name }}{{- $_ := set $spare "name" . -}}{{- end -}}
+{{- with $fallback.endpoint }}{{- $_ := set $spare "endpoint" . -}}{{- end -}}
+{{- with $fallback.model }}{{- $_ := set $spare "model" . -}}{{- end -}}
+{{- if gt ($fallback.maxConcurrency | int) 0 }}{{- $_ := set $spare "maxConcurrency" ($fallback.maxConcurrency | int) -}}{{- end -}}
+{{- if $fallback.credentials.secretName }}{{- $_ := set $spare "apiKeyEnv" "PLNT_FALLBACK_API_KEY" -}}{{- end -}}
+{{- $_ := set $config "fallback" $spare -}}
+{{- end -}}
+{{- if $config }}{{ toJson $config }}{{ end -}}
+{{- end -}}

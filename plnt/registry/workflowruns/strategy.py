@@ -95,6 +95,7 @@ class WorkflowRunStrategy(Strategy):
                     "spec.backend",
                 )
             )
+        causes.extend(fallback_causes(backend, lookup(obj, "spec", "fallback")))
         causes.extend(_reference_causes(obj))
         causes.extend(
             errors.Cause(
@@ -139,6 +140,27 @@ class WorkflowRunStrategy(Strategy):
                 "standalone plnt runs local runners only"
             ]
         return []
+
+
+def fallback_causes(backend: Any, fallback: Any) -> list[errors.Cause]:
+    """A fallback that is the primary itself would serve nothing the primary cannot.
+
+    Only a primary named outright can be compared; one chosen by selector may still land
+    on the fallback, which then serves nothing more (the runner refuses as before).
+    """
+    if not isinstance(fallback, dict) or not isinstance(backend, dict):
+        return []
+    name = fallback.get("name")
+    if name and name == backend.get("name"):
+        return [
+            errors.Cause(
+                "FieldValueInvalid",
+                f'Invalid value: "{name}": the fallback must be another PlntBackend than '
+                "spec.backend.name",
+                "spec.fallback.name",
+            )
+        ]
+    return []
 
 
 def slo_causes(slo: Any) -> list[errors.Cause]:

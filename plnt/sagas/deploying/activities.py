@@ -48,6 +48,20 @@ def _secret_of(backend: v.Backend) -> targets.SecretKeyRef | None:
     return targets.SecretKeyRef(backend.secret_name, backend.secret_key or "token")
 
 
+def _backend_config(backend: v.Backend) -> targets.BackendConfig:
+    """The resolved backend (and its fallback) as the targets hand it to the runners."""
+    return targets.BackendConfig(
+        name=backend.name,
+        type=backend.type,
+        endpoint=backend.endpoint,
+        model=backend.model,
+        api_key_env=backend.api_key_env,
+        credentials=_secret_of(backend),
+        max_concurrency=backend.max_concurrency,
+        fallback=None if backend.fallback is None else _backend_config(backend.fallback),
+    )
+
+
 class DeployActivities:
     """The activities, bound to one API client, the targets and one spec cache.
 
@@ -235,15 +249,7 @@ class DeployActivities:
             revision=request.revision,
             digest=request.digest,
             spec=data,
-            backend=targets.BackendConfig(
-                name=request.backend.name,
-                type=request.backend.type,
-                endpoint=request.backend.endpoint,
-                model=request.backend.model,
-                api_key_env=request.backend.api_key_env,
-                credentials=_secret_of(request.backend),
-                max_concurrency=request.backend.max_concurrency,
-            ),
+            backend=_backend_config(request.backend),
             replicas=request.replicas,
             cache=targets.CacheConfig.of(StepCacheSpec.model_validate(request.cache)),
             ref=request.ref,

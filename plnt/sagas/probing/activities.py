@@ -9,7 +9,7 @@ Event) and lets `placement` choose. It runs on the worker's API client and HTTP 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -54,8 +54,11 @@ class PlacementActivities:
 
     async def _resolve(self, request: v.ResolveRequest, *, pool: str | None) -> v.Resolved:
         attempt = activity.info().attempt
+        fallback = await self._fallback(request) if request.fallback else None
         if not (request.name or request.selector is not None or request.gpu_class or pool):
-            return v.Resolved(v.Backend(type="echo", model=request.model), attempt)
+            return v.Resolved(
+                v.Backend(type="echo", model=request.model, fallback=fallback), attempt
+            )
         listed = await self.api.list_backends(namespace=request.namespace)
         backends = await backend_probes.probe_all(self.http(), self.api, listed, events=self.events)
         try:
@@ -73,25 +76,28 @@ class PlacementActivities:
         except placement.NoBackend as error:
             # Retried a few times by the policy (a backend may be created just after the run).
             raise fail(Failure.NO_BACKEND, str(error), retryable=True) from error
-        chosen = choice.backend
-        spec = chosen.get("spec") or {}
-        models = spec.get("models") or []
-        credentials = spec.get("credentialsRef") or {}
-        capacity = spec.get("capacity") or {}
+        chosen = _backend_of(choice.backend, model=request.model)
+        if fallback is not None and fallback.name == chosen.name:
+            fallback = None  # placement chose the fallback itself: nothing more to fall back on
+        chosen.fallback = fallback
         return v.Resolved(
-            v.Backend(
-                name=chosen["metadata"]["name"],
-                type=str(spec.get("type", "openai")),
-                endpoint=spec.get("endpoint"),
-                model=request.model or (models[0] if models else None),
-                secret_name=credentials.get("name"),
-                secret_key=credentials.get("key"),
-                max_concurrency=capacity.get("maxConcurrency"),
-            ),
-            attempt,
-            headroom=choice.headroom,
-            explanation=choice.explanation(),
+            chosen, attempt, headroom=choice.headroom, explanation=choice.explanation()
         )
+
+    async def _fallback(self, request: v.ResolveRequest) -> v.Backend:
+        """The run's `spec.fallback`, by name: it must exist, but need not answer now.
+
+        A fallback serves only while the primary cannot, so a fallback that is down at
+        deploy time does not hold the deploy; its own breaker keeps its calls short.
+        """
+        name = request.fallback
+        assert name is not None
+        listed = await self.api.list_backends(namespace=request.namespace)
+        found = next((b for b in listed if (b.get("metadata") or {}).get("name") == name), None)
+        if found is None:
+            message = f'spec.fallback.name: PlntBackend "{name}" not found in {request.namespace}'
+            raise fail(Failure.NO_BACKEND, message, retryable=True)
+        return _backend_of(found, model=request.fallback_model)
 
     # Sagas recorded before typed inputs schedule this name with positional arguments.
 
@@ -110,3 +116,20 @@ class PlacementActivities:
             ),
             pool=selection.get("pool") or None,
         )
+
+
+def _backend_of(backend: Mapping[str, Any], *, model: str | None) -> v.Backend:
+    """A PlntBackend as the runner's backend config takes it (`model`, else its first)."""
+    spec = backend.get("spec") or {}
+    models = spec.get("models") or []
+    credentials = spec.get("credentialsRef") or {}
+    capacity = spec.get("capacity") or {}
+    return v.Backend(
+        name=backend["metadata"]["name"],
+        type=str(spec.get("type", "openai")),
+        endpoint=spec.get("endpoint"),
+        model=model or (models[0] if models else None),
+        secret_name=credentials.get("name"),
+        secret_key=credentials.get("key"),
+        max_concurrency=capacity.get("maxConcurrency"),
+    )

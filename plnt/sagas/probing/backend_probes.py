@@ -39,6 +39,10 @@ a probe failing for a new reason, headroom reaching or leaving zero, `Probed` fl
 never an Event per probe. Each write is a complete measurement stamped with its own
 `lastProbeTime`. A failed write is logged; the probe still counts for the caller.
 
+`breaker` is the backend's circuit breakers as the runners calling it report them,
+aggregated (`backend_breakers`); null when no runner reports one. Its changes are Events
+too: BreakerOpened, BreakerClosed.
+
 Activity-side code: I/O through aiohttp and `plnt.client`.
 """
 
@@ -61,7 +65,7 @@ from plnt.client import errors as client_errors
 from plnt.client.clients import PlntClient
 from plnt.client.events import EventPoster
 from plnt.processes import tasks
-from plnt.sagas.probing import backend_status, first_tokens, placement
+from plnt.sagas.probing import backend_breakers, backend_status, first_tokens, placement
 from plnt.sagas.probing import probes as probing
 
 log = logging.getLogger("plnt.sagas")
@@ -260,6 +264,7 @@ async def probe_and_record(
     measured = await measure(http, backend)
     if not measured:
         return backend
+    measured["breaker"] = await backend_breakers.collect(http, api, backend)
     probe = measured.pop("probe")
     message = f"{probe} in {measured['latencyMilliseconds']} ms"
 

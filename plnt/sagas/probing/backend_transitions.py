@@ -18,6 +18,8 @@ and null both mean "not known". The transitions, in the order they are reported:
 | `gpuHeadroom` leaves 0 for a positive number | Normal | HeadroomAvailable |
 | the `Probed` condition becomes False | Warning | ProbeStale |
 | the `Probed` condition becomes True after False | Normal | ProbeFresh |
+| `breaker.state` becomes open (from closed, half-open or unknown) | Warning | BreakerOpened |
+| `breaker.state` becomes closed after open or half-open | Normal | BreakerClosed |
 
 Headroom that becomes unknown (a backend that stops answering) is no transition: the
 next known value is compared with what was known last in status, which is nothing, so a
@@ -44,6 +46,9 @@ HEADROOM_EXHAUSTED = "HeadroomExhausted"
 HEADROOM_AVAILABLE = "HeadroomAvailable"
 PROBE_STALE = "ProbeStale"
 PROBE_FRESH = "ProbeFresh"
+
+BREAKER_OPENED = "BreakerOpened"
+BREAKER_CLOSED = "BreakerClosed"
 
 PROBED = "Probed"
 
@@ -80,7 +85,23 @@ def transitions(old: Status | None, new: Status | None) -> list[Transition]:
         found.append(Transition(NORMAL, PROBE_RECOVERED, message))
     found += _headroom(old, new)
     found += _probed(old, new)
+    found += _breaker(old, new)
     return found
+
+
+def _breaker(old: Status, new: Status) -> list[Transition]:
+    before = (old.get("breaker") or {}).get("state")
+    after_breaker = new.get("breaker") or {}
+    after = after_breaker.get("state")
+    if after == "open" and before != "open":
+        why = after_breaker.get("openedBy") or "the backend failed repeatedly"
+        count = f"{after_breaker.get('open', 1)} of {after_breaker.get('runners', 1)}"
+        message = f"{count} runner(s) stopped sending it calls: {why}"
+        return [Transition(WARNING, BREAKER_OPENED, message)]
+    if after == "closed" and before in ("open", "half_open"):
+        message = "a probe call succeeded: the runners send it calls again"
+        return [Transition(NORMAL, BREAKER_CLOSED, message)]
+    return []
 
 
 def _reachable_message(was: Any, old: Status) -> str:

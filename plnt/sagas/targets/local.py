@@ -276,9 +276,12 @@ class LocalTarget:
         layout.write_identity()
         spec = layout.write_content("specs", ".yaml", revision.spec)
         api_key_file = self._api_key_file(revision.backend)
-        backend = layout.write_content(
-            "backends", ".json", records.backend_document(revision.backend, api_key_file)
+        fallback = revision.backend.fallback
+        fallback_key_file = None if fallback is None else self._api_key_file(fallback)
+        document = records.backend_document(
+            revision.backend, api_key_file, fallback_api_key_file=fallback_key_file
         )
+        backend = layout.write_content("backends", ".json", document)
         identity = [spec.name, backend.name, *processes.cache_arguments(revision.cache)]
         fingerprint = hashlib.sha256("\0".join(identity).encode()).hexdigest()
         return _Launch(spec, backend, revision.cache, fingerprint)

@@ -151,8 +151,23 @@ class RunLayout:
         ]
 
 
-def backend_document(backend: interface.BackendConfig, api_key_file: Path | None = None) -> bytes:
-    """The runner's backend config file for `backend` (camelCase keys, unset ones left out)."""
+def backend_document(
+    backend: interface.BackendConfig,
+    api_key_file: Path | None = None,
+    *,
+    fallback_api_key_file: Path | None = None,
+) -> bytes:
+    """The runner's backend config file for `backend` (camelCase keys, unset ones left out),
+    with its fallback's under `fallback` (the fallback's key in a file of its own)."""
+    document = _backend_fields(backend, api_key_file)
+    if backend.fallback is not None:
+        document["fallback"] = _backend_fields(backend.fallback, fallback_api_key_file)
+    return json.dumps(document, indent=2, sort_keys=True).encode()
+
+
+def _backend_fields(
+    backend: interface.BackendConfig, api_key_file: Path | None
+) -> dict[str, object]:
     fields = {
         "type": backend.type,
         "endpoint": backend.endpoint,
@@ -163,8 +178,7 @@ def backend_document(backend: interface.BackendConfig, api_key_file: Path | None
         "name": backend.name,
         "maxConcurrency": backend.max_concurrency,
     }
-    document = {key: value for key, value in fields.items() if value is not None}
-    return json.dumps(document, indent=2, sort_keys=True).encode()
+    return {key: value for key, value in fields.items() if value is not None}
 
 
 _SECRET_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")

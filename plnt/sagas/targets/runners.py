@@ -43,6 +43,8 @@ MAX_SPEC_BYTES = 256 * 1024
 MAX_RELEASE_NAME = 53
 API_KEY_ENV = "PLNT_BACKEND_API_KEY"
 """The variable the chart sets from the backend's Secret key; the runner reads the key there."""
+FALLBACK_API_KEY_ENV = "PLNT_FALLBACK_API_KEY"
+"""The variable the chart sets from the fallback backend's Secret key."""
 
 _LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
 _DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -82,6 +84,9 @@ class BackendConfig:
     """Calls each replica sends the backend at once: the PlntBackend's
     `capacity.maxConcurrency` (None: no limit). Not divided by the replicas, so scaling
     never changes a replica's configuration (which would restart it)."""
+    fallback: BackendConfig | None = None
+    """The run's `spec.fallback`, resolved: the runner's backend config `fallback`, which
+    serves the calls this backend sheds or refuses with an open breaker."""
 
 
 @dataclass(frozen=True)
@@ -156,14 +161,41 @@ class Credentials(_ValuesModel):
     key: str = Field(default="token", min_length=1, pattern=r"^[-._a-zA-Z0-9]+$")
 
 
+class FallbackValues(_ValuesModel):
+    """The backend serving what the primary sheds or refuses with an open breaker (the
+    runner's backend config `fallback`); an empty `type`: none."""
+
+    type: BackendType | Literal[""] = ""
+    name: str = Field(default="", description="Its PlntBackend's name, for errors and metrics.")
+    endpoint: str = Field(default="", description="Required unless type is echo.")
+    model: str = ""
+    max_concurrency: int = Field(default=0, ge=0, description="0: no admission limit.")
+    credentials: Credentials = Field(default_factory=Credentials)
+
+    @pydantic.model_validator(mode="after")
+    def _endpoint_for_remote_backends(self) -> FallbackValues:
+        if self.type not in ("", "echo") and not self.endpoint:
+            raise ValueError(f"fallback backend type {self.type!r} needs an endpoint")
+        return self
+
+
 class BackendValues(_ValuesModel):
-    """The runner's backend flags (`--backend-type`, `--endpoint`, `--model` ...)."""
+    """The runner's backend flags (`--backend-type`, `--endpoint`, `--model` ...), and its
+    backend config file's name, limit and fallback (`--backend-config`, in the ConfigMap)."""
 
     type: BackendType = "echo"
     endpoint: str = Field(default="", description="Required unless type is echo.")
     model: str = ""
     latency_ms: float = Field(default=0.0, ge=0, description="Echo only: delay per call.")
     credentials: Credentials = Field(default_factory=Credentials)
+    name: str = Field(default="", description="Its PlntBackend's name, for errors and metrics.")
+    max_concurrency: int = Field(
+        default=0,
+        ge=0,
+        description="Calls each replica sends the backend at once (the PlntBackend's "
+        "capacity.maxConcurrency); 0: no admission limit.",
+    )
+    fallback: FallbackValues = Field(default_factory=FallbackValues)
 
     @pydantic.model_validator(mode="after")
     def _endpoint_for_remote_backends(self) -> BackendValues:
@@ -360,9 +392,10 @@ class Revision:
                 "endpoint": backend.endpoint or "",
                 "model": backend.model or "",
                 "latencyMs": backend.latency_ms or 0.0,
-                "credentials": {}
-                if credentials is None
-                else {"secretName": credentials.name, "key": credentials.key},
+                "credentials": _credentials_values(credentials),
+                "name": backend.name or "",
+                "maxConcurrency": backend.max_concurrency or 0,
+                "fallback": _fallback_values(backend.fallback),
             },
             "replicas": self.replicas,
             "cache": {
@@ -379,6 +412,23 @@ class Revision:
             own["resources"] = self.resources
         values = Values.model_validate({**(settings or {}), **own})
         return values.model_dump(mode="json", by_alias=True)
+
+
+def _credentials_values(credentials: SecretKeyRef | None) -> dict[str, str]:
+    return {} if credentials is None else {"secretName": credentials.name, "key": credentials.key}
+
+
+def _fallback_values(fallback: BackendConfig | None) -> dict[str, Any]:
+    if fallback is None:
+        return {}
+    return {
+        "type": fallback.type,
+        "name": fallback.name or "",
+        "endpoint": fallback.endpoint or "",
+        "model": fallback.model or "",
+        "maxConcurrency": fallback.max_concurrency or 0,
+        "credentials": _credentials_values(fallback.credentials),
+    }
 
 
 if __name__ == "__main__":

@@ -115,6 +115,8 @@ class Intent:
             gpu_class=self.spec.gpu_class,
             pool=backend.pool if backend is not None else None,
             ttft_objective_ms=first_token.milliseconds if first_token is not None else None,
+            fallback=self.spec.fallback.name if self.spec.fallback is not None else None,
+            fallback_model=self.spec.fallback.model if self.spec.fallback is not None else None,
         )
 
     def positional_resolve_args(self, namespace: str) -> list[Any]:

@@ -295,7 +295,9 @@ def describe_backend(backend: v.Backend, headroom: int | None = None) -> str:
     where = f" at {backend.endpoint}" if backend.endpoint else ""
     model = f", model {backend.model}" if backend.model else ""
     room = f", headroom {headroom}" if headroom is not None else ""
-    return f"backend {name}: {backend.type}{where}{model}{room}"
+    spare = backend.fallback
+    fallback = f", fallback {spare.name or spare.type}" if spare is not None else ""
+    return f"backend {name}: {backend.type}{where}{model}{room}{fallback}"
 
 
 STEPS: tuple[Step, ...] = (
