@@ -14,7 +14,6 @@ import aiohttp
 from aiohttp import web
 
 from plnt.runner import (
-    backends,
     chat_completions,
     executing,
     handlers,
@@ -22,6 +21,7 @@ from plnt.runner import (
     metrics,
     responses,
     settings,
+    spilling,
     step_cache,
     text_completions,
 )
@@ -45,6 +45,7 @@ def build_app(runner_settings: settings.RunnerSettings) -> web.Application:
         ttl_seconds=runner_settings.cache_ttl_seconds,
     )
     app[keys.READINESS] = keys.Readiness()
+    spilling.install(app, runner_settings.backend)
     app.cleanup_ctx.append(_clients)
     app.router.add_post("/invoke", handlers.invoke)
     app.router.add_post("/v1/chat/completions", chat_completions.chat_completions)
@@ -72,7 +73,7 @@ async def _clients(app: web.Application) -> AsyncIterator[None]:
     app[keys.EXECUTOR] = executing.Executor(
         app[keys.WORKFLOW],
         app[keys.COMPILED],
-        backend=backends.make_backend(runner_settings.backend, session=session),
+        backend=spilling.backend_of(runner_settings.backend, session=session),
         backend_config=runner_settings.backend,
         session=session,
         cache=app[keys.CACHE],

@@ -50,11 +50,19 @@ class BackendConfig(BaseModel):
     timeout_seconds: float = Field(
         default=300.0, gt=0, description="Upper bound on one backend request."
     )
+    spillover: dict[str, BackendConfig] = Field(
+        default_factory=dict,
+        description="The run's pool's other backends, by name: a call the API server spills "
+        "(X-Plnt-Spill-To NAME) is served by the one it names (plnt.runner.spilling).",
+    )
 
     @pydantic.model_validator(mode="after")
     def _endpoint_for_remote_backends(self) -> BackendConfig:
         if self.type != "echo" and not self.endpoint:
             raise ValueError(f"backend type {self.type!r} needs an endpoint")
+        for name, spill in self.spillover.items():
+            if spill.spillover:
+                raise ValueError(f"spillover.{name}.spillover: a spill backend spills no further")
         return self
 
     def resolved_api_key(self) -> str | None:

@@ -47,6 +47,9 @@ class Backend:
     # The PlntBackend's credentialsRef: a reference only, so no key enters the history.
     secret_name: str | None = None
     secret_key: str | None = None
+    # The pool's other backends a call may spill to (`spec.slo`, docs/slo.md), when the run
+    # names a pool: each by name, type, endpoint and model, none with credentials.
+    spill: list[Backend] = field(default_factory=list)
 
 
 @dataclass

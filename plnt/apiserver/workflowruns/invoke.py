@@ -36,7 +36,8 @@ for proxied calls; `timingsMs`, the time of each hop — apiserver, runner, back
 answers that were not streams; `timeToFirstTokenMs` for streams that carried tokens;
 `usage` — promptTokens, completionTokens and source, `reported` or `counted` — when the
 answer carried one, see `plnt.api.usage`; `timePerOutputTokenMs` for streams of two
-tokens or more: the mean time per token after the first). Every logged call is also
+tokens or more: the mean time per token after the first; `spilledTo` for a call another
+backend of the run's pool served, see `spilling`). Every logged call is also
 recorded in the run's latency series (`latency`) and kept for `status.slo` (`attainment`). A
 stream is logged when it ends, with the status its last line reports (499 when the caller
 went away first). With `?watch=true` the log is followed (`invocationwatch`). The log's
@@ -58,7 +59,13 @@ import yarl
 from aiohttp import web
 
 from plnt.api import codec, errors
-from plnt.api.headers import CACHE_CONTROL, CACHE_HEADER, REVISION_HEADER, CacheOutcome
+from plnt.api.headers import (
+    CACHE_CONTROL,
+    CACHE_HEADER,
+    REVISION_HEADER,
+    SPILL_HEADER,
+    CacheOutcome,
+)
 from plnt.api.invocations import InvalidInvokeRequest, InvokeRequest
 from plnt.api.meta import now_rfc3339
 from plnt.api.usage import Usage
@@ -168,6 +175,10 @@ class _Route:
     sent_at: float = 0.0
     shadow: shadowing.Window | None = None
     """The run's open shadow window, when the saga has one open (`status.traffic`)."""
+    spill: str | None = None
+    """The pool's backend the call is to spill to (`spilling`), None: the run's own."""
+    spilled_to: str | None = None
+    """The backend the runner said it spilled the call to (its answer's header)."""
 
     def own_ms(self, now: float) -> float:
         """Time spent in the API server so far, the upstream time of finished tries excluded."""
@@ -238,7 +249,11 @@ async def _route(request: web.Request, store: ResourceStore, info: RequestInfo) 
             f"workflowrun {info.name} has no ready revision", retry_after_seconds=1
         )
     shadow = shadowing.window_of(obj.get("status"))
-    return _Route(targets=targets, target=target, endpoint=endpoint, began=began, shadow=shadow)
+    spiller = request.app.get(run_keys.SPILLER)
+    spill = await spiller.target_for(obj) if spiller is not None else None
+    return _Route(
+        targets=targets, target=target, endpoint=endpoint, began=began, shadow=shadow, spill=spill
+    )
 
 
 async def forward(
@@ -257,12 +272,14 @@ async def forward(
     route = await _route(request, store, info)
     route.began = began
     session = request.app[run_keys.UPSTREAM]
+    headers = call.headers if route.spill is None else {**call.headers, SPILL_HEADER: route.spill}
 
     async def send(endpoint: str) -> web.StreamResponse | _Answer:
         try:
             async with session.request(
-                call.method, call.url(endpoint), data=call.body or None, headers=call.headers
+                call.method, call.url(endpoint), data=call.body or None, headers=headers
             ) as upstream:
+                route.spilled_to = upstream.headers.get(SPILL_HEADER)
                 media = upstream.headers.get("Content-Type", "")
                 if upstream.status == 200 and relay.is_stream(media):
                     return await _relay(request, info, route, call, upstream)
@@ -472,6 +489,9 @@ def _log_route(
         entry["timePerOutputTokenMs"] = round(per_token_seconds * 1000.0, 3)
     if usage is not None:
         entry["usage"] = usage.to_log()
+    if route.spilled_to is not None:
+        entry["spilledTo"] = route.spilled_to
+        request.app[run_keys.SPILLER].count(info.namespace, info.name, route.spilled_to)
     request.app[run_keys.LATENCY].observe(info.namespace, info.name, entry, gaps=gaps)
     request.app[run_keys.INVOKER].log.record(info.namespace, info.name, entry)
 

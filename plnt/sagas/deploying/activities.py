@@ -225,6 +225,12 @@ class DeployActivities:
                 model=request.backend.model,
                 api_key_env=request.backend.api_key_env,
                 credentials=_secret_of(request.backend),
+                spill=tuple(
+                    targets.BackendConfig(
+                        name=spill.name, type=spill.type, endpoint=spill.endpoint, model=spill.model
+                    )
+                    for spill in request.backend.spill
+                ),
             ),
             replicas=request.replicas,
             cache=targets.CacheConfig.of(StepCacheSpec.model_validate(request.cache)),

@@ -77,14 +77,17 @@ class PlacementActivities:
         spec = chosen.get("spec") or {}
         models = spec.get("models") or []
         credentials = spec.get("credentialsRef") or {}
+        model = request.model or (models[0] if models else None)
+        spill = [] if not pool else _spill_backends(backends, choice.name, pool, model, request)
         return v.Resolved(
             v.Backend(
                 name=chosen["metadata"]["name"],
                 type=str(spec.get("type", "openai")),
                 endpoint=spec.get("endpoint"),
-                model=request.model or (models[0] if models else None),
+                model=model,
                 secret_name=credentials.get("name"),
                 secret_key=credentials.get("key"),
+                spill=spill,
             ),
             attempt,
             headroom=choice.headroom,
@@ -108,3 +111,28 @@ class PlacementActivities:
             ),
             pool=selection.get("pool") or None,
         )
+
+
+def _spill_backends(
+    backends: list[dict[str, Any]],
+    chosen: str,
+    pool: str,
+    model: str | None,
+    request: v.ResolveRequest,
+) -> list[v.Backend]:
+    """The pool's other backends the runners may spill a call to (`placement`)."""
+    out = []
+    for backend in placement.spill_candidates(
+        backends, chosen=chosen, pool=pool, model=request.model, gpu_class=request.gpu_class
+    ):
+        spec = backend.get("spec") or {}
+        models = spec.get("models") or []
+        out.append(
+            v.Backend(
+                name=backend["metadata"]["name"],
+                type=str(spec["type"]),
+                endpoint=spec.get("endpoint"),
+                model=model if model in models or not models else models[0],
+            )
+        )
+    return out

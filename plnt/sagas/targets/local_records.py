@@ -161,7 +161,22 @@ def backend_document(backend: interface.BackendConfig, api_key_file: Path | None
         "apiKeyFile": None if api_key_file is None else str(api_key_file),
         "latencyMs": backend.latency_ms,
     }
-    document = {key: value for key, value in fields.items() if value is not None}
+    document: dict[str, Any] = {k: value for k, value in fields.items() if value is not None}
+    spillover = {
+        spill.name: {
+            key: value
+            for key, value in (
+                ("type", spill.type),
+                ("endpoint", spill.endpoint),
+                ("model", spill.model),
+            )
+            if value is not None
+        }
+        for spill in backend.spill
+        if spill.name
+    }
+    if spillover:
+        document["spillover"] = spillover
     return json.dumps(document, indent=2, sort_keys=True).encode()
 
 

@@ -77,6 +77,9 @@ class BackendConfig:
     api_key_env: str | None = None
     latency_ms: float | None = None
     credentials: SecretKeyRef | None = None
+    spill: tuple[BackendConfig, ...] = ()
+    """The run's pool's other backends a call may spill to (`plnt.runner.spilling`); the
+    local target passes them, the chart's values do not yet."""
 
 
 @dataclass(frozen=True)
