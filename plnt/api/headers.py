@@ -46,6 +46,11 @@ CACHE_HEADER = "X-Plnt-Cache"
 PROBE_HEADER = "X-Plnt-Probe"
 """Marks a backend probe's own call (`ttft`): a server may leave it out of its counts."""
 
+SPILL_HEADER = "X-Plnt-Spill-To"
+"""A call the API server spills to another backend of the run's pool (`spec.slo`): the
+backend's name, which the runner obeys only when it was deployed with it, and echoes on
+its answer when it did (`plnt.runner.spilling`)."""
+
 CACHE_CONTROL = "Cache-Control"
 """The request header that asks to bypass the step cache (`no-cache` or `no-store`)."""
 

@@ -11,7 +11,11 @@ that adds what plnt's backend probes need and llama-cpp-python does not offer:
   request is a POST to `/v1/completions` or `/v1/chat/completions`; it counts from its
   arrival until its answer (the whole stream) is sent. The server generates for one
   request at a time (a lock around the model), so of the requests in flight one runs and
-  the rest wait.
+  the rest wait. A backend probe's own call (header `X-Plnt-Probe`, `plnt.api.headers`:
+  the small streamed chat call that times the first token) is counted apart, in
+  `plnt_model_probes_total`, and nowhere else: these figures say what callers asked of
+  the model, so a test or a user counting the calls that reached it sees only theirs, and
+  the load the probes report (running, waiting) is the callers' load, not the probe's own.
 * `GET /v1/models` answered here, without waiting for the model's lock. llama-cpp-python
   takes the lock for it, so a probe asking while a long answer streams waited for the end
   of it (or timed out and called a busy server unreachable). The model is loaded before
@@ -47,6 +51,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from plnt.api.headers import PROBE_HEADER
 from plnt.processes import models
 
 Scope = MutableMapping[str, Any]
@@ -64,14 +69,18 @@ BANNED = -100.0
 _CONTROL, _USER_DEFINED, _UNUSED = 8, 16, 2
 """llama.cpp's token attributes (`llama_token_attr`) that matter here."""
 PROMETHEUS_TEXT = b"text/plain; version=0.0.4; charset=utf-8"
+_PROBE = PROBE_HEADER.lower().encode("latin-1")
+"""The probe header as ASGI hands headers over (lower-case bytes)."""
 
 
 @dataclass
 class Load:
-    """Generation requests in flight and finished (one event loop: no lock needed)."""
+    """Generation requests in flight and finished (one event loop: no lock needed), and
+    the backend probes' calls, counted apart (module docstring)."""
 
     in_flight: int = 0
     finished: int = 0
+    probes: int = 0
 
     @property
     def running(self) -> int:
@@ -143,7 +152,16 @@ def metrics_text(load: Load, *, model: str) -> str:
         "# HELP plnt_model_requests_total Generation requests answered.\n"
         "# TYPE plnt_model_requests_total counter\n"
         f"plnt_model_requests_total{label} {load.finished}\n"
+        "# HELP plnt_model_probes_total Backend probes' calls answered (X-Plnt-Probe),"
+        " counted in no other figure.\n"
+        "# TYPE plnt_model_probes_total counter\n"
+        f"plnt_model_probes_total{label} {load.probes}\n"
     )
+
+
+def is_probe(scope: Scope) -> bool:
+    """Whether a request carries the backend probe's header (`PROBE_HEADER`)."""
+    return any(key.lower() == _PROBE for key, _ in scope.get("headers", []))
 
 
 def models_body(aliases: list[str]) -> bytes:
@@ -242,6 +260,11 @@ def instrument(
             await _answer(send, models, b"application/json")
         elif method == "POST" and path == COUNT_PATH and vocabulary is not None:
             await _count(receive, send, vocabulary)
+        elif method == "POST" and path in GENERATING and is_probe(scope):
+            try:
+                await generate(scope, receive, send)
+            finally:
+                counted.probes += 1
         elif method == "POST" and path in GENERATING:
             counted.in_flight += 1
             try:

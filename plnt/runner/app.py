@@ -27,6 +27,7 @@ from plnt.runner import (
     metrics,
     responses,
     settings,
+    spilling,
     step_cache,
     subworkflows,
     text_completions,
@@ -53,6 +54,7 @@ def build_app(runner_settings: settings.RunnerSettings) -> web.Application:
         ttl_seconds=runner_settings.cache_ttl_seconds,
     )
     app[keys.READINESS] = keys.Readiness()
+    spilling.install(app, runner_settings.backend)
     app.cleanup_ctx.append(_clients)
     app.router.add_post("/invoke", handlers.invoke)
     app.router.add_post("/v1/chat/completions", chat_completions.chat_completions)
@@ -81,7 +83,7 @@ async def _clients(app: web.Application) -> AsyncIterator[None]:
     config = runner_settings.backend
     fallback = config.fallback
     guarded = app[keys.GUARD] = guarding.guard(
-        backends.make_backend(config, session=session),
+        spilling.backend_of(config, session=session),
         config,
         metrics=app[keys.METRICS],
         fallback=None if fallback is None else backends.make_backend(fallback, session=session),

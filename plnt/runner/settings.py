@@ -89,6 +89,11 @@ class BackendConfig(BaseModel):
         default=None,
         description="The backend that serves while this one sheds or its breaker is open.",
     )
+    spillover: dict[str, BackendConfig] = Field(
+        default_factory=dict,
+        description="The run's pool's other backends, by name: a call the API server spills "
+        "(X-Plnt-Spill-To NAME) is served by the one it names (plnt.runner.spilling).",
+    )
 
     @pydantic.model_validator(mode="after")
     def _endpoint_for_remote_backends(self) -> BackendConfig:
@@ -96,6 +101,9 @@ class BackendConfig(BaseModel):
             raise ValueError(f"backend type {self.type!r} needs an endpoint")
         if self.fallback is not None and self.fallback.fallback is not None:
             raise ValueError("fallback.fallback: a fallback backend has no fallback of its own")
+        for name, spill in self.spillover.items():
+            if spill.spillover:
+                raise ValueError(f"spillover.{name}.spillover: a spill backend spills no further")
         return self
 
     def resolved_api_key(self) -> str | None:

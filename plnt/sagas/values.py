@@ -53,6 +53,9 @@ class Backend:
     fallback: Backend | None = None
     """The run's `spec.fallback`, resolved: it serves the calls this backend sheds or
     refuses with an open breaker (None: no fallback; histories from before it decode so)."""
+    # The pool's other backends a call may spill to (`spec.slo`, docs/slo.md), when the run
+    # names a pool: each by name, type, endpoint and model, none with credentials.
+    spill: list[Backend] = field(default_factory=list)
 
 
 @dataclass

@@ -20,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from plnt.processes import models, modelserver, weights
 from plnt.processes.modelserver import ModelServer
 from plnt.processes.supervision import Backoff, supervising
+from plnt.sagas.probing import first_tokens
 from plnt.sagas.probing import probes as probing
 from tests.support.model import COUNTING, PIN
 from tests.support.processes import kill_all, live_processes
@@ -195,3 +196,47 @@ async def _busy(server: ModelServer) -> tuple[int, int, float] | None:
 async def _idle(server: ModelServer) -> tuple[int, int, float] | None:
     load = await load_of(server)
     return load if load[:2] == (0, 0) else None
+
+
+def _probes(text: str) -> float:
+    (probes,) = [
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "plnt_model_probes_total"
+    ]
+    return probes
+
+
+async def _metrics_text(server: ModelServer) -> str:
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session,
+        session.get(f"{server.root}/metrics") as answer,
+    ):
+        return await answer.text()
+
+
+async def test_a_backend_probes_call_is_counted_apart_and_never_as_a_callers_request(
+    model_server: ModelServer,
+) -> None:
+    _, _, answered_before = await load_of(model_server)
+    probes_before = _probes(await _metrics_text(model_server))
+    async with aiohttp.ClientSession() as session:
+        # The probe's own code, so its own header: what a worker's TTFT probe sends.
+        measured = await first_tokens.measure(
+            session, model_server.endpoint, model_server.model, budget=60.0
+        )
+    assert measured.milliseconds is not None, measured.detail
+    text = await _metrics_text(model_server)
+    assert _probes(text) >= probes_before + 1
+    assert (await load_of(model_server))[2] == answered_before
+    # A caller's call of the same shape, without the header, is counted as a request.
+    body = {"model": model_server.model, "prompt": COUNTING, "max_tokens": 2}
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session,
+        session.post(f"{model_server.endpoint}/completions", json=body) as answer,
+    ):
+        assert answer.status == 200
+        await answer.read()
+    idle = await eventually(lambda: _idle(model_server), within=30, what="no request in flight")
+    assert idle[2] == answered_before + 1

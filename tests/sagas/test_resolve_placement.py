@@ -161,3 +161,33 @@ async def test_resolve_refuses_a_fallback_that_does_not_exist_naming_spec_fallba
             await resolved_with(tmp_path, environment, api, fallback="nowhere")
     assert raised.value.type == Failure.NO_BACKEND.value
     assert 'spec.fallback.name: PlntBackend "nowhere" not found in ns' in str(raised.value)
+
+
+async def test_resolve_gives_the_runner_the_pools_other_backends_to_spill_to(
+    tmp_path: Path, environment: ActivityEnvironment
+) -> None:
+    async with (
+        serving_llm(None, load=(0, 0)) as idle,
+        serving_llm(None, load=(4, 0)) as other,
+        serving_llm(None, load=(0, 0)) as keyed,
+        serving_llm(None, load=(0, 0)) as elsewhere,
+    ):
+        with_key = backend("c-keyed", keyed.url, pool="interactive")
+        with_key["spec"]["credentialsRef"] = {"name": "secret", "key": "token"}
+        api = AnsweringApi(
+            [
+                backend("a-idle", idle.url, pool="interactive"),
+                backend("b-other", other.url, pool="interactive"),
+                with_key,
+                backend("d-elsewhere", elsewhere.url, pool="batch"),
+            ]
+        )
+        resolved = await resolved_with(tmp_path, environment, api, pool="interactive")
+        without_pool = await resolved_with(tmp_path, environment, api)
+    assert resolved.backend.name == "a-idle"
+    # The pool's other member that needs no key; not the one with credentials (the runner
+    # holds only its own backend's key), nor another pool's.
+    assert resolved.backend.spill == [
+        v.Backend(name="b-other", type="vllm", endpoint=other.url, model="m")
+    ]
+    assert without_pool.backend.spill == []

@@ -41,6 +41,8 @@ class Call:
     per_token_ms: float | None
     input_tokens: int
     output_tokens: int
+    spilled_to: str | None = None
+    """The pool's backend that served it instead of the run's own (`spilling`)."""
 
     def tokens_per_second(self) -> float | None:
         """Output tokens over the time from the first token to the end (the whole call
@@ -82,6 +84,7 @@ def call_of(entry: Mapping[str, Any]) -> Call | None:
         per_token_ms=float(per_token) if isinstance(per_token, int | float) else None,
         input_tokens=int(usage.get("promptTokens") or 0),
         output_tokens=int(usage.get("completionTokens") or 0),
+        spilled_to=spilled if isinstance(spilled := entry.get("spilledTo"), str) else None,
     )
 
 

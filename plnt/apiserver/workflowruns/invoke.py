@@ -47,7 +47,8 @@ for proxied calls; `timingsMs`, the time of each hop — apiserver, runner, back
 answers that were not streams; `timeToFirstTokenMs` for streams that carried tokens;
 `usage` — promptTokens, completionTokens and source, `reported` or `counted` — when the
 answer carried one, see `plnt.api.usage`; `timePerOutputTokenMs` for streams of two
-tokens or more: the mean time per token after the first). Every logged call is also
+tokens or more: the mean time per token after the first; `spilledTo` for a call another
+backend of the run's pool served, see `spilling`). Every logged call is also
 recorded in the run's latency series (`latency`) and kept for `status.slo` (`attainment`). A
 stream is logged when it ends, with the status its last line reports (499 when the caller
 went away first). With `?watch=true` the log is followed (`invocationwatch`). The log's
@@ -75,6 +76,7 @@ from plnt.api.headers import (
     FALLBACK_HEADER,
     RETRY_AFTER,
     REVISION_HEADER,
+    SPILL_HEADER,
     CacheOutcome,
 )
 from plnt.api.invocations import InvalidInvokeRequest, InvokeRequest
@@ -197,6 +199,10 @@ class _Route:
     """The run's open shadow window, when the saga has one open (`status.traffic`)."""
     run: dict[str, Any] = field(default_factory=dict)
     """The run as routed (its `spec.calls` gives a call's defaults)."""
+    spill: str | None = None
+    """The pool's backend the call is to spill to (`spilling`), None: the run's own."""
+    spilled_to: str | None = None
+    """The backend the runner said it spilled the call to (its answer's header)."""
 
     def own_ms(self, now: float) -> float:
         """Time spent in the API server so far, the upstream time of finished tries excluded."""
@@ -267,8 +273,16 @@ async def _route(request: web.Request, store: ResourceStore, info: RequestInfo) 
             f"workflowrun {info.name} has no ready revision", retry_after_seconds=1
         )
     shadow = shadowing.window_of(obj.get("status"))
+    spiller = request.app.get(run_keys.SPILLER)
+    spill = await spiller.target_for(obj) if spiller is not None else None
     return _Route(
-        targets=targets, target=target, endpoint=endpoint, began=began, shadow=shadow, run=obj
+        targets=targets,
+        target=target,
+        endpoint=endpoint,
+        began=began,
+        shadow=shadow,
+        run=obj,
+        spill=spill,
     )
 
 
@@ -290,6 +304,7 @@ async def forward(
     limits = calllimits.call_limits(request, route.run, began=began)
     session = request.app[run_keys.UPSTREAM]
     ceiling = request.app[keys.SETTINGS].limits.invoke_timeout_seconds
+    headers = call.headers if route.spill is None else {**call.headers, SPILL_HEADER: route.spill}
 
     async def send(endpoint: str) -> web.StreamResponse | _Answer:
         if time.perf_counter() >= limits.deadline:
@@ -302,9 +317,10 @@ async def forward(
                 call.method,
                 call.url(endpoint),
                 data=call.body or None,
-                headers={**call.headers, **limits.headers()},
+                headers={**headers, **limits.headers()},
                 timeout=limits.client_timeout(ceiling),
             ) as upstream:
+                route.spilled_to = upstream.headers.get(SPILL_HEADER)
                 media = upstream.headers.get("Content-Type", "")
                 if upstream.status == 200 and relay.is_stream(media):
                     return await _relay(request, info, route, call, upstream)
@@ -516,6 +532,9 @@ def _log_route(
         entry["timePerOutputTokenMs"] = round(per_token_seconds * 1000.0, 3)
     if usage is not None:
         entry["usage"] = usage.to_log()
+    if route.spilled_to is not None:
+        entry["spilledTo"] = route.spilled_to
+        request.app[run_keys.SPILLER].count(info.namespace, info.name, route.spilled_to)
     request.app[run_keys.LATENCY].observe(info.namespace, info.name, entry, gaps=gaps)
     request.app[run_keys.INVOKER].log.record(info.namespace, info.name, entry)
 

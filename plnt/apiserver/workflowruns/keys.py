@@ -12,7 +12,7 @@ import aiohttp
 from aiohttp import web
 from prometheus_client import Counter
 
-from plnt.apiserver.workflowruns import deployhooks, latency, shadowing, traffic
+from plnt.apiserver.workflowruns import deployhooks, latency, shadowing, spilling, traffic
 from plnt.sagas.control import DeployControl
 
 DEPLOY: web.AppKey[DeployControl | None] = web.AppKey("deploy")
@@ -28,3 +28,5 @@ SHADOW_DROPPED = web.AppKey("shadow_dropped", Counter)
 """`plnt_apiserver_shadow_dropped`: mirrored calls dropped because a run's queue was full."""
 LATENCY = web.AppKey("latency", latency.RunLatency)
 """The per-run histograms of calls through invoke and proxy (`invoke.upstream_context`)."""
+SPILLER = web.AppKey("spiller", spilling.Spiller)
+"""Every run's spill state: which backend of its pool its calls go to (`slostatus.context`)."""

@@ -47,11 +47,12 @@ from plnt.api import errors, slo
 from plnt.api.meta import now_rfc3339
 from plnt.api.runs import RunKey
 from plnt.apiserver import following, keys
-from plnt.apiserver.workflowruns import attainment
+from plnt.apiserver.workflowruns import attainment, spilling
 from plnt.apiserver.workflowruns import keys as run_keys
 from plnt.processes import tasks
 from plnt.registry import plntbackends, workflowruns
 from plnt.registry.options import WriteOptions
+from plnt.registry.store import ResourceStore
 
 log = logging.getLogger("plnt.slo")
 
@@ -245,17 +246,40 @@ async def _loop(app: web.Application, objectives: Objectives) -> None:
             log.exception("status.slo pass failed")
 
 
+def _backend_store(app: web.Application) -> ResourceStore | None:
+    stores = app.get(keys.STORES) or {}
+    return stores.get((plntbackends.DEFINITION.group, plntbackends.DEFINITION.plural))
+
+
+def _spiller(app: web.Application) -> spilling.Spiller:
+    """The spill state (`spilling`): it judges the calls the invoker keeps, reads the
+    backends' probes from this server's store, and records Events on the writing worker."""
+    writes = _writes(app)
+    return spilling.Spiller(
+        app[keys.METRICS].registry,
+        windows=app[run_keys.INVOKER].windows,
+        backends=lambda: _backend_store(app),
+        events=lambda: app.get(keys.EVENT_RECORDER) if writes else None,
+        clock=time.time,
+    )
+
+
 async def context(app: web.Application) -> AsyncIterator[None]:
     """An aiohttp cleanup context (after the invoker's): follow WorkflowRuns' objectives,
-    count calls against them, and write `status.slo` on the writing worker."""
+    count calls against them, keep the runs' spill state and write `status.slo` on the
+    writing worker."""
     objectives = Objectives()
     app[run_keys.LATENCY].objectives = objectives.of
+    spiller = app[run_keys.SPILLER] = _spiller(app)
     prefix = workflowruns.DEFINITION.key_prefix()
-    async with following.exported(app, objectives, prefix=prefix, name="slo objectives"):
-        if not _writes(app):
-            yield
-            return
-        async with tasks.running(_loop(app, objectives), name="slo status"):
-            yield
+    try:
+        async with following.exported(app, objectives, prefix=prefix, name="slo objectives"):
+            if not _writes(app):
+                yield
+                return
+            async with tasks.running(_loop(app, objectives), name="slo status"):
+                yield
+    finally:
+        app[keys.METRICS].registry.unregister(spiller.spilled)
     with contextlib.suppress(KeyError):
         app[run_keys.LATENCY].objectives = None

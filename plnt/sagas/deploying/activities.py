@@ -49,7 +49,8 @@ def _secret_of(backend: v.Backend) -> targets.SecretKeyRef | None:
 
 
 def _backend_config(backend: v.Backend) -> targets.BackendConfig:
-    """The resolved backend (and its fallback) as the targets hand it to the runners."""
+    """The resolved backend (its fallback, the pool's backends it may spill to) as the
+    targets hand it to the runners."""
     return targets.BackendConfig(
         name=backend.name,
         type=backend.type,
@@ -59,6 +60,12 @@ def _backend_config(backend: v.Backend) -> targets.BackendConfig:
         credentials=_secret_of(backend),
         max_concurrency=backend.max_concurrency,
         fallback=None if backend.fallback is None else _backend_config(backend.fallback),
+        spill=tuple(
+            targets.BackendConfig(
+                name=spill.name, type=spill.type, endpoint=spill.endpoint, model=spill.model
+            )
+            for spill in backend.spill
+        ),
     )
 
 

@@ -80,6 +80,8 @@ class PlacementActivities:
         if fallback is not None and fallback.name == chosen.name:
             fallback = None  # placement chose the fallback itself: nothing more to fall back on
         chosen.fallback = fallback
+        if pool:  # the pool's other backends the runners may spill a call to
+            chosen.spill = _spill_backends(backends, choice.name, pool, chosen.model, request)
         return v.Resolved(
             chosen, attempt, headroom=choice.headroom, explanation=choice.explanation()
         )
@@ -133,3 +135,28 @@ def _backend_of(backend: Mapping[str, Any], *, model: str | None) -> v.Backend:
         secret_key=credentials.get("key"),
         max_concurrency=capacity.get("maxConcurrency"),
     )
+
+
+def _spill_backends(
+    backends: list[dict[str, Any]],
+    chosen: str,
+    pool: str,
+    model: str | None,
+    request: v.ResolveRequest,
+) -> list[v.Backend]:
+    """The pool's other backends the runners may spill a call to (`placement`)."""
+    out = []
+    for backend in placement.spill_candidates(
+        backends, chosen=chosen, pool=pool, model=request.model, gpu_class=request.gpu_class
+    ):
+        spec = backend.get("spec") or {}
+        models = spec.get("models") or []
+        out.append(
+            v.Backend(
+                name=backend["metadata"]["name"],
+                type=str(spec["type"]),
+                endpoint=spec.get("endpoint"),
+                model=model if model in models or not models else models[0],
+            )
+        )
+    return out

@@ -5,7 +5,10 @@ backend whose queue is long, or whose model is large for its hardware, answers `
 at once and its first token seconds later. Placement holds a run's `timeToFirstToken`
 objective against what this measures, so the probe asks what a caller asks: a chat
 completion of one short message, streamed, at most a couple of tokens, timed from the
-request to the first chunk that carries text.
+request to the first chunk that carries text, or that ends the answer without any: a
+model may end at its first token (a base model, such as the pinned Gemma `plnt up --model`
+serves, asked to chat ends the turn at once), and the chunk saying so is still the first
+token the model produced, so the server's time to it is what the probe measures.
 
 Asked only of a backend that names a model (`spec.models[0]`) and needs no credentials
 (probes carry none, as the reachability check): anything else is not measured (None),
@@ -50,6 +53,14 @@ def model_to_ask(spec: Mapping[str, Any]) -> str | None:
     if spec.get("credentialsRef"):
         return None
     return str(models[0])
+
+
+def _finished(chunk: Any) -> bool:
+    """Whether a streamed chunk says the model stopped (`finish_reason` set)."""
+    if not isinstance(chunk, dict):
+        return False
+    choices = chunk.get("choices") or []
+    return any(isinstance(choice, dict) and choice.get("finish_reason") for choice in choices)
 
 
 def _text_of(chunk: Any) -> str:
@@ -102,6 +113,10 @@ async def measure(
                 if _text_of(chunk):
                     elapsed = round((time.perf_counter() - began) * 1000.0)
                     return FirstToken(elapsed, f"POST {url}: first token in {elapsed} ms")
+                if _finished(chunk):
+                    elapsed = round((time.perf_counter() - began) * 1000.0)
+                    detail = f"POST {url}: the answer ended at its first token, in {elapsed} ms"
+                    return FirstToken(elapsed, detail)
     except (aiohttp.ClientError, TimeoutError) as error:
         return FirstToken(None, f"POST {url}: {error or type(error).__name__}", failed=True)
     return FirstToken(None, f"POST {url}: the stream carried no token", failed=True)

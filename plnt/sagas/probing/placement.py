@@ -193,6 +193,38 @@ def choose(
     )
 
 
+SPILL_TYPES = frozenset({"openai", "vllm", "ollama"})
+"""Backend types a runner calls over the OpenAI API, so a call can spill to them."""
+
+
+def spill_candidates(
+    backends: Sequence[Mapping[str, Any]],
+    *,
+    chosen: str,
+    pool: str,
+    model: str | None,
+    gpu_class: str | None = None,
+) -> list[Mapping[str, Any]]:
+    """The pool's other backends a call of the run may spill to, by name (docs/slo.md).
+
+    Every member of `pool` but the chosen one that serves the model (and GPU class) the
+    run asked for, that a runner calls over the OpenAI API and that needs no credentials
+    (the runner holds only its own backend's key). Reachability and measured TTFT are
+    not judged here: they change after the deploy, and the API server judges them when a
+    call spills."""
+    found = []
+    for backend in backends:
+        spec = backend.get("spec") or {}
+        if _name(backend) == chosen or spec.get("type") not in SPILL_TYPES:
+            continue
+        if not spec.get("endpoint") or spec.get("credentialsRef"):
+            continue
+        why = _mismatch(backend, selector=None, gpu_class=gpu_class, model=model, pool=pool)
+        if why is None:
+            found.append(backend)
+    return sorted(found, key=_name)
+
+
 def _wanted(
     *,
     selector: Mapping[str, Any] | None,

@@ -158,10 +158,15 @@ def backend_document(
     fallback_api_key_file: Path | None = None,
 ) -> bytes:
     """The runner's backend config file for `backend` (camelCase keys, unset ones left out),
-    with its fallback's under `fallback` (the fallback's key in a file of its own)."""
+    with its fallback's under `fallback` (the fallback's key in a file of its own) and the
+    backends a call may spill to under `spillover`, by name."""
     document = _backend_fields(backend, api_key_file)
     if backend.fallback is not None:
         document["fallback"] = _backend_fields(backend.fallback, fallback_api_key_file)
+    # The pool's other backends a call may spill to (docs/slo.md): none holds credentials.
+    spillover = {spill.name: _backend_fields(spill, None) for spill in backend.spill if spill.name}
+    if spillover:
+        document["spillover"] = spillover
     return json.dumps(document, indent=2, sort_keys=True).encode()
 
 

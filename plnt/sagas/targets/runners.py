@@ -87,6 +87,9 @@ class BackendConfig:
     fallback: BackendConfig | None = None
     """The run's `spec.fallback`, resolved: the runner's backend config `fallback`, which
     serves the calls this backend sheds or refuses with an open breaker."""
+    spill: tuple[BackendConfig, ...] = ()
+    """The run's pool's other backends a call may spill to (`plnt.runner.spilling`); the
+    local target passes them, the chart's values do not yet."""
 
 
 @dataclass(frozen=True)
