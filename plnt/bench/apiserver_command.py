@@ -1,5 +1,9 @@
 """`python -m plnt.bench apiserver`: plnt over HTTPS against raw etcd and a bare HTTPS handler.
 
+The `wrk` phase (on by default) repeats GET and CREATE with a C client (`wrk`) at
+`--wrk-connections` against etcd's HTTP gateway, the bare handler and plnt; without wrk
+installed it prints a MISSING line and the other phases run as before.
+
     python -m plnt.bench apiserver [--quick] [--concurrency 30] [...]
 
 Parses the flags into `ApiBenchmarkSettings`, runs `apiserver_running.bench` in a temporary
@@ -76,6 +80,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--server-cprofile", type=Path, help="cProfile the server into this file")
     p.add_argument("--py-spy", type=Path, help="record the server with py-spy (speedscope file)")
     p.add_argument(
+        "--wrk-connections",
+        type=api_process_counts,
+        default=(1, 16),
+        help="the wrk phase's connection counts, one request in flight each (1,16)",
+    )
+    p.add_argument(
         "--workers",
         type=api_process_counts,
         default=(1,),
@@ -110,6 +120,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ApiBenchmarkSettings:
         server_cprofile=args.server_cprofile,
         py_spy=args.py_spy,
         api_processes=args.workers,
+        wrk_connections=args.wrk_connections,
     )
 
 

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 
 from plnt.bench import apiserver as harness
-from plnt.bench import consistent_reads, cputime, reports
+from plnt.bench import consistent_reads, cputime, reports, wrk
 from plnt.bench.settings import ApiBenchmarkSettings
 
 GET_RAW_TARGET = 1.0
@@ -23,8 +23,26 @@ CREATE_CPU_TARGET = 3.0
 """plnt's CPU per CREATE over etcd's CPU per raw put, at most."""
 WATCH_P99_TARGET_MS = 100.0
 RSS_TARGET_MB = 200.0
-SERVER, ETCD, GENERATOR = "server", "etcd", "generator"
+SERVER, ETCD, GENERATOR, BARE = "server", "etcd", "generator", "bare"
 """The process groups whose CPU each phase records (`apiserver_running.meter`)."""
+WRK_TARGETS = {("get", 1): 1.5, ("get", 16): 1.0, ("create", 16): 2.0}
+"""plnt's CPU per request over etcd's HTTP gateway's, at most, by (operation, connections)."""
+WRK_SIDES = {"etcd": "etcd HTTP gateway", "bare": "bare https", "plnt": "plnt api"}
+
+
+@dataclass(frozen=True, slots=True)
+class WrkPhase:
+    """One wrk run: an operation (`get`, `create`) on one side (`WRK_SIDES`) at a number of
+    connections, and the CPU each process group used meanwhile."""
+
+    op: str
+    side: str
+    connections: int
+    result: wrk.WrkResult
+    cpu: dict[str, float]
+
+    def cpu_ms(self, name: str) -> float | None:
+        return cputime.per_request_ms(self.cpu, name, self.result.requests + self.result.errors)
 
 
 @dataclass
@@ -37,6 +55,10 @@ class Results:
     watch: harness.WatchStats | None = None
     reads: dict[str, harness.PhaseStats] = field(default_factory=dict)
     """The `reads` phase by mode (`consistent_reads.READ_MODES`)."""
+    wrk: list[WrkPhase] = field(default_factory=list)
+    """The `wrk` phase's runs (empty when it did not run)."""
+    wrk_missing: bool = False
+    """The `wrk` phase was asked for but wrk is not installed."""
     rss_started_bytes: int = 0
     """The API server's resident set before the preload (its watch cache empty)."""
     rss_loaded_bytes: int = 0
@@ -97,6 +119,9 @@ def report(results: Results, settings: ApiBenchmarkSettings) -> list[str]:
         )
     if results.reads:
         lines += consistent_reads.report_lines(results.reads)
+    if results.wrk_missing:
+        lines.append(f"MISSING {wrk.MISSING}")
+    lines += wrk_lines(results.wrk)
     if results.watch is not None:
         lines += _watch_lines(results.watch, settings)
     return lines
@@ -148,7 +173,7 @@ def cpu_rows(results: Results) -> dict[str, cputime.CpuRow]:
         raw, bare = results.raw.get(phase), results.bare.get(phase)
         beside = [("etcd during plnt's phase", api.cpu_ms(ETCD))]
         if bare is not None:
-            beside.append(("bare https server", bare.cpu_ms(SERVER)))
+            beside.append(("bare https server", bare.cpu_ms(BARE)))
         beside.append(("generator during plnt's phase", api.cpu_ms(GENERATOR)))
         if raw is not None:
             beside.append(("generator during etcd's", raw.cpu_ms(GENERATOR)))
@@ -162,6 +187,63 @@ def cpu_rows(results: Results) -> dict[str, cputime.CpuRow]:
             beside=tuple(beside),
         )
     return rows
+
+
+_WRK_CPU = {"etcd": ETCD, "bare": BARE, "plnt": SERVER}
+"""Whose CPU a wrk run's side costs."""
+
+
+def wrk_lines(phases: list[WrkPhase]) -> list[str]:
+    """A row per wrk run (rate, latency, the side's CPU per request), then per operation
+    and connection count plnt's CPU per request against etcd's gateway's and the bare
+    handler's."""
+    if not phases:
+        return []
+    lines = ["wrk (C client, keep-alive, one request in flight per connection, 1 thread):"]
+    for phase in phases:
+        r = phase.result
+        own = phase.cpu_ms(_WRK_CPU[phase.side])
+        extra = ""
+        if phase.side == "plnt":
+            extra = f", etcd {_ms(phase.cpu_ms(ETCD))} ms"
+        lines.append(
+            f"  wrk {phase.op.upper():<6} c={phase.connections:<3} {WRK_SIDES[phase.side]:<18}"
+            f"{r.rate:9.0f}/s  p50 {_ms(r.p50_ms)} ms  p99 {_ms(r.p99_ms)} ms  "
+            f"errors {r.errors}  cpu/req {_ms(own)} ms{extra}"
+        )
+    lines += [row.line() for row in wrk_cpu_rows(phases).values()]
+    return lines
+
+
+def wrk_cpu_rows(phases: list[WrkPhase]) -> dict[str, cputime.CpuRow]:
+    """Per (operation, connections): plnt's CPU per request against etcd's HTTP gateway's
+    (the same bytes stored or read by a Go server, through the same C client), with the
+    bare handler's beside it."""
+    found = {(p.op, p.side, p.connections): p for p in phases}
+    rows = {}
+    for (op, side, connections), plnt in found.items():
+        if side != "plnt":
+            continue
+        gateway = found.get((op, "etcd", connections))
+        bare = found.get((op, "bare", connections))
+        key = f"{op} c={connections}"
+        rows[key] = cputime.CpuRow(
+            f"wrk {op.upper()} c={connections}",
+            plnt="API server process",
+            plnt_ms=plnt.cpu_ms(SERVER),
+            floor="etcd's HTTP gateway",
+            floor_ms=gateway.cpu_ms(ETCD) if gateway is not None else None,
+            target=WRK_TARGETS.get((op, connections)),
+            beside=(
+                ("bare https", bare.cpu_ms(BARE) if bare is not None else None),
+                ("etcd during plnt's", plnt.cpu_ms(ETCD)),
+            ),
+        )
+    return rows
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _watch_lines(watch: harness.WatchStats, settings: ApiBenchmarkSettings) -> list[str]:
@@ -219,6 +301,19 @@ def as_json(results: Results) -> dict[str, object]:
         for name, side in zip(("raw", "bare", "api"), results.sides(), strict=True)
     }
     out["cpu"] = {phase: row.as_json() for phase, row in cpu_rows(results).items()}
+    if results.wrk:
+        out["wrk"] = {
+            f"{p.op} {p.side} c={p.connections}": {
+                "rate": p.result.rate,
+                "requests": p.result.requests,
+                "errors": p.result.errors,
+                "p50_ms": p.result.p50_ms,
+                "p99_ms": p.result.p99_ms,
+                "cpu_ms_per_req": {name: p.cpu_ms(name) for name in p.cpu},
+            }
+            for p in results.wrk
+        }
+        out["wrk_cpu"] = {key: row.as_json() for key, row in wrk_cpu_rows(results.wrk).items()}
     if results.rss_loaded_bytes:
         out["rss"] = {"started": results.rss_started_bytes, "loaded": results.rss_loaded_bytes}
     if results.reads:

@@ -1,9 +1,11 @@
 """One API server benchmark run: its children, the preload, and every phase on each side.
 
-Three processes share the machine: etcd (a `plnt.processes.etcd.EtcdProcess`, the
-settings `plnt up` uses), the API server (`plnt.bench.apiserver_serving`, a child) and
-this process, which generates the load. Raw etcd is measured through the same
-`EtcdStore` client the server uses, on the same etcd, at the same concurrency. Every
+Four processes share the machine: etcd (a `plnt.processes.etcd.EtcdProcess`, the
+settings `plnt up` uses), the API server (`plnt.bench.apiserver_serving`, a child), the
+bare handler (`plnt.bench.bare_serving`, a child) and this process, which generates the
+load. Raw etcd is measured through the same `EtcdStore` client the server uses, on the
+same etcd, at the same concurrency. The `wrk` phase adds a C client (`plnt.bench.wrk`)
+against etcd's HTTP gateway, the bare handler and plnt (with a bearer token). Every
 child is stopped and reaped on the way out, also on failure or Ctrl-C.
 
 Errors: `harness.BenchmarkError` (or `children.ChildFailed`) when a child or a phase
@@ -12,9 +14,11 @@ cannot run at all; slow results are reported, never raised.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -26,11 +30,11 @@ from pathlib import Path
 
 import aiohttp
 
-from plnt.apiserver import pki
+from plnt.apiserver import authn, pki
 from plnt.bench import apiserver as harness
 from plnt.bench import apiserver_serving as serving
-from plnt.bench import children, consistent_reads, cputime
-from plnt.bench.apiserver_report import ETCD, GENERATOR, SERVER, Results
+from plnt.bench import bare_serving, children, consistent_reads, cputime, wrk
+from plnt.bench.apiserver_report import BARE, ETCD, GENERATOR, SERVER, Results, WrkPhase
 from plnt.bench.settings import ApiBenchmarkSettings
 from plnt.processes.etcd import EtcdProcess
 from plnt.processes.ports import free_port
@@ -45,11 +49,14 @@ WARMUP_SEQ_OFFSET = 1 << 40  # warm-up sequence numbers never collide with measu
 
 @dataclass(frozen=True, slots=True)
 class Server:
-    """The server child and its two HTTPS base URLs."""
+    """The server child, the bare handler's child, their HTTPS base URLs, and a bearer
+    token the server accepts as an administrator (for wrk, which has no client certificate)."""
 
     child: children.Child
+    bare_child: children.Child
     base: str
     bare: str
+    token: str
 
 
 @contextlib.asynccontextmanager
@@ -62,24 +69,43 @@ async def running_server(
     start_timeout: float = 60.0,
 ) -> AsyncIterator[Server]:
     """`plnt.bench.apiserver_serving` against `etcd` (`api_processes` processes sharing
-    plnt's port), until the block ends."""
+    plnt's port) and `plnt.bench.bare_serving` beside it, until the block ends."""
     port, bare_port = free_port(), free_port()
+    token = secrets.token_urlsafe(32)
+    token_file = pki_dir.parent / "tokens.csv"
+    authn.add_token(token_file, token=token, user="bench-admin", groups=[pki.ADMIN_GROUP])
     command = [
         sys.executable, "-m", serving.__name__, "--etcd", etcd.endpoint,
-        "--pki-dir", str(pki_dir), "--port", str(port), "--bare-port", str(bare_port),
+        "--pki-dir", str(pki_dir), "--port", str(port), "--token-file", str(token_file),
         "--workers", str(api_processes),
     ]  # fmt: skip
     if cprofile is not None:
         command += ["--cprofile", str(cprofile)]
-    async with children.running_child(
-        command,
-        ready=serving.READY,
-        what="the server",
-        start_timeout=start_timeout,
-        stop_timeout=20,
-        hold_stdin=True,
-    ) as child:
-        yield Server(child, f"https://127.0.0.1:{port}", f"https://127.0.0.1:{bare_port}")
+    bare_command = [
+        sys.executable, "-m", bare_serving.__name__, "--pki-dir", str(pki_dir),
+        "--port", str(bare_port),
+    ]  # fmt: skip
+    async with (
+        children.running_child(
+            command,
+            ready=serving.READY,
+            what="the server",
+            start_timeout=start_timeout,
+            stop_timeout=20,
+            hold_stdin=True,
+        ) as child,
+        children.running_child(
+            bare_command,
+            ready=bare_serving.READY,
+            what="the bare handler",
+            start_timeout=start_timeout,
+            stop_timeout=20,
+            hold_stdin=True,
+        ) as bare_child,
+    ):
+        yield Server(
+            child, bare_child, f"https://127.0.0.1:{port}", f"https://127.0.0.1:{bare_port}", token
+        )
 
 
 def py_spy_binary() -> str | None:
@@ -190,13 +216,14 @@ async def measure(
     )
 
 
-def meter(*, server: int, etcd: int | None) -> cputime.Meter:
+def meter(*, server: int, etcd: int | None, bare: int | None = None) -> cputime.Meter:
     """The processes of the API server benchmark, by the names its CPU rows use: the server
-    child (plnt's API server; the bare handler shares it) with its sibling API processes under
-    `--workers N`, etcd, and this load generator."""
+    child (plnt's API server) with its sibling API processes under `--workers N`, the bare
+    handler's process, etcd, and this load generator."""
     return cputime.Meter(
         [
             cputime.Watched(SERVER, server, tree=True),
+            cputime.Watched(BARE, bare),
             cputime.Watched(ETCD, etcd),
             cputime.Watched(GENERATOR, os.getpid()),
         ]
@@ -231,7 +258,8 @@ async def bench(
         results.rss_started_bytes = resident_bytes(pid)
         template = await preload(raw, session, server.base, settings)
         results.rss_loaded_bytes = resident_bytes(pid)
-        phases = Phases(settings, results, raw, session, server, meter(server=pid, etcd=etcd.pid))
+        watched = meter(server=pid, etcd=etcd.pid, bare=server.bare_child.process.pid)
+        phases = Phases(settings, results, raw, session, server, watched, etcd.endpoint, workdir)
         with py_spy(pid, settings.py_spy):
             if "get" in settings.phases:
                 await phases.get()
@@ -239,6 +267,8 @@ async def bench(
                 await phases.create(template)
             if "list" in settings.phases:
                 await phases.list()
+            if "wrk" in settings.phases:
+                await phases.wrk(template)
             if "reads" in settings.phases:
                 results.reads = await consistent_reads.measure_reads(
                     endpoint=etcd.endpoint,
@@ -274,6 +304,8 @@ class Phases:
     session: aiohttp.ClientSession
     server: Server
     meter: cputime.Meter
+    etcd_endpoint: str
+    workdir: Path
 
     async def _measure(
         self, run: Callable[[int], Awaitable[bool]], *, concurrency: int | None = None
@@ -331,3 +363,74 @@ class Phases:
             ),
             concurrency=s.list_concurrency,
         )
+
+    async def wrk(self, template: bytes) -> None:
+        """GET and CREATE through wrk at each of `wrk_connections`: etcd's HTTP gateway
+        (a range of one key, a put of the template's bytes), the bare handler and plnt
+        (one object; a create with generateName), each after its own warm-up."""
+        if wrk.binary() is None:
+            self.results.wrk_missing = True
+            return
+        bearer = {"Authorization": f"Bearer {self.server.token}"}
+        json_type = {"Content-Type": "application/json"}
+
+        def b64(data: bytes) -> str:
+            return base64.b64encode(data).decode()
+
+        key = f"/registry/plnt.work/workflowruns/{LIST_NS}/obj-000001".encode()
+        put = {"key": b64(b"/registry/bench-raw/wrk-put"), "value": b64(template)}
+        create = harness.workflowrun("")
+        create["metadata"] = {"generateName": "w-"}
+        targets = {
+            "get": {
+                "etcd": (
+                    f"{self.etcd_endpoint}/v3/kv/range",
+                    wrk.script(method="POST", body=json.dumps({"key": b64(key)}).encode()),
+                ),
+                "bare": (f"{self.server.bare}/bare/obj-000001", wrk.script(headers=bearer)),
+                "plnt": (
+                    self.server.base + harness.resource_path(LIST_NS, "obj-000001"),
+                    wrk.script(headers=bearer),
+                ),
+            },
+            "create": {
+                "etcd": (
+                    f"{self.etcd_endpoint}/v3/kv/put",
+                    wrk.script(method="POST", body=json.dumps(put).encode()),
+                ),
+                "bare": (
+                    f"{self.server.bare}/bare",
+                    wrk.script(method="POST", body=template, headers={**bearer, **json_type}),
+                ),
+                "plnt": (
+                    self.server.base + harness.resource_path(CREATE_NS),
+                    wrk.script(
+                        method="POST",
+                        body=json.dumps(create).encode(),
+                        headers={**bearer, **json_type},
+                    ),
+                ),
+            },
+        }
+        s = self.settings
+        for connections in s.wrk_connections:
+            for op, sides in targets.items():
+                for side, (url, lua) in sides.items():
+                    if s.warmup > 0:
+                        await wrk.run(
+                            url,
+                            connections=connections,
+                            duration=s.warmup,
+                            lua=lua,
+                            workdir=self.workdir,
+                        )
+                    before = self.meter.snapshot()
+                    result = await wrk.run(
+                        url,
+                        connections=connections,
+                        duration=s.duration,
+                        lua=lua,
+                        workdir=self.workdir,
+                    )
+                    used = self.meter.since(before)
+                    self.results.wrk.append(WrkPhase(op, side, connections, result, used))

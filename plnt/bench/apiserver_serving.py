@@ -1,22 +1,23 @@
-"""The API server benchmark's server child: plnt's app and a bare HTTPS handler, one process.
+"""The API server benchmark's server child: plnt's app, served as `plnt up` serves it.
 
-    python -m plnt.bench.apiserver_serving --etcd URL --pki-dir DIR --port N --bare-port N \
-        [--cprofile FILE] [--workers N]
+    python -m plnt.bench.apiserver_serving --etcd URL --pki-dir DIR --port N \
+        [--token-file FILE] [--cprofile FILE] [--workers N]
 
 It runs `plnt.apiserver.app.build_app` with the watch cache, served as `plnt up` serves
 it: by the one serve sequence, `plnt.apiserver.serving.serve` (HTTPS with plnt's PKI, no
 access log, idle connections bounded), in a process of its own so that it shares
-neither an event loop nor a GIL with the load generator. On a second port, with the
-same TLS context, it serves the ceiling: a handler that returns a fixed WorkflowRun-sized
-body (GET) or echoes the posted body with a new uid (POST). It prints
-`bench-server ready pid=N` once both listen, and exits on SIGINT/SIGTERM or when its
-stdin closes, so it never outlives the benchmark that holds that pipe.
+neither an event loop nor a GIL with the load generator. `--token-file` authenticates
+bearer tokens as `plnt up` does (a C load generator cannot present a client certificate).
+The bare handler, the floor beneath it, runs in a process of its own
+(`plnt.bench.bare_serving`). It prints `bench-server ready pid=N` once it listens, and
+exits on SIGINT/SIGTERM or when its stdin closes, so it never outlives the benchmark
+that holds that pipe.
 
 With `--workers N` (N > 1) plnt's port is shared (`SO_REUSEPORT`) by N API processes, as
 `plnt up --workers N` serves it: this one and N-1 siblings, copies of this module that
 serve plnt alone, started, watched and stopped by the serve sequence
 (`plnt.processes.apiprocesses`; each exits with this one); the ready line comes once
-every sibling listens. The bare handler stays single.
+every sibling listens.
 """
 
 from __future__ import annotations
@@ -25,64 +26,18 @@ import argparse
 import asyncio
 import contextlib
 import cProfile
-import json
 import os
 import signal
-import ssl
 import sys
-import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-from aiohttp import web
-
-from plnt.api import names
 from plnt.apiserver import app as app_module
 from plnt.apiserver import serving
 from plnt.apiserver.settings import ServerSettings
-from plnt.bench import apiserver as harness
 from plnt.processes import apiprocesses, tasks
 
 READY = "bench-server ready"
 LIST_NS = "bench-list"
-
-BARE_OBJECT = json.dumps(
-    {
-        "apiVersion": names.API_VERSION,
-        "kind": names.WORKFLOWRUN_KIND,
-        "metadata": {
-            "creationTimestamp": "2025-01-01T00:00:00Z",
-            "generation": 1,
-            "name": "obj-000001",
-            "namespace": LIST_NS,
-            "resourceVersion": "12345",
-            "uid": str(uuid.UUID(int=1)),
-        },
-        "spec": harness.workflowrun("x")["spec"],
-    },
-    separators=(",", ":"),
-).encode()
-
-
-def bare_app() -> web.Application:
-    """The ceiling: same TLS, same client, a handler that does almost nothing."""
-
-    async def get(request: web.Request) -> web.Response:
-        return web.Response(body=BARE_OBJECT, content_type="application/json")
-
-    async def post(request: web.Request) -> web.Response:
-        body = json.loads(await request.read())
-        body["metadata"]["uid"] = str(uuid.uuid4())
-        return web.Response(
-            body=json.dumps(body, separators=(",", ":")).encode(),
-            status=201,
-            content_type="application/json",
-        )
-
-    app = web.Application()
-    app.router.add_get("/bare/{name}", get)
-    app.router.add_post("/bare", post)
-    return app
 
 
 async def serve(
@@ -90,16 +45,21 @@ async def serve(
     etcd: str,
     pki_dir: Path,
     port: int,
-    bare_port: int,
     cprofile: Path | None,
+    token_file: Path | None = None,
     api_processes: int = 1,
 ) -> None:
-    """Serve plnt on `port` and the bare handler on `bare_port` until told to stop."""
+    """Serve plnt on `port` until told to stop."""
     slot = apiprocesses.Slot.from_environment()  # set in a sibling this process started
     if slot is None and api_processes > 1:
         slot = apiprocesses.first(api_processes, pki_dir.parent / "workers")
     settings = ServerSettings(
-        etcd_endpoints=(etcd,), host="127.0.0.1", port=port, pki_dir=pki_dir, slot=slot
+        etcd_endpoints=(etcd,),
+        host="127.0.0.1",
+        port=port,
+        pki_dir=pki_dir,
+        token_file=token_file,
+        slot=slot,
     )
     application = app_module.build_app(settings)
     ssl_context = app_module.ssl_context_for(settings)
@@ -111,10 +71,9 @@ async def serve(
     profile = cProfile.Profile() if cprofile is not None else None
 
     async def announce(server: str, parts: contextlib.AsyncExitStack) -> None:
-        """The bare handler beside plnt, then the ready line, then the profile starts."""
+        """The ready line, then the profile starts."""
         if not first:
             return
-        await parts.enter_async_context(_bare(bare_port, ssl_context))
         print(f"{READY} pid={os.getpid()}", flush=True)
         if profile is not None:  # serving only: disabled before anything stops
             profile.enable()
@@ -132,7 +91,7 @@ async def serve(
                 shutdown_timeout=2.0,
                 handler_cancellation=True,
                 stop=stop,
-                sibling_argv=_sibling_argv(etcd, pki_dir, port),
+                sibling_argv=_sibling_argv(etcd, pki_dir, port, token_file),
                 ready=announce,
             )
     finally:
@@ -141,12 +100,13 @@ async def serve(
             profile.dump_stats(str(cprofile))
 
 
-def _sibling_argv(etcd: str, pki_dir: Path, port: int) -> list[str]:
-    """This module again, serving plnt alone on the shared port."""
-    return [
+def _sibling_argv(etcd: str, pki_dir: Path, port: int, token_file: Path | None) -> list[str]:
+    """This module again, serving plnt on the shared port."""
+    argv = [
         sys.executable, "-m", "plnt.bench.apiserver_serving", "--etcd", etcd,
-        "--pki-dir", str(pki_dir), "--port", str(port), "--bare-port", "0",
+        "--pki-dir", str(pki_dir), "--port", str(port),
     ]  # fmt: skip
+    return argv + (["--token-file", str(token_file)] if token_file is not None else [])
 
 
 async def _watch_stdin(stop: asyncio.Event) -> None:
@@ -158,26 +118,12 @@ async def _watch_stdin(stop: asyncio.Event) -> None:
     stop.set()
 
 
-@contextlib.asynccontextmanager
-async def _bare(port: int, ssl_context: ssl.SSLContext) -> AsyncIterator[None]:
-    """The bare handler on `port` while the block runs (one process: never `SO_REUSEPORT`)."""
-    runner = web.AppRunner(
-        bare_app(), shutdown_timeout=2.0, access_log=None, handler_cancellation=True
-    )
-    await runner.setup()
-    try:
-        await web.TCPSite(runner, "127.0.0.1", port, ssl_context=ssl_context).start()
-        yield
-    finally:
-        await runner.cleanup()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--etcd", required=True, help="etcd client URL")
     parser.add_argument("--pki-dir", type=Path, required=True, help="plnt's PKI directory")
     parser.add_argument("--port", type=int, required=True, help="plnt's HTTPS port")
-    parser.add_argument("--bare-port", type=int, required=True, help="the bare handler's port")
+    parser.add_argument("--token-file", type=Path, help="bearer tokens, as plnt up's")
     parser.add_argument("--cprofile", type=Path, help="cProfile this process into FILE")
     parser.add_argument("--workers", type=int, default=1, help="processes sharing --port")
     args = parser.parse_args()
@@ -189,7 +135,7 @@ def main() -> None:
             etcd=args.etcd,
             pki_dir=args.pki_dir,
             port=args.port,
-            bare_port=args.bare_port,
+            token_file=args.token_file,
             cprofile=args.cprofile,
             api_processes=args.workers,
         )

@@ -11,7 +11,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_API_PHASES = ("get", "create", "list", "watch")
+DEFAULT_API_PHASES = ("get", "create", "list", "watch", "wrk")
 API_PHASES = (*DEFAULT_API_PHASES, "reads")
 """`reads` (consistent reads against resourceVersion=0 and raw etcd) runs only when asked."""
 
@@ -37,6 +37,9 @@ class ApiBenchmarkSettings:
     json_file: Path | None = None
     server_cprofile: Path | None = None
     py_spy: Path | None = None
+    wrk_connections: tuple[int, ...] = (1, 16)
+    """The `wrk` phase's connections (one request in flight each): GET and CREATE on etcd's
+    HTTP gateway, the bare handler and plnt, at each count."""
     api_processes: tuple[int, ...] = (1,)
     """API server processes of each run (`--workers 1,2`: the whole run once per count,
     then the ratios of each phase's throughput to the first count's)."""

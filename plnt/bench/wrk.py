@@ -1,0 +1,140 @@
+"""`wrk`, a C load generator, as the benchmarks' second client beside the Python one.
+
+Why: a Python client on this machine saturates its own core long before a server does,
+so it sends requests one at a time and measures a server as it behaves then; its own
+CPU also competes with the server's. wrk (Debian's `wrk`) costs a few microseconds per
+request, keeps every connection alive and holds exactly one request in flight per
+connection, so `connections` is the concurrency: at 1 it measures a lone request, at 16
+what batching buys. It cannot present a TLS client certificate, so plnt is reached with
+a bearer token (the benchmark's server reads a token file, as `plnt up` does).
+
+A request other than a plain GET (a method, a body, headers) goes in a Lua script that
+wrk runs (`script`). `run` starts wrk for a duration and parses its summary; the
+benchmark meters CPU around it (`plnt.bench.cputime`).
+
+Errors: `WrkMissing` when wrk is not installed (the caller prints `MISSING` and skips
+its rows); `WrkFailed` when wrk exits non-zero or prints no summary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+MISSING = "wrk is not installed (Debian: apt-get install wrk): the C-client (wrk) rows are skipped"
+"""What a benchmark prints instead of its wrk rows when `binary()` finds none."""
+
+
+class WrkMissing(RuntimeError):
+    """wrk is not on PATH."""
+
+
+class WrkFailed(RuntimeError):
+    """wrk ran but gave no usable summary."""
+
+
+def binary() -> str | None:
+    """The wrk executable on PATH, or None."""
+    return shutil.which("wrk")
+
+
+def lua_string(text: str) -> str:
+    """`text` as a Lua string literal (quoted, with backslashes, quotes and controls escaped)."""
+    out = []
+    for char in text:
+        if char in '\\"':
+            out.append("\\" + char)
+        elif ord(char) < 32 or ord(char) == 127:
+            out.append(f"\\{ord(char):03d}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def script(*, method: str = "GET", body: bytes = b"", headers: Mapping[str, str] = {}) -> str:
+    """A wrk Lua script that sends every request with `method`, `body` and `headers`."""
+    lines = [f"wrk.method = {lua_string(method)}"]
+    if body:
+        lines.append(f"wrk.body = {lua_string(body.decode())}")
+    for name, value in headers.items():
+        lines.append(f"wrk.headers[{lua_string(name)}] = {lua_string(value)}")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True, slots=True)
+class WrkResult:
+    """wrk's summary: completed requests, failures, seconds, and latency quantiles (ms)."""
+
+    requests: int
+    errors: int
+    """Non-2xx/3xx answers plus socket errors (connect, read, write, timeout)."""
+    seconds: float
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+
+    @property
+    def rate(self) -> float:
+        return self.requests / self.seconds if self.seconds > 0 else 0.0
+
+
+_SUMMARY = re.compile(r"(\d+) requests in ([\d.]+)(us|ms|s|m|h)\b")
+_NON_2XX = re.compile(r"Non-2xx or 3xx responses: (\d+)")
+_SOCKET = re.compile(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)")
+_QUANTILE = re.compile(r"^\s*(50|99)(?:\.0+)?%\s+([\d.]+)(us|ms|s|m)\s*$", re.MULTILINE)
+_SECONDS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse(output: str) -> WrkResult:
+    """wrk's printed summary (with `--latency`) as a `WrkResult`; WrkFailed without one."""
+    summary = _SUMMARY.search(output)
+    if summary is None:
+        raise WrkFailed(f"wrk printed no summary: {output.strip()[-400:]!r}")
+    # wrk counts failed answers among its requests; a failure is never a completed one.
+    errors = sum(int(n) for n in _NON_2XX.findall(output))
+    socket = _SOCKET.search(output)
+    if socket is not None:
+        errors += sum(int(n) for n in socket.groups())
+    quantiles = {
+        q: float(value) * _SECONDS[unit] * 1000.0 for q, value, unit in _QUANTILE.findall(output)
+    }
+    requests = int(summary.group(1))
+    return WrkResult(
+        requests=max(0, requests - errors),
+        errors=errors,
+        seconds=float(summary.group(2)) * _SECONDS[summary.group(3)],
+        p50_ms=quantiles.get("50"),
+        p99_ms=quantiles.get("99"),
+    )
+
+
+async def run(
+    url: str,
+    *,
+    connections: int,
+    duration: float,
+    lua: str,
+    workdir: Path,
+    request_timeout: float = 10.0,
+) -> WrkResult:
+    """wrk against `url` for `duration` seconds with `connections` keep-alive connections,
+    one thread (a C client's one core suffices at these rates, and leaves the other to
+    the server), each request as `lua` says (`script`)."""
+    wrk = binary()
+    if wrk is None:
+        raise WrkMissing(MISSING)
+    script_file = workdir / f"wrk-{abs(hash(lua)):x}.lua"
+    script_file.write_text(lua)
+    process = await asyncio.create_subprocess_exec(
+        wrk, "--latency", "-t1", f"-c{connections}", f"-d{max(1, round(duration))}s",
+        f"--timeout={request_timeout:g}s", "-s", str(script_file), url,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    out, _ = await process.communicate()
+    text = out.decode(errors="replace")
+    if process.returncode != 0:
+        raise WrkFailed(f"wrk exited {process.returncode}: {text.strip()[-400:]}")
+    return parse(text)
