@@ -20,14 +20,11 @@ that had not runs the call again.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from plnt.api.headers import CacheMode
-from plnt.runner import errors
+from plnt.runner import errors, executions
 from plnt.workflowspec import bundles, dag, documents, model, templating
-
-if TYPE_CHECKING:
-    from plnt.runner import executing
 
 
 @dataclass(frozen=True)
@@ -45,6 +42,20 @@ class Library:
 
 
 EMPTY = Library()
+
+
+class Called(Protocol):
+    """What a call needs of the called workflow's executor (`plnt.runner.executing`), named
+    here so this module, which the executor imports, does not import it back."""
+
+    @property
+    def workflow(self) -> model.Workflow: ...
+
+    def validate_inputs(self, inputs: Any) -> dict[str, Any]: ...
+
+    async def run(
+        self, inputs: dict[str, Any], *, cache_mode: CacheMode
+    ) -> executions.Execution: ...
 
 
 def load(data: bytes) -> tuple[bytes, Library]:
@@ -91,12 +102,12 @@ def resolve(
 
 
 async def call(
-    child: executing.Executor,
+    child: Called,
     step: model.WorkflowStep,
     resolved: dict[str, Any],
     *,
     cache_mode: CacheMode,
-) -> executing.Execution:
+) -> executions.Execution:
     """Run the called workflow once over the resolved inputs; errors become the step's."""
     name = child.workflow.metadata.name
     try:

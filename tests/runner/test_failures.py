@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from plnt.runner import executing, settings
+from plnt.runner import calling, settings
 from tests.support.examples import EXAMPLES
 from tests.support.runners import StartRunner
 
@@ -188,7 +188,7 @@ async def test_an_http_answer_past_the_runners_limit_is_a_502_naming_the_limit(
     target_server: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(executing, "MAX_HTTP_RESPONSE_BYTES", 100_000)
+    monkeypatch.setattr(calling, "MAX_HTTP_RESPONSE_BYTES", 100_000)
     spec = write_spec(LARGE_ANSWER_SPEC.format(url=f"{target_server}/large?items=300"))
     url = await start_runner(spec)
     async with session.post(f"{url}/invoke", json={"inputs": {}}) as response:
