@@ -56,6 +56,8 @@ class PendingTurn(TypedDict):
     """Ids of calls of non-idempotent tools that were sent."""
     done: NotRequired[dict[str, traces.ToolCallEntry]]
     """Call id → the trace entry of a call that answered."""
+    fallback: NotRequired[str]
+    """The fallback backend that gave the reply, so the turn carried on keeps its mark."""
 
 
 class LoopState(TypedDict):

@@ -57,7 +57,10 @@ class TurnEntry(TypedDict):
     toolCalls: list[ToolCallEntry]
     usage: NotRequired[dict[str, Any]]
     resumed: NotRequired[bool]
-    """Finished in an earlier attempt of a durable invocation: not asked again."""
+    """Its model reply came from an earlier attempt of a durable invocation: not asked
+    again. The turn finished there, or its calls were carried on here (`modelMs` is 0)."""
+    fallback: NotRequired[str]
+    """The fallback backend that answered the turn's model call (the primary refused it)."""
 
 
 class FailedItem(TypedDict):

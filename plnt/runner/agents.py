@@ -16,13 +16,16 @@ target is down, answers an error status, or outlives its timeout) also answers t
 with the error: the model may try again or answer without it. The calls of one turn are
 independent of each other and run at once, at most `maxParallelToolCalls` together.
 
-The trace of the step gets one entry per turn (its time and tokens) and, in it, one per
-tool call (its time, and why it failed). Each model call's usage is counted by the caller's
-`count`, so the invocation's usage sums over turns.
+The trace of the step gets one entry per turn (its time and tokens, and the fallback
+backend when it answered the turn's model call) and, in it, one per tool call (its time,
+and why it failed). Each model call's reply goes to the caller's `count`, so the
+invocation's usage sums over turns and an answer the fallback gave is marked as a model
+step's is.
 
 A durable invocation resumes a loop where an earlier attempt left it (`saved`, a
-`plnt.api.checkpoints.LoopState`): finished turns are not asked again, results that came
-back are reused, and a call of a tool that is not idempotent, sent and never answered,
+`plnt.api.checkpoints.LoopState`): finished turns are not asked again, nor is the turn
+whose calls were under way (its reply is reused; the trace marks both `resumed`), results
+that came back are reused, and a call of a tool that is not idempotent, sent and never answered,
 fails the step (`StepFailed`) rather than being sent twice. The loop reports its state to
 `report` when the model asks for calls, before each non-idempotent call is sent, when each
 call answers and when a turn ends. The start of a non-idempotent call is known to the
@@ -116,7 +119,10 @@ class TurnTrace:
     final: bool = False
     tool_calls: list[ToolCallTrace] = field(default_factory=list)
     resumed: bool = False
-    """Finished in an earlier attempt of the invocation: not asked again."""
+    """The model's reply came from an earlier attempt of the invocation: not asked again.
+    The turn either finished there, or ended its calls here (its `model_ms` is then 0)."""
+    fallback: str | None = None
+    """The fallback backend that answered this turn's model call (None: the backend asked)."""
 
     @classmethod
     def of(cls, entry: traces.TurnEntry) -> TurnTrace:
@@ -132,6 +138,7 @@ class TurnTrace:
             final=bool(entry.get("final")),
             tool_calls=[ToolCallTrace.of(call) for call in entry.get("toolCalls") or []],
             resumed=True,
+            fallback=entry.get("fallback"),
         )
 
     def to_json(self) -> traces.TurnEntry:
@@ -147,6 +154,8 @@ class TurnTrace:
             entry["usage"] = self.usage.to_json()
         if self.resumed:
             entry["resumed"] = True
+        if self.fallback is not None:
+            entry["fallback"] = self.fallback
         return entry
 
 
@@ -157,7 +166,7 @@ class Hooks:
     offset_ms: Callable[[float], float]
     """Milliseconds since the invocation began, of a `time.perf_counter()` moment."""
     count: Callable[[backends.Reply], None]
-    """Adds a model call's usage to the invocation's."""
+    """Adds a model call's usage to the invocation's, and notes a fallback that answered."""
     interval: Callable[[float, float], None]
     """Notes time spent waiting on a model or a tool (`backend time`)."""
 
@@ -250,6 +259,7 @@ class ToolLoop:
             turn.model_ms = (ended - began) * 1000.0
         self._hooks.count(reply)
         turn.usage = reply.usage
+        turn.fallback = reply.served_by
         return reply
 
     def _begin(self) -> TurnTrace:
@@ -312,11 +322,13 @@ class ToolLoop:
                     [
                         {"id": call.id, "name": call.name, "arguments": call.arguments}
                         for call in reply.tool_calls
-                    ]
+                    ],
+                    fallback=reply.served_by,
                 )
                 self._state["pending"] = pending
                 self._publish()
-            else:
+            else:  # the model asked for these calls in an earlier attempt
+                turn.resumed, turn.fallback = True, pending.get("fallback")
                 self._state["pending"] = pending
             actions = [
                 self._parse(call["id"], call["name"], call["arguments"])
@@ -343,6 +355,7 @@ class ToolLoop:
             number = len(self.turns) + 1
             turn = self._begin()
             if pending is not None:  # the model asked for this call in an earlier attempt
+                turn.resumed, turn.fallback = True, pending.get("fallback")
                 text = pending["text"]
                 (call,) = pending["calls"]
                 arguments = json.loads(call["arguments"])
@@ -367,7 +380,9 @@ class ToolLoop:
                         f"call_{number}", action["tool"], json.dumps(arguments), value=arguments
                     )
                     pending = _pending_turn(
-                        [{"id": parsed.id, "name": parsed.name, "arguments": parsed.raw}], text
+                        [{"id": parsed.id, "name": parsed.name, "arguments": parsed.raw}],
+                        text,
+                        fallback=reply.served_by,
                     )
                     self._state["pending"] = pending
                     self._publish()
@@ -564,8 +579,19 @@ class ToolLoop:
             raise ToolFailed(f"{tool.name}: answered invalid JSON") from error
 
 
-def _pending_turn(calls: list[checkpoints.PendingCall], text: str = "") -> checkpoints.PendingTurn:
-    return {"calls": calls, "text": text, "results": {}, "sent": [], "done": {}}
+def _pending_turn(
+    calls: list[checkpoints.PendingCall], text: str = "", *, fallback: str | None = None
+) -> checkpoints.PendingTurn:
+    pending: checkpoints.PendingTurn = {
+        "calls": calls,
+        "text": text,
+        "results": {},
+        "sent": [],
+        "done": {},
+    }
+    if fallback is not None:
+        pending["fallback"] = fallback
+    return pending
 
 
 class ToolFailed(Exception):

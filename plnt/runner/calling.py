@@ -127,6 +127,7 @@ class StepCalls:
         across attempts."""
 
         def count(reply: backends.Reply) -> None:
+            invocation.served(reply)  # a turn the fallback answered: the step is not cached
             invocation.count(reply)
             self._metrics.count_tokens(reply.usage)
 
@@ -169,6 +170,9 @@ class StepCalls:
             invocation.add_usage(execution.usage)
         invocation.hits += execution.cache_hits
         invocation.misses += execution.cache_misses
+        if execution.fallback is not None:  # the called workflow's answer is not cached either
+            invocation.fallback = execution.fallback
+            invocation.fallback_replies += 1
         trace.steps = execution.trace
         return execution.output
 

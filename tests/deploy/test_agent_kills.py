@@ -142,8 +142,9 @@ def test_a_worker_killed_mid_loop_resumes_without_asking_again_or_resending_call
     assert [turn["final"] for turn in step["turns"]] == [False, True]
     (lookup,) = step["turns"][0]["toolCalls"]
     if moment == "turn-ended":
-        # The turn under way is carried on: its reply reused (no model time in this
-        # attempt), its call made here.
-        assert step["turns"][0]["modelMs"] == 0.0 and "resumed" not in lookup
+        # The turn under way is carried on: its reply reused (resumed, no model time in
+        # this attempt), its call made here.
+        assert step["turns"][0]["modelMs"] == 0.0 and step["turns"][0].get("resumed") is True
+        assert "resumed" not in lookup
     else:
         assert step["turns"][0].get("resumed") is True and lookup.get("resumed") is True

@@ -245,9 +245,17 @@ async def test_an_idempotent_call_in_flight_is_sent_again_and_an_answered_one_is
             },
         )
         assert lines[-1]["output"] == "the sum is 5" and len(tool.calls) == 1
+        (step,) = lines[-1]["trace"]
+        carried, last = step["turns"]
+        # The turn under way was not asked again (its reply came with the state): resumed,
+        # no model time here; its call was made here, so the call is not.
+        assert carried.get("resumed") is True and carried["modelMs"] == 0.0
+        assert "resumed" not in carried["toolCalls"][0] and "resumed" not in last
+        assert "fallback" not in carried
 
         answered = pending_state("call_0", "add", sent=True)
         answered["pending"]["results"] = {"call_0": '{"sum": 5}'}
+        answered["pending"]["fallback"] = "small"  # the fallback gave the earlier reply
         lines = await stream(
             session,
             url,
@@ -258,4 +266,6 @@ async def test_an_idempotent_call_in_flight_is_sent_again_and_an_answered_one_is
         )
     assert lines[-1]["output"] == "the sum is 5"
     assert len(tool.calls) == 1  # the answered call was not sent again
+    (step,) = lines[-1]["trace"]
+    assert [turn.get("fallback") for turn in step["turns"]] == ["small", None]
     assert asked == ["answer", "answer"]

@@ -16,6 +16,7 @@ import aiohttp
 
 from plnt.api import breakers as api_breakers
 from plnt.runner import settings
+from tests.support.agents import AGENT, calculator, chat_answer, scripted_backend
 from tests.support.runners import StartRunner
 
 SPEC = """
@@ -269,3 +270,51 @@ async def test_an_answer_from_the_fallback_is_not_kept_in_the_step_cache(
         assert status == 200 and body["fallback"] == "small"
         assert headers["X-Plnt-Fallback"] == "small"
     assert await _metric(session, url, "plnt_runner_fallback_calls_total") == 2
+
+
+CACHED_AGENT = (
+    AGENT.replace("tools: [add, broken]", "tools: [add]")
+    .replace("    cache: false\n", "    retries: 0\n")
+    .replace("MODE", "")
+)
+"""A tool loop whose one tool is idempotent, cached, with no retries: one failure opens a
+breaker of one failure at once."""
+
+
+async def test_a_tool_loop_answered_by_the_fallback_says_so_in_turns_and_answer_and_is_not_cached(
+    start_runner: StartRunner,
+    session: aiohttp.ClientSession,
+    write_spec: Callable[[str], Path],
+    closed_port: int,
+) -> None:
+    def script(kind: str, body: dict[str, Any]) -> Any:
+        if any(message["role"] == "tool" for message in body["messages"]):
+            return chat_answer("the sum is 5")
+        return chat_answer(None, [("add", {"a": 2, "b": 3})])
+
+    async with scripted_backend(script) as small, calculator() as tool:
+        backend = settings.BackendConfig(
+            type="openai",
+            endpoint=f"http://127.0.0.1:{closed_port}/v1",
+            model="m",
+            name="primary",
+            breaker_failures=1,
+            breaker_open_seconds=60,
+            fallback=settings.BackendConfig(
+                type="openai", endpoint=small.url, model="m", name="small"
+            ),
+        )
+        url = await start_runner(
+            write_spec(CACHED_AGENT.replace("TOOL", tool.url)), backend=backend
+        )
+        status, _, _ = await _call(session, url, "2+3", {})
+        assert status == 502  # the failure that opens the breaker
+        for _ in range(2):
+            status, body, headers = await _call(session, url, "2+3", {})
+            assert status == 200 and body["output"] == "the sum is 5"
+            assert body["fallback"] == "small" and headers["X-Plnt-Fallback"] == "small"
+            (step,) = body["trace"]
+            assert [turn.get("fallback") for turn in step["turns"]] == ["small", "small"]
+    # Both calls asked the fallback for both turns: the first answer was not kept.
+    assert (len(small.requests), len(tool.calls)) == (4, 2)
+    assert await _metric(session, url, "plnt_runner_fallback_calls_total") == 4

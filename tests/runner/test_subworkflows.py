@@ -88,3 +88,27 @@ def test_a_spec_that_calls_nothing_travels_as_its_own_bytes() -> None:
     leaf = child().encode()
     assert bundles.pack(leaf, {}) == leaf
     assert bundles.unpack(leaf).spec == leaf
+
+
+async def test_a_called_workflow_answered_by_the_fallback_marks_the_answer_and_is_not_cached(
+    start_runner: StartRunner, session: aiohttp.ClientSession, tmp_path: Path, closed_port: int
+) -> None:
+    backend = settings.BackendConfig(
+        type="openai",
+        endpoint=f"http://127.0.0.1:{closed_port}/v1",
+        model="m",
+        name="primary",
+        breaker_failures=1,
+        breaker_open_seconds=60,
+        fallback=settings.BackendConfig(type="echo", name="small"),
+    )
+    leaf = child()
+    top = caller("oci-layout:lib:shout", digest_of(leaf))
+    url = await start_runner(bundle_file(tmp_path, top, leaf), backend=backend)
+    await invoke(session, url, {"topic": "etcd"})  # opens the primary's breaker
+    for _ in range(2):
+        status, body = await invoke(session, url, {"topic": "etcd"})
+        assert status == 200, body
+        assert body["output"]["called"] == "SHOUT ETCD!" and body["fallback"] == "small"
+        call = next(step for step in body["trace"] if step["id"] == "call")
+        assert call["cache"] != "hit" and call["steps"][0]["cache"] != "hit"
