@@ -2,13 +2,18 @@
 4x and 10x what it serves, with and without admission.
 
     python -m plnt.bench overload [--service-ms 100] [--duration 5] [--multipliers 4,10]
-                                  [--timeout 2] [--json FILE]
+                                  [--timeout 2] [--model [--model-tokens 4]] [--json FILE]
 
 The model server is a stand-in that behaves as llama.cpp's does: one generation at a time,
 `--service-ms` each (capacity 1000/service-ms calls per second), and a generation once
 started runs to its end even when its caller has gone (a queued request is generated for
-whoever asked). A runner (the real app, in this process, on a loopback port) serves a
-one-model-step workflow with the step cache off against it. Callers arrive open-loop at
+whoever asked). With `--model`, the load is aimed at the real model instead: plnt's own
+model server on the pinned Gemma (llama.cpp, one generation at a time; the `llm` extra),
+whose capacity is measured first (answers of `--model-tokens` tokens, one at a time) and
+whose generations are its own `/metrics` count (`plnt.bench.overload_model`). A runner
+(the real app, in this process, on a loopback port) serves a one-model-step workflow with
+the step cache off against it (`--model`: the count continuation of
+`plnt.bench.continuations`). Callers arrive open-loop at
 `multiplier x capacity` per second for `--duration` seconds, each with `--timeout` seconds
 to live, sent as `X-Plnt-Timeout-Ms` and enforced on the caller's side too.
 
@@ -24,22 +29,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from aiohttp import web
 
 from plnt.runner import app as runner_app
 from plnt.runner import settings
+
+if TYPE_CHECKING:  # imported when asked for: it needs the `llm` extra's weights
+    from plnt.bench import overload_model
 
 SPEC = """
 apiVersion: microagents.plnt.work/v1
@@ -89,6 +98,42 @@ class ModelServer:
         return app
 
 
+@dataclass(frozen=True)
+class Target:
+    """What the load is aimed at: a one-at-a-time model server and how to ask it."""
+
+    endpoint: str
+    """Its OpenAI base URL."""
+    model: str
+    spec: str
+    """The workflow the runner serves against it."""
+    service_seconds: float
+    """One call's time, alone: capacity is its inverse."""
+    generations: Callable[[], Awaitable[int]]
+    """Generations the server started since the target was made."""
+    inputs: Callable[[int], dict[str, Any]]
+    """The workflow's inputs for the call numbered so."""
+
+
+@asynccontextmanager
+async def stand_in(service_seconds: float) -> AsyncIterator[Target]:
+    """A fresh stand-in model server (module docstring), served on a loopback port."""
+    server = ModelServer(service_seconds)
+
+    async def generations() -> int:
+        return server.started
+
+    async with _serving(server.app()) as url:
+        yield Target(
+            endpoint=f"{url}/v1",
+            model="m",
+            spec=SPEC,
+            service_seconds=service_seconds,
+            generations=generations,
+            inputs=lambda index: {"q": f"q{index}"},
+        )
+
+
 @dataclass
 class Result:
     """One run's figures."""
@@ -122,7 +167,7 @@ async def _serving(app: web.Application) -> AsyncIterator[str]:
 
 
 async def _one(
-    session: aiohttp.ClientSession, url: str, index: int, deadline: float
+    session: aiohttp.ClientSession, url: str, inputs: dict[str, Any], deadline: float
 ) -> tuple[int, float]:
     """(status, seconds) of one call; 0 when the caller gave up at its deadline."""
     began = time.perf_counter()
@@ -130,7 +175,7 @@ async def _one(
     try:
         async with asyncio.timeout(deadline):
             async with session.post(
-                f"{url}/invoke", json={"inputs": {"q": f"q{index}"}}, headers=headers
+                f"{url}/invoke", json={"inputs": inputs}, headers=headers
             ) as response:
                 await response.read()
                 return response.status, time.perf_counter() - began
@@ -139,20 +184,28 @@ async def _one(
 
 
 async def _run(
-    mode: str, multiplier: int, *, service: float, duration: float, deadline: float, spec: Path
+    mode: str,
+    multiplier: int,
+    *,
+    target: AbstractAsyncContextManager[Target],
+    duration: float,
+    deadline: float,
+    spec: Path,
 ) -> Result:
-    server = ModelServer(service)
-    capacity = 1.0 / service
-    async with _serving(server.app()) as model_url:
+    async with target as aimed:
+        capacity = 1.0 / aimed.service_seconds
+        await asyncio.to_thread(spec.write_text, aimed.spec)
         limits: dict[str, Any] = (
             {"max_concurrency": 1, "max_queue": 2, "max_queue_seconds": deadline}
             if mode == "guarded"
             else {}
         )
         backend = settings.BackendConfig(
-            type="openai", endpoint=f"{model_url}/v1", model="m", name="model", **limits
+            type="openai", endpoint=aimed.endpoint, model=aimed.model, name="model", **limits
         )
-        app = runner_app.build_app(settings.RunnerSettings(spec_path=spec, backend=backend))
+        app = runner_app.build_app(
+            settings.RunnerSettings(spec_path=spec, backend=backend, cache_max_entries=0)
+        )
         async with (
             _serving(app) as url,
             aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session,
@@ -162,16 +215,17 @@ async def _run(
             tasks = []
             began = time.perf_counter()
             for index in range(calls):
-                tasks.append(asyncio.create_task(_one(session, url, index, deadline)))
+                call = _one(session, url, aimed.inputs(index), deadline)
+                tasks.append(asyncio.create_task(call))
                 pause = began + (index + 1) / rate - time.perf_counter()
                 if pause > 0:
                     await asyncio.sleep(pause)  # the arrival schedule (open loop)
             answers = await asyncio.gather(*tasks)
-            generations_during = server.started
+            generations_during = await aimed.generations()
             ended = time.perf_counter()
             recovery = None
             while time.perf_counter() - ended < 60:
-                status, _ = await _one(session, url, -1, deadline)
+                status, _ = await _one(session, url, aimed.inputs(-1), deadline)
                 if status == 200:
                     recovery = time.perf_counter() - ended
                     break
@@ -218,21 +272,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--multipliers", default="4,10")
     parser.add_argument("--timeout", type=float, default=2.0, help="Each caller's deadline (s).")
     parser.add_argument("--modes", default="unguarded,guarded")
+    parser.add_argument(
+        "--model", action="store_true", help="Aim at the pinned real model, not the stand-in."
+    )
+    parser.add_argument(
+        "--model-tokens", type=int, default=4, help="With --model: tokens per answer."
+    )
     parser.add_argument("--json", type=Path, help="Also write the results here.")
     args = parser.parse_args(argv)
     multipliers = [int(part) for part in args.multipliers.split(",") if part]
     modes = [part for part in args.modes.split(",") if part]
     results = []
-    with tempfile.TemporaryDirectory() as directory:
+    with tempfile.TemporaryDirectory() as directory, contextlib.ExitStack() as stack:
         spec = Path(directory) / "overload.workflow.yaml"
-        spec.write_text(SPEC)
+        real: overload_model.RealModel | None = None
+        if args.model:
+            from plnt.bench import overload_model
+
+            real = stack.enter_context(
+                overload_model.RealModel.started(Path(directory), tokens=args.model_tokens)
+            )
+            print(real.describe())
+
+        def target() -> AbstractAsyncContextManager[Target]:
+            return real.target() if real is not None else stand_in(args.service_ms / 1000.0)
+
         for multiplier in multipliers:
             for mode in modes:
                 result = asyncio.run(
                     _run(
                         mode,
                         multiplier,
-                        service=args.service_ms / 1000.0,
+                        target=target(),
                         duration=args.duration,
                         deadline=args.timeout,
                         spec=spec,
