@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
@@ -53,6 +56,7 @@ LOAD_SECONDS = 3.0
 MAX_CALLS = 150
 """Calls per load at most (a fast machine at 10x ends the load sooner, at the same rate)."""
 BACKEND = "gemma"
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -309,3 +313,22 @@ async def test_a_model_server_killed_under_load_opens_the_breaker_the_fallback_s
         assert await _runner_metric(session, url, "plnt_runner_fallback_calls_total") == len(
             flow.from_fallback()
         )
+
+
+def test_the_overload_benchmark_aimed_at_the_model_sheds_without_amplification(
+    tmp_path: Path,
+) -> None:
+    # The benchmark starts a model server of its own (and stops it), never the session's.
+    results = tmp_path / "overload.json"
+    command = [
+        sys.executable, "-m", "plnt.bench", "overload", "--model",
+        "--duration", "1", "--multipliers", "4", "--modes", "guarded", "--timeout", "5",
+        "--json", str(results),
+    ]  # fmt: skip
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert finished.returncode == 0, finished.stderr
+    assert f"model {PIN.name}: one answer of 4 tokens" in finished.stdout, finished.stdout
+    (result,) = json.loads(results.read_text())
+    assert result["shed"] > 0 and result["answered_in_time"] > 0, result
+    assert result["amplification"] <= 1.1, result
+    assert result["recovery_seconds"] is not None, result
