@@ -120,7 +120,7 @@ RUN dpkg --purge --force-remove-essential --force-depends \
       /var/lib/apt /var/cache/apt /var/log/*
 COPY --from=venv /opt/plnt /opt/plnt
 RUN broken=$(find / -xdev -type f \( -perm -u+x -o -name '*.so*' \) -exec sh -c \
-      'for f; do head -c 4 "$f" | grep -q ELF && ldd "$f" 2>/dev/null | sed -n "s|.*=> not found|$f: &|p"; done' \
+      'for f; do head -c 4 "$f" | grep -q ELF && ldd "$f" 2>/dev/null | sed -n "s|.*=> not found|$f: &|p"; done; true' \
       sh {} +) \
  && if [ -n "$broken" ]; then echo "$broken" >&2; exit 1; fi \
  && /opt/plnt/bin/python -c 'import ssl, sqlite3, ctypes, lzma, bz2, zoneinfo, uuid, uvloop, \
