@@ -51,7 +51,12 @@ RUN if ls /wheelhouse/*.whl >/dev/null 2>&1; then export PIP_NO_INDEX=1 PIP_FIND
 #     sources, type stubs (.pyi), `tests` folders, and setuptools (the venv's seed, which
 #     no dependency imports);
 #   * botocore's service models other than S3 and the services its credential chain
-#     calls (plnt's only AWS client is S3's, plnt.workflowspec.sources.s3): 450 of them.
+#     calls (plnt's only AWS client is S3's, plnt.workflowspec.sources.s3): 450 of them;
+#   * the symbol tables and debug information of every compiled extension (`strip
+#     --strip-unneeded` keeps the dynamic symbols the loader needs): uvloop alone ships
+#     12 MB of DWARF, the Temporal bridge 7 MB of symbols, aiohttp, yaml, multidict and
+#     cryptography 1-3 MB each. binutils is installed here only, from .deb files in
+#     wheelhouse/ when it holds them (offline builds) or else from apt.
 # The checks after the cuts fail the build if a cut took something these import.
 FROM ${PYTHON_IMAGE} AS venv
 RUN python3 -m venv /opt/plnt
@@ -79,27 +84,53 @@ RUN if ls /wheelhouse/*.whl >/dev/null 2>&1; then export PIP_NO_INDEX=1 PIP_FIND
  && for service in botocore/data/*/; do \
       case "$(basename "$service")" in s3|sts|sso|sso-oidc|signin) ;; *) rm -rf "$service" ;; esac; \
     done \
+ && if ls /wheelhouse/*.deb >/dev/null 2>&1; then dpkg -i /wheelhouse/*.deb >/dev/null; \
+    else apt-get update -qq && apt-get install -y -qq --no-install-recommends binutils >/dev/null; fi \
+ && find "$site" -name '*.so*' -type f -exec strip --strip-unneeded {} + \
  && /opt/plnt/bin/python -c 'import botocore.session, helm_python, temporalio.worker; \
 botocore.session.Session().create_client("s3", region_name="us-east-1", \
 aws_access_key_id="k", aws_secret_access_key="s")' \
  && /opt/plnt/bin/plnt --help >/dev/null
 
-# Stage 3: the base without what only installing needs: documentation, translations,
-# the system Python's pip and setuptools (the venv has its own site-packages),
+# Stage 3: the files of the image a cluster pulls, checked where they will run. Out of
+# the base goes what only installing or a login needs: apt and the keys and TLS library
+# it fetches with, perl (which only debconf and adduser use), e2fsprogs, the system
+# Python's pip, setuptools and distutils (the venv has its own site-packages),
 # ensurepip's wheels, the standard library's tools for developers (2to3, pydoc's data,
-# IDLE) and glibc's iconv modules (Python's codecs are its own). `cluster` copies the result as one layer, so the files removed
-# here are not carried underneath.
+# IDLE, the test suite's C modules), documentation, translations and glibc's iconv
+# modules (Python's codecs are its own). dpkg and its database stay, so image scanners
+# still list what is installed. Then the venv comes in, and the checks fail the build
+# if a cut took a library that a program, the interpreter or an extension links against
+# (`ldd` of every ELF file) or a module the processes import. `cluster` copies the
+# result as one layer, so the files removed here are not carried underneath.
 FROM ${PYTHON_IMAGE} AS runtime-base
-RUN rm -rf /usr/share/doc/* /usr/share/man/* /usr/share/info/* /usr/share/locale/* \
+RUN dpkg --purge --force-remove-essential --force-depends \
+      apt libapt-pkg6.0 gpgv debian-archive-keyring adduser debconf perl-base \
+      libgnutls30 libp11-kit0 libidn2-0 libunistring2 libtasn1-6 libnettle8 libhogweed6 \
+      e2fsprogs libext2fs2 python3-pip python3-setuptools python3-pkg-resources \
+      python3-wheel python3-distutils python3-lib2to3 python3-pip-whl \
+      python3-setuptools-whl >/dev/null 2>&1 \
+ && rm -rf /usr/share/doc/* /usr/share/man/* /usr/share/info/* /usr/share/locale/* \
+      /usr/share/perl5 /usr/lib/x86_64-linux-gnu/perl-base /etc/apt /var/cache/debconf \
       /usr/share/python-wheels /usr/lib/python3/dist-packages/* \
       /usr/lib/python3.*/lib2to3 /usr/lib/python3.*/pydoc_data /usr/lib/python3.*/ensurepip \
       /usr/lib/python3.*/idlelib /usr/lib/python3.*/turtledemo /usr/lib/*-linux-gnu/gconv \
-      /var/lib/apt/lists/* /var/cache/apt/* /var/cache/debconf/*-old /var/log/*
+      /usr/lib/python3.*/lib-dynload/_test*.so /usr/lib/python3.*/lib-dynload/xxlimited*.so \
+      /usr/lib/python3.*/lib-dynload/_xxtestfuzz*.so \
+      /var/lib/apt /var/cache/apt /var/log/*
+COPY --from=venv /opt/plnt /opt/plnt
+RUN broken=$(find / -xdev -type f \( -perm -u+x -o -name '*.so*' \) -exec sh -c \
+      'for f; do head -c 4 "$f" | grep -q ELF && ldd "$f" 2>/dev/null | sed -n "s|.*=> not found|$f: &|p"; done; true' \
+      sh {} +) \
+ && if [ -n "$broken" ]; then echo "$broken" >&2; exit 1; fi \
+ && /opt/plnt/bin/python -c 'import ssl, sqlite3, ctypes, lzma, bz2, zoneinfo, uuid, uvloop, \
+grpc, cryptography.x509, pydantic_core, yaml, aiohttp, helm_python, temporalio.worker, \
+kubernetes_asyncio.client, botocore.session' \
+ && /opt/plnt/bin/plnt --help >/dev/null
 
 # Stage 4: the image a cluster pulls, without build tools or the source tree.
 FROM scratch AS cluster
 COPY --from=runtime-base / /
-COPY --from=venv /opt/plnt /opt/plnt
 LABEL org.opencontainers.image.title="plnt" \
       org.opencontainers.image.description="plnt: an aggregated Kubernetes API server for AI workflows" \
       org.opencontainers.image.source="https://github.com/plnt-work/plnt" \

@@ -1,7 +1,8 @@
 """`python -m plnt.bench proxy`: the OpenAI endpoint through the API server vs the runner itself.
 
     python -m plnt.bench proxy [--concurrency 16] [--duration 5] [--sequential-duration 3]
-                               [--warmup 0.5] [--latency-ms 0] [--json FILE]
+                               [--warmup 0.5] [--latency-ms 0] [--wrk-connections 1,16]
+                               [--no-wrk] [--json FILE]
 
 One run starts etcd, the API server child (`apiserver_serving`, as the API benchmark does:
 watch cache, HTTPS with plnt's PKI) and one runner process of `examples/chat.workflow.yaml`
@@ -18,7 +19,10 @@ closed loop, the same bodies and keep-alive connections on both sides, it measur
   ≤ 1 ms);
 * CPU per request, for each of those phases (`cputime`, from /proc): the API server
   process's per proxied call against the runner's per direct call (target ratio ≤ 1), with the
-  runner's and etcd's CPU during the proxied phase and the generator's printed beside.
+  runner's and etcd's CPU during the proxied phase and the generator's printed beside;
+* the same chats sent by `wrk`, a C client (`plnt.bench.proxy_wrk`), at each of
+  `--wrk-connections`: rate, p50/p99 and CPU per request of both sides and their ratio.
+  Without wrk the report prints `MISSING …` and the other phases run.
 
 Every request asks a different question (its sequence number), so the runner's step cache
 never answers and the echo backend is called each time. The numbers are ratios and
@@ -47,7 +51,7 @@ import aiohttp
 
 from plnt.apiserver import pki
 from plnt.bench import apiserver as harness
-from plnt.bench import apiserver_running, children, cputime, reports
+from plnt.bench import apiserver_running, children, cputime, proxy_wrk, reports, wrk
 from plnt.bench.saga import (
     GENERATOR,
     OVERHEAD_TARGET_MS,
@@ -79,6 +83,8 @@ class ProxySettings:
     latency_ms: float = 0.0
     api_processes: tuple[int, ...] = (1,)
     """API server process counts (`--workers 1,2`): the whole benchmark runs once per count."""
+    wrk_connections: tuple[int, ...] = (1, 16)
+    """The wrk phase's connection counts; empty skips the phase."""
 
 
 API_PROCESSES_TARGET = 1.5
@@ -96,6 +102,10 @@ class ProxyResults:
     proxy_stream: PhaseStats = field(default_factory=PhaseStats)
     """The streamed phases as a whole (their CPU readings); the TTFTs are above."""
     direct_stream: PhaseStats = field(default_factory=PhaseStats)
+    wrk: list[proxy_wrk.ProxyWrkPhase] = field(default_factory=list)
+    """The wrk phase's runs (empty when it did not run)."""
+    wrk_missing: bool = False
+    """The wrk phase was asked for but wrk is not installed."""
 
     @property
     def throughput_ratio(self) -> float:
@@ -306,6 +316,19 @@ async def bench(settings: ProxySettings, workdir: Path, *, api_processes: int = 
 
         results.proxy_ttft, results.proxy_stream = await first_tokens(api, proxy_url)
         results.direct_ttft, results.direct_stream = await first_tokens(direct, direct_url)
+        if settings.wrk_connections and wrk.binary() is None:
+            results.wrk_missing = True
+        elif settings.wrk_connections:
+            results.wrk = await proxy_wrk.measure(
+                proxy_url=proxy_url,
+                direct_url=direct_url,
+                token=server.token,
+                connections=settings.wrk_connections,
+                duration=settings.duration,
+                warmup=settings.warmup,
+                meter=meter,
+                workdir=workdir,
+            )
         return results
 
 
@@ -333,6 +356,9 @@ def report(results: ProxyResults, settings: ProxySettings) -> list[str]:
         f"{reports.verdict(results.ttft_overhead_ms <= OVERHEAD_TARGET_MS)}",
     ]
     lines += [row.line() for row in results.cpu_rows(settings.concurrency).values()]
+    if results.wrk_missing:
+        lines.append(f"MISSING {wrk.MISSING}")
+    lines += proxy_wrk.lines(results.wrk)
     return lines
 
 
@@ -358,6 +384,8 @@ def as_json(results: ProxyResults, settings: ProxySettings) -> dict[str, Any]:
         "overheadMs": results.overhead_ms,
         "ttftOverheadMs": results.ttft_overhead_ms,
         "cpu": {key: row.as_json() for key, row in results.cpu_rows(settings.concurrency).items()},
+        "wrk": proxy_wrk.as_json(results.wrk),
+        "wrkMissing": results.wrk_missing,
     }
 
 
@@ -376,6 +404,13 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[ProxySettings, Path |
         default=(1,),
         help="API server processes, comma-separated counts run one after another (1,2)",
     )
+    p.add_argument(
+        "--wrk-connections",
+        type=api_process_counts,
+        default=(1, 16),
+        help="the wrk phase's connection counts, one request in flight each (1,16)",
+    )
+    p.add_argument("--no-wrk", action="store_true", help="skip the wrk phase")
     p.add_argument("--json", type=Path, help="also write the results to this file")
     args = p.parse_args(argv)
     settings = ProxySettings(
@@ -385,6 +420,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[ProxySettings, Path |
         warmup=args.warmup,
         latency_ms=args.latency_ms,
         api_processes=args.workers,
+        wrk_connections=() if args.no_wrk else args.wrk_connections,
     )
     return settings, args.json
 

@@ -65,6 +65,32 @@ def script(*, method: str = "GET", body: bytes = b"", headers: Mapping[str, str]
     return "\n".join(lines) + "\n"
 
 
+def numbered_script(
+    *, method: str = "POST", body: bytes, marker: str, headers: Mapping[str, str] = {}
+) -> str:
+    """A wrk Lua script like `script`'s whose every request carries `body` with `marker`
+    replaced by the request's number (one more each request of a run): for a server that
+    answers a body it has seen from its cache (a runner's step cache), so every request
+    reaches it."""
+    before, found, after = body.decode().partition(marker)
+    if not found:
+        raise ValueError(f"body: holds no marker {marker!r}")
+    return (
+        script(method=method, headers=headers)
+        + "\n".join(
+            [
+                "local sequence = 0",
+                "request = function()",
+                "  sequence = sequence + 1",
+                f"  return wrk.format(nil, nil, nil, {lua_string(before)} .. sequence"
+                f" .. {lua_string(after)})",
+                "end",
+            ]
+        )
+        + "\n"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class WrkResult:
     """wrk's summary: completed requests, failures, seconds, and latency quantiles (ms)."""

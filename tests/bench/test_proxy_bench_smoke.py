@@ -8,13 +8,14 @@ through the proxy and directly, and that everything is cleaned up.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = ["--concurrency", "2", "--duration", "0.3", "--sequential-duration", "0.3",
-        "--warmup", "0.05"]  # fmt: skip
+        "--warmup", "0.05", "--wrk-connections", "1,2"]  # fmt: skip
 
 
 def test_proxy_benchmark_completes_and_prints_each_target_line(tmp_path: Path) -> None:
@@ -35,7 +36,19 @@ def test_proxy_benchmark_completes_and_prints_each_target_line(tmp_path: Path) -
         "overhead ttft p50 c=1",
     ]
     cpu = [line.split()[1:3] for line in result.stdout.splitlines() if line.startswith("cpu/req ")]
-    assert cpu == [["chat", "c=2"], ["chat", "c=1"], ["stream", "c=1"]], result.stdout
+    python_rows = [["chat", "c=2"], ["chat", "c=1"], ["stream", "c=1"]]
+    if shutil.which("wrk") is None:
+        assert cpu == python_rows and "MISSING wrk is not installed" in result.stdout
+    else:
+        assert cpu == [*python_rows, ["wrk", "chat"], ["wrk", "chat"]], result.stdout
+        runs = json.loads(out.read_text())["wrk"]["runs"]
+        assert [(r["side"], r["connections"]) for r in runs] == [
+            ("proxy", 1), ("direct", 1), ("proxy", 2), ("direct", 2)
+        ]  # fmt: skip
+        # Every chat wrk sent was answered: numbered questions, the token accepted.
+        assert all(r["requests"] > 0 and r["errors"] == 0 for r in runs), runs
+        row = json.loads(out.read_text())["wrk"]["cpu"]["chat c=1"]
+        assert row["plnt_ms"] > 0 and row["floor_ms"] > 0, row
     results = json.loads(out.read_text())
     for key in ("chat", "chatSequential", "stream"):
         row = results["cpu"][key]

@@ -70,3 +70,42 @@ async def test_wrk_sends_the_scripted_method_body_and_header(tmp_path: Path) -> 
     assert seen and all(s == ("POST", b'{"a": "b"}', "Bearer t") for s in seen)
     assert result.requests + result.errors == len(seen)
     assert result.errors == len(seen) // 2
+
+
+def test_numbered_script_without_its_marker_in_the_body_names_the_field() -> None:
+    with pytest.raises(ValueError, match="body: holds no marker '@N@'"):
+        wrk.numbered_script(body=b'{"q": "1"}', marker="@N@")
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason=wrk.MISSING)
+async def test_wrk_numbers_every_request_body_of_a_numbered_script(tmp_path: Path) -> None:
+    seen: list[tuple[bytes, str]] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append((await request.read(), request.headers["Content-Type"]))
+        return web.Response()
+
+    app = web.Application()
+    app.router.add_post("/x", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        lua = wrk.numbered_script(
+            body=b'{"q": "n@N@"}', marker="@N@", headers={"Content-Type": "application/json"}
+        )
+        result = await wrk.run(
+            f"http://127.0.0.1:{port}/x", connections=1, duration=1, lua=lua, workdir=tmp_path
+        )
+    finally:
+        await runner.cleanup()
+    # Every body differs (a server caching by body never answers from its cache); one
+    # connection sends them in order, each numbered one more than the last (wrk builds
+    # a request before its first send, so the first number seen may exceed 1).
+    first = int(seen[0][0].split(b'"n')[1].split(b'"')[0])
+    expected = [b'{"q": "n%d"}' % n for n in range(first, first + len(seen))]
+    assert [body for body, _ in seen] == expected
+    assert {kind for _, kind in seen} == {"application/json"}
+    assert result.requests == len(seen) and result.errors == 0
