@@ -44,7 +44,7 @@ from aiohttp import web
 from plnt.api import names
 from plnt.apiserver import pki
 from plnt.bench import apiserver as harness
-from plnt.bench import apiserver_running, children, reports
+from plnt.bench import apiserver_running, children, local_serving, reports
 from plnt.processes.etcd import EtcdProcess
 from plnt.runner import backends
 
@@ -151,15 +151,8 @@ async def scripted(settings: AgentSettings) -> AsyncIterator[str]:
     app = web.Application()
     app.router.add_post("/v1/chat/completions", chat)
     app.router.add_post("/add", add)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with local_serving.serving(app) as url:
+        yield url
 
 
 @contextlib.asynccontextmanager

@@ -34,6 +34,7 @@ from pathlib import Path
 from plnt.apiserver import app as app_module
 from plnt.apiserver import serving
 from plnt.apiserver.settings import ServerSettings
+from plnt.bench import local_serving
 from plnt.processes import apiprocesses, tasks
 
 READY = "bench-server ready"
@@ -82,7 +83,9 @@ async def serve(
     try:
         async with contextlib.AsyncExitStack() as stack:
             if first:  # The parent holds our stdin: EOF means it is gone, so never outlive it.
-                await stack.enter_async_context(tasks.running(_watch_stdin(stop), name="stdin"))
+                await stack.enter_async_context(
+                    tasks.running(local_serving.watch_stdin(stop), name="stdin")
+                )
             await serving.serve(
                 application,
                 host="127.0.0.1",
@@ -107,15 +110,6 @@ def _sibling_argv(etcd: str, pki_dir: Path, port: int, token_file: Path | None) 
         "--pki-dir", str(pki_dir), "--port", str(port),
     ]  # fmt: skip
     return argv + (["--token-file", str(token_file)] if token_file is not None else [])
-
-
-async def _watch_stdin(stop: asyncio.Event) -> None:
-    """Set `stop` once stdin closes (the benchmark that holds the pipe is gone)."""
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader()
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    await reader.read()
-    stop.set()
 
 
 def main() -> None:

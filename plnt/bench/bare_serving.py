@@ -22,7 +22,6 @@ import asyncio
 import json
 import os
 import signal
-import sys
 import uuid
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from plnt.api import names
 from plnt.apiserver import app as app_module
 from plnt.apiserver.settings import ServerSettings
 from plnt.bench import apiserver as harness
+from plnt.bench import local_serving
 
 READY = "bare-server ready"
 LIST_NS = "bench-list"
@@ -86,7 +86,7 @@ async def serve(*, pki_dir: Path, port: int) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    watcher = asyncio.create_task(_watch_stdin(stop))
+    watcher = asyncio.create_task(local_serving.watch_stdin(stop))
     try:
         await web.TCPSite(runner, "127.0.0.1", port, ssl_context=ssl_context).start()
         print(f"{READY} pid={os.getpid()}", flush=True)
@@ -94,15 +94,6 @@ async def serve(*, pki_dir: Path, port: int) -> None:
     finally:
         watcher.cancel()
         await runner.cleanup()
-
-
-async def _watch_stdin(stop: asyncio.Event) -> None:
-    """Set `stop` once stdin closes (the benchmark that holds the pipe is gone)."""
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader()
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    await reader.read()
-    stop.set()
 
 
 def main() -> None:

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 from aiohttp import web
 
+from plnt.bench import local_serving
 from plnt.runner import app as runner_app
 from plnt.runner import settings
 
@@ -153,17 +154,8 @@ class Result:
     recovery_seconds: float | None
 
 
-@asynccontextmanager
-async def _serving(app: web.Application) -> AsyncIterator[str]:
-    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+def _serving(app: web.Application) -> AbstractAsyncContextManager[str]:
+    return local_serving.serving(app, handler_cancellation=True)
 
 
 async def _one(
