@@ -35,7 +35,7 @@ from plnt.apiserver import app as app_module
 from plnt.apiserver import serving
 from plnt.apiserver.settings import ServerSettings
 from plnt.bench import local_serving
-from plnt.processes import apiprocesses, tasks
+from plnt.processes import apiprocesses, eventloops, tasks
 
 READY = "bench-server ready"
 LIST_NS = "bench-list"
@@ -124,7 +124,7 @@ def main() -> None:
     slot = apiprocesses.Slot.from_environment()
     if slot is not None:
         apiprocesses.die_with_parent(slot.parent)
-    asyncio.run(
+    eventloops.run(
         serve(
             etcd=args.etcd,
             pki_dir=args.pki_dir,

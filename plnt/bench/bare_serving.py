@@ -32,6 +32,7 @@ from plnt.apiserver import app as app_module
 from plnt.apiserver.settings import ServerSettings
 from plnt.bench import apiserver as harness
 from plnt.bench import local_serving
+from plnt.processes import eventloops
 
 READY = "bare-server ready"
 LIST_NS = "bench-list"
@@ -101,7 +102,7 @@ def main() -> None:
     parser.add_argument("--pki-dir", type=Path, required=True, help="plnt's PKI directory")
     parser.add_argument("--port", type=int, required=True, help="the HTTPS port")
     args = parser.parse_args()
-    asyncio.run(serve(pki_dir=args.pki_dir, port=args.port))
+    eventloops.run(serve(pki_dir=args.pki_dir, port=args.port))
 
 
 if __name__ == "__main__":

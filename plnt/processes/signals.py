@@ -14,6 +14,8 @@ import signal
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
+from plnt.processes import eventloops
+
 T = TypeVar("T")
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -35,10 +37,11 @@ def stop_event() -> Iterator[asyncio.Event]:
 
 
 def run_until_signalled(serve: Callable[[asyncio.Event], Awaitable[T]]) -> T:
-    """Blocking: `serve(stop)` on a new event loop, `stop` set by SIGINT or SIGTERM."""
+    """Blocking: `serve(stop)` on a new event loop (`eventloops`: uvloop unless told or
+    missing), `stop` set by SIGINT or SIGTERM."""
 
     async def main() -> T:
         with stop_event() as stop:
             return await serve(stop)
 
-    return asyncio.run(main())
+    return eventloops.run(main())

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from plnt.processes import eventloops
 from plnt.runner import app as runner_app
 from plnt.runner import settings
 
@@ -88,6 +89,7 @@ async def serve_until_stopped(runner_settings: settings.RunnerSettings) -> None:
 
 
 def serve(runner_settings: settings.RunnerSettings) -> None:
-    """Run `serve_until_stopped` in a fresh event loop."""
+    """Run `serve_until_stopped` in a fresh event loop (uvloop unless `PLNT_EVENT_LOOP`
+    says otherwise or it is missing: `plnt.processes.eventloops`)."""
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve_until_stopped(runner_settings))
+        eventloops.run(serve_until_stopped(runner_settings))
