@@ -126,6 +126,9 @@ StrPath = str | PathLike[str]
 
 _log = logging.getLogger(__name__)
 
+_GATEWAY_FAILURES_BEFORE_REST = 3
+_GATEWAY_REST_SECONDS = 60.0
+
 
 class _Client(aetcd.Client):  # type: ignore[misc]  # aetcd is untyped
     """aetcd's client, dialling a TLS channel when given credentials.
@@ -241,6 +244,10 @@ class EtcdStore:
                 ssl_context=_ssl_context(ca_file, cert_file, key_file) if tls else None,
                 timeout=request_timeout,
             )
+        self.revision_reads = {"gateway": 0, "grpc": 0, "gateway_failed": 0}
+        """`current_revision` answers by path, and gateway reads that failed (tests, debugging)."""
+        self._gateway_failures = 0
+        self._gateway_resting_until = 0.0
         self._kv: Any = None
         self._observe = observe
         self._server_version: str | None = None
@@ -347,26 +354,52 @@ class EtcdStore:
         gateway failure is asked again through gRPC, which names etcd's errors.
         """
         gateway = self._gateway
-        if gateway is not None and not gateway.busy:
-            start = time.perf_counter()
+        start = time.perf_counter()
+        if gateway is not None and not gateway.busy and start >= self._gateway_resting_until:
             try:
                 revision = await gateway.read()
             except GatewayMissing as exc:
                 _log.info("etcd at %s: %s; revision reads use gRPC", self.endpoint, exc)
                 self._gateway = None
                 await gateway.close()
-            except GatewayFailed:
-                pass
+            except GatewayFailed as exc:
+                self._gateway_failed(exc)
             else:
+                self._gateway_failures = 0
                 if self._observe is not None:
                     self._observe("range", time.perf_counter() - start)
+                self.revision_reads["gateway"] += 1
                 return revision
         request = rpc.RangeRequest(key=self.key_prefix.encode() or b"\x00", count_only=True)
         try:
             resp = await self._kv.Range(request, timeout=self._timeout)
         except rpc.AioRpcError as exc:
             raise translate_rpc_error(exc) from exc
+        self.revision_reads["grpc"] += 1
         return int(resp.header.revision)
+
+    def _gateway_failed(self, error: GatewayFailed) -> None:
+        """Count a failed gateway read; after a few in a row, rest the gateway a while.
+
+        One etcd can answer every gateway read with an error while gRPC works: with
+        client-certificate authentication, etcd 3.5's gateway dials etcd's own gRPC
+        port with the serving certificate, which etcd refuses unless that certificate
+        also allows client use. Without the rest every revision read would pay a failed
+        request before gRPC's; with it a passing outage costs the gateway only a while.
+        """
+        self.revision_reads["gateway_failed"] += 1
+        self._gateway_failures += 1
+        if self._gateway_failures >= _GATEWAY_FAILURES_BEFORE_REST:
+            self._gateway_failures = 0
+            self._gateway_resting_until = time.perf_counter() + _GATEWAY_REST_SECONDS
+            _log.info(
+                "etcd at %s: the JSON gateway failed %d times in a row (%s); revision reads "
+                "use gRPC for %.0f s",
+                self.endpoint,
+                _GATEWAY_FAILURES_BEFORE_REST,
+                error,
+                _GATEWAY_REST_SECONDS,
+            )
 
     # -- writes ---------------------------------------------------------------------------
 
