@@ -36,9 +36,11 @@ its own last write. Concurrent consistent reads share that round trip: a read jo
 the next revision read that has not yet been sent (never one already in flight, which
 could predate it), so under load one linearizable read serves a whole batch of GETs
 and the cost per read falls with concurrency, as kube's progress requester batches its
-waiters. `consistent=False` (resourceVersion "0") answers from memory
-at once, except that it still waits (at most `sync_timeout`) for this store's
-own latest write under the prefix, so a client of one replica reads its writes.
+waiters. With no read in flight the caller sends its own, in its own task; only callers
+that arrive while one is in flight wait for the batch read that follows it.
+`consistent=False` (resourceVersion "0") answers from memory at once, except that it
+still waits (at most `sync_timeout`) for this store's own latest write under the
+prefix, so a client of one replica reads its writes.
 
 Keys outside every cached prefix, and everything before the initial lists have
 loaded (`ready` False), go straight to the etcd store. On a compaction that
@@ -113,6 +115,8 @@ class CachedStore:
         self._next_revision: asyncio.Future[int] | None = None
         """The revision read the next consistent reads share; not sent yet."""
         self._revision_reader: asyncio.Task[None] | None = None
+        self._reading = False
+        """A revision read is in flight (a caller's own, or the batch reader's)."""
         self.stats = ReadStats()
 
     @property
@@ -144,6 +148,7 @@ class CachedStore:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         self._task = self._revision_reader = None
+        self._reading = False
         for cache in self._caches:
             cache.reset()
 
@@ -194,16 +199,34 @@ class CachedStore:
 
     async def current_revision(self) -> int:
         """etcd's revision now, read after this call began (shared with concurrent callers)."""
+        if not self._reading:
+            # Nobody is reading: this caller reads, in its own task. A lone request (the
+            # common case for kubectl and controllers) pays no task, shield or future.
+            self._reading = True
+            try:
+                return await self._store.current_revision()
+            finally:
+                self._reading = False
+                if self._next_revision is not None:  # callers that came meanwhile
+                    self._start_revision_reader()
         future = self._next_revision
         if future is None:
             future = self._next_revision = asyncio.get_running_loop().create_future()
             future.add_done_callback(_retrieve)
-        if self._revision_reader is None or self._revision_reader.done():
-            self._revision_reader = asyncio.create_task(self._read_revisions())
         return await asyncio.shield(future)
+
+    def _start_revision_reader(self) -> None:
+        self._reading = True
+        self._revision_reader = asyncio.create_task(self._read_revisions())
 
     async def _read_revisions(self) -> None:
         """Send one revision read per batch of waiters until none is waiting."""
+        try:
+            await self._read_batches()
+        finally:
+            self._reading = False
+
+    async def _read_batches(self) -> None:
         while (future := self._next_revision) is not None:
             self._next_revision = None  # later callers wait for the next read
             try:

@@ -29,7 +29,7 @@ def test_asyncio_runs_asyncio_s_own_loop(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_an_unknown_loop_is_refused_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(eventloops.ENV, "trio")
-    with pytest.raises(ValueError, match="PLNT_EVENT_LOOP='trio'.*auto, uvloop, asyncio"):
+    with pytest.raises(ValueError, match=r"PLNT_EVENT_LOOP='trio'.*auto, uvloop, asyncio"):
         eventloops.run(_loop_module())
 
 

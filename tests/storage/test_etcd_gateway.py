@@ -11,6 +11,7 @@ import pytest
 from aiohttp import web
 
 from plnt.processes.ports import free_port
+from plnt.storage.cache import CachedStore
 from plnt.storage.etcd import EtcdStore
 from plnt.storage.etcd_gateway import GatewayFailed, GatewayMissing, GatewayRevisions
 from tests.support.etcd import running_tls_etcd
@@ -117,3 +118,18 @@ async def test_chunked_answers_and_closed_connections_are_read(
     reader = await fake_gateway(chunked_then_close)
     assert [await reader.read() for _ in range(3)] == [41, 42, 43]
     assert seen[0] == b'{"key":"L3JlZ2lzdHJ5","count_only":true}'
+
+
+async def test_consistent_reads_share_revision_reads_and_a_lone_read_sends_one(
+    etcd_store: EtcdStore, prefix: str
+) -> None:
+    """Twenty concurrent consistent GETs: the first sends its own revision read, the other
+    nineteen join the one read sent after it; then a lone GET sends exactly one."""
+    async with CachedStore(etcd_store, prefixes=[prefix]) as cached:
+        written = await cached.create(f"{prefix}k", b"v")
+        before = sum(etcd_store.revision_reads.values())
+        got = await asyncio.gather(*(cached.get(f"{prefix}k") for _ in range(20)))
+        assert got == [written] * 20
+        assert sum(etcd_store.revision_reads.values()) - before == 2
+        assert await cached.get(f"{prefix}k") == written
+        assert sum(etcd_store.revision_reads.values()) - before == 3
