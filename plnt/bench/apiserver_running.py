@@ -36,6 +36,7 @@ from plnt.bench import apiserver_serving as serving
 from plnt.bench import bare_serving, children, consistent_reads, cputime, wrk
 from plnt.bench.apiserver_report import BARE, ETCD, GENERATOR, SERVER, Results, WrkPhase
 from plnt.bench.settings import ApiBenchmarkSettings
+from plnt.processes import eventloops
 from plnt.processes.etcd import EtcdProcess
 from plnt.processes.ports import free_port
 from plnt.storage.etcd import EtcdStore
@@ -252,7 +253,7 @@ async def bench(
         pid = server.child.process.pid
         print(
             f"etcd {etcd.endpoint} (pid {etcd.pid}); server {server.base} (pid {pid}, "
-            f"{api_processes} worker{'s' if api_processes > 1 else ''})"
+            f"{api_processes} worker{'s' if api_processes > 1 else ''}) on {eventloops.chosen()}"
         )
         await create_namespaces(session, server.base)
         results.rss_started_bytes = resident_bytes(pid)
