@@ -57,7 +57,7 @@ class GatewayRevisions:
         body = orjson.dumps({"key": base64.b64encode(key).decode(), "count_only": True})
         self._request = (
             b"POST /v3/kv/range HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\n"
-            b"Content-Length: %d\r\n\r\n" % (host.encode("idna"), port, len(body))
+            b"Content-Length: %d\r\n\r\n" % (_host_header(host), port, len(body))
         ) + body
         self._lock = asyncio.Lock()
         self._reader: asyncio.StreamReader | None = None
@@ -128,6 +128,13 @@ class GatewayRevisions:
         if status != 200:
             raise GatewayFailed(f"etcd's gateway answered {status}: {body[:200]!r}")
         return int(orjson.loads(body)["header"]["revision"])
+
+
+def _host_header(host: str) -> bytes:
+    """The Host header's name part: an IPv6 address in brackets, a name as IDNA."""
+    if ":" in host:
+        return b"[" + host.encode("ascii") + b"]"
+    return host.encode("idna")
 
 
 def _parse_head(head: bytes) -> tuple[int, dict[bytes, bytes]]:
