@@ -133,3 +133,30 @@ async def test_consistent_reads_share_revision_reads_and_a_lone_read_sends_one(
         assert sum(etcd_store.revision_reads.values()) - before == 2
         assert await cached.get(f"{prefix}k") == written
         assert sum(etcd_store.revision_reads.values()) - before == 3
+
+
+async def test_a_read_cancelled_mid_answer_leaves_the_next_read_a_fresh_connection(
+    fake_gateway: Callable[[Handler], Awaitable[GatewayRevisions]],
+) -> None:
+    release, arrived = asyncio.Event(), asyncio.Event()
+    peers: list[object] = []
+
+    async def slow_first(request: web.Request) -> web.Response:
+        peers.append(request.transport)
+        arrived.set()
+        if len(peers) == 1:
+            await release.wait()  # never answered before the client gives up
+        return web.json_response({"header": {"revision": str(100 + len(peers))}})
+
+    reader = await fake_gateway(slow_first)
+    first = asyncio.create_task(reader.read())
+    async with asyncio.timeout(5):
+        await arrived.wait()
+    assert reader.busy
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    assert not reader.busy
+    assert await reader.read() == 102
+    assert peers[1] is not peers[0]  # the half-used connection was not reused
+    release.set()
