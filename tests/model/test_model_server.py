@@ -227,8 +227,12 @@ async def test_a_backend_probes_call_is_counted_apart_and_never_as_a_callers_req
             session, model_server.endpoint, model_server.model, budget=60.0
         )
     assert measured.milliseconds is not None, measured.detail
-    text = await _metrics_text(model_server)
-    assert _probes(text) >= probes_before + 1
+
+    async def probe_counted() -> bool:
+        # Counted once its generation ends, after the probe has read its first token.
+        return _probes(await _metrics_text(model_server)) >= probes_before + 1
+
+    await eventually(probe_counted, within=30, what="the probe counted")
     assert (await load_of(model_server))[2] == answered_before
     # A caller's call of the same shape, without the header, is counted as a request.
     body = {"model": model_server.model, "prompt": COUNTING, "max_tokens": 2}
