@@ -251,13 +251,16 @@ def _backend_store(app: web.Application) -> ResourceStore | None:
     return stores.get((plntbackends.DEFINITION.group, plntbackends.DEFINITION.plural))
 
 
-def _spiller(app: web.Application) -> spilling.Spiller:
-    """The spill state (`spilling`): it judges the calls the invoker keeps, reads the
-    backends' probes from this server's store, and records Events on the writing worker."""
+def _spiller(app: web.Application, objectives: Objectives) -> spilling.Spiller:
+    """The spill state (`spilling`): it judges the calls the invoker keeps against the
+    objectives followed here (parsed once per change of a run, not once per call), reads
+    the backends' probes from this server's store, and records Events on the writing
+    worker."""
     writes = _writes(app)
     return spilling.Spiller(
         app[keys.METRICS].registry,
         windows=app[run_keys.INVOKER].windows,
+        objectives=objectives.of,
         backends=lambda: _backend_store(app),
         events=lambda: app.get(keys.EVENT_RECORDER) if writes else None,
         clock=time.time,
@@ -270,7 +273,7 @@ async def context(app: web.Application) -> AsyncIterator[None]:
     writing worker."""
     objectives = Objectives()
     app[run_keys.LATENCY].objectives = objectives.of
-    spiller = app[run_keys.SPILLER] = _spiller(app)
+    spiller = app[run_keys.SPILLER] = _spiller(app, objectives)
     prefix = workflowruns.DEFINITION.key_prefix()
     try:
         async with following.exported(app, objectives, prefix=prefix, name="slo objectives"):

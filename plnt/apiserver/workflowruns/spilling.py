@@ -41,7 +41,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import pydantic
 from prometheus_client import CollectorRegistry, Counter
 
 from plnt.api import errors, slo
@@ -226,11 +225,13 @@ class Spiller:
         registry: CollectorRegistry,
         *,
         windows: attainment.Windows,
+        objectives: Callable[[str, str], slo.ServiceLevelObjectives | None],
         backends: Callable[[], ResourceStore | None],
         events: Callable[[], EventSink | None],
         clock: Callable[[], float],
     ) -> None:
         self._windows = windows
+        self._objectives = objectives
         self._backends = backends
         self._events = events
         self._clock = clock
@@ -250,8 +251,9 @@ class Spiller:
         """The backend the run's next call should spill to (None: its own)."""
         spec = obj.get("spec") or {}
         pool = (spec.get("backend") or {}).get("pool")
-        objective = _objective_of(spec.get("slo")) if pool else None
         key = RunKey.of(obj)
+        stated = self._objectives(key.namespace, key.name) if pool else None
+        objective = Objective.of(stated) if stated is not None else None
         if objective is None:
             self._runs.pop(key, None)
             return None
@@ -272,7 +274,7 @@ class Spiller:
             "name"
         )
         pooled = [b for b in page.items if (b.get("spec") or {}).get("pool") == pool]
-        by_name = {Candidate.of(b).name: Candidate.of(b) for b in pooled}
+        by_name = {c.name: c for c in map(Candidate.of, pooled)}
         primary = by_name.pop(str(primary_name), None) if primary_name else None
         decision = decide(
             state,
@@ -301,12 +303,3 @@ class Spiller:
         if sink is not None:
             after = dict(obj)
             sink.record_change(Change(before=after, after=after), lambda _change: [event])
-
-
-def _objective_of(raw: Any) -> Objective | None:
-    if not raw:
-        return None
-    try:
-        return Objective.of(slo.ServiceLevelObjectives.model_validate(raw))
-    except pydantic.ValidationError:
-        return None
