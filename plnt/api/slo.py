@@ -103,18 +103,6 @@ class ServiceLevelObjectives(WireModel):
         """Whether judging needs streamed calls (a token timing is an objective)."""
         return self.time_to_first_token is not None or self.time_per_output_token is not None
 
-    def named(self) -> list[str]:
-        """The objectives this spec states, in `OBJECTIVE_NAMES` order."""
-        present = {
-            "timeToFirstToken": self.time_to_first_token,
-            "timePerOutputToken": self.time_per_output_token,
-            "latency": self.latency,
-            "errorRate": self.max_error_rate,
-            "tokensPerSecond": self.min_tokens_per_second,
-            "costPerMillionTokens": self.max_cost_per_million_tokens,
-        }
-        return [name for name in OBJECTIVE_NAMES if present[name] is not None]
-
 
 class BackendPricing(WireModel):
     """What a backend costs: per million tokens, or per hour (one of the two)."""
@@ -377,8 +365,3 @@ def overall(judged: Sequence[ObjectiveAttainment]) -> tuple[bool | None, float |
     budgets = [o.budget_remaining for o in judged if o.budget_remaining is not None]
     met = all(o.met for o in measured) if measured else None
     return met, (min(budgets) if budgets else None)
-
-
-def missed(judged: Sequence[ObjectiveAttainment]) -> list[ObjectiveAttainment]:
-    """The objectives measured and missed."""
-    return [o for o in judged if o.met is False]
