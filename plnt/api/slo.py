@@ -237,45 +237,28 @@ def _budget(missed: float, allowed: float) -> float:
     return round(1.0 - missed / allowed, 4) if allowed > 0 else (1.0 if missed == 0 else -1.0)
 
 
-def _latency(
-    name: str, objective: LatencyObjective, values: Sequence[float]
+def _share(
+    name: str, threshold: float, percentile: float, values: Sequence[float], *, at_least: bool
 ) -> ObjectiveAttainment:
+    """A percentile objective judged on `values`: met when at least `percentile`% of them
+    are within `threshold` (at most it; at least it for a rate, `at_least`)."""
     if not values:
-        return ObjectiveAttainment(
-            name=name, objective=objective.milliseconds, percentile=objective.percentile
-        )
-    good = sum(1 for v in values if v <= objective.milliseconds)
+        return ObjectiveAttainment(name=name, objective=threshold, percentile=percentile)
+    good = sum(1 for v in values if (v >= threshold if at_least else v <= threshold))
     share = good / len(values)
+    if at_least:
+        # The rate p% of calls reach or beat: the nearest rank counted from the fastest.
+        measured = -(percentile_of([-v for v in values], percentile) or 0.0)
+    else:
+        measured = percentile_of(values, percentile) or 0.0
     return ObjectiveAttainment(
         name=name,
-        objective=objective.milliseconds,
-        percentile=objective.percentile,
-        measured=round(percentile_of(values, objective.percentile) or 0.0, 3),
-        attainment=round(share, 4),
-        met=share * 100.0 >= objective.percentile,
-        budget_remaining=_budget(1.0 - share, 1.0 - objective.percentile / 100.0),
-        samples=len(values),
-    )
-
-
-def _rate(objective: TokenRateObjective, values: Sequence[float]) -> ObjectiveAttainment:
-    name = "tokensPerSecond"
-    if not values:
-        return ObjectiveAttainment(
-            name=name, objective=objective.tokens_per_second, percentile=objective.percentile
-        )
-    good = sum(1 for v in values if v >= objective.tokens_per_second)
-    share = good / len(values)
-    # The rate p% of calls reach or beat: the nearest rank counted from the fastest.
-    measured = -(percentile_of([-v for v in values], objective.percentile) or 0.0)
-    return ObjectiveAttainment(
-        name=name,
-        objective=objective.tokens_per_second,
-        percentile=objective.percentile,
+        objective=threshold,
+        percentile=percentile,
         measured=round(measured, 3),
         attainment=round(share, 4),
-        met=share * 100.0 >= objective.percentile,
-        budget_remaining=_budget(1.0 - share, 1.0 - objective.percentile / 100.0),
+        met=share * 100.0 >= percentile,
+        budget_remaining=_budget(1.0 - share, 1.0 - percentile / 100.0),
         samples=len(values),
     )
 
@@ -312,14 +295,15 @@ def judge(
     missed, and nothing says it was met.
     """
     judged: list[ObjectiveAttainment] = []
-    if slo.time_to_first_token is not None:
-        judged.append(_latency("timeToFirstToken", slo.time_to_first_token, samples.first_token_ms))
-    if slo.time_per_output_token is not None:
-        judged.append(
-            _latency("timePerOutputToken", slo.time_per_output_token, samples.per_token_ms)
-        )
-    if slo.latency is not None:
-        judged.append(_latency("latency", slo.latency, samples.latency_ms))
+    for name, latency, values in (
+        ("timeToFirstToken", slo.time_to_first_token, samples.first_token_ms),
+        ("timePerOutputToken", slo.time_per_output_token, samples.per_token_ms),
+        ("latency", slo.latency, samples.latency_ms),
+    ):
+        if latency is not None:
+            judged.append(
+                _share(name, latency.milliseconds, latency.percentile, values, at_least=False)
+            )
     if slo.max_error_rate is not None:
         if samples.calls:
             ratio = samples.errors / samples.calls
@@ -336,8 +320,16 @@ def judge(
             )
         else:
             judged.append(ObjectiveAttainment(name="errorRate", objective=slo.max_error_rate))
-    if slo.min_tokens_per_second is not None:
-        judged.append(_rate(slo.min_tokens_per_second, samples.tokens_per_second))
+    if (rate := slo.min_tokens_per_second) is not None:
+        judged.append(
+            _share(
+                "tokensPerSecond",
+                rate.tokens_per_second,
+                rate.percentile,
+                samples.tokens_per_second,
+                at_least=True,
+            )
+        )
     if slo.max_cost_per_million_tokens is not None:
         limit = slo.max_cost_per_million_tokens
         cost = cost_of(pricing, samples) if pricing is not None else None
