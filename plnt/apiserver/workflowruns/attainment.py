@@ -13,13 +13,13 @@ No I/O here; errors: none.
 
 from __future__ import annotations
 
-import datetime
 from collections import OrderedDict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from plnt.api import slo
+from plnt.api.meta import parse_time
 from plnt.api.runs import RunKey
 from plnt.apiserver.workflowruns.latency import outcome_of
 
@@ -56,11 +56,12 @@ class Call:
         return self.output_tokens / seconds if seconds > 0 else None
 
 
-def _unix(stamp: Any) -> float | None:
+def unix_time(stamp: Any) -> float | None:
+    """The Unix time of an RFC 3339 stamp on the wire; None when it is not one."""
     if not isinstance(stamp, str):
         return None
     try:
-        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+        return parse_time(stamp).timestamp()
     except ValueError:
         return None
 
@@ -69,7 +70,7 @@ def call_of(entry: Mapping[str, Any]) -> Call | None:
     """The call an invocation-log entry describes; None for one the judges leave out (a
     caller that went away, an entry without a time)."""
     status = entry.get("status")
-    at = _unix(entry.get("time"))
+    at = unix_time(entry.get("time"))
     if not isinstance(status, int) or at is None or outcome_of(status) == "cancelled":
         return None
     usage = entry.get("usage")

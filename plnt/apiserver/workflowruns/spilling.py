@@ -44,7 +44,6 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter
 
 from plnt.api import errors, slo
-from plnt.api.meta import parse_time
 from plnt.api.runs import RunKey
 from plnt.apiserver.workflowruns import attainment
 from plnt.registry.changes import Change, EventSink, Transition
@@ -100,16 +99,11 @@ class Candidate:
     def of(cls, backend: Mapping[str, Any]) -> Candidate:
         status = backend.get("status") or {}
         ttft = status.get("timeToFirstTokenMilliseconds")
-        probed = status.get("lastProbeTime")
-        try:
-            probed_at = parse_time(probed).timestamp() if isinstance(probed, str) else None
-        except ValueError:
-            probed_at = None
         return cls(
             str((backend.get("metadata") or {}).get("name")),
             ttft if isinstance(ttft, int) and not isinstance(ttft, bool) else None,
             status.get("reachable") if isinstance(status.get("reachable"), bool) else None,
-            probed_at,
+            attainment.unix_time(status.get("lastProbeTime")),
         )
 
     def meets(self, objective: Objective) -> bool:
