@@ -169,9 +169,9 @@ def _comparable(status: Any) -> Any:
 
 
 async def _pricing(app: web.Application, namespace: str, name: str | None) -> Any:
-    if not name:
+    store = _backend_store(app)
+    if not name or store is None:
         return None
-    store = app[keys.STORES][(plntbackends.DEFINITION.group, plntbackends.DEFINITION.plural)]
     try:
         backend = await store.get(namespace, name, resource_version="0")
     except errors.APIError:
