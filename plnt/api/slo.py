@@ -104,6 +104,15 @@ class ServiceLevelObjectives(WireModel):
         return self.time_to_first_token is not None or self.time_per_output_token is not None
 
 
+OBJECTIVE_FIELDS: tuple[str, ...] = tuple(
+    field.alias or name
+    for name, field in ServiceLevelObjectives.model_fields.items()
+    if name != "window_seconds"
+)
+"""Each objective's field in `spec.slo` (every field but the window), in `OBJECTIVE_NAMES`
+order: what admission requires at least one of."""
+
+
 class BackendPricing(WireModel):
     """What a backend costs: per million tokens, or per hour (one of the two)."""
 

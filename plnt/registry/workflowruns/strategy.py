@@ -24,6 +24,7 @@ from typing import Any
 
 from plnt.api import errors
 from plnt.api.meta import now_rfc3339
+from plnt.api.slo import OBJECTIVE_FIELDS
 from plnt.api.workflowruns import TEARDOWN_FINALIZER, WorkflowRun
 from plnt.registry.labelnames import go_quote
 from plnt.registry.objects import Object, lookup
@@ -172,14 +173,7 @@ def slo_causes(slo: Any) -> list[errors.Cause]:
     """
     if not isinstance(slo, dict):
         return []
-    objectives = (
-        "timeToFirstToken",
-        "timePerOutputToken",
-        "latency",
-        "maxErrorRate",
-        "minTokensPerSecond",
-        "maxCostPerMillionTokens",
-    )
+    objectives = OBJECTIVE_FIELDS
     if not any(slo.get(name) is not None for name in objectives):
         return [
             errors.Cause(
