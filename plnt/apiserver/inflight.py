@@ -13,7 +13,7 @@ body in memory; a quick 429 keeps admitted requests fast and lets clients spread
 
 What is not limited, as in kube:
 
-* long-running requests (`longrunning.is_long_running`): watches, proxies and the
+* long-running requests (`longrunning.LongRunning`): watches, proxies and the
   subresources kinds declare long-running — they are counted apart (`long_running`)
   and never refused;
 * a user in `system:masters` finding the limit reached is served anyway, without a
