@@ -33,20 +33,22 @@ _DEADLINE_GRACE = 0.25
 
 @dataclass(frozen=True, slots=True)
 class CallLimits:
-    """One call's deadline (on `time.perf_counter`) and criticality, as forwarded."""
+    """One call's deadline (on `time.perf_counter`) and criticality, as forwarded, and the
+    invoke timeout no wait for the runner exceeds."""
 
     deadline: float
     criticality: Criticality
+    ceiling: float
 
     def headers(self) -> dict[str, str]:
         """The hop's headers: the time left now and the criticality."""
         left = max(self.deadline - time.perf_counter(), 0.0)
         return {TIMEOUT_HEADER: f"{left * 1000.0:.0f}", CRITICALITY_HEADER: self.criticality}
 
-    def client_timeout(self, ceiling: float) -> aiohttp.ClientTimeout:
-        """How long to wait for the runner: the time left and a grace, at most `ceiling`."""
+    def client_timeout(self) -> aiohttp.ClientTimeout:
+        """How long to wait for the runner: the time left and a grace, at most the ceiling."""
         left = max(self.deadline - time.perf_counter(), 0.0)
-        return aiohttp.ClientTimeout(total=min(left + _DEADLINE_GRACE, ceiling))
+        return aiohttp.ClientTimeout(total=min(left + _DEADLINE_GRACE, self.ceiling))
 
 
 def call_limits(request: web.Request, run: dict[str, Any], *, began: float) -> CallLimits:
@@ -73,4 +75,4 @@ def call_limits(request: web.Request, run: dict[str, Any], *, began: float) -> C
     except ValueError as error:
         raise errors.BadRequest(str(error)) from error
     seconds = ceiling if seconds is None else min(float(seconds), ceiling)
-    return CallLimits(began + seconds, criticality)
+    return CallLimits(began + seconds, criticality, ceiling)

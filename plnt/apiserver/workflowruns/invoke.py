@@ -303,7 +303,6 @@ async def forward(
     route.began = began
     limits = calllimits.call_limits(request, route.run, began=began)
     session = request.app[run_keys.UPSTREAM]
-    ceiling = request.app[keys.SETTINGS].limits.invoke_timeout_seconds
     headers = call.headers if route.spill is None else {**call.headers, SPILL_HEADER: route.spill}
 
     async def send(endpoint: str) -> web.StreamResponse | _Answer:
@@ -318,7 +317,7 @@ async def forward(
                 call.url(endpoint),
                 data=call.body or None,
                 headers={**headers, **limits.headers()},
-                timeout=limits.client_timeout(ceiling),
+                timeout=limits.client_timeout(),
             ) as upstream:
                 route.spilled_to = upstream.headers.get(SPILL_HEADER)
                 media = upstream.headers.get("Content-Type", "")
