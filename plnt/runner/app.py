@@ -37,8 +37,7 @@ from plnt.workflowspec import dag, documents
 
 def build_app(runner_settings: settings.RunnerSettings) -> web.Application:
     """The runner app for one spec file and one backend; raises on an invalid spec."""
-    spec, library = subworkflows.load(_read_spec(runner_settings))
-    workflow, compiled = documents.parse_and_compile(spec)
+    workflow, compiled, library = subworkflows.load(_read_spec(runner_settings))
     executing.require_models(workflow, runner_settings.backend)
     app = web.Application(
         client_max_size=runner_settings.max_body_bytes,
