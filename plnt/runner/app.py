@@ -18,7 +18,6 @@ from aiohttp import web
 
 from plnt.api import breakers as api_breakers
 from plnt.runner import (
-    backends,
     chat_completions,
     executing,
     guarding,
@@ -80,13 +79,7 @@ async def _clients(app: web.Application) -> AsyncIterator[None]:
     session = aiohttp.ClientSession()
     app[keys.SESSION] = session
     config = runner_settings.backend
-    fallback = config.fallback
-    guarded = app[keys.GUARD] = guarding.guard(
-        spilling.backend_of(config, session=session),
-        config,
-        metrics=app[keys.METRICS],
-        fallback=None if fallback is None else backends.make_backend(fallback, session=session),
-    )
+    guarded = app[keys.GUARD] = guarding.guard(config, session=session, metrics=app[keys.METRICS])
     app[keys.EXECUTOR] = executing.Executor(
         app[keys.WORKFLOW],
         app[keys.COMPILED],
