@@ -65,6 +65,12 @@ class StepCalls:
         self._metrics = metrics
         self._called = called
         self._output_step = output_step
+        # Made once here, not per call: the request fields, grammars and validators.
+        self._schemas = {
+            step.id: structured.Schemas.of(step, self.tools(step))
+            for step in workflow.steps
+            if isinstance(step, model.ModelStep)
+        }
 
     def tools(self, step: model.AnyStep) -> list[model.Tool]:
         """The tools a model step may call, in its order (none for other steps)."""
@@ -92,10 +98,7 @@ class StepCalls:
             if isinstance(step, model.ModelStep):
                 reply = await self._model(step, resolved, invocation)
                 outcome = "ok"  # the backend answered, whatever the answer is worth
-                if step.response_format is None:
-                    return reply.content
-                value = structured.parse_json(step.id, reply.content)
-                return structured.check(step.id, value, step.response_format)
+                return self._schemas[step.id].parse(reply.content)
             answer = await self._http(step, resolved)
             outcome = "ok"
             return answer
@@ -137,6 +140,7 @@ class StepCalls:
         loop = agents.ToolLoop(
             step,
             tools=self.tools(step),
+            schemas=self._schemas[step.id],
             templates=self._tool_templates,
             backend=self._backend,
             session=self._session,
@@ -185,17 +189,12 @@ class StepCalls:
         """One model call: a text completion when the step resolved a prompt, else a chat;
         held to the step's `responseFormat` by a grammar or OpenAI's `response_format`."""
         options = resolving.options(resolved)
-        form = step.response_format
-        extra: dict[str, Any] = {}
+        extra = self._schemas[step.id].extra
         if "prompt" in resolved:
-            if form is not None:
-                extra["grammar"] = structured.completion_grammar(form)
             completion = backends.CompletionRequest(
                 prompt=resolved["prompt"], extra=extra, **options
             )
             return await self._backend.complete(completion, on_delta=on_delta)
-        if form is not None:
-            extra["response_format"] = structured.chat_response_format(form)
         chat = backends.ChatRequest(messages=resolved["messages"], extra=extra, **options)
         return await self._backend.chat(chat, on_delta=on_delta)
 
