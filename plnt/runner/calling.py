@@ -21,6 +21,7 @@ step's retry policy may retry.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Mapping
@@ -114,10 +115,15 @@ class StepCalls:
         streams = invocation.on_delta is not None and step.id == self._output_step
         on_delta = (lambda piece: invocation.delta(step.id, piece)) if streams else None
         reply = await self._generate(step, resolved, on_delta)
+        self._replied(invocation, reply)
+        return reply
+
+    def _replied(self, invocation: executions.Invocation, reply: backends.Reply) -> None:
+        """A model call answered: its tokens counted, a fallback's answer noted (the step is
+        then not cached), whether a plain model step or a tool loop's turn made it."""
         invocation.served(reply)
         invocation.count(reply)
         self._metrics.count_tokens(reply.usage)
-        return reply
 
     async def _loop(
         self,
@@ -128,11 +134,6 @@ class StepCalls:
     ) -> Any:
         """A step with tools: its tool loop (`plnt.runner.agents`), turns kept in the trace
         across attempts."""
-
-        def count(reply: backends.Reply) -> None:
-            invocation.served(reply)  # a turn the fallback answered: the step is not cached
-            invocation.count(reply)
-            self._metrics.count_tokens(reply.usage)
 
         def interval(began: float, ended: float) -> None:
             invocation.waited(began, ended, trace)
@@ -145,7 +146,11 @@ class StepCalls:
             backend=self._backend,
             session=self._session,
             inputs=invocation.inputs,
-            hooks=agents.Hooks(offset_ms=invocation.offset_ms, count=count, interval=interval),
+            hooks=agents.Hooks(
+                offset_ms=invocation.offset_ms,
+                count=functools.partial(self._replied, invocation),
+                interval=interval,
+            ),
             saved=invocation.checkpoint.loop(step.id),
             report=invocation.checkpoint.reporter(step.id),
         )
@@ -175,8 +180,7 @@ class StepCalls:
         invocation.hits += execution.cache_hits
         invocation.misses += execution.cache_misses
         if execution.fallback is not None:  # the called workflow's answer is not cached either
-            invocation.fallback = execution.fallback
-            invocation.fallback_replies += 1
+            invocation.fell_back(execution.fallback)
         trace.steps = execution.trace
         return execution.output
 
