@@ -47,7 +47,7 @@ import aiohttp
 from plnt.api import checkpoints, traces
 from plnt.api.usage import Usage
 from plnt.runner import backends, errors, structured
-from plnt.workflowspec import grammars, model, templating
+from plnt.workflowspec import model, templating
 
 RESULT_PREFIX = "Result: "
 """Begins the line with a tool's result in a completion step's transcript."""
@@ -190,6 +190,7 @@ class ToolLoop:
         step: model.ModelStep,
         *,
         tools: list[model.Tool],
+        schemas: structured.Schemas,
         templates: dict[str, templating.ToolTemplates],
         backend: backends.Backend,
         session: aiohttp.ClientSession,
@@ -200,6 +201,7 @@ class ToolLoop:
     ) -> None:
         self.step = step
         self._tools = {tool.name: tool for tool in tools}
+        self._schemas = schemas
         self._templates = templates
         self._backend = backend
         self._session = session
@@ -214,10 +216,6 @@ class ToolLoop:
     @property
     def tool_calls(self) -> int:
         return sum(len(turn.tool_calls) for turn in self.turns)
-
-    @property
-    def invalid_calls(self) -> int:
-        return sum(call.invalid for turn in self.turns for call in turn.tool_calls)
 
     async def run(self, resolved: dict[str, Any], options: dict[str, Any]) -> Any:
         """The final answer: text, or the parsed JSON when the step has `responseFormat`.
@@ -277,22 +275,7 @@ class ToolLoop:
         )
 
     async def _chat(self, messages: list[dict[str, Any]], options: dict[str, Any]) -> Any:
-        extra: dict[str, Any] = {
-            "tools": [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.parameters,
-                    },
-                }
-                for tool in self._tools.values()
-            ],
-            "tool_choice": "auto",
-        }
-        if self.step.response_format is not None:
-            extra["response_format"] = structured.chat_response_format(self.step.response_format)
+        extra = self._schemas.extra  # the tools, and the answer's `response_format`
         self._state["messages"] = messages
         pending = self._pending()
         while len(self.turns) < self.step.max_turns:
@@ -342,12 +325,7 @@ class ToolLoop:
         raise self._exhausted()
 
     async def _complete(self, prompt: str, options: dict[str, Any]) -> Any:
-        answer = (
-            None if self.step.response_format is None else self.step.response_format.json_schema
-        )
-        grammar = grammars.agent_grammar(
-            [(tool.name, tool.parameters) for tool in self._tools.values()], answer
-        )
+        extra = self._schemas.extra  # the grammar of one action
         transcript = self._saved.get("transcript", "") if self._saved is not None else ""
         self._state["transcript"] = transcript
         pending = self._pending()
@@ -362,7 +340,7 @@ class ToolLoop:
                 parsed = self._parse(call["id"], call["name"], call["arguments"], value=arguments)
             else:
                 request = backends.CompletionRequest(
-                    prompt=prompt + transcript, extra={"grammar": grammar}, **options
+                    prompt=prompt + transcript, extra=extra, **options
                 )
                 reply = await self._model(turn, self._backend.complete(request))
                 text = reply.content.strip()
@@ -402,15 +380,12 @@ class ToolLoop:
         raise self._exhausted()
 
     def _final_text(self, content: str) -> Any:
-        if self.step.response_format is None:
-            return content
-        value = structured.parse_json(self.step.id, content)
-        return structured.check(self.step.id, value, self.step.response_format)
+        return self._schemas.parse(content)
 
     def _final_value(self, value: Any) -> Any:
         if self.step.response_format is None:
             return value if isinstance(value, str) else json.dumps(value)
-        return structured.check(self.step.id, value, self.step.response_format)
+        return self._schemas.check(value)
 
     def _parse(self, call_id: str, name: str, raw: str, *, value: Any = None) -> _Action:
         action = _Action(call_id, name, raw)
@@ -425,7 +400,7 @@ class ToolLoop:
             except ValueError as error:
                 action.problem = f"arguments are not JSON: {error}"
                 return action
-        problems = structured.violations(tool.parameters, value)
+        problems = structured.violations(self._schemas.tools[name], value)
         if problems:
             action.problem = "invalid arguments: " + "; ".join(problems[:5])
         elif not isinstance(value, dict):

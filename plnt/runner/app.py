@@ -18,7 +18,6 @@ from aiohttp import web
 
 from plnt.api import breakers as api_breakers
 from plnt.runner import (
-    backends,
     chat_completions,
     executing,
     guarding,
@@ -37,8 +36,7 @@ from plnt.workflowspec import dag, documents
 
 def build_app(runner_settings: settings.RunnerSettings) -> web.Application:
     """The runner app for one spec file and one backend; raises on an invalid spec."""
-    spec, library = subworkflows.load(_read_spec(runner_settings))
-    workflow, compiled = documents.parse_and_compile(spec)
+    workflow, compiled, library = subworkflows.load(_read_spec(runner_settings))
     executing.require_models(workflow, runner_settings.backend)
     app = web.Application(
         client_max_size=runner_settings.max_body_bytes,
@@ -81,13 +79,7 @@ async def _clients(app: web.Application) -> AsyncIterator[None]:
     session = aiohttp.ClientSession()
     app[keys.SESSION] = session
     config = runner_settings.backend
-    fallback = config.fallback
-    guarded = app[keys.GUARD] = guarding.guard(
-        spilling.backend_of(config, session=session),
-        config,
-        metrics=app[keys.METRICS],
-        fallback=None if fallback is None else backends.make_backend(fallback, session=session),
-    )
+    guarded = app[keys.GUARD] = guarding.guard(config, session=session, metrics=app[keys.METRICS])
     app[keys.EXECUTOR] = executing.Executor(
         app[keys.WORKFLOW],
         app[keys.COMPILED],

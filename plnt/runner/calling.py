@@ -21,6 +21,7 @@ step's retry policy may retry.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Mapping
@@ -65,6 +66,12 @@ class StepCalls:
         self._metrics = metrics
         self._called = called
         self._output_step = output_step
+        # Made once here, not per call: the request fields, grammars and validators.
+        self._schemas = {
+            step.id: structured.Schemas.of(step, self.tools(step))
+            for step in workflow.steps
+            if isinstance(step, model.ModelStep)
+        }
 
     def tools(self, step: model.AnyStep) -> list[model.Tool]:
         """The tools a model step may call, in its order (none for other steps)."""
@@ -92,10 +99,7 @@ class StepCalls:
             if isinstance(step, model.ModelStep):
                 reply = await self._model(step, resolved, invocation)
                 outcome = "ok"  # the backend answered, whatever the answer is worth
-                if step.response_format is None:
-                    return reply.content
-                value = structured.parse_json(step.id, reply.content)
-                return structured.check(step.id, value, step.response_format)
+                return self._schemas[step.id].parse(reply.content)
             answer = await self._http(step, resolved)
             outcome = "ok"
             return answer
@@ -111,10 +115,15 @@ class StepCalls:
         streams = invocation.on_delta is not None and step.id == self._output_step
         on_delta = (lambda piece: invocation.delta(step.id, piece)) if streams else None
         reply = await self._generate(step, resolved, on_delta)
+        self._replied(invocation, reply)
+        return reply
+
+    def _replied(self, invocation: executions.Invocation, reply: backends.Reply) -> None:
+        """A model call answered: its tokens counted, a fallback's answer noted (the step is
+        then not cached), whether a plain model step or a tool loop's turn made it."""
         invocation.served(reply)
         invocation.count(reply)
         self._metrics.count_tokens(reply.usage)
-        return reply
 
     async def _loop(
         self,
@@ -126,22 +135,22 @@ class StepCalls:
         """A step with tools: its tool loop (`plnt.runner.agents`), turns kept in the trace
         across attempts."""
 
-        def count(reply: backends.Reply) -> None:
-            invocation.served(reply)  # a turn the fallback answered: the step is not cached
-            invocation.count(reply)
-            self._metrics.count_tokens(reply.usage)
-
         def interval(began: float, ended: float) -> None:
             invocation.waited(began, ended, trace)
 
         loop = agents.ToolLoop(
             step,
             tools=self.tools(step),
+            schemas=self._schemas[step.id],
             templates=self._tool_templates,
             backend=self._backend,
             session=self._session,
             inputs=invocation.inputs,
-            hooks=agents.Hooks(offset_ms=invocation.offset_ms, count=count, interval=interval),
+            hooks=agents.Hooks(
+                offset_ms=invocation.offset_ms,
+                count=functools.partial(self._replied, invocation),
+                interval=interval,
+            ),
             saved=invocation.checkpoint.loop(step.id),
             report=invocation.checkpoint.reporter(step.id),
         )
@@ -171,8 +180,7 @@ class StepCalls:
         invocation.hits += execution.cache_hits
         invocation.misses += execution.cache_misses
         if execution.fallback is not None:  # the called workflow's answer is not cached either
-            invocation.fallback = execution.fallback
-            invocation.fallback_replies += 1
+            invocation.fell_back(execution.fallback)
         trace.steps = execution.trace
         return execution.output
 
@@ -185,17 +193,12 @@ class StepCalls:
         """One model call: a text completion when the step resolved a prompt, else a chat;
         held to the step's `responseFormat` by a grammar or OpenAI's `response_format`."""
         options = resolving.options(resolved)
-        form = step.response_format
-        extra: dict[str, Any] = {}
+        extra = self._schemas[step.id].extra
         if "prompt" in resolved:
-            if form is not None:
-                extra["grammar"] = structured.completion_grammar(form)
             completion = backends.CompletionRequest(
                 prompt=resolved["prompt"], extra=extra, **options
             )
             return await self._backend.complete(completion, on_delta=on_delta)
-        if form is not None:
-            extra["response_format"] = structured.chat_response_format(form)
         chat = backends.ChatRequest(messages=resolved["messages"], extra=extra, **options)
         return await self._backend.chat(chat, on_delta=on_delta)
 

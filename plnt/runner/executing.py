@@ -88,6 +88,7 @@ from plnt.runner import (
     resolving,
     settings,
     step_cache,
+    structured,
     subworkflows,
 )
 from plnt.workflowspec import documents, model, templating
@@ -169,6 +170,7 @@ class Executor:
                 ]
             self._cacheable[step.id] = step.cache and all(tool.idempotent for tool in tools)
         self._kinds = {step.id: step.kind for step in workflow.steps}
+        self._inputs = documents.inputs_validator(workflow)
 
     def step_tools(self, step: AnyStep) -> list[model.Tool]:
         """The tools a model step may call, in its order (none for other steps)."""
@@ -179,10 +181,8 @@ class Executor:
         if not isinstance(inputs, dict):
             raise errors.InvalidInputs([errors.InputProblem("$", "inputs must be a JSON object")])
         problems = []
-        for error in documents.validate_inputs(self.workflow, inputs):
-            path = "$" + "".join(
-                f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path
-            )
+        for error in documents.input_errors(self._inputs, inputs):
+            path = structured.json_path(error.absolute_path)
             missing = _REQUIRED.match(error.message)
             if error.validator == "required" and missing:
                 path += f".{missing.group(1)}"

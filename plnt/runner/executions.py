@@ -156,8 +156,12 @@ class Invocation:
     def served(self, reply: backends.Reply) -> None:
         """Note the fallback backend when it answered a model call."""
         if reply.served_by is not None:
-            self.fallback = reply.served_by
-            self.fallback_replies += 1
+            self.fell_back(reply.served_by)
+
+    def fell_back(self, backend: str) -> None:
+        """Note that the fallback `backend` answered (a model call, or in a called workflow)."""
+        self.fallback = backend
+        self.fallback_replies += 1
 
     def add_usage(self, usage: Usage) -> None:
         self.usage = usage if self.usage is None else self.usage + usage

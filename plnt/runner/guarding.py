@@ -3,7 +3,8 @@ deadline before it reaches the backend, and a fallback backend serves what the p
 cannot.
 
 One `GuardedBackend` wraps the runner's backend (it is itself a `backends.Backend`, so the
-executor and the tool loop call it as they called the backend). Per call:
+executor and the tool loop call it as they called the backend); `guard` builds it, the one
+place the backend, its spill backends and its fallback are put together. Per call:
 
 1. the call's deadline (`plnt.runner.deadlines`) has passed → `DeadlineExceeded`, nothing sent;
 2. the breaker is open → the fallback serves it, or `Overloaded` at once;
@@ -28,8 +29,19 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 
+import aiohttp
+
 from plnt.api import breakers as api_breakers
-from plnt.runner import admission, backends, breakers, deadlines, errors, metrics, retrybudget
+from plnt.runner import (
+    admission,
+    backends,
+    breakers,
+    deadlines,
+    errors,
+    metrics,
+    retrybudget,
+    spilling,
+)
 from plnt.runner import settings as runner_settings
 
 _STATE_VALUES = {breakers.State.CLOSED: 0, breakers.State.HALF_OPEN: 1, breakers.State.OPEN: 2}
@@ -184,16 +196,30 @@ four calls at once to a model that serves one, and a bounded queue sheds only pa
 
 
 def guard(
+    config: runner_settings.BackendConfig,
+    *,
+    session: aiohttp.ClientSession,
+    metrics: metrics.RunnerMetrics,
+) -> GuardedBackend:
+    """The runner's backend as every call reaches it: the configured one (able to spill,
+    `plnt.runner.spilling`) behind the limits `config` names, and its fallback, when it
+    names one, behind limits of its own."""
+    primary = spilling.backend_of(config, session=session)
+    fallback = None
+    if config.fallback is not None:
+        spare = backends.make_backend(config.fallback, session=session)
+        fallback = _guarded(spare, config.fallback, metrics=metrics)
+    return _guarded(primary, config, metrics=metrics, fallback=fallback)
+
+
+def _guarded(
     backend: backends.Backend,
     config: runner_settings.BackendConfig,
     *,
     metrics: metrics.RunnerMetrics,
-    fallback: backends.Backend | None = None,
+    fallback: GuardedBackend | None = None,
 ) -> GuardedBackend:
-    """`backend` behind the limits `config` names (and `fallback` behind its own)."""
-    guarded_fallback = None
-    if fallback is not None and config.fallback is not None:
-        guarded_fallback = guard(fallback, config.fallback, metrics=metrics)
+    """`backend` behind the limits `config` names (and `fallback`, already guarded)."""
     limit = config.max_concurrency
     queue = config.max_queue if config.max_queue is not None else QUEUE_PER_SLOT * (limit or 0)
     return GuardedBackend(
@@ -213,5 +239,5 @@ def guard(
             )
         ),
         metrics=metrics,
-        fallback=guarded_fallback,
+        fallback=fallback,
     )

@@ -16,9 +16,9 @@ the pool (or by a target that does not pass it) never answers it.
 
 How it reaches the backend call: the middleware sets a context variable for the request,
 which the tasks the handler starts inherit; `SpillingBackend`, the runner's backend when
-its configuration lists any spill backend, reads it on every call. Whatever wraps the
-runner's backend (admission, a breaker, a fallback) wraps this one, so a spilled call is
-held to the same guard as any other call.
+its configuration lists any spill backend, reads it on every call. The guard
+(`plnt.runner.guarding.guard`: admission, a breaker, a fallback) wraps this one, so a
+spilled call is held to the same guard as any other call.
 
 No errors of its own: a spill backend fails as any backend does (`backends.BackendError`).
 """

@@ -6,21 +6,82 @@ made from the schema (`plnt.workflowspec.grammars`). Either way the answer is pa
 validated here, because a constraint is a request the backend may not honour (a server
 without grammars, a model cut off at `maxTokens`): a step's output is the parsed JSON
 only when it is valid, and otherwise a `StepInvalidOutput` naming the JSON path.
+
+The request fields, the grammars and the validators are made once per step at start-up
+(`Schemas`), never per call.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
-import jsonschema.exceptions
+import jsonschema.protocols
 import jsonschema.validators
 
 from plnt.runner import errors
 from plnt.workflowspec import grammars, model
+
+Validator = jsonschema.protocols.Validator
+
+
+@dataclass(frozen=True)
+class Schemas:
+    """One model step's schemas, compiled once at start-up (the spec's schemas are few and
+    fixed): the request fields that ask the backend for them (`extra`: OpenAI's
+    `response_format` and `tools` on chat, the GBNF `grammar` on completions), the validator
+    of its answer and those of its tools' arguments, by tool name."""
+
+    step: str
+    extra: dict[str, Any]
+    answer: Validator | None
+    tools: dict[str, Validator]
+
+    @classmethod
+    def of(cls, step: model.ModelStep, tools: Sequence[model.Tool]) -> Schemas:
+        """The schemas of `step`, which may call `tools` (in its order)."""
+        form = step.response_format
+        schema = None if form is None else form.json_schema
+        extra: dict[str, Any] = {}
+        if step.mode == "completion" and tools:
+            parameters = [(tool.name, tool.parameters) for tool in tools]
+            extra["grammar"] = grammars.agent_grammar(parameters, schema)
+        elif step.mode == "completion" and schema is not None:
+            extra["grammar"] = grammars.schema_grammar(schema)
+        else:
+            if tools:
+                extra["tools"] = [_tool_definition(tool) for tool in tools]
+                extra["tool_choice"] = "auto"
+            if form is not None:
+                extra["response_format"] = chat_response_format(form)
+        return cls(
+            step=step.id,
+            extra=extra,
+            answer=None if schema is None else validator_of(schema),
+            tools={tool.name: validator_of(tool.parameters) for tool in tools},
+        )
+
+    def parse(self, text: str) -> Any:
+        """The answer's text as the step's output: itself, or with `responseFormat` the
+        parsed JSON, checked (`StepInvalidOutput` when it is not JSON or breaks the schema)."""
+        if self.answer is None:
+            return text
+        return self.check(parse_json(self.step, text))
+
+    def check(self, value: Any) -> Any:
+        """`value` when it satisfies the step's `responseFormat`, else `StepInvalidOutput`
+        naming paths."""
+        if self.answer is None:
+            return value
+        problems = violations(self.answer, value)
+        if problems:
+            raise errors.StepInvalidOutput(
+                self.step, "the answer does not match responseFormat: " + "; ".join(problems[:5])
+            )
+        return value
 
 
 def chat_response_format(response_format: model.ResponseFormat) -> dict[str, Any]:
@@ -35,28 +96,24 @@ def chat_response_format(response_format: model.ResponseFormat) -> dict[str, Any
     }
 
 
-@functools.lru_cache(maxsize=256)
-def _grammar(schema_text: str) -> str:
-    return grammars.schema_grammar(json.loads(schema_text))
+def _tool_definition(tool: model.Tool) -> dict[str, Any]:
+    """One entry of OpenAI's `tools` body field."""
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
 
 
-def completion_grammar(response_format: model.ResponseFormat) -> str:
-    """The GBNF grammar for the step's schema (made once per schema)."""
-    return _grammar(json.dumps(response_format.json_schema, sort_keys=True))
-
-
-@functools.lru_cache(maxsize=256)
-def _validator(schema_text: str) -> jsonschema.protocols.Validator:
-    schema = json.loads(schema_text)
+def validator_of(schema: dict[str, Any]) -> Validator:
+    """A validator of `schema`, of the draft it names (2020-12 when it names none)."""
     validator_class = jsonschema.validators.validator_for(
         schema, default=jsonschema.Draft202012Validator
     )
     return validator_class(schema)
-
-
-def validator_for(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
-    """A validator of `schema` (made once per schema, kept: the spec's schemas are few)."""
-    return _validator(json.dumps(schema, sort_keys=True))
 
 
 def json_path(parts: Sequence[str | int] | Any) -> str:
@@ -64,10 +121,11 @@ def json_path(parts: Sequence[str | int] | Any) -> str:
     return "$" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in parts)
 
 
-def violations(schema: dict[str, Any], value: Any) -> list[str]:
-    """Every way `value` breaks `schema`, each as `PATH: message`, in a stable order."""
+def violations(validator: Validator, value: Any) -> list[str]:
+    """Every way `value` breaks the validator's schema, each as `PATH: message`, in a
+    stable order."""
     found = sorted(
-        validator_for(schema).iter_errors(value),
+        validator.iter_errors(value),
         key=lambda error: [str(part) for part in error.absolute_path],
     )
     return [f"{json_path(error.absolute_path)}: {error.message}" for error in found]
@@ -82,13 +140,3 @@ def parse_json(step: str, text: str) -> Any:
         raise errors.StepInvalidOutput(
             step, f"the answer is not JSON ({error}): {shown!r}"
         ) from error
-
-
-def check(step: str, value: Any, response_format: model.ResponseFormat) -> Any:
-    """`value` when it satisfies the step's schema, else `StepInvalidOutput` naming paths."""
-    problems = violations(response_format.json_schema, value)
-    if problems:
-        raise errors.StepInvalidOutput(
-            step, "the answer does not match responseFormat: " + "; ".join(problems[:5])
-        )
-    return value

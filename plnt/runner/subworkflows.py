@@ -58,8 +58,11 @@ class Called(Protocol):
     ) -> executions.Execution: ...
 
 
-def load(data: bytes) -> tuple[bytes, Library]:
-    """The top spec's bytes and the library of what it calls, from a runner's spec bytes.
+def load(
+    data: bytes,
+) -> tuple[model.Workflow, templating.CompiledWorkflow, Library]:
+    """The top workflow, compiled, and the library of what it calls, from a runner's spec
+    bytes (each spec parsed and compiled once).
 
     `documents.SpecError` for a bundle whose entries do not match their digests, a called
     spec that is not valid, or a call whose digest the bundle does not hold (each named by
@@ -78,7 +81,7 @@ def load(data: bytes) -> tuple[bytes, Library]:
             ]
     if problems:
         raise documents.SpecError(problems)
-    top, _ = documents.parse_and_compile(bundle.spec)
+    top, compiled = documents.parse_and_compile(bundle.spec)
     for name, workflow in [("", top), *((f"{d} ", w) for d, (w, _) in workflows.items())]:
         for index, step in workflow.calls():
             if step.digest not in workflows:
@@ -90,7 +93,7 @@ def load(data: bytes) -> tuple[bytes, Library]:
                 )
     if problems:
         raise documents.SpecError(problems)
-    return bundle.spec, Library(workflows)
+    return top, compiled, Library(workflows)
 
 
 def resolve(

@@ -25,6 +25,7 @@ from typing import Any
 
 import jsonschema
 import jsonschema.exceptions
+import jsonschema.protocols
 import jsonschema.validators
 import pydantic
 import yaml
@@ -227,10 +228,22 @@ def validate_inputs(
     workflow: model.Workflow, inputs: Any
 ) -> list[jsonschema.exceptions.ValidationError]:
     """Every violation of the workflow's inputs schema by `inputs`, in a stable order."""
+    return input_errors(inputs_validator(workflow), inputs)
+
+
+def inputs_validator(workflow: model.Workflow) -> jsonschema.protocols.Validator:
+    """The validator of the workflow's inputs schema, formats checked: made once by a
+    caller that validates many inputs (the runner, per invocation)."""
     validator_class = jsonschema.validators.validator_for(
         workflow.inputs, default=jsonschema.Draft202012Validator
     )
-    validator = validator_class(workflow.inputs, format_checker=validator_class.FORMAT_CHECKER)
+    return validator_class(workflow.inputs, format_checker=validator_class.FORMAT_CHECKER)
+
+
+def input_errors(
+    validator: jsonschema.protocols.Validator, inputs: Any
+) -> list[jsonschema.exceptions.ValidationError]:
+    """Every violation of `validator`'s inputs schema by `inputs`, in a stable order."""
     errors = validator.iter_errors(inputs)
     return sorted(errors, key=lambda error: [str(part) for part in error.absolute_path])
 

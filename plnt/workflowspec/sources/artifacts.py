@@ -154,9 +154,14 @@ def is_signature_tag(tag: str) -> bool:
     return tag.startswith(f"{digests.ALGORITHM}-") and tag.endswith(".sig")
 
 
+def signature_descriptor(bundle: bytes) -> Descriptor:
+    """The layer descriptor of a signature bundle's bytes."""
+    return Descriptor(SIGNATURE_ARTIFACT_TYPE, digests.compute(bundle), len(bundle))
+
+
 def signature_manifest(bundle: bytes, subject: Descriptor) -> dict[str, Any]:
     """The manifest that attaches `bundle` to the artifact manifest `subject`."""
-    layer = Descriptor(SIGNATURE_ARTIFACT_TYPE, digests.compute(bundle), len(bundle)).to_json()
+    layer = signature_descriptor(bundle).to_json()
     layer["annotations"] = {TITLE_ANNOTATION: SIGNATURE_FILENAME}
     return {
         "schemaVersion": 2,

@@ -213,20 +213,8 @@ class OciRegistrySource:
             described = artifacts.Descriptor(
                 artifacts.MANIFEST_MEDIA_TYPE, digests.compute(subject), len(subject)
             )
-            with tempfile.TemporaryDirectory(prefix="plnt-push-") as tmp:
-                for descriptor, content in (
-                    (
-                        artifacts.Descriptor(
-                            artifacts.SIGNATURE_ARTIFACT_TYPE, digests.compute(bundle), len(bundle)
-                        ),
-                        bundle,
-                    ),
-                    (artifacts.config_descriptor(), artifacts.EMPTY_CONFIG),
-                ):
-                    path = Path(tmp) / digests.hex_of(descriptor.digest)
-                    path.write_bytes(content)
-                    response = registry.upload_blob(str(path), container, descriptor.to_json())
-                    _expect_success(response, ref=text, what=f"uploading blob {descriptor.digest}")
+            layer = artifacts.signature_descriptor(bundle)
+            _upload_blobs(registry, container, layer, bundle, ref=text)
             signature = registry.get_container(
                 f"{ref.host}/{ref.repository}:{artifacts.signature_tag(ref.digest)}"
             )
@@ -277,15 +265,9 @@ class OciRegistrySource:
         registry = self._client(ref)
         try:
             container = registry.get_container(_container_name(ref, tag_only=True))
-            with tempfile.TemporaryDirectory(prefix="plnt-push-") as tmp:
-                for descriptor, content in (
-                    (artifacts.spec_descriptor(data, kind), data),
-                    (artifacts.config_descriptor(), artifacts.EMPTY_CONFIG),
-                ):
-                    path = Path(tmp) / digests.hex_of(descriptor.digest)
-                    path.write_bytes(content)
-                    response = registry.upload_blob(str(path), container, descriptor.to_json())
-                    _expect_success(response, ref=text, what=f"uploading blob {descriptor.digest}")
+            _upload_blobs(
+                registry, container, artifacts.spec_descriptor(data, kind), data, ref=text
+            )
             response = registry.upload_manifest(artifacts.manifest_for(data, kind), container)
             _expect_success(response, ref=text, what="uploading the manifest")
         except (ValueError, KeyError) as exc:
@@ -468,6 +450,27 @@ def _next_page(url: str, link: str | None) -> str | None:
 def _container_name(ref: references.OciRef, *, tag_only: bool = False) -> str:
     name = f"{ref.host}/{ref.repository}:{ref.tag or DEFAULT_TAG}"
     return name if tag_only or ref.digest is None else f"{name}@{ref.digest}"
+
+
+def _upload_blobs(
+    registry: _Registry,
+    container: Any,
+    layer: artifacts.Descriptor,
+    content: bytes,
+    *,
+    ref: str,
+) -> None:
+    """Upload an artifact's one layer and the empty config its manifest names (oras uploads
+    blobs from files, so each passes through a private temporary directory)."""
+    with tempfile.TemporaryDirectory(prefix="plnt-push-") as tmp:
+        for descriptor, data in (
+            (layer, content),
+            (artifacts.config_descriptor(), artifacts.EMPTY_CONFIG),
+        ):
+            path = Path(tmp) / digests.hex_of(descriptor.digest)
+            path.write_bytes(data)
+            response = registry.upload_blob(str(path), container, descriptor.to_json())
+            _expect_success(response, ref=ref, what=f"uploading blob {descriptor.digest}")
 
 
 def _expect_success(response: requests.Response, *, ref: str, what: str) -> None:
