@@ -145,6 +145,7 @@ class Executor:
                     session=session,
                     cache=cache,
                     metrics=metrics,
+                    may_retry=may_retry,  # the same backend, so the same retry budget
                     library=library,
                 )
         self._calls = calling.StepCalls(
