@@ -60,12 +60,7 @@ def _backend_config(backend: v.Backend) -> targets.BackendConfig:
         credentials=_secret_of(backend),
         max_concurrency=backend.max_concurrency,
         fallback=None if backend.fallback is None else _backend_config(backend.fallback),
-        spill=tuple(
-            targets.BackendConfig(
-                name=spill.name, type=spill.type, endpoint=spill.endpoint, model=spill.model
-            )
-            for spill in backend.spill
-        ),
+        spill=tuple(_backend_config(spill) for spill in backend.spill),
     )
 
 
