@@ -208,16 +208,15 @@ def build(
     activities: DeployActivities,
     *,
     task_queue: str = v.TASK_QUEUE,
+    invocations: InvocationActivities,
     metrics: SagaMetrics | None = None,
-    invocations: InvocationActivities | None = None,
 ) -> temporal_worker.Worker:
     """A worker for the deploy saga, benches and Invocations on `task_queue` (feeding
     `metrics`, when given). `invocations`: the Invocation activities (their runner session
-    is the caller's to close); by default ones on the deploy activities' API client."""
+    is the caller's to close)."""
     interceptors: list[temporal_worker.Interceptor] = [Liveness()]
     if metrics is not None:
         interceptors.append(Observing(metrics))
-    calls = invocations or InvocationActivities(api=activities.api, metrics=metrics)
     return temporal_worker.Worker(
         client,
         task_queue=task_queue,
@@ -231,7 +230,7 @@ def build(
             *placement_activities(activities).all(),
             *gate_activities(activities).all(),
             *BenchActivities.sharing(activities).all(),
-            *calls.all(),
+            *invocations.all(),
         ],
         max_concurrent_activities=64,
         interceptors=interceptors,

@@ -15,6 +15,7 @@ activities' clients (`plnt.sagas.worker` composes them).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import aiohttp
@@ -60,12 +61,7 @@ def _backend_config(backend: v.Backend) -> targets.BackendConfig:
         credentials=_secret_of(backend),
         max_concurrency=backend.max_concurrency,
         fallback=None if backend.fallback is None else _backend_config(backend.fallback),
-        spill=tuple(
-            targets.BackendConfig(
-                name=spill.name, type=spill.type, endpoint=spill.endpoint, model=spill.model
-            )
-            for spill in backend.spill
-        ),
+        spill=tuple(_backend_config(spill) for spill in backend.spill),
     )
 
 
@@ -183,13 +179,12 @@ class DeployActivities:
 
     # -- pull -------------------------------------------------------------------
 
-    async def _pulled(
-        self, request: v.PullRequest, ref: str, digest: str
-    ) -> tuple[bytes, verifying.Verified | None]:
-        """The artifact's bytes (digest checked) and, when the run or the policy requires
-        one, the signer verified offline."""
-        data = await self.specs.ensure(ref, digest)
-        signed = await self.specs.verified(
+    async def _verified(
+        self, request: v.PullRequest, ref: str, digest: str, data: bytes
+    ) -> verifying.Verified | None:
+        """`data`'s signer verified offline, when the run or the policy requires one (None:
+        none is required): the spec, its dataset and every sub-workflow it calls alike."""
+        return await self.specs.verified(
             ref,
             digest,
             data,
@@ -197,7 +192,13 @@ class DeployActivities:
             namespace=request.namespace,
             policy=self.signatures,
         )
-        return data, signed
+
+    async def _pulled(
+        self, request: v.PullRequest, ref: str, digest: str
+    ) -> tuple[bytes, verifying.Verified | None]:
+        """The artifact's bytes (digest checked) and its verified signer (`_verified`)."""
+        data = await self.specs.ensure(ref, digest)
+        return data, await self._verified(request, ref, digest, data)
 
     @activity.defn(name=activitynames.PULL_SPEC)
     async def pull(self, request: v.PullRequest) -> v.PullResult:
@@ -210,18 +211,8 @@ class DeployActivities:
             if signed is not None and request.dataset_ref and request.dataset_digest:
                 await self._pulled(request, request.dataset_ref, request.dataset_digest)
             workflow = documents.parse_workflow(data)
-
-            async def check(ref: str, digest: str, called: bytes) -> None:
-                # A sub-workflow is held to the same signer as the spec that calls it.
-                await self.specs.verified(
-                    ref,
-                    digest,
-                    called,
-                    verify=request.verify,
-                    namespace=request.namespace,
-                    policy=self.signatures,
-                )
-
+            # A sub-workflow is held to the same signer as the spec that calls it.
+            check = functools.partial(self._verified, request)
             await self.specs.bundle(data, digest=request.digest, workflow=workflow, check=check)
         except (spec_errors.SourceError, documents.SpecError) as error:
             raise spec_failure(error) from error

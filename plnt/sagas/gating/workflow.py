@@ -66,11 +66,6 @@ class Analyze(Step):
         return deploy.intent.canary.pause_seconds if deploy.state.stable is not None else 0
 
     @staticmethod
-    def _shadow(deploy: Deploy) -> CanaryShadow | None:
-        """The shadow (`canary.shadow`) when a stable exists whose live calls to mirror."""
-        return deploy.intent.canary.shadow if deploy.state.stable is not None else None
-
-    @staticmethod
     def _analysis(deploy: Deploy) -> CanaryAnalysis | None:
         """`canary.analysis`; with objectives (`spec.slo`) but none, the default analysis,
         so the canary is held to them (histories from before `spec.slo` have none)."""
@@ -80,7 +75,7 @@ class Analyze(Step):
         return analysis
 
     def skip(self, deploy: Deploy) -> str | None:
-        if self._analysis(deploy) is not None or self._pause(deploy) or self._shadow(deploy):
+        if self._analysis(deploy) is not None or self._pause(deploy) or _shadow(deploy):
             return None
         reason = "no analysis configured"
         if deploy.intent.canary.pause_seconds and deploy.state.stable is None:
@@ -99,7 +94,7 @@ class Analyze(Step):
 
     def enter(self, deploy: Deploy) -> str:
         weight = deploy.intent.canary.weight
-        shadow = self._shadow(deploy)
+        shadow = _shadow(deploy)
         window = None
         if shadow is not None:  # the API servers mirror the stable's calls while it is set
             since = format_time(workflow.now())
@@ -164,6 +159,12 @@ class Analyze(Step):
         return f"canary held {weight}% of invocations for {held} s, then promoted on request"
 
 
+def _shadow(deploy: Deploy) -> CanaryShadow | None:
+    """The shadow (`canary.shadow`) when a stable exists whose live calls to mirror: the
+    analysis opens its window, the evaluation scores its pairs."""
+    return deploy.intent.canary.shadow if deploy.state.stable is not None else None
+
+
 def _p95_limit(analysis: CanaryAnalysis) -> float | None:
     """`maxP95Ms` and `maxP95Milliseconds` are one limit: the smaller when both are set."""
     limits = [x for x in (analysis.max_p95_ms, analysis.max_p95_milliseconds) if x is not None]
@@ -192,13 +193,13 @@ class Evaluate(Step):
         if evaluation.dataset is not None:
             cases += f" and the dataset {evaluation.dataset.ref}"
         beside = " and the stable" if deploy.state.stable is not None else ""
-        shadow = deploy.intent.canary.shadow if deploy.state.stable is not None else None
+        shadow = _shadow(deploy)
         wants = f", then waiting for {shadow.min_comparisons} shadow comparisons" if shadow else ""
         return f"running {cases} on the canary{beside}{wants}"
 
     async def run(self, deploy: Deploy) -> Outcome:
         stable = deploy.state.stable
-        shadowed = deploy.intent.canary.shadow if stable is not None else None
+        shadowed = _shadow(deploy)
         shadow = deploy.intent.shadow_json if shadowed is not None else None
         waits = shadowed.timeout_seconds if shadowed is not None else 0
         result = await workflow.execute_activity(

@@ -54,12 +54,15 @@ class PlacementActivities:
 
     async def _resolve(self, request: v.ResolveRequest, *, pool: str | None) -> v.Resolved:
         attempt = activity.info().attempt
-        fallback = await self._fallback(request) if request.fallback else None
-        if not (request.name or request.selector is not None or request.gpu_class or pool):
+        selects = bool(request.name or request.selector is not None or request.gpu_class or pool)
+        listed: list[dict[str, Any]] = []
+        if selects or request.fallback:
+            listed = await self.api.list_backends(namespace=request.namespace)
+        fallback = _fallback(listed, request) if request.fallback else None
+        if not selects:
             return v.Resolved(
                 v.Backend(type="echo", model=request.model, fallback=fallback), attempt
             )
-        listed = await self.api.list_backends(namespace=request.namespace)
         backends = await backend_probes.probe_all(self.http(), self.api, listed, events=self.events)
         try:
             choice = placement.choose(
@@ -86,21 +89,6 @@ class PlacementActivities:
             chosen, attempt, headroom=choice.headroom, explanation=choice.explanation()
         )
 
-    async def _fallback(self, request: v.ResolveRequest) -> v.Backend:
-        """The run's `spec.fallback`, by name: it must exist, but need not answer now.
-
-        A fallback serves only while the primary cannot, so a fallback that is down at
-        deploy time does not hold the deploy; its own breaker keeps its calls short.
-        """
-        name = request.fallback
-        assert name is not None
-        listed = await self.api.list_backends(namespace=request.namespace)
-        found = next((b for b in listed if (b.get("metadata") or {}).get("name") == name), None)
-        if found is None:
-            message = f'spec.fallback.name: PlntBackend "{name}" not found in {request.namespace}'
-            raise fail(Failure.NO_BACKEND, message, retryable=True)
-        return _backend_of(found, model=request.fallback_model)
-
     # Sagas recorded before typed inputs schedule this name with positional arguments.
 
     @activity.defn(name=activitynames.RESOLVE_POSITIONAL)
@@ -118,6 +106,21 @@ class PlacementActivities:
             ),
             pool=selection.get("pool") or None,
         )
+
+
+def _fallback(listed: list[dict[str, Any]], request: v.ResolveRequest) -> v.Backend:
+    """The run's `spec.fallback`, by name among the namespace's backends: it must exist,
+    but need not answer now.
+
+    A fallback serves only while the primary cannot, so a fallback that is down at
+    deploy time does not hold the deploy; its own breaker keeps its calls short.
+    """
+    name = request.fallback
+    found = next((b for b in listed if (b.get("metadata") or {}).get("name") == name), None)
+    if found is None:
+        message = f'spec.fallback.name: PlntBackend "{name}" not found in {request.namespace}'
+        raise fail(Failure.NO_BACKEND, message, retryable=True)
+    return _backend_of(found, model=request.fallback_model)
 
 
 def _backend_of(backend: Mapping[str, Any], *, model: str | None) -> v.Backend:

@@ -7,14 +7,16 @@ that name this backend; `aggregate` folds them into the backend's `status.breake
 open when any runner's breaker is open (that runner sends the backend nothing, and its
 callers get the fallback or a refusal), else half-open when any is probing, else closed.
 A runner that does not answer within a second is left out: its own state is unknown, and
-the status says how many runners reported.
+the status says how many runners reported. Every backend of a namespace is called by
+the same runners, so a round of probes asks them once per namespace (`RunnerReports`:
+one list of the runs, one `GET /breakers` per runner) and folds the answers per backend.
 
 Why the prober and not the runners write it: runners have no API credentials and may be
 many; the prober already writes the backend's status and records the Events of its
 transitions in one decision (`backend_status`, `backend_transitions`: BreakerOpened,
 BreakerClosed).
 
-`aggregate` is pure; `collect` does the I/O (aiohttp and `plnt.client`).
+`aggregate` is pure; `RunnerReports` does the I/O (aiohttp and `plnt.client`).
 """
 
 from __future__ import annotations
@@ -66,20 +68,42 @@ def runner_endpoints(runs: Iterable[Mapping[str, Any]]) -> list[str]:
     return list(found)
 
 
-async def collect(
-    http: aiohttp.ClientSession, api: PlntClient, backend: Mapping[str, Any]
-) -> dict[str, Any] | None:
-    """The backend's `status.breaker` now (wire form), or None when no runner reports one."""
-    meta = backend.get("metadata") or {}
-    name, namespace = str(meta.get("name", "")), str(meta.get("namespace", ""))
-    try:
-        runs = await api.list_workflowruns(namespace=namespace)
-    except client_errors.ClientError as error:
-        log.info("breakers of %s/%s: listing runs: %s", namespace, name, error)
-        return None
-    answers = await asyncio.gather(*(_ask(http, url) for url in runner_endpoints(runs)))
-    found = aggregate(name, (state for states in answers for state in states))
-    return None if found is None else found.to_wire()
+class RunnerReports:
+    """The breakers the runners of each namespace report, asked once per namespace for
+    the probes of one round (or one probe) that share this value."""
+
+    def __init__(self, http: aiohttp.ClientSession, api: PlntClient) -> None:
+        self._http = http
+        self._api = api
+        self._asked: dict[str, list[api_breakers.BreakerState] | None] = {}
+        # One asker per namespace; a probe cancelled while asking (its budget) leaves the
+        # question to the next one.
+        self._asking: dict[str, asyncio.Lock] = {}
+
+    async def breaker(self, backend: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The backend's `status.breaker` now (wire form), or None when no runner reports one."""
+        meta = backend.get("metadata") or {}
+        name, namespace = str(meta.get("name", "")), str(meta.get("namespace", ""))
+        reports = await self._of(namespace)
+        found = aggregate(name, reports or ())
+        return None if found is None else found.to_wire()
+
+    async def _of(self, namespace: str) -> list[api_breakers.BreakerState] | None:
+        """What the ready runners of `namespace`'s runs report (None: the runs could not
+        be listed)."""
+        async with self._asking.setdefault(namespace, asyncio.Lock()):
+            if namespace not in self._asked:
+                self._asked[namespace] = await self._ask_runners(namespace)
+            return self._asked[namespace]
+
+    async def _ask_runners(self, namespace: str) -> list[api_breakers.BreakerState] | None:
+        try:
+            runs = await self._api.list_workflowruns(namespace=namespace)
+        except client_errors.ClientError as error:
+            log.info("breakers of the runners in %s: listing runs: %s", namespace, error)
+            return None
+        answers = await asyncio.gather(*(_ask(self._http, url) for url in runner_endpoints(runs)))
+        return [state for states in answers for state in states]
 
 
 async def _ask(http: aiohttp.ClientSession, url: str) -> list[api_breakers.BreakerState]:

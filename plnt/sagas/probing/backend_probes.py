@@ -78,7 +78,7 @@ FULL_FRACTION = 0.9
 
 PROBED = "Probed"
 _CONCURRENT_PROBES = 16
-_PROBE_BUDGET = 15.0  # three requests of at most 3 s each, and the status write
+_PROBE_BUDGET = 15.0  # its requests (reachability, load, first token, breakers) and the write
 _KV_CACHE = ("vllm:gpu_cache_usage_perc", "vllm:kv_cache_usage_perc")
 _DCGM_UTIL, _DCGM_USED, _DCGM_FREE = (
     "DCGM_FI_DEV_GPU_UTIL",
@@ -257,14 +257,17 @@ async def probe_and_record(
     backend: dict[str, Any],
     *,
     events: EventPoster | None = None,
+    breakers: backend_breakers.RunnerReports | None = None,
 ) -> dict[str, Any]:
     """Probe `backend`, write the result to its status (with the Events of what changed,
     given `events`), and return the backend with the result merged in (unknown fields
-    dropped) as placement reads it."""
+    dropped) as placement reads it. `breakers`: the runners' reports a round's probes
+    share (None: asked for this backend alone)."""
     measured = await measure(http, backend)
     if not measured:
         return backend
-    measured["breaker"] = await backend_breakers.collect(http, api, backend)
+    reports = breakers or backend_breakers.RunnerReports(http, api)
+    measured["breaker"] = await reports.breaker(backend)
     probe = measured.pop("probe")
     message = f"{probe} in {measured['latencyMilliseconds']} ms"
 
@@ -293,7 +296,8 @@ async def probe_all(
     events: EventPoster | None = None,
 ) -> list[dict[str, Any]]:
     """`backends`, each with the status a probe made now (see `probe_and_record`)."""
-    probes = (probe_and_record(http, api, b, events=events) for b in backends)
+    breakers = backend_breakers.RunnerReports(http, api)
+    probes = (probe_and_record(http, api, b, events=events, breakers=breakers) for b in backends)
     return list(await asyncio.gather(*probes))
 
 
@@ -349,12 +353,15 @@ class Prober:
         """Probe every backend once, at most `_CONCURRENT_PROBES` at a time."""
         backends = await self.api.list_backends(all_namespaces=True)
         slots = asyncio.Semaphore(_CONCURRENT_PROBES)
+        breakers = backend_breakers.RunnerReports(self.http, self.api)
 
         async def one(backend: dict[str, Any]) -> None:
             async with slots:
                 try:
                     async with asyncio.timeout(self.budget):
-                        await probe_and_record(self.http, self.api, backend, events=self.events)
+                        await probe_and_record(
+                            self.http, self.api, backend, events=self.events, breakers=breakers
+                        )
                 except Exception as error:
                     log.warning("probing PlntBackend %s: %s", _name(backend), error)
                     await self._mark_if_stale(backend)

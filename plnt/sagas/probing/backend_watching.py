@@ -61,7 +61,6 @@ class SpecWatcher:
         *,
         budget: float,
         events: EventPoster | None = None,
-        probe_existing: bool = False,
     ) -> None:
         self.api = api
         self.http = http
@@ -69,8 +68,7 @@ class SpecWatcher:
         self.events = events
         self.probed: dict[str, int] = {}
         """uid → the generation last probed (or seen, for those the first list found)."""
-        self.probes = 0
-        self._first_list = not probe_existing
+        self._first_list = True
 
     async def run(self) -> None:
         """List, then watch, again and again, until cancelled."""
@@ -124,7 +122,6 @@ class SpecWatcher:
                 await backend_probes.probe_and_record(
                     self.http, self.api, backend, events=self.events
                 )
-            self.probes += 1
         except Exception as error:  # one backend's probe never ends the watch
             with contextlib.suppress(Exception):
                 log.warning(

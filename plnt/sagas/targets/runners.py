@@ -385,20 +385,14 @@ class Revision:
             spec = self.spec.decode("utf-8")
         except UnicodeDecodeError as error:
             raise ValueError(f"workflow spec {self.digest} is not UTF-8 text") from error
-        credentials = backend.credentials
         own: dict[str, Any] = {
             "run": {"namespace": self.run.namespace, "name": self.run.name, "uid": self.run.uid},
             "revision": self.revision,
             "workflow": {"ref": self.ref or self.digest, "digest": self.digest, "spec": spec},
             "backend": {
-                "type": backend.type,
-                "endpoint": backend.endpoint or "",
-                "model": backend.model or "",
+                **_backend_values(backend),
                 "latencyMs": backend.latency_ms or 0.0,
-                "credentials": _credentials_values(credentials),
-                "name": backend.name or "",
-                "maxConcurrency": backend.max_concurrency or 0,
-                "fallback": _fallback_values(backend.fallback),
+                "fallback": {} if backend.fallback is None else _backend_values(backend.fallback),
             },
             "replicas": self.replicas,
             "cache": {
@@ -417,20 +411,18 @@ class Revision:
         return values.model_dump(mode="json", by_alias=True)
 
 
-def _credentials_values(credentials: SecretKeyRef | None) -> dict[str, str]:
-    return {} if credentials is None else {"secretName": credentials.name, "key": credentials.key}
-
-
-def _fallback_values(fallback: BackendConfig | None) -> dict[str, Any]:
-    if fallback is None:
-        return {}
+def _backend_values(backend: BackendConfig) -> dict[str, Any]:
+    """What the chart's values say of a backend and of its fallback alike."""
+    credentials = backend.credentials
     return {
-        "type": fallback.type,
-        "name": fallback.name or "",
-        "endpoint": fallback.endpoint or "",
-        "model": fallback.model or "",
-        "maxConcurrency": fallback.max_concurrency or 0,
-        "credentials": _credentials_values(fallback.credentials),
+        "type": backend.type,
+        "name": backend.name or "",
+        "endpoint": backend.endpoint or "",
+        "model": backend.model or "",
+        "maxConcurrency": backend.max_concurrency or 0,
+        "credentials": {}
+        if credentials is None
+        else {"secretName": credentials.name, "key": credentials.key},
     }
 
 
