@@ -3,8 +3,9 @@ criticality, and a time-in-queue limit that is part of the call's deadline.
 
 Why here, in the runner process: the runner is the one process that knows a call will
 reach the backend (a step-cache hit never does) and holds the connection to it, so the
-limit counts exactly the calls the backend serves. Each replica takes its share of the
-backend's `capacity.maxConcurrency` (docs/reliability.md).
+limit counts exactly the calls the backend serves. Each replica admits up to the
+backend's `capacity.maxConcurrency`, not divided by the replicas, so scaling never
+changes (and restarts) a replica (docs/reliability.md).
 
 Policy, per call:
 

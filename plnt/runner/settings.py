@@ -56,8 +56,8 @@ class BackendConfig(BaseModel):
     max_concurrency: int | None = Field(
         default=None,
         ge=1,
-        description="Calls this runner sends the backend at once (its share of the "
-        "PlntBackend's capacity.maxConcurrency); unset: no admission limit.",
+        description="Calls this runner sends the backend at once (the PlntBackend's "
+        "capacity.maxConcurrency, not divided by the replicas); unset: no admission limit.",
     )
     max_queue: int | None = Field(
         default=None,

@@ -48,8 +48,8 @@ class Backend:
     secret_name: str | None = None
     secret_key: str | None = None
     max_concurrency: int | None = None
-    """The PlntBackend's `capacity.maxConcurrency` (None: it sets none): the runners' share
-    of it is their admission limit (docs/reliability.md)."""
+    """The PlntBackend's `capacity.maxConcurrency` (None: it sets none): each runner's
+    admission limit, not divided by the replicas (docs/reliability.md)."""
     fallback: Backend | None = None
     """The run's `spec.fallback`, resolved: it serves the calls this backend sheds or
     refuses with an open breaker (None: no fallback; histories from before it decode so)."""
