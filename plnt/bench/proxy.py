@@ -102,7 +102,7 @@ class ProxyResults:
     proxy_stream: PhaseStats = field(default_factory=PhaseStats)
     """The streamed phases as a whole (their CPU readings); the TTFTs are above."""
     direct_stream: PhaseStats = field(default_factory=PhaseStats)
-    wrk: list[proxy_wrk.ProxyWrkPhase] = field(default_factory=list)
+    wrk: list[wrk.WrkPhase] = field(default_factory=list)
     """The wrk phase's runs (empty when it did not run)."""
     wrk_missing: bool = False
     """The wrk phase was asked for but wrk is not installed."""
