@@ -30,7 +30,6 @@ import asyncio
 import contextlib
 import json
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -155,13 +154,6 @@ async def scripted(settings: AgentSettings) -> AsyncIterator[str]:
         yield url
 
 
-@contextlib.asynccontextmanager
-async def runner_process(spec: Path, *backend: str) -> AsyncIterator[str]:
-    argv = [sys.executable, "-m", "plnt.runner", "--spec", str(spec), "--port", "0", *backend]
-    async with children.running_child(argv, ready="listening on", what="a runner") as child:
-        yield child.ready_line.rsplit(" ", 1)[1].strip()
-
-
 async def publish(session: aiohttp.ClientSession, base: str, runner: str) -> str:
     """The run, with `runner` its only traffic target (the saga's part); its invoke URL."""
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
@@ -250,19 +242,19 @@ async def bench(settings: AgentSettings, workdir: Path) -> AgentResults:
         async with (
             EtcdProcess(workdir / "etcd", unsafe_no_fsync=True) as etcd,
             apiserver_running.running_server(etcd, workdir / "pki", cprofile=None) as server,
-            runner_process(agent_spec, *agent_backend, "--model", "m") as agent,
-            runner_process(map_spec, *echo_backend) as mapper,
+            children.running_runner(agent_spec, *agent_backend, "--model", "m") as agent,
+            children.running_runner(map_spec, *echo_backend) as mapper,
             harness.https_session(context, pool=4) as api,
             aiohttp.ClientSession() as direct,
         ):
-            invoke = await publish(api, server.base, agent)
+            invoke = await publish(api, server.base, agent.url)
             echo = backends.EchoBackend(latency_seconds=settings.echo_ms / 1000.0)
             for n in range(settings.invocations + 2):  # two to warm up
                 through, _ = await timed_invoke(api, invoke, {"q": f"q{n}"})
-                _, direct_body = await timed_invoke(direct, f"{agent}/invoke", {"q": f"d{n}"})
+                _, direct_body = await timed_invoke(direct, f"{agent.url}/invoke", {"q": f"d{n}"})
                 floor = await floor_agent(direct, model_url, f"f{n}")
                 mapped, _ = await timed_invoke(
-                    direct, f"{mapper}/invoke", {"xs": [f"{n}-{i}" for i in range(ITEMS)]}
+                    direct, f"{mapper.url}/invoke", {"xs": [f"{n}-{i}" for i in range(ITEMS)]}
                 )
                 waves = await floor_waves(echo, n)
                 if n < 2:

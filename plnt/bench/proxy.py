@@ -39,7 +39,6 @@ import dataclasses
 import itertools
 import json
 import os
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -204,12 +203,9 @@ def first_token_operation(
 async def running_runner(latency_ms: float) -> AsyncIterator[tuple[str, int]]:
     """A runner process of the chat example on the echo backend; yields its base URL and
     pid."""
-    argv = [
-        sys.executable, "-m", "plnt.runner", "--spec", str(SPEC), "--backend-type", "echo",
-        "--latency-ms", str(latency_ms), "--port", "0",
-    ]  # fmt: skip
-    async with children.running_child(argv, ready="listening on", what="the runner") as child:
-        yield child.ready_line.rsplit(" ", 1)[1].strip(), child.process.pid
+    echo = ("--backend-type", "echo", "--latency-ms", str(latency_ms))
+    async with children.running_runner(SPEC, *echo) as child:
+        yield child.url, child.process.pid
 
 
 async def publish(session: aiohttp.ClientSession, base: str, runner: str) -> None:
