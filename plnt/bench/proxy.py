@@ -208,18 +208,26 @@ async def running_runner(latency_ms: float) -> AsyncIterator[tuple[str, int]]:
         yield child.url, child.process.pid
 
 
-async def publish(session: aiohttp.ClientSession, base: str, runner: str) -> None:
-    """Create the run and make `runner` its only traffic target, as the saga would."""
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
-    async with session.post(f"{base}/api/v1/namespaces", json=namespace) as response:
+async def publish(
+    session: aiohttp.ClientSession,
+    base: str,
+    runner: str,
+    *,
+    namespace: str = NAMESPACE,
+    name: str = NAME,
+) -> None:
+    """Create the run (`namespace`/`name`, with its namespace) and make `runner` its only
+    traffic target, as the saga would."""
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+    async with session.post(f"{base}/api/v1/namespaces", json=body) as response:
         if response.status not in (201, 409):
             raise harness.BenchmarkError(f"namespace: {response.status} {await response.text()}")
-    collection = f"{base}/apis/plnt.work/v1/namespaces/{NAMESPACE}/workflowruns"
-    run = harness.workflowrun(NAME)
+    collection = base + harness.resource_path(namespace)
+    run = harness.workflowrun(name)
     async with session.post(collection, json=run) as response:
         if response.status != 201:
             raise harness.BenchmarkError(
-                f"create {NAME}: {response.status} {await response.text()}"
+                f"create {name}: {response.status} {await response.text()}"
             )
     status = {
         "status": {
@@ -235,13 +243,13 @@ async def publish(session: aiohttp.ClientSession, base: str, runner: str) -> Non
         }
     }
     async with session.patch(
-        f"{collection}/{NAME}/status",
+        f"{collection}/{name}/status",
         json=status,
         headers={"Content-Type": "application/merge-patch+json"},
     ) as response:
         if response.status != 200:
             raise harness.BenchmarkError(
-                f"status {NAME}: {response.status} {await response.text()}"
+                f"status {name}: {response.status} {await response.text()}"
             )
 
 
