@@ -60,7 +60,7 @@ from plnt.bench.saga import (
     measure,
     runner_cpu_row,
 )
-from plnt.bench.settings import api_process_counts
+from plnt.bench.settings import counts
 from plnt.processes.etcd import EtcdProcess
 
 REPO = Path(__file__).resolve().parents[2]
@@ -404,13 +404,13 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[ProxySettings, Path |
     p.add_argument("--latency-ms", type=float, default=0.0, help="the echo backend's delay")
     p.add_argument(
         "--workers",
-        type=api_process_counts,
+        type=counts,
         default=(1,),
         help="API server processes, comma-separated counts run one after another (1,2)",
     )
     p.add_argument(
         "--wrk-connections",
-        type=api_process_counts,
+        type=counts,
         default=(1, 16),
         help="the wrk phase's connection counts, one request in flight each (1,16)",
     )
