@@ -30,7 +30,6 @@ import asyncio
 import contextlib
 import json
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -41,10 +40,9 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from plnt.api import names
 from plnt.apiserver import pki
 from plnt.bench import apiserver as harness
-from plnt.bench import apiserver_running, children, local_serving, reports
+from plnt.bench import apiserver_running, children, local_serving, proxy, reports
 from plnt.processes.etcd import EtcdProcess
 from plnt.runner import backends
 
@@ -155,34 +153,6 @@ async def scripted(settings: AgentSettings) -> AsyncIterator[str]:
         yield url
 
 
-@contextlib.asynccontextmanager
-async def runner_process(spec: Path, *backend: str) -> AsyncIterator[str]:
-    argv = [sys.executable, "-m", "plnt.runner", "--spec", str(spec), "--port", "0", *backend]
-    async with children.running_child(argv, ready="listening on", what="a runner") as child:
-        yield child.ready_line.rsplit(" ", 1)[1].strip()
-
-
-async def publish(session: aiohttp.ClientSession, base: str, runner: str) -> str:
-    """The run, with `runner` its only traffic target (the saga's part); its invoke URL."""
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
-    async with session.post(f"{base}/api/v1/namespaces", json=namespace) as response:
-        if response.status not in (201, 409):
-            raise harness.BenchmarkError(f"namespace: {response.status} {await response.text()}")
-    collection = f"{base}/apis/{names.GROUP}/{names.VERSION}/namespaces/{NAMESPACE}/workflowruns"
-    async with session.post(collection, json=harness.workflowrun(NAME)) as response:
-        if response.status != 201:
-            raise harness.BenchmarkError(f"create: {response.status} {await response.text()}")
-    entry = {"revision": 1, "digest": "sha256:" + "ab" * 32, "weight": 100, "endpoints": [runner]}
-    async with session.patch(
-        f"{collection}/{NAME}/status",
-        json={"status": {"revision": 1, "traffic": [entry]}},
-        headers={"Content-Type": "application/merge-patch+json"},
-    ) as response:
-        if response.status != 200:
-            raise harness.BenchmarkError(f"status: {response.status} {await response.text()}")
-    return f"{collection}/{NAME}/invoke"
-
-
 async def timed_invoke(
     session: aiohttp.ClientSession, url: str, inputs: dict[str, Any]
 ) -> tuple[float, dict[str, Any]]:
@@ -250,19 +220,20 @@ async def bench(settings: AgentSettings, workdir: Path) -> AgentResults:
         async with (
             EtcdProcess(workdir / "etcd", unsafe_no_fsync=True) as etcd,
             apiserver_running.running_server(etcd, workdir / "pki", cprofile=None) as server,
-            runner_process(agent_spec, *agent_backend, "--model", "m") as agent,
-            runner_process(map_spec, *echo_backend) as mapper,
+            children.running_runner(agent_spec, *agent_backend, "--model", "m") as agent,
+            children.running_runner(map_spec, *echo_backend) as mapper,
             harness.https_session(context, pool=4) as api,
             aiohttp.ClientSession() as direct,
         ):
-            invoke = await publish(api, server.base, agent)
+            await proxy.publish(api, server.base, agent.url, namespace=NAMESPACE, name=NAME)
+            invoke = f"{server.base}{harness.resource_path(NAMESPACE, NAME)}/invoke"
             echo = backends.EchoBackend(latency_seconds=settings.echo_ms / 1000.0)
             for n in range(settings.invocations + 2):  # two to warm up
                 through, _ = await timed_invoke(api, invoke, {"q": f"q{n}"})
-                _, direct_body = await timed_invoke(direct, f"{agent}/invoke", {"q": f"d{n}"})
+                _, direct_body = await timed_invoke(direct, f"{agent.url}/invoke", {"q": f"d{n}"})
                 floor = await floor_agent(direct, model_url, f"f{n}")
                 mapped, _ = await timed_invoke(
-                    direct, f"{mapper}/invoke", {"xs": [f"{n}-{i}" for i in range(ITEMS)]}
+                    direct, f"{mapper.url}/invoke", {"xs": [f"{n}-{i}" for i in range(ITEMS)]}
                 )
                 waves = await floor_waves(echo, n)
                 if n < 2:

@@ -28,7 +28,7 @@ from plnt.bench.settings import (
     DEFAULT_API_PHASES,
     QUICK,
     ApiBenchmarkSettings,
-    api_process_counts,
+    counts,
 )
 
 SIZED = (
@@ -81,13 +81,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--py-spy", type=Path, help="record the server with py-spy (speedscope file)")
     p.add_argument(
         "--wrk-connections",
-        type=api_process_counts,
+        type=counts,
         default=(1, 16),
         help="the wrk phase's connection counts, one request in flight each (1,16)",
     )
     p.add_argument(
         "--workers",
-        type=api_process_counts,
+        type=counts,
         default=(1,),
         help="API server processes sharing the port; comma-separated (1,2) runs once per "
         "count and prints each phase's throughput ratio to the first",

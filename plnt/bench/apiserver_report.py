@@ -30,21 +30,6 @@ WRK_TARGETS = {("get", 1): 1.5, ("get", 16): 1.0, ("create", 16): 2.0}
 WRK_SIDES = {"etcd": "etcd HTTP gateway", "bare": "bare https", "plnt": "plnt api"}
 
 
-@dataclass(frozen=True, slots=True)
-class WrkPhase:
-    """One wrk run: an operation (`get`, `create`) on one side (`WRK_SIDES`) at a number of
-    connections, and the CPU each process group used meanwhile."""
-
-    op: str
-    side: str
-    connections: int
-    result: wrk.WrkResult
-    cpu: dict[str, float]
-
-    def cpu_ms(self, name: str) -> float | None:
-        return cputime.per_request_ms(self.cpu, name, self.result.requests + self.result.errors)
-
-
 @dataclass
 class Results:
     """Each side's phases by name (`get`, `create`, `list`) and the watch fan-out."""
@@ -55,8 +40,9 @@ class Results:
     watch: harness.WatchStats | None = None
     reads: dict[str, harness.PhaseStats] = field(default_factory=dict)
     """The `reads` phase by mode (`consistent_reads.READ_MODES`)."""
-    wrk: list[WrkPhase] = field(default_factory=list)
-    """The `wrk` phase's runs (empty when it did not run)."""
+    wrk: list[wrk.WrkPhase] = field(default_factory=list)
+    """The `wrk` phase's runs, an operation (`get`, `create`) on a side (`WRK_SIDES`) each
+    (empty when it did not run)."""
     wrk_missing: bool = False
     """The `wrk` phase was asked for but wrk is not installed."""
     rss_started_bytes: int = 0
@@ -193,29 +179,28 @@ _WRK_CPU = {"etcd": ETCD, "bare": BARE, "plnt": SERVER}
 """Whose CPU a wrk run's side costs."""
 
 
-def wrk_lines(phases: list[WrkPhase]) -> list[str]:
+def wrk_lines(phases: list[wrk.WrkPhase]) -> list[str]:
     """A row per wrk run (rate, latency, the side's CPU per request), then per operation
     and connection count plnt's CPU per request against etcd's gateway's and the bare
     handler's."""
     if not phases:
         return []
-    lines = ["wrk (C client, keep-alive, one request in flight per connection, 1 thread):"]
+    lines = [wrk.HEADER]
     for phase in phases:
-        r = phase.result
-        own = phase.cpu_ms(_WRK_CPU[phase.side])
-        extra = ""
-        if phase.side == "plnt":
-            extra = f", etcd {_ms(phase.cpu_ms(ETCD))} ms"
-        lines.append(
-            f"  wrk {phase.op.upper():<6} c={phase.connections:<3} {WRK_SIDES[phase.side]:<18}"
-            f"{r.rate:9.0f}/s  p50 {_ms(r.p50_ms)} ms  p99 {_ms(r.p99_ms)} ms  "
-            f"errors {r.errors}  cpu/req {_ms(own)} ms{extra}"
+        line = wrk.row(
+            f"{phase.op.upper():<6}",
+            WRK_SIDES[phase.side],
+            phase,
+            cpu_ms=phase.cpu_ms(_WRK_CPU[phase.side]),
         )
+        if phase.side == "plnt":
+            line += f", etcd {wrk.ms(phase.cpu_ms(ETCD))} ms"
+        lines.append(line)
     lines += [row.line() for row in wrk_cpu_rows(phases).values()]
     return lines
 
 
-def wrk_cpu_rows(phases: list[WrkPhase]) -> dict[str, cputime.CpuRow]:
+def wrk_cpu_rows(phases: list[wrk.WrkPhase]) -> dict[str, cputime.CpuRow]:
     """Per (operation, connections): plnt's CPU per request against etcd's HTTP gateway's
     (the same bytes stored or read by a Go server, through the same C client), with the
     bare handler's beside it."""
@@ -240,10 +225,6 @@ def wrk_cpu_rows(phases: list[WrkPhase]) -> dict[str, cputime.CpuRow]:
             ),
         )
     return rows
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
 
 
 def _watch_lines(watch: harness.WatchStats, settings: ApiBenchmarkSettings) -> list[str]:

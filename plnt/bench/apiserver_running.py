@@ -34,7 +34,7 @@ from plnt.apiserver import authn, pki
 from plnt.bench import apiserver as harness
 from plnt.bench import apiserver_serving as serving
 from plnt.bench import bare_serving, children, consistent_reads, cputime, wrk
-from plnt.bench.apiserver_report import BARE, ETCD, GENERATOR, SERVER, Results, WrkPhase
+from plnt.bench.apiserver_report import BARE, ETCD, GENERATOR, SERVER, Results
 from plnt.bench.settings import ApiBenchmarkSettings
 from plnt.processes import eventloops
 from plnt.processes.etcd import EtcdProcess
@@ -417,21 +417,15 @@ class Phases:
         for connections in s.wrk_connections:
             for op, sides in targets.items():
                 for side, (url, lua) in sides.items():
-                    if s.warmup > 0:
-                        await wrk.run(
-                            url,
-                            connections=connections,
-                            duration=s.warmup,
-                            lua=lua,
-                            workdir=self.workdir,
-                        )
-                    before = self.meter.snapshot()
-                    result = await wrk.run(
+                    phase = await wrk.measured(
                         url,
+                        op=op,
+                        side=side,
                         connections=connections,
                         duration=s.duration,
+                        warmup=s.warmup,
                         lua=lua,
+                        meter=self.meter,
                         workdir=self.workdir,
                     )
-                    used = self.meter.since(before)
-                    self.results.wrk.append(WrkPhase(op, side, connections, result, used))
+                    self.results.wrk.append(phase)

@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import cProfile
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -35,7 +34,7 @@ from plnt.apiserver import app as app_module
 from plnt.apiserver import serving
 from plnt.apiserver.settings import ServerSettings
 from plnt.bench import local_serving
-from plnt.processes import apiprocesses, eventloops, tasks
+from plnt.processes import apiprocesses, signals, tasks
 
 READY = "bench-server ready"
 LIST_NS = "bench-list"
@@ -47,10 +46,11 @@ async def serve(
     pki_dir: Path,
     port: int,
     cprofile: Path | None,
+    stop: asyncio.Event,
     token_file: Path | None = None,
     api_processes: int = 1,
 ) -> None:
-    """Serve plnt on `port` until told to stop."""
+    """Serve plnt on `port` until `stop` is set (SIGINT, SIGTERM) or stdin closes."""
     slot = apiprocesses.Slot.from_environment()  # set in a sibling this process started
     if slot is None and api_processes > 1:
         slot = apiprocesses.first(api_processes, pki_dir.parent / "workers")
@@ -65,10 +65,6 @@ async def serve(
     application = app_module.build_app(settings)
     ssl_context = app_module.ssl_context_for(settings)
     first = slot is None or not slot.is_sibling
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
     profile = cProfile.Profile() if cprofile is not None else None
 
     async def announce(server: str, parts: contextlib.AsyncExitStack) -> None:
@@ -124,13 +120,14 @@ def main() -> None:
     slot = apiprocesses.Slot.from_environment()
     if slot is not None:
         apiprocesses.die_with_parent(slot.parent)
-    eventloops.run(
-        serve(
+    signals.run_until_signalled(
+        lambda stop: serve(
             etcd=args.etcd,
             pki_dir=args.pki_dir,
             port=args.port,
             token_file=args.token_file,
             cprofile=args.cprofile,
+            stop=stop,
             api_processes=args.workers,
         )
     )

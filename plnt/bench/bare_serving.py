@@ -8,7 +8,8 @@ stream, timers, the garbage collector walking plnt's objects), so its CPU per re
 was plnt's idle cost plus HTTP's. Here it pays for HTTP alone, under the conditions
 plnt's server has: the TLS context `plnt.apiserver.app.ssl_context_for` builds from the
 same PKI (client certificates requested, not required), keep-alive, no access log,
-handler cancellation, and asyncio's standard event loop, which plnt's server runs on.
+handler cancellation, and the event loop plnt's server runs on (`plnt.processes.eventloops`:
+uvloop unless `PLNT_EVENT_LOOP` says otherwise).
 
 GET `/bare/{name}` answers a fixed WorkflowRun-sized body; POST `/bare` echoes the posted
 body with a new uid. It prints `bare-server ready pid=N` once it listens, and exits on
@@ -21,7 +22,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import uuid
 from pathlib import Path
 
@@ -32,7 +32,7 @@ from plnt.apiserver import app as app_module
 from plnt.apiserver.settings import ServerSettings
 from plnt.bench import apiserver as harness
 from plnt.bench import local_serving
-from plnt.processes import eventloops
+from plnt.processes import signals, tasks
 
 READY = "bare-server ready"
 LIST_NS = "bench-list"
@@ -76,24 +76,20 @@ def bare_app() -> web.Application:
     return app
 
 
-async def serve(*, pki_dir: Path, port: int) -> None:
-    """Serve the bare handler on 127.0.0.1:`port` until signalled or stdin closes."""
+async def serve(*, pki_dir: Path, port: int, stop: asyncio.Event) -> None:
+    """Serve the bare handler on 127.0.0.1:`port` until `stop` is set (SIGINT, SIGTERM) or
+    stdin closes."""
     ssl_context = app_module.ssl_context_for(ServerSettings(pki_dir=pki_dir))
     runner = web.AppRunner(
         bare_app(), shutdown_timeout=2.0, access_log=None, handler_cancellation=True
     )
     await runner.setup()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    watcher = asyncio.create_task(local_serving.watch_stdin(stop))
     try:
-        await web.TCPSite(runner, "127.0.0.1", port, ssl_context=ssl_context).start()
-        print(f"{READY} pid={os.getpid()}", flush=True)
-        await stop.wait()
+        async with tasks.running(local_serving.watch_stdin(stop), name="stdin"):
+            await web.TCPSite(runner, "127.0.0.1", port, ssl_context=ssl_context).start()
+            print(f"{READY} pid={os.getpid()}", flush=True)
+            await stop.wait()
     finally:
-        watcher.cancel()
         await runner.cleanup()
 
 
@@ -102,7 +98,7 @@ def main() -> None:
     parser.add_argument("--pki-dir", type=Path, required=True, help="plnt's PKI directory")
     parser.add_argument("--port", type=int, required=True, help="the HTTPS port")
     args = parser.parse_args()
-    eventloops.run(serve(pki_dir=args.pki_dir, port=args.port))
+    signals.run_until_signalled(lambda stop: serve(pki_dir=args.pki_dir, port=args.port, stop=stop))
 
 
 if __name__ == "__main__":

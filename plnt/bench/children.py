@@ -1,9 +1,11 @@
 """Child processes of the benchmarks: started, watched for a ready line, always reaped.
 
-Every measured part (the API server, `plnt up`, the bare proxy) runs in its own process,
-so the load generator never shares a core's event loop with what it measures. They all
-announce readiness with one line on stdout; `running_child` waits for it with a deadline
-and, on the way out (also on failure), sends SIGTERM, waits, SIGKILLs if needed and reaps.
+Every measured part (the API server, `plnt up`, the bare proxy, the runners) runs in its
+own process, so the load generator never shares a core's event loop with what it
+measures. They all announce readiness with one line on stdout (a server: `… listening on
+URL`, read back as `Child.url`); `running_child` waits for it with a deadline and, on the
+way out (also on failure), sends SIGTERM, waits, SIGKILLs if needed and reaps.
+`running_runner` is that for a runner process of a spec, as every benchmark starts one.
 
 Errors: `ChildFailed` (a `BenchmarkError`) when the child exits or is not ready in time; its
 message carries the child's output.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sys
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +40,11 @@ class Child:
     def ready_line(self) -> str:
         """The line that announced readiness (the last line read when it came)."""
         return self.output[-1] if self.output else ""
+
+    @property
+    def url(self) -> str:
+        """The URL a server announced in its ready line (`… listening on URL`)."""
+        return self.ready_line.rsplit(" ", 1)[-1].strip()
 
 
 @contextlib.asynccontextmanager
@@ -93,3 +101,14 @@ async def running_child(
                 process.kill()
                 await process.wait()
         await tasks.stop(pumping)
+
+
+@contextlib.asynccontextmanager
+async def running_runner(
+    spec: Path, *options: str, what: str = "the runner"
+) -> AsyncIterator[Child]:
+    """A runner process (`python -m plnt.runner`) of `spec` on a free port, with `options`
+    (its backend, cache …), until the block ends; its base URL is `Child.url`."""
+    argv = [sys.executable, "-m", "plnt.runner", "--spec", str(spec), *options, "--port", "0"]
+    async with running_child(argv, ready="listening on", what=what) as child:
+        yield child

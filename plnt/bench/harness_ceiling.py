@@ -88,17 +88,13 @@ async def running_runners(count: int, workdir: Path) -> AsyncIterator[list[str]]
     """`count` echo runner processes; yields their base URLs."""
     spec = workdir / "echo.workflow.yaml"
     spec.write_text(ECHO_WORKFLOW)
-    argv = [
-        sys.executable, "-m", "plnt.runner", "--spec", str(spec), "--backend-type", "echo",
-        "--port", "0",
-    ]  # fmt: skip
     async with contextlib.AsyncExitStack() as stack:
         urls = []
         for _ in range(count):
             child = await stack.enter_async_context(
-                children.running_child(argv, ready="listening on", what="the echo runner")
+                children.running_runner(spec, "--backend-type", "echo", what="the echo runner")
             )
-            urls.append(child.ready_line.rsplit(" ", 1)[1].strip())
+            urls.append(child.url)
         yield urls
 
 
@@ -107,7 +103,7 @@ async def running_floor() -> AsyncIterator[str]:
     """The bare-aiohttp floor in its own process; yields its base URL."""
     argv = [sys.executable, "-m", "plnt.bench.harness_floor", "--port", "0"]
     async with children.running_child(argv, ready="listening on", what="the floor") as child:
-        yield child.ready_line.rsplit(" ", 1)[1].strip()
+        yield child.url
 
 
 def _endpoints(label: str, bases: Sequence[str]) -> list[Endpoint]:

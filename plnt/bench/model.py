@@ -33,7 +33,6 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -212,12 +211,12 @@ def _direct_body(settings: ModelSettings) -> dict[str, Any]:
 @contextlib.asynccontextmanager
 async def running_runner(spec: Path, endpoint: str) -> AsyncIterator[str]:
     """A runner process of `spec` on the model server, step cache off; its base URL."""
-    argv = [
-        sys.executable, "-m", "plnt.runner", "--spec", str(spec), "--backend-type", "openai",
-        "--endpoint", endpoint, "--model", PIN.name, "--cache-max-entries", "0", "--port", "0",
+    options = [
+        "--backend-type", "openai", "--endpoint", endpoint, "--model", PIN.name,
+        "--cache-max-entries", "0",
     ]  # fmt: skip
-    async with children.running_child(argv, ready="listening on", what="the runner") as child:
-        yield child.ready_line.rsplit(" ", 1)[1].strip()
+    async with children.running_runner(spec, *options) as child:
+        yield child.url
 
 
 async def bench(settings: ModelSettings, workdir: Path) -> ModelResults:

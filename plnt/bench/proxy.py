@@ -39,7 +39,6 @@ import dataclasses
 import itertools
 import json
 import os
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -61,7 +60,7 @@ from plnt.bench.saga import (
     measure,
     runner_cpu_row,
 )
-from plnt.bench.settings import api_process_counts
+from plnt.bench.settings import counts
 from plnt.processes.etcd import EtcdProcess
 
 REPO = Path(__file__).resolve().parents[2]
@@ -102,7 +101,7 @@ class ProxyResults:
     proxy_stream: PhaseStats = field(default_factory=PhaseStats)
     """The streamed phases as a whole (their CPU readings); the TTFTs are above."""
     direct_stream: PhaseStats = field(default_factory=PhaseStats)
-    wrk: list[proxy_wrk.ProxyWrkPhase] = field(default_factory=list)
+    wrk: list[wrk.WrkPhase] = field(default_factory=list)
     """The wrk phase's runs (empty when it did not run)."""
     wrk_missing: bool = False
     """The wrk phase was asked for but wrk is not installed."""
@@ -204,26 +203,31 @@ def first_token_operation(
 async def running_runner(latency_ms: float) -> AsyncIterator[tuple[str, int]]:
     """A runner process of the chat example on the echo backend; yields its base URL and
     pid."""
-    argv = [
-        sys.executable, "-m", "plnt.runner", "--spec", str(SPEC), "--backend-type", "echo",
-        "--latency-ms", str(latency_ms), "--port", "0",
-    ]  # fmt: skip
-    async with children.running_child(argv, ready="listening on", what="the runner") as child:
-        yield child.ready_line.rsplit(" ", 1)[1].strip(), child.process.pid
+    echo = ("--backend-type", "echo", "--latency-ms", str(latency_ms))
+    async with children.running_runner(SPEC, *echo) as child:
+        yield child.url, child.process.pid
 
 
-async def publish(session: aiohttp.ClientSession, base: str, runner: str) -> None:
-    """Create the run and make `runner` its only traffic target, as the saga would."""
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
-    async with session.post(f"{base}/api/v1/namespaces", json=namespace) as response:
+async def publish(
+    session: aiohttp.ClientSession,
+    base: str,
+    runner: str,
+    *,
+    namespace: str = NAMESPACE,
+    name: str = NAME,
+) -> None:
+    """Create the run (`namespace`/`name`, with its namespace) and make `runner` its only
+    traffic target, as the saga would."""
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+    async with session.post(f"{base}/api/v1/namespaces", json=body) as response:
         if response.status not in (201, 409):
             raise harness.BenchmarkError(f"namespace: {response.status} {await response.text()}")
-    collection = f"{base}/apis/plnt.work/v1/namespaces/{NAMESPACE}/workflowruns"
-    run = harness.workflowrun(NAME)
+    collection = base + harness.resource_path(namespace)
+    run = harness.workflowrun(name)
     async with session.post(collection, json=run) as response:
         if response.status != 201:
             raise harness.BenchmarkError(
-                f"create {NAME}: {response.status} {await response.text()}"
+                f"create {name}: {response.status} {await response.text()}"
             )
     status = {
         "status": {
@@ -239,13 +243,13 @@ async def publish(session: aiohttp.ClientSession, base: str, runner: str) -> Non
         }
     }
     async with session.patch(
-        f"{collection}/{NAME}/status",
+        f"{collection}/{name}/status",
         json=status,
         headers={"Content-Type": "application/merge-patch+json"},
     ) as response:
         if response.status != 200:
             raise harness.BenchmarkError(
-                f"status {NAME}: {response.status} {await response.text()}"
+                f"status {name}: {response.status} {await response.text()}"
             )
 
 
@@ -400,13 +404,13 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[ProxySettings, Path |
     p.add_argument("--latency-ms", type=float, default=0.0, help="the echo backend's delay")
     p.add_argument(
         "--workers",
-        type=api_process_counts,
+        type=counts,
         default=(1,),
         help="API server processes, comma-separated counts run one after another (1,2)",
     )
     p.add_argument(
         "--wrk-connections",
-        type=api_process_counts,
+        type=counts,
         default=(1, 16),
         help="the wrk phase's connection counts, one request in flight each (1,16)",
     )

@@ -18,7 +18,6 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from plnt.bench import cputime, wrk
@@ -29,20 +28,6 @@ CPU_TARGET = 1.0
 SERVER, RUNNER = "server", "runner"
 """The `cputime.Meter` groups of the API server (its process tree) and of the runner."""
 MARKER = "@SEQUENCE@"
-
-
-@dataclass(frozen=True, slots=True)
-class ProxyWrkPhase:
-    """One wrk run on one side (`SIDES`) at a number of connections, and the CPU each
-    process group used meanwhile."""
-
-    side: str
-    connections: int
-    result: wrk.WrkResult
-    cpu: dict[str, float]
-
-    def cpu_ms(self, name: str) -> float | None:
-        return cputime.per_request_ms(self.cpu, name, self.result.requests + self.result.errors)
 
 
 def chat_script(run: int, *, headers: Mapping[str, str]) -> str:
@@ -65,9 +50,10 @@ async def measure(
     warmup: float,
     meter: cputime.Meter,
     workdir: Path,
-) -> list[ProxyWrkPhase]:
+) -> list[wrk.WrkPhase]:
     """At each connection count: chats through the proxy, then straight to the runner,
-    each after its own warm-up; WrkMissing when wrk is not installed."""
+    each after its own warm-up (its own questions too); WrkMissing when wrk is not
+    installed."""
     runs = itertools.count()
     sides = {
         "proxy": (proxy_url, {"Authorization": f"Bearer {token}"}),
@@ -76,19 +62,24 @@ async def measure(
     phases = []
     for count in connections:
         for side, (url, headers) in sides.items():
-            if warmup > 0:
-                lua = chat_script(next(runs), headers=headers)
-                await wrk.run(url, connections=count, duration=warmup, lua=lua, workdir=workdir)
-            lua = chat_script(next(runs), headers=headers)
-            before = meter.snapshot()
-            result = await wrk.run(
-                url, connections=count, duration=duration, lua=lua, workdir=workdir
+            warm = chat_script(next(runs), headers=headers) if warmup > 0 else None
+            phase = await wrk.measured(
+                url,
+                op="chat",
+                side=side,
+                connections=count,
+                duration=duration,
+                warmup=warmup,
+                lua=chat_script(next(runs), headers=headers),
+                warmup_lua=warm,
+                meter=meter,
+                workdir=workdir,
             )
-            phases.append(ProxyWrkPhase(side, count, result, meter.since(before)))
+            phases.append(phase)
     return phases
 
 
-def cpu_rows(phases: Sequence[ProxyWrkPhase]) -> dict[str, cputime.CpuRow]:
+def cpu_rows(phases: Sequence[wrk.WrkPhase]) -> dict[str, cputime.CpuRow]:
     """Per connection count: the API server's CPU per proxied chat against the runner's
     per direct chat, with the runner's CPU during the proxied run beside them."""
     found = {(p.side, p.connections): p for p in phases}
@@ -109,20 +100,15 @@ def cpu_rows(phases: Sequence[ProxyWrkPhase]) -> dict[str, cputime.CpuRow]:
     return rows
 
 
-def lines(phases: Sequence[ProxyWrkPhase]) -> list[str]:
+def lines(phases: Sequence[wrk.WrkPhase]) -> list[str]:
     """A row per run (rate, latency, CPU per request of the side's own process), then the
     CPU rows and, per connection count, the p50 overhead of a proxied chat."""
     if not phases:
         return []
-    out = ["wrk (C client, keep-alive, one request in flight per connection, 1 thread):"]
+    out = [wrk.HEADER]
     for phase in phases:
-        r = phase.result
         own = phase.cpu_ms(SERVER if phase.side == "proxy" else RUNNER)
-        out.append(
-            f"  wrk chat c={phase.connections:<3} {SIDES[phase.side]:<18}{r.rate:9.0f}/s  "
-            f"p50 {_ms(r.p50_ms)} ms  p99 {_ms(r.p99_ms)} ms  errors {r.errors}  "
-            f"cpu/req {_ms(own)} ms"
-        )
+        out.append(wrk.row("chat", SIDES[phase.side], phase, cpu_ms=own))
     found = {(p.side, p.connections): p for p in phases}
     for (side, count), through in found.items():
         direct = found.get(("direct", count))
@@ -135,7 +121,7 @@ def lines(phases: Sequence[ProxyWrkPhase]) -> list[str]:
     return out
 
 
-def as_json(phases: Sequence[ProxyWrkPhase]) -> dict[str, object]:
+def as_json(phases: Sequence[wrk.WrkPhase]) -> dict[str, object]:
     return {
         "runs": [
             {
@@ -152,7 +138,3 @@ def as_json(phases: Sequence[ProxyWrkPhase]) -> dict[str, object]:
         ],
         "cpu": {key: row.as_json() for key, row in cpu_rows(phases).items()},
     }
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"

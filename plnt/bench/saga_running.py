@@ -108,7 +108,7 @@ async def running_bare_proxy(
     async with children.running_child(
         argv, ready="listening on ", what="the bare proxy", start_timeout=30, cwd=REPO
     ) as child:
-        yield child.ready_line.rsplit(" ", 1)[-1].strip(), child.process.pid
+        yield child.url, child.process.pid
 
 
 @contextlib.asynccontextmanager

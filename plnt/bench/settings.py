@@ -83,15 +83,16 @@ class InvocationsBenchmarkSettings:
     json_file: Path | None = None
 
 
-def api_process_counts(text: str) -> tuple[int, ...]:
-    """`--workers 1,2` of the apiserver and proxy benchmarks: API server process counts,
-    each run in turn (an argparse `type`: its error names the flag)."""
+def counts(text: str) -> tuple[int, ...]:
+    """Comma-separated counts, each at least 1, of the apiserver and proxy benchmarks:
+    `--workers 1,2` (API server processes, each count a run of its own) and
+    `--wrk-connections 1,16` (an argparse `type`: its error names the flag)."""
     try:
-        counts = tuple(int(count) for count in text.split(","))
+        found = tuple(int(count) for count in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a comma-separated list of counts"
         ) from None
-    if min(counts) < 1:
+    if min(found) < 1:
         raise argparse.ArgumentTypeError("each count must be at least 1")
-    return counts
+    return found

@@ -9,8 +9,10 @@ what batching buys. It cannot present a TLS client certificate, so plnt is reach
 a bearer token (the benchmark's server reads a token file, as `plnt up` does).
 
 A request other than a plain GET (a method, a body, headers) goes in a Lua script that
-wrk runs (`script`). `run` starts wrk for a duration and parses its summary; the
-benchmark meters CPU around it (`plnt.bench.cputime`).
+wrk runs (`script`). `run` starts wrk for a duration and parses its summary; `measured`
+is one run of a benchmark's wrk phase, the same for every benchmark: a warm-up, then a
+run with CPU metered around it (`plnt.bench.cputime`), kept as a `WrkPhase`; `row` is its
+printed line.
 
 Errors: `WrkMissing` when wrk is not installed (the caller prints `MISSING` and skips
 its rows); `WrkFailed` when wrk exits non-zero or prints no summary.
@@ -25,8 +27,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from plnt.bench import cputime
+
 MISSING = "wrk is not installed (Debian: apt-get install wrk): the C-client (wrk) rows are skipped"
 """What a benchmark prints instead of its wrk rows when `binary()` finds none."""
+HEADER = "wrk (C client, keep-alive, one request in flight per connection, 1 thread):"
+"""The line above a benchmark's wrk rows."""
 
 
 class WrkMissing(RuntimeError):
@@ -164,3 +170,58 @@ async def run(
     if process.returncode != 0:
         raise WrkFailed(f"wrk exited {process.returncode}: {text.strip()[-400:]}")
     return parse(text)
+
+
+@dataclass(frozen=True, slots=True)
+class WrkPhase:
+    """One measured wrk run of a benchmark: an operation (`get`, `create`, `chat`) on one
+    side (etcd, plnt, the proxy, the runner …) at a number of connections, and the CPU
+    each process group used meanwhile."""
+
+    op: str
+    side: str
+    connections: int
+    result: WrkResult
+    cpu: dict[str, float]
+
+    def cpu_ms(self, name: str) -> float | None:
+        return cputime.per_request_ms(self.cpu, name, self.result.requests + self.result.errors)
+
+
+async def measured(
+    url: str,
+    *,
+    op: str,
+    side: str,
+    connections: int,
+    duration: float,
+    warmup: float,
+    lua: str,
+    warmup_lua: str | None = None,
+    meter: cputime.Meter,
+    workdir: Path,
+) -> WrkPhase:
+    """A warm-up of `warmup` seconds (none at 0; `warmup_lua`, else `lua`), then `duration`
+    seconds of `lua` with `meter` read around it."""
+    if warmup > 0:
+        lua_first = lua if warmup_lua is None else warmup_lua
+        await run(url, connections=connections, duration=warmup, lua=lua_first, workdir=workdir)
+    before = meter.snapshot()
+    result = await run(url, connections=connections, duration=duration, lua=lua, workdir=workdir)
+    return WrkPhase(op, side, connections, result, meter.since(before))
+
+
+def row(what: str, side: str, phase: WrkPhase, *, cpu_ms: float | None) -> str:
+    """A wrk run's printed line: what was sent and to whom, rate, p50/p99, errors and the
+    CPU per request of the side's own process (`cpu_ms`)."""
+    r = phase.result
+    return (
+        f"  wrk {what} c={phase.connections:<3} {side:<18}{r.rate:9.0f}/s  "
+        f"p50 {ms(r.p50_ms)} ms  p99 {ms(r.p99_ms)} ms  errors {r.errors}  "
+        f"cpu/req {ms(cpu_ms)} ms"
+    )
+
+
+def ms(value: float | None) -> str:
+    """Milliseconds as the wrk rows print them; `-` when unknown."""
+    return "-" if value is None else f"{value:.3f}"

@@ -168,22 +168,26 @@ def bench(
     console = output_console()
     live = follow and not as_json and console.is_terminal
 
-    async def action(client: PlntClient) -> dict[str, Any]:
+    async def action(
+        client: PlntClient,
+    ) -> tuple[dict[str, Any], list[benchattainment.Objective]]:
+        """The bench (started, or followed to its end) and, to print attainment beside
+        its percentiles, the run's objectives."""
         path = client.object_path(names.WORKFLOWRUNS, name, subresource="bench")
         started: dict[str, Any] = (await client.request("POST", path, json=body)).json()
         if not follow:
-            return started
+            return started, []
         bench_id = started["metadata"]["name"]
         if not as_json:
             console.print(f"bench {bench_id} of {printing.GROUP_RESOURCE}/{name} started")
         followed = await _follow(client, path, name, bench_id, console if live else None)
-        if not as_json:  # the run's objectives, to print attainment beside the percentiles
-            run = await client.get_workflowrun(name)
-            objectives[:] = benchattainment.objectives((run.get("spec") or {}).get("slo"))
-        return followed
+        if as_json:
+            return followed, []
+        run = await client.get_workflowrun(name)
+        return followed, benchattainment.objectives((run.get("spec") or {}).get("slo"))
 
-    objectives: list[benchattainment.Objective] = []
-    result = connecting.call(connecting.Target(kubeconfig, context, namespace), action)
+    target = connecting.Target(kubeconfig, context, namespace)
+    result, objectives = connecting.call(target, action)
     if not follow:
         typer.echo(json.dumps(result, indent=2) if as_json else result["metadata"]["name"])
         return

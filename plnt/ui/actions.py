@@ -133,7 +133,6 @@ async def invoke(request: web.Request) -> web.StreamResponse:
     return _done(
         f"revision {result.revision}, cache {result.cache}",
         output=result.output,
-        trace=body.get("trace") or [],
         # The trace as the Invocation page shows it (same template), for the form to place.
         traceHtml=rendering.fragment(
             request, "step_trace.html", steps=steptraces.step_rows(body.get("trace"))
