@@ -62,6 +62,18 @@ def test_an_objective_between_reported_percentiles_is_read_at_the_next_one_up() 
     assert ok and text.startswith("latency p99 300 ms")
 
 
+def test_an_objective_beyond_p99_is_read_at_the_maximum_as_plnt_bench_reads_it() -> None:
+    objectives = ServiceLevelObjectives.model_validate(
+        {"latency": {"percentile": 99.9, "milliseconds": 350}}
+    )
+    result = bench("canary", 300.0)
+    assert result.latency is not None
+    tail = dataclasses.replace(result.latency, max_ms=900.0)
+    slow_tail = dataclasses.replace(result, latency=tail)
+    [(ok, text)] = slo.judge(objectives, slow_tail, None)
+    assert not ok and text.startswith("latency max 900 ms")
+
+
 def test_streamed_objectives_make_the_analysis_stream_and_a_miss_has_its_own_reason() -> None:
     assert OBJECTIVES.streamed()
     [endpoint] = probes.analysis_endpoints(["http://r:1"], [], stream=True)

@@ -7,11 +7,12 @@ canary's measured value, the objective and the stable's value in one line each
 analysis as `SLOMissed` (its own reason and Event), apart from `AnalysisFailed` (the
 analysis's own limits), so an operator sees at once which promise the canary broke.
 
-The bench reports p50, p90, p95 and p99: a latency objective is read at the smallest of
-these at or above its percentile (p99 beyond it), which is never kinder than the
-objective. Time per output token is the bench's mean (its decode time over its decode
-tokens) and tokens per second its aggregate rate: the bench keeps no per-call
-distribution of them. Cost is not judged here (the analysis runs on the canary's own
+The bench reports p50, p90, p95, p99 and the maximum: a latency objective is read at the
+smallest of these at or above its percentile (the maximum beyond p99), which is never
+kinder than the objective and is how `plnt bench` reads it too
+(`plnt.api.benchattainment`). Time per output token is the bench's mean (its decode time
+over its decode tokens) and tokens per second its aggregate rate: the bench keeps no
+per-call distribution of them. Cost is not judged here (the analysis runs on the canary's own
 replicas, not the backend's bill); `status.slo` judges it on live traffic.
 
 Pure; errors: none (the caller raises).
@@ -24,17 +25,23 @@ from collections.abc import Callable
 from plnt.api.slo import LatencyObjective, ServiceLevelObjectives
 from plnt.harness.result import BenchResult, Percentiles
 
-_REPORTED = ((50.0, "p50_ms"), (90.0, "p90_ms"), (95.0, "p95_ms"), (99.0, "p99_ms"))
+_REPORTED = (
+    (50.0, "p50", "p50_ms"),
+    (90.0, "p90", "p90_ms"),
+    (95.0, "p95", "p95_ms"),
+    (99.0, "p99", "p99_ms"),
+    (100.0, "max", "max_ms"),
+)
 
 
 def _at(percentiles: Percentiles | None, percentile: float) -> tuple[str, float] | None:
     """The reported percentile at or above `percentile`, and its value (ms)."""
     if percentiles is None or not percentiles.count:
         return None
-    for reported, field in _REPORTED:
+    for reported, label, field in _REPORTED:
         if reported >= percentile:
-            return f"p{reported:g}", float(getattr(percentiles, field))
-    return "p99", percentiles.p99_ms
+            return label, float(getattr(percentiles, field))
+    return "max", percentiles.max_ms
 
 
 def _ms(value: float) -> str:
