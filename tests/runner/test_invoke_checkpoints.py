@@ -18,9 +18,8 @@ from typing import Any
 import aiohttp
 
 from plnt.api import checkpoints
-from plnt.runner import settings
 from tests.support.agents import AGENT, calculator, chat_answer, scripted_backend
-from tests.support.runners import StartRunner, read_lines
+from tests.support.runners import StartRunner, openai_backend, read_lines
 
 MAP = """
 apiVersion: microagents.plnt.work/v1
@@ -56,10 +55,6 @@ steps:
     expression: "steps.maybe.skipped"
 output: steps.after.output
 """
-
-
-def backend(url: str) -> settings.BackendConfig:
-    return settings.BackendConfig(type="openai", endpoint=url, model="m")
 
 
 async def stream(
@@ -141,7 +136,7 @@ async def test_a_tool_loop_resumed_after_its_first_turn_does_not_ask_or_call_aga
     asked: list[str] = []
     async with scripted_backend(two_turns(asked)) as llm, calculator() as tool:
         spec = write_spec(AGENT.replace("TOOL", tool.url).replace("MODE", ""))
-        url = await start_runner(spec, backend=backend(llm.url))
+        url = await start_runner(spec, backend=openai_backend(llm.url))
         lines = await stream(session, url, {"inputs": {"q": "2+3"}})
         assert lines[-1]["output"] == "the sum is 5"
         loops = folded(lines)["solve"]["loops"]
@@ -199,7 +194,7 @@ async def test_a_call_of_a_non_idempotent_tool_in_flight_fails_the_resumed_step(
     asked: list[str] = []
     async with scripted_backend(two_turns(asked)) as llm, calculator() as tool:
         spec = write_spec(NOT_IDEMPOTENT.replace("TOOL", tool.url).replace("MODE", ""))
-        url = await start_runner(spec, backend=backend(llm.url))
+        url = await start_runner(spec, backend=openai_backend(llm.url))
         # The first run reports the call as sent before sending it.
         lines = await stream(session, url, {"inputs": {"q": "2+3"}})
         sent = [
@@ -234,7 +229,7 @@ async def test_an_idempotent_call_in_flight_is_sent_again_and_an_answered_one_is
     asked: list[str] = []
     async with scripted_backend(two_turns(asked)) as llm, calculator() as tool:
         spec = write_spec(AGENT.replace("TOOL", tool.url).replace("MODE", ""))
-        url = await start_runner(spec, backend=backend(llm.url))
+        url = await start_runner(spec, backend=openai_backend(llm.url))
         in_flight = pending_state("call_0", "add", sent=True)
         lines = await stream(
             session,
