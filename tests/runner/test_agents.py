@@ -189,7 +189,7 @@ async def test_the_calls_of_one_turn_run_at_once_up_to_the_bound(
         sums = [json.loads(m["content"])["sum"] for m in body["messages"] if m["role"] == "tool"]
         return chat_answer(json.dumps(sums))
 
-    async with calculator(delay=0.2) as tool, scripted_backend(script) as llm:
+    async with calculator(overlap=2, calls=5) as tool, scripted_backend(script) as llm:
         spec = AGENT.replace("TOOL", tool.url).replace("MODE", "")
         url = await start_runner(write_spec(spec), backend=openai_backend(llm.url))
         status, body = await invoke(session, url, {"q": "?"})
