@@ -18,13 +18,9 @@ from typing import Any
 
 import pytest
 
-from plnt.apiserver import app as app_module
-from plnt.apiserver import pki as pki_module
-from plnt.apiserver.settings import ServerSettings
 from plnt.processes.temporal import TemporalDevServer
 from plnt.sagas import starter
-from tests.support import tls
-from tests.support.api_server import BASE, Api, workflowrun
+from tests.support.api_server import BASE, Api, serving, workflowrun
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
 
@@ -67,19 +63,8 @@ async def api(
 ) -> AsyncIterator[Api]:
     client = await starter.connect(temporal.address)
     control = starter.TemporalDeployControl(client, task_queue=f"idle-{uuid.uuid4().hex[:8]}")
-    settings = ServerSettings(
-        etcd_endpoints=(etcd_endpoint.removeprefix("http://"),),
-        etcd_prefix=f"/t-{uuid.uuid4().hex[:12]}",
-        pki_dir=tmp_path / "pki",
-        bookmark_interval_seconds=0.2,
-    )
-    application = app_module.build_app(settings, deploy=control)
-    paths = pki_module.Pki.at(tmp_path / "pki")
-    async with (
-        tls.serve_https(application, tls.server_context(paths)) as url,
-        tls.client_session(paths, cert=tls.admin(paths)) as session,
-    ):
-        yield Api(url=url, session=session, pki=paths, settings=settings)
+    async with serving(etcd_endpoint, tmp_path, deploy=control) as served:
+        yield served
 
 
 def assert_the_record(bench: dict[str, Any]) -> None:

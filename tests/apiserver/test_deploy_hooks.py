@@ -10,8 +10,8 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from tests.support.api_server import BASE, Api, workflowrun
-from tests.support.recording_deploy import RecordingDeploy, serving_with_deploy
+from tests.support.api_server import BASE, Api, serving, workflowrun
+from tests.support.recording_deploy import RecordingDeploy
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
 
@@ -20,7 +20,7 @@ async def test_hooks_submit_on_create_spec_change_scale_and_deletion_but_not_sta
     etcd_endpoint: str, tmp_path: Path
 ) -> None:
     deploy = RecordingDeploy()
-    async with serving_with_deploy(etcd_endpoint, tmp_path, deploy) as api:
+    async with serving(etcd_endpoint, tmp_path, deploy=deploy) as api:
         created = await api.call("POST", BASE, body=workflowrun("a"))
         assert created.status == 201
         assert deploy.names() == ["a"]
@@ -68,7 +68,7 @@ async def test_server_side_apply_and_put_submit_only_when_the_generation_changes
 ) -> None:
     deploy = RecordingDeploy()
     apply = {"Content-Type": "application/apply-patch+yaml"}
-    async with serving_with_deploy(etcd_endpoint, tmp_path, deploy) as api:
+    async with serving(etcd_endpoint, tmp_path, deploy=deploy) as api:
         body = workflowrun("b")
         created = await api.call(
             "PATCH", f"{BASE}/b", body=body, headers=apply, params={"fieldManager": "t"}
@@ -91,7 +91,7 @@ async def test_new_runs_get_the_teardown_finalizer_only_on_a_server_with_sagas(
 ) -> None:
     plain = await api.call("POST", BASE, body=workflowrun("plain"))
     assert "finalizers" not in plain.json["metadata"]
-    async with serving_with_deploy(etcd_endpoint, tmp_path / "s", RecordingDeploy()) as hooked:
+    async with serving(etcd_endpoint, tmp_path / "s", deploy=RecordingDeploy()) as hooked:
         created = await hooked.call("POST", BASE, body=workflowrun("c"))
         assert created.json["metadata"]["finalizers"] == ["plnt.work/teardown"]
         deleting = await hooked.call("DELETE", f"{BASE}/c")
@@ -105,7 +105,7 @@ async def test_a_write_is_stored_with_a_warning_when_temporal_is_down_and_retrie
 ) -> None:
     deploy = RecordingDeploy()
     deploy.unavailable = True
-    async with serving_with_deploy(etcd_endpoint, tmp_path, deploy) as api:
+    async with serving(etcd_endpoint, tmp_path, deploy=deploy) as api:
         created = await api.call("POST", BASE, body=workflowrun("d"))
         assert created.status == 201
         warnings = created.headers.getall("Warning")
@@ -128,8 +128,8 @@ async def test_start_up_resubmits_runs_whose_status_lags_their_generation(
     etcd_endpoint: str, tmp_path: Path
 ) -> None:
     prefix = f"/t-{uuid.uuid4().hex[:12]}"
-    async with serving_with_deploy(
-        etcd_endpoint, tmp_path, RecordingDeploy(), prefix=prefix
+    async with serving(
+        etcd_endpoint, tmp_path, deploy=RecordingDeploy(), etcd_prefix=prefix
     ) as api:
         for name in ("seen", "unseen", "leaving"):
             assert (await api.call("POST", BASE, body=workflowrun(name))).status == 201
@@ -149,6 +149,6 @@ async def test_start_up_resubmits_runs_whose_status_lags_their_generation(
         assert (await api.call("DELETE", f"{BASE}/leaving")).status == 200
 
     restarted = RecordingDeploy()
-    async with serving_with_deploy(etcd_endpoint, tmp_path, restarted, prefix=prefix):
+    async with serving(etcd_endpoint, tmp_path, deploy=restarted, etcd_prefix=prefix):
         await restarted.wait_for_submits(2)
         assert sorted(restarted.names()) == ["leaving", "unseen"]

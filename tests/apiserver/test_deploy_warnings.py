@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.api_server import BASE, workflowrun
+from tests.support.api_server import BASE, serving, workflowrun
 from tests.support.promotions import promoted
-from tests.support.recording_deploy import RecordingDeploy, serving_with_deploy
+from tests.support.recording_deploy import RecordingDeploy
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
 APPLY = {"Content-Type": "application/apply-patch+yaml"}
@@ -20,7 +20,7 @@ async def test_post_put_patch_apply_scale_rollback_delete_and_deletecollection_c
 ) -> None:
     deploy = RecordingDeploy()
     deploy.unavailable = True
-    async with serving_with_deploy(etcd_endpoint, tmp_path, deploy) as api:
+    async with serving(etcd_endpoint, tmp_path, deploy=deploy) as api:
         replies = {"POST": await api.call("POST", BASE, body=workflowrun("w"))}
         current = (await api.call("GET", f"{BASE}/w")).json
         current["spec"]["replicas"] = 2

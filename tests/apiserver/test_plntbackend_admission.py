@@ -10,22 +10,13 @@ from typing import Any
 
 import pytest
 
-from tests.support.api_server import Api
-
-BACKENDS = "/apis/plnt.work/v1/namespaces/default/plntbackends"
+from tests.support.api_server import BACKENDS, Api, plntbackend
 
 
 def backend(name: str, credentials: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": "plnt.work/v1",
-        "kind": "PlntBackend",
-        "metadata": {"name": name},
-        "spec": {
-            "type": "openai",
-            "endpoint": "http://127.0.0.1:1/v1",
-            "credentialsRef": credentials,
-        },
-    }
+    return plntbackend(
+        name, type="openai", endpoint="http://127.0.0.1:1/v1", credentialsRef=credentials
+    )
 
 
 @pytest.mark.parametrize(

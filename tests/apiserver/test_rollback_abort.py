@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.api_server import BASE, Api, workflowrun
+from tests.support.api_server import BASE, Api, serving, workflowrun
 from tests.support.promotions import digest, promoted
-from tests.support.recording_deploy import RecordingDeploy, serving_with_deploy
+from tests.support.recording_deploy import RecordingDeploy
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
 
@@ -95,7 +95,7 @@ async def test_rollback_is_submitted_to_the_saga_as_a_new_generation(
     etcd_endpoint: str, tmp_path: Path
 ) -> None:
     deploy = RecordingDeploy()
-    async with serving_with_deploy(etcd_endpoint, tmp_path, deploy) as api:
+    async with serving(etcd_endpoint, tmp_path, deploy=deploy) as api:
         await promoted(api, "r", revisions=2)
         assert (await api.call("POST", f"{BASE}/r/rollback")).status == 200
         assert len(deploy.submitted) == 2
@@ -108,7 +108,7 @@ async def test_abort_answers_success_when_a_deploy_is_in_flight(
     etcd_endpoint: str, tmp_path: Path
 ) -> None:
     deploy = RecordingDeploy()
-    async with serving_with_deploy(etcd_endpoint, tmp_path, deploy) as api:
+    async with serving(etcd_endpoint, tmp_path, deploy=deploy) as api:
         assert (await api.call("POST", BASE, body=workflowrun("a"))).status == 201
         reply = await api.call("POST", f"{BASE}/a/abort")
         assert reply.status == 200, reply.text

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from tests.support.api_server import BASE, Api, workflowrun
-
-BACKENDS = "/apis/plnt.work/v1/namespaces/default/plntbackends"
+from tests.support.api_server import BACKENDS, BASE, Api, plntbackend, workflowrun
 
 
 def _fields(reply: object) -> list[str]:
@@ -70,30 +68,16 @@ async def test_a_first_token_slower_than_the_whole_call_is_refused(api: Api) -> 
 
 
 async def test_backend_prices_per_token_are_accepted(api: Api) -> None:
-    body = {
-        "apiVersion": "plnt.work/v1",
-        "kind": "PlntBackend",
-        "metadata": {"name": "priced"},
-        "spec": {
-            "type": "echo",
-            "pricing": {"inputPerMillionTokens": 0.5, "outputPerMillionTokens": 1.5},
-        },
-    }
+    pricing = {"inputPerMillionTokens": 0.5, "outputPerMillionTokens": 1.5}
+    body = plntbackend("priced", type="echo", pricing=pricing)
     reply = await api.call("POST", BACKENDS, body=body)
     assert reply.status == 201, reply.text
     assert reply.json["spec"]["pricing"]["currency"] == "USD"
 
 
 async def test_backend_prices_both_per_token_and_per_hour_are_refused(api: Api) -> None:
-    body = {
-        "apiVersion": "plnt.work/v1",
-        "kind": "PlntBackend",
-        "metadata": {"name": "double-priced"},
-        "spec": {
-            "type": "echo",
-            "pricing": {"inputPerMillionTokens": 0.5, "perHour": 3, "currency": "usd"},
-        },
-    }
+    pricing = {"inputPerMillionTokens": 0.5, "perHour": 3, "currency": "usd"}
+    body = plntbackend("double-priced", type="echo", pricing=pricing)
     reply = await api.call("POST", BACKENDS, body=body)
     assert reply.status == 422, reply.text
     fields = _fields(reply)

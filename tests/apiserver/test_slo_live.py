@@ -15,13 +15,12 @@ from typing import Any
 import pytest
 
 from plnt.apiserver.workflowruns import slostatus
-from tests.support.api_server import BASE, Api
+from tests.support.api_server import BACKENDS, BASE, Api, plntbackend
 from tests.support.llm import LLM
 from tests.support.proxied import ProxyStack, llm_runner, log_of
 from tests.support.traffic import MERGE, run_with_traffic, target
 from tests.support.waiting import eventually
 
-BACKENDS = "/apis/plnt.work/v1/namespaces/default/plntbackends"
 PACE_SECONDS = 0.03
 
 
@@ -43,15 +42,8 @@ async def _objectives(api: Api, name: str, slo: dict[str, Any], backend: str) ->
 
 
 async def _priced_backend(api: Api) -> None:
-    body = {
-        "apiVersion": "plnt.work/v1",
-        "kind": "PlntBackend",
-        "metadata": {"name": "priced"},
-        "spec": {
-            "type": "echo",
-            "pricing": {"inputPerMillionTokens": 1.0, "outputPerMillionTokens": 2.0},
-        },
-    }
+    pricing = {"inputPerMillionTokens": 1.0, "outputPerMillionTokens": 2.0}
+    body = plntbackend("priced", type="echo", pricing=pricing)
     assert (await api.call("POST", BACKENDS, body=body)).status == 201
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.api_server import BASE, DIGEST, Api, workflowrun
-from tests.support.recording_deploy import RecordingDeploy, serving_with_deploy
+from tests.support.api_server import BASE, DIGEST, Api, serving, workflowrun
+from tests.support.recording_deploy import RecordingDeploy
 from tests.support.waiting import eventually
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
@@ -85,7 +85,7 @@ async def test_delete_records_a_deleted_event(api: Api) -> None:
 async def test_delete_of_a_run_held_by_teardown_records_the_request_then_the_removal(
     etcd_endpoint: str, tmp_path: Path
 ) -> None:
-    async with serving_with_deploy(etcd_endpoint, tmp_path, RecordingDeploy()) as api:
+    async with serving(etcd_endpoint, tmp_path, deploy=RecordingDeploy()) as api:
         assert (await api.call("POST", BASE, body=workflowrun("held"))).status == 201
         assert (await api.call("DELETE", f"{BASE}/held")).status == 200
         seen = await wait_for_events(api, "held", 2)

@@ -25,7 +25,7 @@ from plnt.runner import settings
 from plnt.workflowspec import documents, smoke
 from tests.support.agents import calculator
 from tests.support.examples import EXAMPLES
-from tests.support.runners import StartRunner
+from tests.support.runners import StartRunner, invoked
 
 
 @contextlib.asynccontextmanager
@@ -53,15 +53,6 @@ async def recording(
         await proxy.close()
 
 
-async def invoke(
-    session: aiohttp.ClientSession, url: str, inputs: dict[str, Any]
-) -> dict[str, Any]:
-    async with session.post(f"{url}/invoke", json={"inputs": inputs}) as answer:
-        body: dict[str, Any] = await answer.json()
-        assert answer.status == 200, body
-        return body
-
-
 def backend(endpoint: str, server: ModelServer) -> settings.BackendConfig:
     return settings.BackendConfig(type="openai", endpoint=endpoint, model=server.model)
 
@@ -76,7 +67,7 @@ async def test_the_router_classifies_into_the_enum_with_a_grammar_and_runs_that_
     assert classify.response_format is not None
     async with recording(model_server, session) as (endpoint, seen):
         url = await start_runner(spec, backend=backend(endpoint, model_server), cache_max_entries=0)
-        body = await invoke(session, url, workflow.smoke.inputs)
+        body = await invoked(session, url, workflow.smoke.inputs)
     # The classification itself is schema-valid JSON, on the first attempt.
     traces = {step["id"]: step for step in body["trace"]}
     assert traces["classify"]["attempts"] == 1
@@ -100,7 +91,7 @@ async def test_the_agent_calls_the_calculator_with_valid_arguments_and_answers_f
         recording(model_server, session) as (endpoint, seen),
     ):
         url = await start_runner(spec, backend=backend(endpoint, model_server), cache_max_entries=0)
-        body = await invoke(session, url, {"a": 1234, "b": 4321, "calculator": tool.url})
+        body = await invoked(session, url, {"a": 1234, "b": 4321, "calculator": tool.url})
     step = body["trace"][0]
     # A valid call was made: the calculator received schema-valid arguments.
     assert tool.calls, "the model never called the tool"
@@ -129,7 +120,7 @@ async def test_the_map_reduce_example_titles_each_document_in_order(
     assert workflow.smoke is not None
     async with recording(model_server, session) as (endpoint, seen):
         url = await start_runner(spec, backend=backend(endpoint, model_server), cache_max_entries=0)
-        body = await invoke(session, url, workflow.smoke.inputs)
+        body = await invoked(session, url, workflow.smoke.inputs)
     assert smoke.check(workflow.smoke.expect, body["output"]) == []
     assert body["trace"][0]["items"] == 2 and body["trace"][0]["failedItems"] == []
     documents_in = workflow.smoke.inputs["documents"]

@@ -9,24 +9,10 @@ from typing import Any
 
 import aiohttp
 
-from plnt.runner import settings
 from plnt.workflowspec import documents, smoke
 from tests.support.agents import calculator, scripted_backend
 from tests.support.examples import EXAMPLES
-from tests.support.runners import StartRunner
-
-
-def backend(url: str) -> settings.BackendConfig:
-    return settings.BackendConfig(type="openai", endpoint=url, model="m")
-
-
-async def invoke(
-    session: aiohttp.ClientSession, url: str, inputs: dict[str, Any]
-) -> dict[str, Any]:
-    async with session.post(f"{url}/invoke", json={"inputs": inputs}) as answer:
-        body: dict[str, Any] = await answer.json()
-        assert answer.status == 200, body
-        return body
+from tests.support.runners import StartRunner, invoked, openai_backend
 
 
 async def test_the_router_runs_only_the_branch_of_the_category_it_classified(
@@ -39,8 +25,8 @@ async def test_the_router_runs_only_the_branch_of_the_category_it_classified(
 
     spec = EXAMPLES / "router.workflow.yaml"
     async with scripted_backend(script) as llm:
-        url = await start_runner(spec, backend=backend(llm.url))
-        body = await invoke(session, url, {"ticket": "It crashes."})
+        url = await start_runner(spec, backend=openai_backend(llm.url))
+        body = await invoked(session, url, {"ticket": "It crashes."})
     assert body["output"] == {"category": "technical", "reply": " Please restart the app."}
     traces = {step["id"]: step for step in body["trace"]}
     assert traces["billing"]["skipped"].startswith("`when` is False")
@@ -58,7 +44,7 @@ async def test_the_map_reduce_example_keeps_the_documents_order_on_the_echo_back
 ) -> None:
     url = await start_runner(EXAMPLES / "mapreduce.workflow.yaml")
     documents_in = ["first text", "second text", "third text"]
-    body = await invoke(session, url, {"documents": documents_in})
+    body = await invoked(session, url, {"documents": documents_in})
     output = body["output"]
     assert output["count"] == 3
     # The echo backend answers a completion with its prompt: each title names its document.
@@ -77,8 +63,8 @@ async def test_the_agent_example_calls_the_calculator_and_answers_from_its_resul
         return '{"answer": "12"}'
 
     async with calculator() as tool, scripted_backend(script) as llm:
-        url = await start_runner(EXAMPLES / "agent.workflow.yaml", backend=backend(llm.url))
-        body = await invoke(session, url, {"a": 3, "b": 9, "calculator": tool.url})
+        url = await start_runner(EXAMPLES / "agent.workflow.yaml", backend=openai_backend(llm.url))
+        body = await invoked(session, url, {"a": 3, "b": 9, "calculator": tool.url})
     assert body["output"] == "12"
     assert tool.calls == [{"a": 3, "b": 9}]
     assert llm.requests[1]["prompt"].endswith('Result: {"sum": 12}\n')

@@ -12,9 +12,8 @@ from typing import Any
 
 import aiohttp
 
-from plnt.runner import settings
 from tests.support.agents import AGENT, calculator, chat_answer, scripted_backend
-from tests.support.runners import StartRunner
+from tests.support.runners import StartRunner, invoke, openai_backend
 
 CLASSIFY = """
 apiVersion: microagents.plnt.work/v1
@@ -37,17 +36,6 @@ output: steps.label.output
 """
 
 
-def backend(url: str) -> settings.BackendConfig:
-    return settings.BackendConfig(type="openai", endpoint=url, model="m")
-
-
-async def invoke(
-    session: aiohttp.ClientSession, url: str, inputs: dict[str, Any]
-) -> tuple[int, dict[str, Any]]:
-    async with session.post(f"{url}/invoke", json={"inputs": inputs}) as answer:
-        return answer.status, await answer.json()
-
-
 async def test_a_chat_step_with_a_response_format_sends_the_schema_and_outputs_the_parsed_json(
     start_runner: StartRunner,
     session: aiohttp.ClientSession,
@@ -57,7 +45,9 @@ async def test_a_chat_step_with_a_response_format_sends_the_schema_and_outputs_t
         return chat_answer('{"category": "billing", "urgent": true}')
 
     async with scripted_backend(script) as llm:
-        url = await start_runner(write_spec(CLASSIFY.replace("MODE", "")), backend=backend(llm.url))
+        url = await start_runner(
+            write_spec(CLASSIFY.replace("MODE", "")), backend=openai_backend(llm.url)
+        )
         status, body = await invoke(session, url, {"text": "charged twice"})
     assert status == 200, body
     assert body["output"] == {"category": "billing", "urgent": True}
@@ -75,7 +65,9 @@ async def test_an_answer_breaking_the_schema_fails_the_step_naming_the_json_path
         return chat_answer('{"category": "sales", "urgent": "yes"}')
 
     async with scripted_backend(script) as llm:
-        url = await start_runner(write_spec(CLASSIFY.replace("MODE", "")), backend=backend(llm.url))
+        url = await start_runner(
+            write_spec(CLASSIFY.replace("MODE", "")), backend=openai_backend(llm.url)
+        )
         status, body = await invoke(session, url, {"text": "x"})
     assert status == 502, body
     message = body["error"]["message"]
@@ -93,7 +85,7 @@ async def test_an_answer_that_is_not_json_is_an_invalid_output_and_can_be_retrie
     spec = CLASSIFY.replace("MODE", "retry: {attempts: 2, backoffSeconds: 0, retryOn: [output]}")
 
     async with scripted_backend(lambda kind, body: chat_answer(next(answers))) as llm:
-        url = await start_runner(write_spec(spec), backend=backend(llm.url))
+        url = await start_runner(write_spec(spec), backend=openai_backend(llm.url))
         status, body = await invoke(session, url, {"text": "x"})
     assert status == 200, body
     assert body["output"] == {"category": "technical"}
@@ -107,7 +99,7 @@ async def test_a_completion_step_with_a_response_format_sends_a_grammar_of_the_s
 ) -> None:
     spec = CLASSIFY.replace("MODE", "mode: completion")
     async with scripted_backend(lambda kind, body: '{"category": "technical"}') as llm:
-        url = await start_runner(write_spec(spec), backend=backend(llm.url))
+        url = await start_runner(write_spec(spec), backend=openai_backend(llm.url))
         status, body = await invoke(session, url, {"text": "x"})
     assert status == 200, body
     assert body["output"] == {"category": "technical"}
@@ -130,7 +122,7 @@ async def test_a_chat_agent_calls_the_tool_feeds_the_result_back_and_answers(
 
     async with calculator() as tool, scripted_backend(script) as llm:
         spec = AGENT.replace("TOOL", tool.url).replace("MODE", "")
-        url = await start_runner(write_spec(spec), backend=backend(llm.url))
+        url = await start_runner(write_spec(spec), backend=openai_backend(llm.url))
         status, body = await invoke(session, url, {"q": "2 + 40?"})
     assert status == 200, body
     assert body["output"] == "The sum is 42."
@@ -169,7 +161,7 @@ async def test_invalid_calls_go_back_to_the_model_as_errors_and_are_counted(
 
     async with calculator() as tool, scripted_backend(script) as llm:
         spec = AGENT.replace("TOOL", tool.url).replace("MODE", "")
-        url = await start_runner(write_spec(spec), backend=backend(llm.url))
+        url = await start_runner(write_spec(spec), backend=openai_backend(llm.url))
         status, body = await invoke(session, url, {"q": "?"})
     assert status == 200, body
     results = [json.loads(m["content"]) for m in llm.requests[1]["messages"] if m["role"] == "tool"]
@@ -197,9 +189,9 @@ async def test_the_calls_of_one_turn_run_at_once_up_to_the_bound(
         sums = [json.loads(m["content"])["sum"] for m in body["messages"] if m["role"] == "tool"]
         return chat_answer(json.dumps(sums))
 
-    async with calculator(delay=0.2) as tool, scripted_backend(script) as llm:
+    async with calculator(overlap=2, calls=5) as tool, scripted_backend(script) as llm:
         spec = AGENT.replace("TOOL", tool.url).replace("MODE", "")
-        url = await start_runner(write_spec(spec), backend=backend(llm.url))
+        url = await start_runner(write_spec(spec), backend=openai_backend(llm.url))
         status, body = await invoke(session, url, {"q": "?"})
     assert status == 200, body
     assert json.loads(body["output"]) == [0, 2, 4, 6, 8]  # results in the calls' order
@@ -216,7 +208,7 @@ async def test_a_loop_without_a_final_answer_fails_naming_the_turns_taken(
         scripted_backend(lambda kind, body: chat_answer(None, [("add", {"a": 1, "b": 1})])) as llm,
     ):
         spec = AGENT.replace("TOOL", tool.url).replace("MODE", "")
-        url = await start_runner(write_spec(spec), backend=backend(llm.url))
+        url = await start_runner(write_spec(spec), backend=openai_backend(llm.url))
         status, body = await invoke(session, url, {"q": "?"})
     assert status == 502, body
     assert body["error"]["type"] == "max_turns_exhausted"
@@ -236,7 +228,7 @@ async def test_a_completion_agent_is_held_by_a_grammar_and_reads_results_from_it
 
     async with calculator() as tool, scripted_backend(script) as llm:
         spec = AGENT.replace("TOOL", tool.url).replace("MODE", "mode: completion")
-        url = await start_runner(write_spec(spec), backend=backend(llm.url))
+        url = await start_runner(write_spec(spec), backend=openai_backend(llm.url))
         status, body = await invoke(session, url, {"q": "Q: 20 + 22\n"})
     assert status == 200, body
     assert body["output"] == "42"

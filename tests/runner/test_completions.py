@@ -17,7 +17,7 @@ import pytest
 from plnt.runner import settings
 from tests.support.examples import EXAMPLES
 from tests.support.llm import LLM, serving_llm, tokens_of
-from tests.support.runners import StartRunner
+from tests.support.runners import StartRunner, invoked
 
 CONTINUE = """
 apiVersion: microagents.plnt.work/v1
@@ -81,12 +81,6 @@ def runner_on(start_runner: StartRunner, write_spec: Callable[[str], Path]) -> C
     return start
 
 
-async def invoke(session: aiohttp.ClientSession, url: str, inputs: dict[str, Any]) -> Any:
-    async with session.post(f"{url}/invoke", json={"inputs": inputs}) as response:
-        assert response.status == 200, await response.text()
-        return await response.json()
-
-
 async def invoke_stream(
     session: aiohttp.ClientSession, url: str, inputs: dict[str, Any]
 ) -> list[dict[str, Any]]:
@@ -102,7 +96,7 @@ async def test_a_completion_step_sends_its_prompt_and_options_to_the_completions
     llm: LLM, runner_on: Callable[..., Any], session: aiohttp.ClientSession
 ) -> None:
     url = await runner_on(llm, CONTINUE)
-    body = await invoke(session, url, {"prefix": "1, 2, 3,"})
+    body = await invoked(session, url, {"prefix": "1, 2, 3,"})
     assert body["output"] == "stand-in: 1, 2, 3,"
     sent = llm.requests[-1]
     assert "messages" not in sent
@@ -254,7 +248,7 @@ async def test_the_echo_backend_answers_a_completion_with_its_prompt(
     start_runner: StartRunner, session: aiohttp.ClientSession, write_spec: Callable[[str], Path]
 ) -> None:
     url = await start_runner(write_spec(CONTINUE))
-    body = await invoke(session, url, {"prefix": "to be or not"})
+    body = await invoked(session, url, {"prefix": "to be or not"})
     assert body["output"] == "to be or not" and "usage" not in body
     lines = await invoke_stream(session, url, {"prefix": "to be or not to be"})
     assert [line["content"] for line in lines if line["type"] == "delta"] == tokens_of(

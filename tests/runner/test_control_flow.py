@@ -15,7 +15,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from plnt.runner import settings
-from tests.support.runners import StartRunner
+from tests.support.runners import StartRunner, invoke
 
 ROUTER = """
 apiVersion: microagents.plnt.work/v1
@@ -94,13 +94,6 @@ async def flaky() -> AsyncIterator[dict[str, Any]]:
         yield state
     finally:
         await server.close()
-
-
-async def invoke(
-    session: aiohttp.ClientSession, url: str, inputs: dict[str, Any]
-) -> tuple[int, dict[str, Any]]:
-    async with session.post(f"{url}/invoke", json={"inputs": inputs}) as answer:
-        return answer.status, await answer.json()
 
 
 async def test_a_false_when_skips_the_step_and_its_dependants_see_it_skipped(

@@ -12,7 +12,7 @@ from aiohttp.test_utils import TestServer
 
 from plnt.runner import calling, settings
 from tests.support.examples import EXAMPLES
-from tests.support.runners import StartRunner
+from tests.support.runners import StartRunner, openai_backend
 
 ONE_MODEL_STEP = """
 apiVersion: microagents.plnt.work/v1
@@ -74,9 +74,7 @@ async def test_a_backend_on_a_closed_port_is_a_502_naming_the_step(
     write_spec: Callable[[str], Path],
     closed_port: int,
 ) -> None:
-    backend = settings.BackendConfig(
-        type="openai", endpoint=f"http://127.0.0.1:{closed_port}/v1", model="m"
-    )
+    backend = openai_backend(f"http://127.0.0.1:{closed_port}/v1")
     url = await start_runner(write_spec(ONE_MODEL_STEP.replace("RETRIES", "1")), backend=backend)
     async with session.post(f"{url}/invoke", json={"inputs": {"q": "hi"}}) as response:
         assert response.status == 502

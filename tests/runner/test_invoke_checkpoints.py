@@ -11,16 +11,16 @@ the calculator's calls, never by time.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from plnt.api import checkpoints
-from plnt.runner import settings
-from tests.support.agents import AGENT, calculator, chat_answer, scripted_backend
-from tests.support.runners import StartRunner, read_lines
+from tests.support.agents import AGENT, Calculator, calculator, chat_answer, scripted_backend
+from tests.support.runners import StartRunner, openai_backend, read_lines
 
 MAP = """
 apiVersion: microagents.plnt.work/v1
@@ -58,10 +58,6 @@ output: steps.after.output
 """
 
 
-def backend(url: str) -> settings.BackendConfig:
-    return settings.BackendConfig(type="openai", endpoint=url, model="m")
-
-
 async def stream(
     session: aiohttp.ClientSession, url: str, body: dict[str, Any]
 ) -> list[dict[str, Any]]:
@@ -78,6 +74,14 @@ def folded(lines: list[dict[str, Any]]) -> dict[str, checkpoints.StepProgress]:
         if line["type"] == checkpoints.PROGRESS:
             assert checkpoints.fold(progress, line) is not None, line
     return progress
+
+
+async def resume_loop(
+    session: aiohttp.ClientSession, url: str, state: checkpoints.LoopState
+) -> list[dict[str, Any]]:
+    """Ask the agent `2+3` again, handing back `state` as step `solve`'s tool loop."""
+    handed = {"solve": {"loops": {checkpoints.PLAIN_SCOPE: state}}}
+    return await stream(session, url, {"inputs": {"q": "2+3"}, checkpoints.STEP_PROGRESS: handed})
 
 
 async def test_a_map_reports_each_element_and_a_resumed_map_runs_only_the_rest(
@@ -135,13 +139,22 @@ def two_turns(answers: list[str]) -> Callable[[str, dict[str, Any]], Any]:
     return script
 
 
+@contextlib.asynccontextmanager
+async def agent_runner(
+    start_runner: StartRunner, write_spec: Callable[[str], Path], agent: str
+) -> AsyncIterator[tuple[str, list[str], Calculator]]:
+    """A runner of `agent` (`AGENT`'s text) on a two-turn scripted model and the calculator:
+    its URL, the kinds of request the model was asked (`two_turns`) and the calculator."""
+    asked: list[str] = []
+    async with scripted_backend(two_turns(asked)) as llm, calculator() as tool:
+        spec = write_spec(agent.replace("TOOL", tool.url).replace("MODE", ""))
+        yield await start_runner(spec, backend=openai_backend(llm.url)), asked, tool
+
+
 async def test_a_tool_loop_resumed_after_its_first_turn_does_not_ask_or_call_again(
     start_runner: StartRunner, session: aiohttp.ClientSession, write_spec: Callable[[str], Path]
 ) -> None:
-    asked: list[str] = []
-    async with scripted_backend(two_turns(asked)) as llm, calculator() as tool:
-        spec = write_spec(AGENT.replace("TOOL", tool.url).replace("MODE", ""))
-        url = await start_runner(spec, backend=backend(llm.url))
+    async with agent_runner(start_runner, write_spec, AGENT) as (url, asked, tool):
         lines = await stream(session, url, {"inputs": {"q": "2+3"}})
         assert lines[-1]["output"] == "the sum is 5"
         loops = folded(lines)["solve"]["loops"]
@@ -151,10 +164,7 @@ async def test_a_tool_loop_resumed_after_its_first_turn_does_not_ask_or_call_aga
         assert "pending" not in state and state["messages"][-1]["role"] == "tool"
         assert (asked, len(tool.calls)) == (["call", "answer"], 1)
 
-        handed = {"solve": {"loops": {checkpoints.PLAIN_SCOPE: state}}}
-        lines = await stream(
-            session, url, {"inputs": {"q": "2+3"}, checkpoints.STEP_PROGRESS: handed}
-        )
+        lines = await resume_loop(session, url, state)
     assert lines[-1]["output"] == "the sum is 5"
     assert (asked[2:], len(tool.calls)) == (["answer"], 1)  # turn 1 neither asked nor called
     (step,) = lines[-1]["trace"]
@@ -196,10 +206,7 @@ NOT_IDEMPOTENT = AGENT.replace("idempotent: true", "idempotent: false")
 async def test_a_call_of_a_non_idempotent_tool_in_flight_fails_the_resumed_step(
     start_runner: StartRunner, session: aiohttp.ClientSession, write_spec: Callable[[str], Path]
 ) -> None:
-    asked: list[str] = []
-    async with scripted_backend(two_turns(asked)) as llm, calculator() as tool:
-        spec = write_spec(NOT_IDEMPOTENT.replace("TOOL", tool.url).replace("MODE", ""))
-        url = await start_runner(spec, backend=backend(llm.url))
+    async with agent_runner(start_runner, write_spec, NOT_IDEMPOTENT) as (url, asked, tool):
         # The first run reports the call as sent before sending it.
         lines = await stream(session, url, {"inputs": {"q": "2+3"}})
         sent = [
@@ -209,10 +216,7 @@ async def test_a_call_of_a_non_idempotent_tool_in_flight_fails_the_resumed_step(
         ]
         assert ["call_0"] in sent
         before = (len(asked), len(tool.calls))
-        handed = {"solve": {"loops": {"": pending_state("call_0", "add", sent=True)}}}
-        lines = await stream(
-            session, url, {"inputs": {"q": "2+3"}, checkpoints.STEP_PROGRESS: handed}
-        )
+        lines = await resume_loop(session, url, pending_state("call_0", "add", sent=True))
         assert (len(asked), len(tool.calls)) == before  # neither asked nor sent again
         error = lines[-1]
         assert error["type"] == "error" and error["error"]["step"] == "solve"
@@ -220,10 +224,7 @@ async def test_a_call_of_a_non_idempotent_tool_in_flight_fails_the_resumed_step(
         assert "call_0" in error["error"]["message"]
 
         # Asked for but never sent: it is sent now, once, and the loop goes on.
-        handed = {"solve": {"loops": {"": pending_state("call_0", "add", sent=False)}}}
-        lines = await stream(
-            session, url, {"inputs": {"q": "2+3"}, checkpoints.STEP_PROGRESS: handed}
-        )
+        lines = await resume_loop(session, url, pending_state("call_0", "add", sent=False))
     assert lines[-1]["output"] == "the sum is 5"
     assert len(tool.calls) == before[1] + 1 and asked[before[0] :] == ["answer"]
 
@@ -231,19 +232,9 @@ async def test_a_call_of_a_non_idempotent_tool_in_flight_fails_the_resumed_step(
 async def test_an_idempotent_call_in_flight_is_sent_again_and_an_answered_one_is_reused(
     start_runner: StartRunner, session: aiohttp.ClientSession, write_spec: Callable[[str], Path]
 ) -> None:
-    asked: list[str] = []
-    async with scripted_backend(two_turns(asked)) as llm, calculator() as tool:
-        spec = write_spec(AGENT.replace("TOOL", tool.url).replace("MODE", ""))
-        url = await start_runner(spec, backend=backend(llm.url))
+    async with agent_runner(start_runner, write_spec, AGENT) as (url, asked, tool):
         in_flight = pending_state("call_0", "add", sent=True)
-        lines = await stream(
-            session,
-            url,
-            {
-                "inputs": {"q": "2+3"},
-                checkpoints.STEP_PROGRESS: {"solve": {"loops": {"": in_flight}}},
-            },
-        )
+        lines = await resume_loop(session, url, in_flight)
         assert lines[-1]["output"] == "the sum is 5" and len(tool.calls) == 1
         (step,) = lines[-1]["trace"]
         carried, last = step["turns"]
@@ -256,14 +247,7 @@ async def test_an_idempotent_call_in_flight_is_sent_again_and_an_answered_one_is
         answered = pending_state("call_0", "add", sent=True)
         answered["pending"]["results"] = {"call_0": '{"sum": 5}'}
         answered["pending"]["fallback"] = "small"  # the fallback gave the earlier reply
-        lines = await stream(
-            session,
-            url,
-            {
-                "inputs": {"q": "2+3"},
-                checkpoints.STEP_PROGRESS: {"solve": {"loops": {"": answered}}},
-            },
-        )
+        lines = await resume_loop(session, url, answered)
     assert lines[-1]["output"] == "the sum is 5"
     assert len(tool.calls) == 1  # the answered call was not sent again
     (step,) = lines[-1]["trace"]

@@ -17,7 +17,13 @@ import aiohttp
 from plnt.api import breakers as api_breakers
 from plnt.runner import settings
 from tests.support.agents import AGENT, calculator, chat_answer, scripted_backend
-from tests.support.runners import StartRunner
+from tests.support.runners import (
+    Answer,
+    StartRunner,
+    failing_primary,
+    invoke_answer,
+    openai_backend,
+)
 
 SPEC = """
 apiVersion: microagents.plnt.work/v1
@@ -45,13 +51,6 @@ async def _metric(session: aiohttp.ClientSession, url: str, name: str) -> float:
     )
 
 
-async def _call(
-    session: aiohttp.ClientSession, url: str, q: str, headers: dict[str, str]
-) -> tuple[int, dict[str, Any], dict[str, str]]:
-    async with session.post(f"{url}/invoke", json={"inputs": {"q": q}}, headers=headers) as r:
-        return r.status, await r.json(), dict(r.headers)
-
-
 async def _open_loop(
     session: aiohttp.ClientSession,
     url: str,
@@ -59,11 +58,12 @@ async def _open_loop(
     calls: int,
     interval: float,
     headers: Callable[[int], dict[str, str]],
-) -> list[tuple[int, dict[str, Any], dict[str, str]]]:
+) -> list[Answer]:
     """`calls` calls, one every `interval` seconds whatever the answers (open loop)."""
     tasks = []
     for index in range(calls):
-        tasks.append(asyncio.create_task(_call(session, url, f"q{index}", headers(index))))
+        call = invoke_answer(session, url, {"q": f"q{index}"}, headers=headers(index))
+        tasks.append(asyncio.create_task(call))
         await asyncio.sleep(interval)  # the arrival rate, not a wait for anything
     return await asyncio.gather(*tasks)
 
@@ -72,7 +72,9 @@ async def test_a_call_whose_time_is_up_is_answered_504_naming_the_runner(
     start_runner: StartRunner, session: aiohttp.ClientSession, write_spec: Callable[[str], Path]
 ) -> None:
     url = await start_runner(write_spec(SPEC.replace("RETRIES", "0")))
-    status, body, _ = await _call(session, url, "hi", {"X-Plnt-Timeout-Ms": "0"})
+    status, body, _ = await invoke_answer(
+        session, url, {"q": "hi"}, headers={"X-Plnt-Timeout-Ms": "0"}
+    )
     assert status == 504
     assert body["error"]["type"] == "deadline_exceeded"
     assert body["error"]["hop"] == "the runner"
@@ -84,7 +86,9 @@ async def test_a_deadline_shorter_than_the_backend_names_the_backend_call(
 ) -> None:
     backend = settings.BackendConfig(type="echo", latency_ms=5000, name="slow")
     url = await start_runner(write_spec(SPEC.replace("RETRIES", "2")), backend=backend)
-    status, body, _ = await _call(session, url, "hi", {"X-Plnt-Timeout-Ms": "200"})
+    status, body, _ = await invoke_answer(
+        session, url, {"q": "hi"}, headers={"X-Plnt-Timeout-Ms": "200"}
+    )
     assert status == 504
     assert body["error"]["hop"] == "the call to backend slow"
     assert await _metric(session, url, "plnt_runner_backend_calls_total") == 1  # no retry
@@ -94,9 +98,13 @@ async def test_a_bad_timeout_or_criticality_header_is_a_400_naming_it(
     start_runner: StartRunner, session: aiohttp.ClientSession, write_spec: Callable[[str], Path]
 ) -> None:
     url = await start_runner(write_spec(SPEC.replace("RETRIES", "0")))
-    status, body, _ = await _call(session, url, "hi", {"X-Plnt-Timeout-Ms": "soon"})
+    status, body, _ = await invoke_answer(
+        session, url, {"q": "hi"}, headers={"X-Plnt-Timeout-Ms": "soon"}
+    )
     assert (status, "X-Plnt-Timeout-Ms" in body["error"]["message"]) == (400, True)
-    status, body, _ = await _call(session, url, "hi", {"X-Plnt-Criticality": "urgent"})
+    status, body, _ = await invoke_answer(
+        session, url, {"q": "hi"}, headers={"X-Plnt-Criticality": "urgent"}
+    )
     assert (status, "X-Plnt-Criticality" in body["error"]["message"]) == (400, True)
 
 
@@ -122,7 +130,9 @@ async def test_at_four_times_capacity_calls_are_admitted_or_shed_at_once_and_ser
             assert body["error"]["queue"] == "admission queue"
     assert await _metric(session, url, "plnt_runner_backend_calls_total") == ok  # no retries
     assert await _metric(session, url, "plnt_runner_shed_calls_total") == shed
-    status, body, _ = await _call(session, url, "after", {"X-Plnt-Timeout-Ms": "2000"})
+    status, body, _ = await invoke_answer(
+        session, url, {"q": "after"}, headers={"X-Plnt-Timeout-Ms": "2000"}
+    )
     assert (status, body["output"]) == (200, "after")  # the load dropped: served again
 
 
@@ -159,10 +169,8 @@ async def test_retries_stop_when_the_backends_retry_budget_is_spent(
     write_spec: Callable[[str], Path],
     closed_port: int,
 ) -> None:
-    backend = settings.BackendConfig(
-        type="openai",
-        endpoint=f"http://127.0.0.1:{closed_port}/v1",
-        model="m",
+    backend = openai_backend(
+        f"http://127.0.0.1:{closed_port}/v1",
         name="down",
         retry_budget_ratio=0.0,
         retry_budget_floor=2,
@@ -170,7 +178,7 @@ async def test_retries_stop_when_the_backends_retry_budget_is_spent(
     )
     url = await start_runner(write_spec(SPEC.replace("RETRIES", "5")), backend=backend)
     for _ in range(3):
-        status, body, _ = await _call(session, url, "hi", {})
+        status, body, _ = await invoke_answer(session, url, {"q": "hi"})
         assert status == 502, body
     # Three calls of six attempts each would be 18 backend calls; the budget allows 2 retries.
     assert await _metric(session, url, "plnt_runner_backend_calls_total") == 5
@@ -188,20 +196,12 @@ async def test_an_open_breaker_sends_calls_to_the_fallback_and_the_answer_says_s
     write_spec: Callable[[str], Path],
     closed_port: int,
 ) -> None:
-    backend = settings.BackendConfig(
-        type="openai",
-        endpoint=f"http://127.0.0.1:{closed_port}/v1",
-        model="m",
-        name="primary",
-        breaker_failures=2,
-        breaker_open_seconds=60,
-        fallback=settings.BackendConfig(type="echo", name="small"),
-    )
+    backend = failing_primary(closed_port, breaker_failures=2)
     url = await start_runner(write_spec(SPEC.replace("RETRIES", "0")), backend=backend)
     for _ in range(2):
-        status, _, headers = await _call(session, url, "hi", {})
+        status, _, headers = await invoke_answer(session, url, {"q": "hi"})
         assert status == 502 and "X-Plnt-Fallback" not in headers
-    status, body, headers = await _call(session, url, "hi", {})
+    status, body, headers = await invoke_answer(session, url, {"q": "hi"})
     assert status == 200
     assert body["output"] == "hi" and body["fallback"] == "small"
     assert headers["X-Plnt-Fallback"] == "small"
@@ -216,15 +216,7 @@ async def test_a_runner_reports_its_breakers_with_when_and_why_they_moved(
     write_spec: Callable[[str], Path],
     closed_port: int,
 ) -> None:
-    backend = settings.BackendConfig(
-        type="openai",
-        endpoint=f"http://127.0.0.1:{closed_port}/v1",
-        model="m",
-        name="primary",
-        breaker_failures=2,
-        breaker_open_seconds=60,
-        fallback=settings.BackendConfig(type="echo", name="small"),
-    )
+    backend = failing_primary(closed_port, breaker_failures=2)
     url = await start_runner(write_spec(SPEC.replace("RETRIES", "0")), backend=backend)
     before = await _breakers(session, url)
     assert [(b.backend, b.state, b.reason) for b in before] == [
@@ -232,7 +224,7 @@ async def test_a_runner_reports_its_breakers_with_when_and_why_they_moved(
         ("small", "closed", None),
     ]
     for _ in range(2):
-        await _call(session, url, "hi", {})
+        await invoke_answer(session, url, {"q": "hi"})
     primary, small = await _breakers(session, url)
     assert (primary.backend, primary.state) == ("primary", "open")
     assert primary.reason is not None and "2 consecutive failures" in primary.reason
@@ -252,21 +244,13 @@ async def test_an_answer_from_the_fallback_is_not_kept_in_the_step_cache(
     write_spec: Callable[[str], Path],
     closed_port: int,
 ) -> None:
-    backend = settings.BackendConfig(
-        type="openai",
-        endpoint=f"http://127.0.0.1:{closed_port}/v1",
-        model="m",
-        name="primary",
-        breaker_failures=1,
-        breaker_open_seconds=60,
-        fallback=settings.BackendConfig(type="echo", name="small"),
-    )
+    backend = failing_primary(closed_port, breaker_failures=1)
     cached = SPEC.replace("RETRIES", "0").replace("    cache: false\n", "")
     url = await start_runner(write_spec(cached), backend=backend)
-    status, _, _ = await _call(session, url, "hi", {})
+    status, _, _ = await invoke_answer(session, url, {"q": "hi"})
     assert status == 502  # the failure that opens the breaker
     for _ in range(2):
-        status, body, headers = await _call(session, url, "hi", {})
+        status, body, headers = await invoke_answer(session, url, {"q": "hi"})
         assert status == 200 and body["fallback"] == "small"
         assert headers["X-Plnt-Fallback"] == "small"
     assert await _metric(session, url, "plnt_runner_fallback_calls_total") == 2
@@ -293,24 +277,15 @@ async def test_a_tool_loop_answered_by_the_fallback_says_so_in_turns_and_answer_
         return chat_answer(None, [("add", {"a": 2, "b": 3})])
 
     async with scripted_backend(script) as small, calculator() as tool:
-        backend = settings.BackendConfig(
-            type="openai",
-            endpoint=f"http://127.0.0.1:{closed_port}/v1",
-            model="m",
-            name="primary",
-            breaker_failures=1,
-            breaker_open_seconds=60,
-            fallback=settings.BackendConfig(
-                type="openai", endpoint=small.url, model="m", name="small"
-            ),
-        )
+        fallback = openai_backend(small.url, name="small")
+        backend = failing_primary(closed_port, breaker_failures=1, fallback=fallback)
         url = await start_runner(
             write_spec(CACHED_AGENT.replace("TOOL", tool.url)), backend=backend
         )
-        status, _, _ = await _call(session, url, "2+3", {})
+        status, _, _ = await invoke_answer(session, url, {"q": "2+3"})
         assert status == 502  # the failure that opens the breaker
         for _ in range(2):
-            status, body, headers = await _call(session, url, "2+3", {})
+            status, body, headers = await invoke_answer(session, url, {"q": "2+3"})
             assert status == 200 and body["output"] == "the sum is 5"
             assert body["fallback"] == "small" and headers["X-Plnt-Fallback"] == "small"
             (step,) = body["trace"]

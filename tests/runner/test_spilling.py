@@ -5,7 +5,8 @@ ignores a name it was not deployed with (`plnt.runner.spilling`). Two OpenAI sta
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import aiohttp
 import pydantic
@@ -41,7 +42,11 @@ async def spare() -> AsyncIterator[LLM]:
         yield llm
 
 
-async def _runner(start_runner: StartRunner, write_spec: object, primary: LLM, spare: LLM) -> str:
+@pytest.fixture
+async def url(
+    start_runner: StartRunner, write_spec: Callable[[str], Path], primary: LLM, spare: LLM
+) -> str:
+    """A runner of SPEC on `primary`, deployed with `spare` as its pool's other backend."""
     backend = settings.BackendConfig.model_validate(
         {
             "type": "openai",
@@ -51,18 +56,12 @@ async def _runner(start_runner: StartRunner, write_spec: object, primary: LLM, s
             "spillover": {"spare": {"type": "openai", "endpoint": spare.url, "model": "m"}},
         }
     )
-    assert callable(write_spec)
     return await start_runner(write_spec(SPEC), backend=backend)
 
 
 async def test_a_spilled_call_is_served_by_the_backend_it_names_and_the_answer_says_so(
-    start_runner: StartRunner,
-    write_spec: object,
-    session: aiohttp.ClientSession,
-    primary: LLM,
-    spare: LLM,
+    url: str, session: aiohttp.ClientSession, primary: LLM, spare: LLM
 ) -> None:
-    url = await _runner(start_runner, write_spec, primary, spare)
     body = {"inputs": {"q": "hello"}}
     async with session.post(f"{url}/invoke", json=body, headers={SPILL_HEADER: "spare"}) as got:
         assert got.status == 200
@@ -87,13 +86,8 @@ async def test_a_spilled_call_is_served_by_the_backend_it_names_and_the_answer_s
 
 
 async def test_a_name_the_runner_was_not_deployed_with_is_served_by_the_primary(
-    start_runner: StartRunner,
-    write_spec: object,
-    session: aiohttp.ClientSession,
-    primary: LLM,
-    spare: LLM,
+    url: str, session: aiohttp.ClientSession, primary: LLM, spare: LLM
 ) -> None:
-    url = await _runner(start_runner, write_spec, primary, spare)
     body = {"inputs": {"q": "hello"}}
     async with session.post(f"{url}/invoke", json=body, headers={SPILL_HEADER: "other"}) as got:
         assert got.status == 200

@@ -5,24 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
 
 from plnt.runner import settings
 from plnt.workflowspec import bundles, documents
-from tests.support.runners import StartRunner
+from tests.support.runners import StartRunner, invoke
 from tests.support.subworkflows import caller, child, digest_of
 
 ECHO = settings.BackendConfig(type="echo")
-
-
-async def invoke(
-    session: aiohttp.ClientSession, url: str, inputs: dict[str, Any]
-) -> tuple[int, dict[str, Any]]:
-    async with session.post(f"{url}/invoke", json={"inputs": inputs}) as answer:
-        return answer.status, await answer.json()
 
 
 def bundle_file(tmp_path: Path, top: str, *called: str) -> Path:

@@ -16,10 +16,9 @@ import pydantic
 import pytest
 
 from plnt.api import evaluations as ev
-from plnt.runner import settings
 from plnt.sagas.gating import evaluating, scoring
 from tests.support.agents import AGENT, calculator, chat_answer, scripted_backend
-from tests.support.runners import StartRunner
+from tests.support.runners import StartRunner, openai_backend
 
 
 def scorer(**fields: Any) -> ev.Scorer:
@@ -37,8 +36,7 @@ async def test_the_gate_reads_tool_calls_and_turns_from_the_trace_and_holds_them
 
     async with calculator() as tool, scripted_backend(script) as llm:
         spec = AGENT.replace("TOOL", tool.url).replace("MODE", "")
-        backend = settings.BackendConfig(type="openai", endpoint=llm.url, model="m")
-        url = await start_runner(write_spec(spec), backend=backend)
+        url = await start_runner(write_spec(spec), backend=openai_backend(llm.url))
         answer, output = await evaluating.answer(session, url, {"q": "1 + 2"})
     assert json.loads(output) == {"sum": 3}
     assert answer.trajectory == {

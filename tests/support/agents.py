@@ -11,8 +11,11 @@ are checkable.
 its trace.
 
 `calculator()` serves `POST /add` (`{"a", "b"}` -> `{"sum": a + b}`), recording each call
-and the most calls it had in flight at once (`peak`), and holding each answer for
-`delay` seconds so concurrent calls overlap. `POST /fail` answers 500.
+and the most calls it had in flight at once (`peak`). With `overlap=N, calls=M` it holds
+each answer until N calls are in flight at once or all M have arrived (the last wave may
+be short), so concurrent calls do overlap; a caller that never sends N at once leaves
+each held call to give up after `HOLD_SECONDS`, and `peak` says what it did. `POST /fail`
+answers 500.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 Script = Callable[[str, dict[str, Any]], Any]
+HOLD_SECONDS = 10.0
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 
 
@@ -105,23 +109,30 @@ async def scripted_backend(script: Script) -> AsyncIterator[Scripted]:
 class Calculator:
     url: str = ""
     calls: list[dict[str, Any]] = field(default_factory=list)
-    delay: float = 0.0
     in_flight: int = 0
     peak: int = 0
 
 
 @contextlib.asynccontextmanager
-async def calculator(delay: float = 0.0) -> AsyncIterator[Calculator]:
-    state = Calculator(delay=delay)
+async def calculator(*, overlap: int = 0, calls: int = 0) -> AsyncIterator[Calculator]:
+    state = Calculator()
+    wave = asyncio.Event()  # set when the calls held now may answer
+    wave.set()
 
     async def add(request: web.Request) -> web.Response:
+        nonlocal wave
         body = await request.json()
         state.calls.append(body)
         state.in_flight += 1
         state.peak = max(state.peak, state.in_flight)
+        held = wave
+        if held.is_set():
+            held = wave = asyncio.Event()
+        if state.in_flight >= overlap or len(state.calls) >= calls:
+            held.set()
         try:
-            if state.delay:
-                await asyncio.sleep(state.delay)  # holds the answer so calls overlap
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(held.wait(), HOLD_SECONDS)
             return web.json_response({"sum": body["a"] + body["b"]})
         finally:
             state.in_flight -= 1

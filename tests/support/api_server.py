@@ -2,9 +2,10 @@
 
 `serving(etcd_endpoint, tmp_path, **overrides)` builds the real app (`build_app`) on a
 fresh etcd prefix and serves it on a free loopback port; `Api` is a client of it with the
-admin certificate, `Reply` what one call answered. `workflowrun(name)` is a valid body,
-`runner()` a real runner process of the chat example on the echo backend: what the
-API-machinery tests (and the UI and reliability tests that need the same server) use.
+admin certificate, `Reply` what one call answered. `workflowrun(name)` is a valid body
+(`plntbackend(name, **spec)` a PlntBackend's, posted to `BACKENDS`), `runner()` a real
+runner process of the chat example on the echo backend: what the API-machinery tests
+(and the UI and reliability tests that need the same server) use.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ DIGEST = "sha256:" + "cd" * 32
 
 
 BASE = "/apis/plnt.work/v1/namespaces/default/workflowruns"
+BACKENDS = "/apis/plnt.work/v1/namespaces/default/plntbackends"
 
 
 @contextlib.asynccontextmanager
@@ -51,6 +53,15 @@ def workflowrun(name: str, **spec: Any) -> dict[str, Any]:
         "kind": "WorkflowRun",
         "metadata": {"name": name},
         "spec": body,
+    }
+
+
+def plntbackend(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "plnt.work/v1",
+        "kind": "PlntBackend",
+        "metadata": {"name": name},
+        "spec": spec,
     }
 
 

@@ -9,6 +9,11 @@
 * `runner_process(*args)`: the runner module as a real child process on a free port,
   always killed and reaped.
 * `read_lines(response)`: every line of an NDJSON invoke stream, parsed.
+* `invoke(session, url, inputs)`: one `POST /invoke`, its (status, body);
+  `invoke_answer(..., headers=...)` sends headers and adds the answer's, `invoked`
+  asserts a 200 and gives the body.
+* `openai_backend(endpoint, **options)`: an OpenAI-compatible backend serving model `m`;
+  `failing_primary(port, breaker_failures=N)` one that is down, with a fallback.
 
 The fixtures are registered for the whole suite by `tests/conftest.py`: the runner, CLI
 and model tests start their runners the same way.
@@ -24,7 +29,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import aiohttp
 import pytest
@@ -122,3 +127,62 @@ async def read_lines(response: aiohttp.ClientResponse) -> list[dict[str, Any]]:
         while raw := await response.content.readline():
             lines.append(json.loads(raw))
     return lines
+
+
+def openai_backend(endpoint: str, **options: Any) -> settings.BackendConfig:
+    """An OpenAI-compatible backend at `endpoint` (`.../v1`) serving model `m`."""
+    return settings.BackendConfig(type="openai", endpoint=endpoint, **{"model": "m", **options})
+
+
+def failing_primary(
+    port: int, *, breaker_failures: int, fallback: settings.BackendConfig | None = None
+) -> settings.BackendConfig:
+    """Backend `primary` on a loopback `port` nothing listens on: its breaker opens after
+    `breaker_failures` failures, for 60 s, and sends calls to `fallback` (the echo backend
+    `small` unless told)."""
+    return openai_backend(
+        f"http://127.0.0.1:{port}/v1",
+        name="primary",
+        breaker_failures=breaker_failures,
+        breaker_open_seconds=60,
+        fallback=fallback or settings.BackendConfig(type="echo", name="small"),
+    )
+
+
+class Answer(NamedTuple):
+    """What one `POST /invoke` answered."""
+
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+
+async def invoke_answer(
+    session: aiohttp.ClientSession,
+    url: str,
+    inputs: dict[str, Any],
+    *,
+    headers: dict[str, str] | None = None,
+) -> Answer:
+    """`POST URL/invoke` with `inputs`: its status, JSON body and headers."""
+    async with session.post(f"{url}/invoke", json={"inputs": inputs}, headers=headers) as answer:
+        return Answer(answer.status, await answer.json(), dict(answer.headers))
+
+
+async def invoke(
+    session: aiohttp.ClientSession, url: str, inputs: dict[str, Any]
+) -> tuple[int, dict[str, Any]]:
+    """`POST URL/invoke` with `inputs`: its status and JSON body."""
+    status, body, _ = await invoke_answer(session, url, inputs)
+    return status, body
+
+
+async def invoked(
+    session: aiohttp.ClientSession, url: str, inputs: dict[str, Any]
+) -> dict[str, Any]:
+    """`POST URL/invoke` with `inputs`, which must answer 200: its JSON body."""
+    async with session.post(f"{url}/invoke", json={"inputs": inputs}) as answer:
+        text = await answer.text()
+        assert answer.status == 200, text
+        body: dict[str, Any] = json.loads(text)
+        return body

@@ -1,7 +1,7 @@
 """A scripted chat model in its own thread, for the deploy tests of durable agents.
 
 The deploy tests are synchronous, so the model serves from a thread
-(`ThreadingHTTPServer`), as `tests.support.steptarget` does. It speaks OpenAI's chat
+(`tests.support.threaded`), as `tests.support.steptarget` does. It speaks OpenAI's chat
 completions (`GET /v1/models` for the probes, `POST /v1/chat/completions`) and plays a
 two-turn agent over the key in the last user message: the first turn asks for the tool
 `lookup` with `{"key": KEY}`, the turn after a tool result answers `found: RESULT`. Every
@@ -18,8 +18,10 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.support.threaded import QuietHandler, serving_in_thread
 
 HOLD_SECONDS = 300.0
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
@@ -75,21 +77,18 @@ class ScriptedModel:
 
 
 def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
         def do_GET(self) -> None:
-            self._send({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+            self.send_json({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             message = model._answer(body)
             finish = "tool_calls" if message.get("tool_calls") else "stop"
-            self._send(
+            self.send_json(
                 {
                     "id": "chatcmpl-scripted",
                     "object": "chat.completion",
@@ -99,17 +98,6 @@ def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
                 }
             )
 
-        def _send(self, document: dict[str, Any]) -> None:
-            data = json.dumps(document).encode()
-            try:
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except OSError:
-                pass  # the caller went away (its worker was killed, its call cancelled)
-
     return Handler
 
 
@@ -117,18 +105,12 @@ def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
 def serving_scripted_model() -> Iterator[ScriptedModel]:
     """A `ScriptedModel` on a free loopback port, shut down (holds released) on exit."""
     model = ScriptedModel()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(model))
-    server.daemon_threads = True
-    model.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(target=server.serve_forever, name="scripted model", daemon=True)
-    thread.start()
-    try:
-        yield model
-    finally:
-        model.release_all()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serving_in_thread(_handler(model), name="scripted model") as url:
+        model.url = f"{url}/v1"
+        try:
+            yield model
+        finally:
+            model.release_all()
 
 
 def lookup_agent(tool_url: str, *, name: str = "lookup-agent") -> str:

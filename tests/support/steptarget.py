@@ -1,7 +1,7 @@
 """A threaded HTTP target whose calls a workflow's `http` steps make, counted and held.
 
 The deploy tests are synchronous, so the target serves from its own thread
-(`ThreadingHTTPServer`): `GET /count/KEY` answers `"count KEY"` and counts the call;
+(`tests.support.threaded`): `GET /count/KEY` answers `"count KEY"` and counts the call;
 `GET /hold/KEY` counts the call, marks that it arrived, and answers only once the test
 `release`s KEY (at once when KEY is not held); `GET /big/N` answers a JSON string of N
 characters. Counting calls per key is how a test proves a step ran exactly once.
@@ -9,12 +9,13 @@ characters. Counting calls per key is how a test proves a step ran exactly once.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.support.threaded import QuietHandler, serving_in_thread
 
 HOLD_SECONDS = 300.0
 """The longest a held call waits (a test that forgot to release must still end)."""
@@ -59,14 +60,11 @@ class StepTarget:
 
 
 def _handler(target: StepTarget) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
             path = self.path
             if path.startswith("/big/"):
-                self._answer(json.dumps("x" * int(path.rsplit("/", 1)[-1])))
+                self.send_json("x" * int(path.rsplit("/", 1)[-1]))
                 return
             held, arrived = target._count(path)
             if path.startswith("/hold/") and held is not None:
@@ -74,18 +72,7 @@ def _handler(target: StepTarget) -> type[BaseHTTPRequestHandler]:
                     arrived.set()
                 held.wait(HOLD_SECONDS)
             kind, key = path.split("/")[1], path.rsplit("/", 1)[-1]
-            self._answer(json.dumps(f"{kind} {key}"))
-
-        def _answer(self, body: str) -> None:
-            data = body.encode()
-            try:
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except OSError:
-                pass  # the caller went away (its runner was killed or cancelled)
+            self.send_json(f"{kind} {key}")
 
     return Handler
 
@@ -94,18 +81,12 @@ def _handler(target: StepTarget) -> type[BaseHTTPRequestHandler]:
 def serving_step_target() -> Iterator[StepTarget]:
     """A `StepTarget` listening on a free loopback port, shut down (holds released) on exit."""
     target = StepTarget()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(target))
-    server.daemon_threads = True
-    target.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, name="step target", daemon=True)
-    thread.start()
-    try:
-        yield target
-    finally:
-        target.release_all()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serving_in_thread(_handler(target), name="step target") as url:
+        target.url = url
+        try:
+            yield target
+        finally:
+            target.release_all()
 
 
 def durable_workflow(url: str, *, name: str = "durable") -> str:
