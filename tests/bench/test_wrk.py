@@ -103,9 +103,11 @@ async def test_wrk_numbers_every_request_body_of_a_numbered_script(tmp_path: Pat
         await runner.cleanup()
     # Every body differs (a server caching by body never answers from its cache); one
     # connection sends them in order, each numbered one more than the last (wrk builds
-    # a request before its first send, so the first number seen may exceed 1).
+    # a request before its first send, so the first number seen may exceed 1). wrk
+    # counts answered requests: at its deadline the one connection may have one request
+    # sent and seen by the server but not yet answered, which wrk does not count.
     first = int(seen[0][0].split(b'"n')[1].split(b'"')[0])
     expected = [b'{"q": "n%d"}' % n for n in range(first, first + len(seen))]
     assert [body for body, _ in seen] == expected
     assert {kind for _, kind in seen} == {"application/json"}
-    assert result.requests == len(seen) and result.errors == 0
+    assert len(seen) - result.requests in (0, 1) and result.errors == 0
