@@ -20,6 +20,7 @@ from tests.support.agents import AGENT, calculator, chat_answer, scripted_backen
 from tests.support.runners import (
     Answer,
     StartRunner,
+    counter_sum,
     failing_primary,
     invoke_answer,
     openai_backend,
@@ -38,17 +39,6 @@ steps:
     retries: RETRIES
 output: steps.ask.output
 """
-
-
-async def _metric(session: aiohttp.ClientSession, url: str, name: str) -> float:
-    """The sum of a counter's series on the runner's /metrics."""
-    async with session.get(f"{url}/metrics") as response:
-        text = await response.text()
-    return sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith(name) and not line.startswith("#")
-    )
 
 
 async def _open_loop(
@@ -78,7 +68,7 @@ async def test_a_call_whose_time_is_up_is_answered_504_naming_the_runner(
     assert status == 504
     assert body["error"]["type"] == "deadline_exceeded"
     assert body["error"]["hop"] == "the runner"
-    assert await _metric(session, url, "plnt_runner_backend_calls_total") == 0
+    assert await counter_sum(session, url, "plnt_runner_backend_calls_total") == 0
 
 
 async def test_a_deadline_shorter_than_the_backend_names_the_backend_call(
@@ -91,7 +81,7 @@ async def test_a_deadline_shorter_than_the_backend_names_the_backend_call(
     )
     assert status == 504
     assert body["error"]["hop"] == "the call to backend slow"
-    assert await _metric(session, url, "plnt_runner_backend_calls_total") == 1  # no retry
+    assert await counter_sum(session, url, "plnt_runner_backend_calls_total") == 1  # no retry
 
 
 async def test_a_bad_timeout_or_criticality_header_is_a_400_naming_it(
@@ -128,8 +118,8 @@ async def test_at_four_times_capacity_calls_are_admitted_or_shed_at_once_and_ser
             assert int(headers["Retry-After"]) >= 1
             assert body["error"]["backend"] == "echo"
             assert body["error"]["queue"] == "admission queue"
-    assert await _metric(session, url, "plnt_runner_backend_calls_total") == ok  # no retries
-    assert await _metric(session, url, "plnt_runner_shed_calls_total") == shed
+    assert await counter_sum(session, url, "plnt_runner_backend_calls_total") == ok  # no retries
+    assert await counter_sum(session, url, "plnt_runner_shed_calls_total") == shed
     status, body, _ = await invoke_answer(
         session, url, {"q": "after"}, headers={"X-Plnt-Timeout-Ms": "2000"}
     )
@@ -181,9 +171,9 @@ async def test_retries_stop_when_the_backends_retry_budget_is_spent(
         status, body, _ = await invoke_answer(session, url, {"q": "hi"})
         assert status == 502, body
     # Three calls of six attempts each would be 18 backend calls; the budget allows 2 retries.
-    assert await _metric(session, url, "plnt_runner_backend_calls_total") == 5
+    assert await counter_sum(session, url, "plnt_runner_backend_calls_total") == 5
     assert (
-        await _metric(
+        await counter_sum(
             session, url, 'plnt_runner_backend_retries_total{backend="down",outcome="refused"}'
         )
         == 3
@@ -205,9 +195,10 @@ async def test_an_open_breaker_sends_calls_to_the_fallback_and_the_answer_says_s
     assert status == 200
     assert body["output"] == "hi" and body["fallback"] == "small"
     assert headers["X-Plnt-Fallback"] == "small"
-    assert await _metric(session, url, 'plnt_runner_breaker_state{backend="primary"}') == 2
-    assert await _metric(session, url, "plnt_runner_fallback_calls_total") == 1
-    assert await _metric(session, url, 'plnt_runner_backend_calls_total{backend="primary"}') == 2
+    assert await counter_sum(session, url, 'plnt_runner_breaker_state{backend="primary"}') == 2
+    assert await counter_sum(session, url, "plnt_runner_fallback_calls_total") == 1
+    primary_calls = 'plnt_runner_backend_calls_total{backend="primary"}'
+    assert await counter_sum(session, url, primary_calls) == 2
 
 
 async def test_a_runner_reports_its_breakers_with_when_and_why_they_moved(
@@ -253,7 +244,7 @@ async def test_an_answer_from_the_fallback_is_not_kept_in_the_step_cache(
         status, body, headers = await invoke_answer(session, url, {"q": "hi"})
         assert status == 200 and body["fallback"] == "small"
         assert headers["X-Plnt-Fallback"] == "small"
-    assert await _metric(session, url, "plnt_runner_fallback_calls_total") == 2
+    assert await counter_sum(session, url, "plnt_runner_fallback_calls_total") == 2
 
 
 CACHED_AGENT = (
@@ -292,4 +283,4 @@ async def test_a_tool_loop_answered_by_the_fallback_says_so_in_turns_and_answer_
             assert [turn.get("fallback") for turn in step["turns"]] == ["small", "small"]
     # Both calls asked the fallback for both turns: the first answer was not kept.
     assert (len(small.requests), len(tool.calls)) == (4, 2)
-    assert await _metric(session, url, "plnt_runner_fallback_calls_total") == 4
+    assert await counter_sum(session, url, "plnt_runner_fallback_calls_total") == 4

@@ -11,7 +11,7 @@ import pytest
 
 from plnt.runner import settings
 from plnt.workflowspec import bundles, documents
-from tests.support.runners import StartRunner, invoke
+from tests.support.runners import StartRunner, counter_sum, invoke, openai_backend
 from tests.support.subworkflows import caller, child, digest_of
 
 ECHO = settings.BackendConfig(type="echo")
@@ -104,3 +104,29 @@ async def test_a_called_workflow_answered_by_the_fallback_marks_the_answer_and_i
         assert body["output"]["called"] == "SHOUT ETCD!" and body["fallback"] == "small"
         call = next(step for step in body["trace"] if step["id"] == "call")
         assert call["cache"] != "hit" and call["steps"][0]["cache"] != "hit"
+
+
+async def test_a_called_workflows_retries_spend_the_callers_backend_retry_budget(
+    start_runner: StartRunner, session: aiohttp.ClientSession, tmp_path: Path, closed_port: int
+) -> None:
+    backend = openai_backend(
+        f"http://127.0.0.1:{closed_port}/v1",
+        name="down",
+        retry_budget_ratio=0.0,
+        retry_budget_floor=2,
+        breaker_failures=100,
+    )
+    leaf = child().replace(
+        'prompt: "shout {{ inputs.word }}"',
+        'prompt: "shout {{ inputs.word }}"\n    retries: 5\n    cache: false',
+    )
+    top = caller("oci-layout:lib:shout", digest_of(leaf))
+    url = await start_runner(bundle_file(tmp_path, top, leaf), backend=backend)
+    for _ in range(3):
+        status, body = await invoke(session, url, {"topic": "etcd"})
+        assert status == 502, body
+    # Three calls of six attempts each would be 18 backend calls; the called workflow's
+    # step draws on the same budget as the caller's own steps, which allows 2 retries.
+    assert await counter_sum(session, url, "plnt_runner_backend_calls_total") == 5
+    refused = 'plnt_runner_backend_retries_total{backend="down",outcome="refused"}'
+    assert await counter_sum(session, url, refused) == 3

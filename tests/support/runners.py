@@ -14,6 +14,7 @@
   asserts a 200 and gives the body.
 * `openai_backend(endpoint, **options)`: an OpenAI-compatible backend serving model `m`;
   `failing_primary(port, breaker_failures=N)` one that is down, with a fallback.
+* `counter_sum(session, url, name)`: the sum of a counter's series on a runner's /metrics.
 
 The fixtures are registered for the whole suite by `tests/conftest.py`: the runner, CLI
 and model tests start their runners the same way.
@@ -167,6 +168,18 @@ async def invoke_answer(
     """`POST URL/invoke` with `inputs`: its status, JSON body and headers."""
     async with session.post(f"{url}/invoke", json={"inputs": inputs}, headers=headers) as answer:
         return Answer(answer.status, await answer.json(), dict(answer.headers))
+
+
+async def counter_sum(session: aiohttp.ClientSession, url: str, name: str) -> float:
+    """The sum of the series of the counter `name` (a prefix, labels allowed) on the
+    runner's /metrics."""
+    async with session.get(f"{url}/metrics") as response:
+        text = await response.text()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith(name) and not line.startswith("#")
+    )
 
 
 async def invoke(

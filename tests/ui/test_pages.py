@@ -93,9 +93,7 @@ def test_the_timeline_advances_step_by_step_during_a_deploy_without_a_reload(
     link.evaluate("a => { a.plntKept = true; }")
     updates = page.evaluate("document.documentElement.dataset.updates")
     kubectl.run("annotate", "-n", namespace, "wfr/held", "test.plnt.work/touched=yes")
-    expect(page.locator("html")).not_to_have_attribute(
-        "data-updates", updates, timeout=10_000
-    )
+    expect(page.locator("html")).not_to_have_attribute("data-updates", updates, timeout=10_000)
     assert link.evaluate("a => a.plntKept === true")
     link.click()
     page.wait_for_url(f"**/ns/{namespace}/runs/held")
