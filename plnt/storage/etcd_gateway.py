@@ -10,9 +10,8 @@ was half of what it cost, for a CREATE half as well. etcd serves the same `Range
 `/v3/kv/txn`, on by default since 3.4): one write and one read on a kept-alive
 connection, 0.06-0.07 ms here, and the same work in etcd.
 
-`Gateway` keeps up to `connections` kept-alive connections (`CONNECTIONS`), each carrying
-one request at a time; when all are in use it is `busy`, and the caller uses gRPC instead
-of queueing.
+`Gateway` keeps up to `connections` kept-alive connections (`CONNECTIONS`), each carrying one request at
+a time; when all are in use it is `busy`, and the caller uses gRPC instead of queueing.
 A revision read whose kept-alive connection fails before its answer is sent again once
 on a new one (a read can be repeated). A create is never repeated here: whether etcd
 applied it is for the caller to find out (`GatewayFailed.sent`).
