@@ -10,7 +10,7 @@ was half of what it cost, for a CREATE half as well. etcd serves the same `Range
 `/v3/kv/txn`, on by default since 3.4): one write and one read on a kept-alive
 connection, 0.06-0.07 ms here, and the same work in etcd.
 
-`Gateway` keeps up to `connections` kept-alive connections (`CONNECTIONS`), each carrying one request at
+`Gateway` keeps up to `connections` kept-alive connections, each carrying one request at
 a time; when all are in use it is `busy`, and the caller uses gRPC instead of queueing.
 A revision read whose kept-alive connection fails before its answer is sent again once
 on a new one (a read can be repeated). A create is never repeated here: whether etcd
@@ -32,11 +32,9 @@ import orjson
 
 _MAX_HEAD = 16 * 1024
 _MAX_BODY = 1 << 20
-CONNECTIONS = 16
-"""Kept-alive connections at most. Creates and revision reads in flight at once beyond it
-go to gRPC, which multiplexes. Measured with 16 clients creating (`python -m plnt.bench
-apiserver --phases wrk`): 4 connections sent most creates to gRPC (0.80 ms of API server
-CPU per CREATE), 16 sent nearly all through here (0.64 ms), 32 did no better."""
+CONNECTIONS = 4
+"""Kept-alive connections at most: enough for the creates and revision reads one API
+server has in flight at once on two cores (more go to gRPC, which multiplexes)."""
 
 
 class GatewayMissing(Exception):
