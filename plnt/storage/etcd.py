@@ -12,8 +12,7 @@ and returned without it (kube-apiserver's `/registry` convention). With
 
 Every write is one etcd transaction, so a write costs one round trip:
 
-* create: put if `create_revision == 0` (KeyExists otherwise); through etcd's JSON
-  gateway when it is there and has a free connection (`plnt.storage.etcd_gateway`);
+* create: put if `create_revision == 0` (KeyExists otherwise);
 * guaranteed_update: a bounded CAS loop on `mod_revision` around the pure
   `mutate`; a failed compare returns the fresh value in the same round trip;
 * delete: delete-with-prev-kv if the key exists (and is at `expected_revision`),
@@ -51,7 +50,7 @@ from aetcd import rpc
 from aetcd import utils as aetcd_utils
 
 from plnt.storage import continuation, errors
-from plnt.storage.etcd_gateway import Gateway, GatewayFailed, GatewayMissing
+from plnt.storage.etcd_gateway import GatewayFailed, GatewayMissing, GatewayRevisions
 from plnt.storage.etcd_watch import EtcdWatch, translate_rpc_error
 from plnt.storage.interface import KeyValue, ListResult, Mutate
 
@@ -195,9 +194,9 @@ class EtcdStore:
     or call `start()` / `close()`. `ca_file` verifies etcd's serving certificate;
     `cert_file` and `key_file` are the client certificate (PEM files).
 
-    `current_revision` and `create` go through etcd's HTTP/JSON gateway when it is there
-    and has a free connection (`plnt.storage.etcd_gateway`: a quarter of gRPC's CPU per
-    call), else through gRPC; `gateway=False` keeps every call on gRPC.
+    `current_revision` goes through etcd's HTTP/JSON gateway when it is there and idle
+    (`plnt.storage.etcd_gateway`: a quarter of gRPC's CPU per read), else through gRPC;
+    `gateway_reads=False` keeps every call on gRPC.
     """
 
     def __init__(
@@ -211,7 +210,7 @@ class EtcdStore:
         ca_file: StrPath | None = None,
         cert_file: StrPath | None = None,
         key_file: StrPath | None = None,
-        gateway: bool = True,
+        gateway_reads: bool = True,
     ) -> None:
         parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
         self.endpoint = endpoint
@@ -235,19 +234,18 @@ class EtcdStore:
                 **_RECONNECT_BACKOFF,
             },
         )
-        self._gateway: Gateway | None = None
-        if gateway:
+        self._gateway: GatewayRevisions | None = None
+        if gateway_reads:
             tls = parts.scheme == "https" or ca_file is not None or cert_file is not None
-            self._gateway = Gateway(
+            self._gateway = GatewayRevisions(
                 host=parts.hostname or "127.0.0.1",
                 port=parts.port or 2379,
+                key=key_prefix.encode() or b"\x00",
                 ssl_context=_ssl_context(ca_file, cert_file, key_file) if tls else None,
                 timeout=request_timeout,
             )
         self.revision_reads = {"gateway": 0, "grpc": 0, "gateway_failed": 0}
         """`current_revision` answers by path, and gateway reads that failed (tests, debugging)."""
-        self.creates = {"gateway": 0, "grpc": 0, "gateway_failed": 0}
-        """`create` answers by path, and gateway creates that failed (tests, debugging)."""
         self._gateway_failures = 0
         self._gateway_resting_until = 0.0
         self._kv: Any = None
@@ -355,18 +353,21 @@ class EtcdStore:
         (a read already in flight there sends this one to gRPC instead of behind it); any
         gateway failure is asked again through gRPC, which names etcd's errors.
         """
-        gateway = self._free_gateway()
-        if gateway is not None:
-            start = time.perf_counter()
+        gateway = self._gateway
+        start = time.perf_counter()
+        if gateway is not None and not gateway.busy and start >= self._gateway_resting_until:
             try:
-                revision = await gateway.revision(self.key_prefix.encode() or b"\x00")
+                revision = await gateway.read()
             except GatewayMissing as exc:
-                await self._lose_gateway(gateway, exc)
+                _log.info("etcd at %s: %s; revision reads use gRPC", self.endpoint, exc)
+                self._gateway = None
+                await gateway.close()
             except GatewayFailed as exc:
                 self._gateway_failed(exc)
-                self.revision_reads["gateway_failed"] += 1
             else:
-                self._gateway_answered("range", start)
+                self._gateway_failures = 0
+                if self._observe is not None:
+                    self._observe("range", time.perf_counter() - start)
                 self.revision_reads["gateway"] += 1
                 return revision
         request = rpc.RangeRequest(key=self.key_prefix.encode() or b"\x00", count_only=True)
@@ -377,42 +378,23 @@ class EtcdStore:
         self.revision_reads["grpc"] += 1
         return int(resp.header.revision)
 
-    def _free_gateway(self) -> Gateway | None:
-        """The gateway, when it is there, not resting and has a free connection."""
-        gateway = self._gateway
-        if gateway is None or gateway.busy:
-            return None
-        if self._gateway_resting_until and time.perf_counter() < self._gateway_resting_until:
-            return None
-        return gateway
-
-    async def _lose_gateway(self, gateway: Gateway, error: GatewayMissing) -> None:
-        """etcd has no JSON gateway: every call uses gRPC from now on."""
-        _log.info("etcd at %s: %s; every call uses gRPC", self.endpoint, error)
-        self._gateway = None
-        await gateway.close()
-
-    def _gateway_answered(self, name: str, start: float) -> None:
-        self._gateway_failures = 0
-        if self._observe is not None:
-            self._observe(name, time.perf_counter() - start)
-
     def _gateway_failed(self, error: GatewayFailed) -> None:
-        """Count a failed gateway call; after a few in a row, rest the gateway a while.
+        """Count a failed gateway read; after a few in a row, rest the gateway a while.
 
-        One etcd can answer every gateway call with an error while gRPC works: with
+        One etcd can answer every gateway read with an error while gRPC works: with
         client-certificate authentication, etcd 3.5's gateway dials etcd's own gRPC
         port with the serving certificate, which etcd refuses unless that certificate
-        also allows client use. Without the rest every call would pay a failed request
-        before gRPC's; with it a passing outage costs the gateway only a while.
+        also allows client use. Without the rest every revision read would pay a failed
+        request before gRPC's; with it a passing outage costs the gateway only a while.
         """
+        self.revision_reads["gateway_failed"] += 1
         self._gateway_failures += 1
         if self._gateway_failures >= _GATEWAY_FAILURES_BEFORE_REST:
             self._gateway_failures = 0
             self._gateway_resting_until = time.perf_counter() + _GATEWAY_REST_SECONDS
             _log.info(
-                "etcd at %s: the JSON gateway failed %d times in a row (%s); calls use gRPC "
-                "for %.0f s",
+                "etcd at %s: the JSON gateway failed %d times in a row (%s); revision reads "
+                "use gRPC for %.0f s",
                 self.endpoint,
                 _GATEWAY_FAILURES_BEFORE_REST,
                 error,
@@ -423,27 +405,6 @@ class EtcdStore:
 
     async def create(self, key: str, value: bytes) -> KeyValue:
         raw = (self.key_prefix + key).encode()
-        gateway = self._free_gateway()
-        if gateway is not None:
-            start = time.perf_counter()
-            try:
-                created, revision = await gateway.create(raw, value)
-            except GatewayMissing as exc:  # nothing was applied: gRPC creates it
-                await self._lose_gateway(gateway, exc)
-            except GatewayFailed as exc:
-                self._gateway_failed(exc)
-                self.creates["gateway_failed"] += 1
-                if exc.sent:
-                    return await self._settle_create(key, value, exc)
-            else:
-                self._gateway_answered("txn", start)
-                self.creates["gateway"] += 1
-                if not created:
-                    raise errors.KeyExists(f"key {key!r} already exists", key=key)
-                return KeyValue(key, value, revision, revision)
-        return await self._grpc_create(key, raw, value)
-
-    async def _grpc_create(self, key: str, raw: bytes, value: bytes) -> KeyValue:
         request = rpc.TxnRequest(
             compare=[
                 rpc.Compare(key=raw, target=_TARGET_CREATE, result=_CMP_EQUAL, create_revision=0)
@@ -451,31 +412,10 @@ class EtcdStore:
             success=[rpc.RequestOp(request_put=rpc.PutRequest(key=raw, value=value))],
         )
         resp = await self._txn(request, key)
-        self.creates["grpc"] += 1
         if not resp.succeeded:
             raise errors.KeyExists(f"key {key!r} already exists", key=key)
         revision = resp.header.revision
         return KeyValue(key, value, revision, revision)
-
-    async def _settle_create(self, key: str, value: bytes, failure: GatewayFailed) -> KeyValue:
-        """A gateway create that may have been applied: find out, never create twice.
-
-        A timeout is Unavailable, as gRPC's deadline is: etcd may still apply the write,
-        and a second attempt now could answer AlreadyExists for the caller's own object.
-        Otherwise (the connection was lost, etcd answered an error) the key is read: our
-        value there is our create (an object's bytes carry its uid), another value is
-        someone else's, and no key means nothing was applied, so gRPC creates it (and
-        names etcd's error, if it was one, as every gRPC call does).
-        """
-        if failure.timed_out:
-            raise errors.Unavailable(f"etcd unavailable: {failure}", key=key) from failure
-        try:
-            there = await self.get(key)
-        except errors.KeyNotFound:
-            return await self._grpc_create(key, (self.key_prefix + key).encode(), value)
-        if there.value == value:
-            return there
-        raise errors.KeyExists(f"key {key!r} already exists", key=key)
 
     async def guaranteed_update(
         self,
