@@ -6,6 +6,10 @@ of the WorkflowRun, no balancing, no log. The deploy saga benchmark measures it 
 the API server, so the report can tell the cost of any Python HTTP hop on the machine
 from the cost of what plnt adds to it.
 
+It runs on the event loop plnt's servers run on (`plnt.processes.signals.
+run_until_signalled`: uvloop unless `PLNT_EVENT_LOOP` says otherwise), so the floor and
+the API server differ in what they do, not in their loop.
+
 By default it serves plain HTTP. With `--tls-cert` and `--tls-key` (the API server's own
 serving certificate and key) it serves HTTPS the way the API server does: TLS 1.2 or
 newer, ALPN `http/1.1`, but no client certificate is requested. That floor separates
@@ -24,14 +28,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import signal
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
 from aiohttp import web
+
+from plnt.processes import signals
 
 UPSTREAM: web.AppKey[str] = web.AppKey("upstream", str)
 SESSION: web.AppKey[aiohttp.ClientSession] = web.AppKey("session", aiohttp.ClientSession)
@@ -70,13 +74,12 @@ def server_ssl_context(cert: Path, key: Path) -> ssl.SSLContext:
     return context
 
 
-async def _serve(upstream: str, port: int, *, tls: ssl.SSLContext | None) -> None:
+async def _serve(
+    upstream: str, port: int, *, tls: ssl.SSLContext | None, stop: asyncio.Event
+) -> None:
+    """Serve until `stop` is set (SIGINT, SIGTERM)."""
     runner = web.AppRunner(build_app(upstream), access_log=None)
     await runner.setup()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
     try:
         site = web.TCPSite(runner, "127.0.0.1", port, ssl_context=tls)
         await site.start()
@@ -98,8 +101,7 @@ def main() -> None:
     if (args.tls_cert is None) != (args.tls_key is None):
         parser.error("--tls-cert and --tls-key go together")
     tls = server_ssl_context(args.tls_cert, args.tls_key) if args.tls_cert else None
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(args.upstream, args.port, tls=tls))
+    signals.run_until_signalled(lambda stop: _serve(args.upstream, args.port, tls=tls, stop=stop))
 
 
 if __name__ == "__main__":

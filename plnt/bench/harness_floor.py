@@ -3,20 +3,22 @@
 One aiohttp handler that reads the body and answers the echo runner's answer as fixed
 bytes, with the same `Server-Timing` header: everything a runner does is left out except
 HTTP itself, so the generator parses the same answer and what remains is the cheapest
-server aiohttp can be. Prints `harness floor listening on URL` when it serves.
+server aiohttp can be, on the event loop the runner runs on (`plnt.processes.signals.
+run_until_signalled`: uvloop unless `PLNT_EVENT_LOOP` says otherwise). Prints `harness
+floor listening on URL` when it serves, and stops on SIGINT or SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import sys
 from collections.abc import Sequence
 
 from aiohttp import web
 
 from plnt.api.headers import CACHE_HEADER, CacheOutcome
+from plnt.processes import signals
 
 ANSWER = (
     b'{"workflow": {"name": "echo", "version": null}, "output": {"seq": 1},'
@@ -34,7 +36,7 @@ async def invoke(request: web.Request) -> web.Response:
     return web.Response(body=ANSWER, content_type="application/json", headers=HEADERS)
 
 
-async def serve(port: int) -> None:
+async def serve(port: int, stop: asyncio.Event) -> None:
     app = web.Application()
     app.router.add_post("/invoke", invoke)
     runner = web.AppRunner(app, access_log=None)
@@ -44,9 +46,6 @@ async def serve(port: int) -> None:
         await site.start()
         host, bound = runner.addresses[0][:2]
         print(f"harness floor listening on http://{host}:{bound}", flush=True)
-        stop = asyncio.Event()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            asyncio.get_running_loop().add_signal_handler(signum, stop.set)
         await stop.wait()
     finally:
         await runner.cleanup()
@@ -56,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m plnt.bench.harness_floor")
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv)
-    asyncio.run(serve(args.port))
+    signals.run_until_signalled(lambda stop: serve(args.port, stop))
     return 0
 
 
