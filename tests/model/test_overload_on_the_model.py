@@ -46,7 +46,7 @@ from plnt.processes import weights
 from plnt.processes.modelserver import ModelServer
 from plnt.runner import settings
 from tests.support.model import COUNTING, PIN, complete
-from tests.support.runners import StartRunner
+from tests.support.runners import StartRunner, counter_sum
 from tests.support.waiting import eventually
 
 TOKENS = 4
@@ -105,17 +105,6 @@ async def _model_figures(session: aiohttp.ClientSession, server: ModelServer) ->
             name, value = line.rsplit(" ", 1)
             figures[name.split("{", 1)[0]] = float(value)
     return figures
-
-
-async def _runner_metric(session: aiohttp.ClientSession, url: str, name: str) -> float:
-    """The sum of a runner counter's series."""
-    async with session.get(f"{url}/metrics") as answer:
-        text = await answer.text()
-    return sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith(name) and not line.startswith("#")
-    )
 
 
 @dataclass(frozen=True)
@@ -204,8 +193,8 @@ async def test_offered_many_times_its_capacity_the_model_serves_admitted_calls_a
         admitted = calls - shed
         generations = after["plnt_model_requests_total"] - before["plnt_model_requests_total"]
         assert ok <= generations <= 1.1 * admitted, (generations, admitted)
-        assert await _runner_metric(session, url, "plnt_runner_backend_calls_total") == admitted
-        assert await _runner_metric(session, url, "plnt_runner_shed_calls_total") == shed
+        assert await counter_sum(session, url, "plnt_runner_backend_calls_total") == admitted
+        assert await counter_sum(session, url, "plnt_runner_shed_calls_total") == shed
 
         # The load has stopped: the next call is the model's again.
         after_load = await _call(session, url, headers={"X-Plnt-Timeout-Ms": "30000"})
@@ -319,7 +308,7 @@ async def test_a_model_server_killed_under_load_opens_the_breaker_the_fallback_s
         "no answer from the restarted model"
     )
     async with aiohttp.ClientSession() as session:
-        assert await _runner_metric(session, url, "plnt_runner_fallback_calls_total") == len(
+        assert await counter_sum(session, url, "plnt_runner_fallback_calls_total") == len(
             flow.from_fallback()
         )
 

@@ -20,6 +20,7 @@ from tests.support.agents import AGENT, calculator, chat_answer, scripted_backen
 from tests.support.runners import (
     Answer,
     StartRunner,
+    budgeted_down_backend,
     counter_sum,
     failing_primary,
     invoke_answer,
@@ -159,13 +160,7 @@ async def test_retries_stop_when_the_backends_retry_budget_is_spent(
     write_spec: Callable[[str], Path],
     closed_port: int,
 ) -> None:
-    backend = openai_backend(
-        f"http://127.0.0.1:{closed_port}/v1",
-        name="down",
-        retry_budget_ratio=0.0,
-        retry_budget_floor=2,
-        breaker_failures=100,
-    )
+    backend = budgeted_down_backend(closed_port)
     url = await start_runner(write_spec(SPEC.replace("RETRIES", "5")), backend=backend)
     for _ in range(3):
         status, body, _ = await invoke_answer(session, url, {"q": "hi"})

@@ -11,7 +11,7 @@ import pytest
 
 from plnt.runner import settings
 from plnt.workflowspec import bundles, documents
-from tests.support.runners import StartRunner, counter_sum, invoke, openai_backend
+from tests.support.runners import StartRunner, budgeted_down_backend, counter_sum, invoke
 from tests.support.subworkflows import caller, child, digest_of
 
 ECHO = settings.BackendConfig(type="echo")
@@ -109,13 +109,7 @@ async def test_a_called_workflow_answered_by_the_fallback_marks_the_answer_and_i
 async def test_a_called_workflows_retries_spend_the_callers_backend_retry_budget(
     start_runner: StartRunner, session: aiohttp.ClientSession, tmp_path: Path, closed_port: int
 ) -> None:
-    backend = openai_backend(
-        f"http://127.0.0.1:{closed_port}/v1",
-        name="down",
-        retry_budget_ratio=0.0,
-        retry_budget_floor=2,
-        breaker_failures=100,
-    )
+    backend = budgeted_down_backend(closed_port)
     leaf = child().replace(
         'prompt: "shout {{ inputs.word }}"',
         'prompt: "shout {{ inputs.word }}"\n    retries: 5\n    cache: false',

@@ -13,7 +13,8 @@
   `invoke_answer(..., headers=...)` sends headers and adds the answer's, `invoked`
   asserts a 200 and gives the body.
 * `openai_backend(endpoint, **options)`: an OpenAI-compatible backend serving model `m`;
-  `failing_primary(port, breaker_failures=N)` one that is down, with a fallback.
+  `failing_primary(port, breaker_failures=N)` one that is down, with a fallback;
+  `budgeted_down_backend(port)` one that is down with a retry budget of two retries.
 * `counter_sum(session, url, name)`: the sum of a counter's series on a runner's /metrics.
 
 The fixtures are registered for the whole suite by `tests/conftest.py`: the runner, CLI
@@ -147,6 +148,19 @@ def failing_primary(
         breaker_failures=breaker_failures,
         breaker_open_seconds=60,
         fallback=fallback or settings.BackendConfig(type="echo", name="small"),
+    )
+
+
+def budgeted_down_backend(port: int) -> settings.BackendConfig:
+    """Backend `down` on a loopback `port` nothing listens on, whose retry budget allows
+    two retries in all (no ratio of calls adds more) and whose breaker never opens in a
+    test: every call reaches it, and only the budget stops retries."""
+    return openai_backend(
+        f"http://127.0.0.1:{port}/v1",
+        name="down",
+        retry_budget_ratio=0.0,
+        retry_budget_floor=2,
+        breaker_failures=100,
     )
 
 
