@@ -286,7 +286,7 @@ class ToolLoop:
                 if not reply.tool_calls:
                     turn.final = True
                     self._end(turn)
-                    return self._final_text(reply.content)
+                    return self._schemas.parse(reply.content)
                 messages.append(
                     {
                         "role": "assistant",
@@ -378,9 +378,6 @@ class ToolLoop:
             self._turn_ended(turn)
             pending = None
         raise self._exhausted()
-
-    def _final_text(self, content: str) -> Any:
-        return self._schemas.parse(content)
 
     def _final_value(self, value: Any) -> Any:
         if self.step.response_format is None:

@@ -173,13 +173,12 @@ def slo_causes(slo: Any) -> list[errors.Cause]:
     """
     if not isinstance(slo, dict):
         return []
-    objectives = OBJECTIVE_FIELDS
-    if not any(slo.get(name) is not None for name in objectives):
+    if not any(slo.get(name) is not None for name in OBJECTIVE_FIELDS):
         return [
             errors.Cause(
                 "FieldValueRequired",
                 "Required value: spec.slo must state at least one objective of "
-                + ", ".join(objectives),
+                + ", ".join(OBJECTIVE_FIELDS),
                 "spec.slo",
             )
         ]
