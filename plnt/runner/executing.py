@@ -88,10 +88,9 @@ from plnt.runner import (
     resolving,
     settings,
     step_cache,
-    structured,
     subworkflows,
 )
-from plnt.workflowspec import documents, model, templating
+from plnt.workflowspec import documents, jsonschemas, model, templating
 
 # The names the rest of the runner and its tests know this module by.
 StepTrace = executions.StepTrace
@@ -183,7 +182,7 @@ class Executor:
             raise errors.InvalidInputs([errors.InputProblem("$", "inputs must be a JSON object")])
         problems = []
         for error in documents.input_errors(self._inputs, inputs):
-            path = structured.json_path(error.absolute_path)
+            path = jsonschemas.json_path(error.absolute_path)
             missing = _REQUIRED.match(error.message)
             if error.validator == "required" and missing:
                 path += f".{missing.group(1)}"

@@ -18,14 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-import jsonschema.protocols
-import jsonschema.validators
-
 from plnt.runner import errors
-from plnt.workflowspec import grammars, model
+from plnt.workflowspec import grammars, jsonschemas, model
 
-Validator = jsonschema.protocols.Validator
+Validator = jsonschemas.Validator
 
 
 @dataclass(frozen=True)
@@ -56,12 +52,12 @@ class Schemas:
                 extra["tools"] = [_tool_definition(tool) for tool in tools]
                 extra["tool_choice"] = "auto"
             if form is not None:
-                extra["response_format"] = chat_response_format(form)
+                extra["response_format"] = _chat_response_format(form)
         return cls(
             step=step.id,
             extra=extra,
-            answer=None if schema is None else validator_of(schema),
-            tools={tool.name: validator_of(tool.parameters) for tool in tools},
+            answer=None if schema is None else jsonschemas.validator(schema),
+            tools={tool.name: jsonschemas.validator(tool.parameters) for tool in tools},
         )
 
     def parse(self, text: str) -> Any:
@@ -84,7 +80,7 @@ class Schemas:
         return value
 
 
-def chat_response_format(response_format: model.ResponseFormat) -> dict[str, Any]:
+def _chat_response_format(response_format: model.ResponseFormat) -> dict[str, Any]:
     """OpenAI's `response_format` body field for the step's schema."""
     return {
         "type": "json_schema",
@@ -108,19 +104,6 @@ def _tool_definition(tool: model.Tool) -> dict[str, Any]:
     }
 
 
-def validator_of(schema: dict[str, Any]) -> Validator:
-    """A validator of `schema`, of the draft it names (2020-12 when it names none)."""
-    validator_class = jsonschema.validators.validator_for(
-        schema, default=jsonschema.Draft202012Validator
-    )
-    return validator_class(schema)
-
-
-def json_path(parts: Sequence[str | int] | Any) -> str:
-    """`$.a[2].b` for a jsonschema error path."""
-    return "$" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in parts)
-
-
 def violations(validator: Validator, value: Any) -> list[str]:
     """Every way `value` breaks the validator's schema, each as `PATH: message`, in a
     stable order."""
@@ -128,7 +111,7 @@ def violations(validator: Validator, value: Any) -> list[str]:
         validator.iter_errors(value),
         key=lambda error: [str(part) for part in error.absolute_path],
     )
-    return [f"{json_path(error.absolute_path)}: {error.message}" for error in found]
+    return [f"{jsonschemas.json_path(error.absolute_path)}: {error.message}" for error in found]
 
 
 def parse_json(step: str, text: str) -> Any:

@@ -25,12 +25,10 @@ from typing import Any
 
 import jsonschema
 import jsonschema.exceptions
-import jsonschema.protocols
-import jsonschema.validators
 import pydantic
 import yaml
 
-from plnt.workflowspec import dag, grammars, model, references, templating
+from plnt.workflowspec import dag, grammars, jsonschemas, model, references, templating
 from plnt.workflowspec import errors as source_errors
 
 MAX_SPEC_BYTES = 1024 * 1024
@@ -112,7 +110,9 @@ def _schema_problems(workflow: model.Workflow) -> list[dag.Problem]:
             _check_schema(smoke.expect.json_schema, "smoke.expect.jsonSchema", problems)
         if inputs_ok:
             problems += [
-                dag.Problem(f"smoke.inputs{_json_path(error.absolute_path)}", error.message)
+                dag.Problem(
+                    jsonschemas.json_path(error.absolute_path, root="smoke.inputs"), error.message
+                )
                 for error in validate_inputs(workflow, smoke.inputs)
             ]
     return problems
@@ -214,11 +214,10 @@ def _check_grammar(schema: dict[str, Any], path: str, problems: list[dag.Problem
 
 
 def _check_schema(schema: dict[str, Any], path: str, problems: list[dag.Problem]) -> bool:
-    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
-        validator.check_schema(schema)
+        jsonschemas.validator_class(schema).check_schema(schema)
     except jsonschema.exceptions.SchemaError as error:
-        where = path + _json_path(error.absolute_path)
+        where = jsonschemas.json_path(error.absolute_path, root=path)
         problems.append(dag.Problem(where, f"not a valid JSON Schema: {error.message}"))
         return False
     return True
@@ -231,28 +230,18 @@ def validate_inputs(
     return input_errors(inputs_validator(workflow), inputs)
 
 
-def inputs_validator(workflow: model.Workflow) -> jsonschema.protocols.Validator:
+def inputs_validator(workflow: model.Workflow) -> jsonschemas.Validator:
     """The validator of the workflow's inputs schema, formats checked: made once by a
     caller that validates many inputs (the runner, per invocation)."""
-    validator_class = jsonschema.validators.validator_for(
-        workflow.inputs, default=jsonschema.Draft202012Validator
-    )
-    return validator_class(workflow.inputs, format_checker=validator_class.FORMAT_CHECKER)
+    return jsonschemas.validator(workflow.inputs, formats=True)
 
 
 def input_errors(
-    validator: jsonschema.protocols.Validator, inputs: Any
+    validator: jsonschemas.Validator, inputs: Any
 ) -> list[jsonschema.exceptions.ValidationError]:
     """Every violation of `validator`'s inputs schema by `inputs`, in a stable order."""
     errors = validator.iter_errors(inputs)
     return sorted(errors, key=lambda error: [str(part) for part in error.absolute_path])
-
-
-def _json_path(parts: Sequence[str | int] | Any) -> str:
-    text = ""
-    for part in parts:
-        text += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return text
 
 
 def _pydantic_problems(

@@ -9,10 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import jsonschema
-import jsonschema.validators
-
-from plnt.workflowspec import model
+from plnt.workflowspec import jsonschemas, model
 
 
 def as_text(output: Any) -> str:
@@ -30,10 +27,7 @@ def check(expect: model.Expectations, output: Any) -> list[str]:
     if expect.contains is not None and expect.contains not in as_text(output):
         failures.append(f"output does not contain {expect.contains!r}")
     if expect.json_schema is not None:
-        validator_class = jsonschema.validators.validator_for(
-            expect.json_schema, default=jsonschema.Draft202012Validator
-        )
-        for error in validator_class(expect.json_schema).iter_errors(output):
+        for error in jsonschemas.validator(expect.json_schema).iter_errors(output):
             where = "".join(f"[{part!r}]" for part in error.absolute_path)
             failures.append(f"output{where}: {error.message}")
     return failures

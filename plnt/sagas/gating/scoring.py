@@ -21,10 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsonpointer
-import jsonschema
-import jsonschema.validators
 
 from plnt.api import evaluations as ev
+from plnt.workflowspec import jsonschemas
 from plnt.workflowspec.smoke import as_text
 
 
@@ -91,11 +90,8 @@ def check(scorer: ev.Scorer, output: Any) -> Check:
         return Check(False, f"{_short(value)!r} does not equal {_short(scorer.equals)!r}")
     if kind == "jsonSchema":
         assert scorer.json_schema is not None
-        validator_class = jsonschema.validators.validator_for(
-            scorer.json_schema, default=jsonschema.Draft202012Validator
-        )
         value = _parsed(value)
-        errors = list(validator_class(scorer.json_schema).iter_errors(value))
+        errors = list(jsonschemas.validator(scorer.json_schema).iter_errors(value))
         if not errors:
             return Check(True)
         first = errors[0]
