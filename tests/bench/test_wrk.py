@@ -68,8 +68,12 @@ async def test_wrk_sends_the_scripted_method_body_and_header(tmp_path: Path) -> 
     finally:
         await runner.cleanup()
     assert seen and all(s == ("POST", b'{"a": "b"}', "Bearer t") for s in seen)
-    assert result.requests + result.errors == len(seen)
-    assert result.errors == len(seen) // 2
+    # wrk counts answered requests: at its deadline the one connection may have one request
+    # the server saw but whose answer wrk did not count. Of those answered, every second
+    # was a 500.
+    answered = result.requests + result.errors
+    assert len(seen) - answered in (0, 1)
+    assert result.errors == answered // 2
 
 
 def test_numbered_script_without_its_marker_in_the_body_names_the_field() -> None:
