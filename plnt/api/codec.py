@@ -11,12 +11,18 @@ cheap sign of such an integer (2**64 has 20); a false alarm only costs speed.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import orjson
 
-_WIDE_INTEGER = re.compile(rb"[0-9]{20}")
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_TWENTY_DIGITS = b"0" * 20
+
+
+def _may_hold_wide_integer(raw: bytes) -> bool:
+    """A run of 20 digits somewhere in `raw` (every digit read as 0, then one search):
+    a regular expression costs several times orjson's whole parse of the document."""
+    return _TWENTY_DIGITS in raw.translate(_DIGITS_AS_ZERO)
 
 
 def dumps(value: Any) -> bytes:
@@ -38,7 +44,7 @@ def dumps_sorted(value: Any) -> bytes:
 def loads(data: bytes | str) -> Any:
     """Parse JSON written by `dumps` (or anything valid)."""
     raw = data.encode() if isinstance(data, str) else data
-    if not _WIDE_INTEGER.search(raw):
+    if not _may_hold_wide_integer(raw):
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:

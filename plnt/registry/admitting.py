@@ -23,7 +23,7 @@ here as anything but an API error: a validation failure is never a 500.
 
 from __future__ import annotations
 
-import secrets
+import random
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -125,8 +125,14 @@ def generates_name(obj: Object) -> bool:
 
 
 def generated_name(prefix: str) -> str:
-    """`prefix` and five random characters, as kube's SimpleNameGenerator makes them."""
-    return prefix + "".join(secrets.choice(_GENERATE_NAME_ALPHABET) for _ in range(5))
+    """`prefix` and five random characters, as kube's SimpleNameGenerator makes them.
+
+    From `random`'s module generator, as kube's from math/rand: a generated name needs to
+    be unlikely to collide (a collision is retried), not unpredictable, and reading the
+    system's entropy for each character cost more than the rest of the name. The module
+    generator is reseeded in a forked child, so sibling processes do not share names.
+    """
+    return prefix + "".join(random.choices(_GENERATE_NAME_ALPHABET, k=5))
 
 
 def _record_managed_fields(

@@ -72,11 +72,14 @@ class EventRecorder:
     after-write step hands over the stored change and the kind's rules
     (`record_change`, one append), and one worker (owned by the server's cleanup
     context) takes everything pending at once, derives the transitions, builds the
-    Events and writes them, after the answer went out. Events are diagnostics, never
+    Events and writes them, after the answer went out. The writes of one batch run
+    concurrently, up to `concurrent_writes` at once, one object's Events in order: one
+    write at a time is bound by etcd's round trip, and at a thousand creates a second
+    the queue would fill while the processor idles. Events are diagnostics, never
     acknowledged to a client; when too much is pending the newest is dropped and logged
     rather than slowing writes. An object's creation Events (WorkflowRun's `Accepted`)
-    are the exception: what a crash or a failed write lost is recorded again
-    (`record_missing_creation_events`), under a name that makes a second copy
+    are the exception: what a crash, a full queue or a failed write lost is recorded
+    again (`record_missing_creation_events`), under a name that makes a second copy
     impossible (`creation_event_name`).
     """
 
@@ -86,12 +89,14 @@ class EventRecorder:
         *,
         component: str = "plnt",
         queue_size: int = 4096,
+        concurrent_writes: int = 32,
         writer: EventWriter | None = None,
     ) -> None:
         self._store = store
         self._writer = writer
         self._component = component
         self._queue_size = queue_size
+        self._concurrent_writes = concurrent_writes
         self._pending: collections.deque[_Derived] = collections.deque()
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
@@ -114,11 +119,15 @@ class EventRecorder:
     def _enqueue(self, item: _Derived, what: str) -> None:
         if len(self._pending) >= self._queue_size:
             self.dropped += 1
-            log.warning(
-                "event queue full; dropped %s event for %s",
-                what,
-                item.change.after.get("metadata", {}).get("name"),
-            )
+            if self.dropped == 1 or self.dropped % 1000 == 0:  # one line, not one per Event
+                log.warning(
+                    "event queue full; dropped %s event for %s (%d dropped so far)",
+                    what,
+                    item.change.after.get("metadata", {}).get("name"),
+                    self.dropped,
+                )
+            if item.change.created:
+                self._creation_failed()
             return
         self._pending.append(item)
         self._idle.clear()
@@ -150,10 +159,29 @@ class EventRecorder:
             while self._pending:
                 batch = list(self._pending)
                 self._pending.clear()
-                for item in batch:
-                    for event, creation in self._events_of(item):
-                        await self._write(event, creation=creation)
+                await self._write_batch(batch)
             self._idle.set()
+
+    async def _write_batch(self, batch: list[_Derived]) -> None:
+        """Write the Events of `batch`: one object's in order, objects concurrently."""
+        by_object: dict[str, list[tuple[Object, bool]]] = {}
+        for item in batch:
+            uid = str(item.change.after.get("metadata", {}).get("uid") or id(item))
+            by_object.setdefault(uid, []).extend(self._events_of(item))
+        groups = iter(by_object.values())
+
+        async def writer() -> None:
+            for written in groups:  # shared: each object's Events go to one writer
+                for event, creation in written:
+                    await self._write(event, creation=creation)
+
+        writers = min(self._concurrent_writes, len(by_object))
+        if writers <= 1:
+            await writer()
+            return
+        async with asyncio.TaskGroup() as group:
+            for _ in range(writers):
+                group.create_task(writer())
 
     def _events_of(self, item: _Derived) -> list[tuple[Object, bool]]:
         """The Events of one pending change, each with whether it is a creation Event."""
@@ -192,9 +220,13 @@ class EventRecorder:
                 log.exception("could not record event %s", event["reason"])
             refused = isinstance(error, errors.APIError) and error.code < 500
             if creation and not refused:  # a refusal would be refused again
-                self.creation_failures += 1
-                if self.on_creation_failure is not None:
-                    self.on_creation_failure()
+                self._creation_failed()
+
+    def _creation_failed(self) -> None:
+        """A creation Event was not written: count it and wake the retry pass."""
+        self.creation_failures += 1
+        if self.on_creation_failure is not None:
+            self.on_creation_failure()
 
     async def flush(self) -> None:
         """Wait until every queued Event has been written (used at shutdown and in tests)."""

@@ -118,7 +118,7 @@ def _walk_model(
     if not isinstance(data, dict):
         return data  # a type error, which validation reports
     table = wire_fields(model)
-    keep_extra = model.model_config.get("extra") == "allow"
+    keep_extra = _keeps_extra(model)
     kept: dict[str, Any] = {}
     for key, item in data.items():
         if key in table:
@@ -130,8 +130,63 @@ def _walk_model(
     return kept
 
 
+@functools.cache
+def _keeps_extra(model: type[pydantic.BaseModel]) -> bool:
+    return model.model_config.get("extra") == "allow"
+
+
+_UNDECLARED = object()
+
+
+def _clean(annotation: Any, data: Any) -> bool:
+    """`data` has no undeclared field: `_walk` would report none and keep all of it.
+
+    The common answer, found without building the paths and copies of `_walk`
+    (a body with an unknown field is walked again, by `_walk`, for its paths).
+    """
+    plan = _plan(annotation)
+    kind = plan.kind
+    if kind == "pass":
+        return True
+    if kind == "model":
+        assert plan.model is not None
+        return _clean_model(plan.model, data)
+    if kind == "union":
+        # `_walk` judges by the member with the fewest unknown fields: none if one is clean.
+        return not isinstance(data, dict) or any(_clean_model(m, data) for m in plan.items)
+    if kind == "dict":
+        if not isinstance(data, dict):
+            return True
+        value_type = plan.items[0]
+        return all(_clean(value_type, item) for item in data.values())
+    if not isinstance(data, list):
+        return True
+    if kind == "tuple":
+        items = plan.items
+        return all(_clean(items[i], item) for i, item in enumerate(data) if i < len(items))
+    item_type = plan.items[0]
+    return all(_clean(item_type, item) for item in data)
+
+
+def _clean_model(model: type[pydantic.BaseModel], data: Any) -> bool:
+    if not isinstance(data, dict):
+        return True
+    table = wire_fields(model)
+    keep_extra = _keeps_extra(model)
+    for key, item in data.items():
+        annotation = table.get(key, _UNDECLARED)
+        if annotation is _UNDECLARED:
+            if not keep_extra:
+                return False
+        elif not _clean(annotation, item):
+            return False
+    return True
+
+
 def unknown_fields(model: type[pydantic.BaseModel], data: Any) -> list[str]:
     """Paths of every field in `data` that `model` (walked by aliases) does not declare."""
+    if _clean_model(model, data):
+        return []
     found: list[str] = []
     _walk_model(model, data, "", found.append)
     return found

@@ -55,6 +55,53 @@ def test_missing_token_file_is_a_token_file_error(tmp_path: Path) -> None:
         authn.TokenFileAuthenticator.from_file(tmp_path / "absent.csv")
 
 
+class Clock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_token_added_to_the_file_works_on_its_first_request(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.csv"
+    authn.add_token(path, token="first", user="alice")
+    clock = Clock()
+    tokens = authn.TokenFileAuthenticator(
+        authn.parse_token_file(path.read_text(), source=str(path)), path=path, clock=clock
+    )
+    assert (await tokens.authenticate(request({"Authorization": "Bearer first"}))).name == "alice"
+    authn.add_token(path, token="second", user="bob")  # no time passes
+    found = await tokens.authenticate(request({"Authorization": "Bearer second"}))
+    assert found is not None and found.name == "bob"
+
+
+async def test_a_token_removed_from_the_file_is_refused_once_the_file_is_looked_at_again(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tokens.csv"
+    authn.add_token(path, token="kept", user="alice")
+    authn.add_token(path, token="revoked", user="bob")
+    clock = Clock()
+    tokens = authn.TokenFileAuthenticator(
+        authn.parse_token_file(path.read_text(), source=str(path)),
+        path=path,
+        recheck_seconds=1.0,
+        clock=clock,
+    )
+    revoked = request({"Authorization": "Bearer revoked"})
+    assert (await tokens.authenticate(revoked)).name == "bob"
+    path.write_text("kept,alice,alice\n")
+    clock.now += 0.5  # within the recheck interval the file is not looked at
+    assert (await tokens.authenticate(revoked)).name == "bob"
+    clock.now += 0.5
+    with pytest.raises(authn.AuthenticationFailed):
+        await tokens.authenticate(revoked)
+    assert (await tokens.authenticate(request({"Authorization": "Bearer kept"}))).name == "alice"
+
+
 @pytest.mark.parametrize(
     ("header", "token"),
     [
