@@ -14,8 +14,10 @@ One run, on the pinned Gemma 3 270M (`plnt.processes.models.GEMMA3_270M`, the `l
 3. At concurrency 1 and 4, `--requests` streamed requests per path (at least one batch of
    `concurrency`), in rounds: each round sends one batch down every path in turn, so load
    drifting during the run falls on every path alike. All ask for the same continuation
-   at temperature 0: **direct** to the model server (`/v1/completions`), through plnt's
-   **proxy** (`…/workflowruns/NAME/proxy/v1/completions`), and a full workflow **invoke**
+   at temperature 0: **direct** to the model server (`/v1/completions`), straight to the
+   **runner**'s `/v1/completions` (plain HTTP: what the runner's hop adds, without the API
+   server's), through plnt's **proxy** (`…/workflowruns/NAME/proxy/v1/completions`), and a
+   full workflow **invoke**
    (`…/workflowruns/NAME/invoke?stream=true`, NDJSON). Per request: time to first token
    (from sending to the first event carrying text) and decode speed (tokens after the
    first over the time from the first token to the last).
@@ -53,7 +55,7 @@ from plnt.processes.modelserver import ModelServer
 
 PIN = models.GEMMA3_270M
 CONCURRENCIES = (1, 4)
-PATHS = ("direct", "proxy", "invoke")
+PATHS = ("direct", "runner", "proxy", "invoke")
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +254,7 @@ async def bench(settings: ModelSettings, workdir: Path) -> ModelResults:
                     _direct_body(settings),
                     False,
                 ),
+                "runner": (plain, f"{runner}/v1/completions", completion, False),
                 "proxy": (tls, f"{run}/proxy/v1/completions", completion, False),
                 "invoke": (
                     tls,
@@ -298,7 +301,7 @@ def report(results: ModelResults) -> list[str]:
         )
     for concurrency in CONCURRENCIES:
         direct = results.phase("direct", concurrency)
-        for name in ("proxy", "invoke"):
+        for name in PATHS[1:]:
             through = results.phase(name, concurrency)
             added = through.ttft_p50_ms() - direct.ttft_p50_ms()
             share = added / direct.ttft_p50_ms() * 100.0 if direct.ttft_p50_ms() else 0.0

@@ -39,15 +39,12 @@ def test_the_model_benchmark_prints_the_cold_start_split_and_the_ratios_through_
         assert part in cold[0]
     ratios = [" ".join(line.split()[:3]) for line in lines if line.startswith("ratio ")]
     assert ratios == [
-        "ratio proxy/direct c=1:",
-        "ratio invoke/direct c=1:",
-        "ratio proxy/direct c=4:",
-        "ratio invoke/direct c=4:",
+        f"ratio {path}/direct c={c}:" for c in (1, 4) for path in ("runner", "proxy", "invoke")
     ]
     assert all("% of direct" in line and "tok/s ratio" in line for line in lines if "ratio" in line)
     results = json.loads(out.read_text())
     assert set(results["phases"]) == {
-        f"{path} c={c}" for path in ("direct", "proxy", "invoke") for c in (1, 4)
+        f"{path} c={c}" for path in ("direct", "runner", "proxy", "invoke") for c in (1, 4)
     }
     for key, phase in results["phases"].items():
         assert phase["streams"] > 0 and phase["errors"] == 0, key
