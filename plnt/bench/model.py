@@ -1,6 +1,6 @@
 """`python -m plnt.bench model`: a real model, direct and through plnt, and its cold start.
 
-    python -m plnt.bench model [--requests 6] [--tokens 16] [--json FILE]
+    python -m plnt.bench model [--requests 6] [--tokens 16] [--own-core] [--json FILE]
 
 One run, on the pinned Gemma 3 270M (`plnt.processes.models.GEMMA3_270M`, the `llm` extra):
 
@@ -26,6 +26,10 @@ Printed: p50 TTFT and tokens/s per path and concurrency, then per concurrency pl
 TTFT p50 (as ms and as % of direct) and the tok/s ratio through plnt against direct. The
 server generates for one request at a time, so at concurrency 4 the TTFT includes the wait
 behind the others. Numbers are printed, never asserted. Errors: `BenchmarkError`.
+
+`--own-core` gives the model server the first core and plnt, etcd and the client the rest
+(`own_core`), as on a machine whose model has a device of its own: on two shared cores the
+model's generation thread holds one, and each hop through plnt waits for the other.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import os
 import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -62,6 +67,9 @@ PATHS = ("direct", "runner", "proxy", "invoke")
 class ModelSettings:
     requests: int = 6
     tokens: int = 16
+    own_core: bool = False
+    """The model server on the first core, this process and every other child on the rest:
+    a machine whose model has a device (or cores) of its own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +115,8 @@ class ModelResults:
     cold: ColdStart = field(default_factory=ColdStart)
     phases: dict[str, Phase] = field(default_factory=dict)
     """Keyed `PATH c=N`."""
+    cores: str = ""
+    """How `--own-core` split the cores; empty without it."""
 
     def phase(self, path: str, concurrency: int) -> Phase:
         return self.phases.setdefault(f"{path} c={concurrency}", Phase())
@@ -221,10 +231,27 @@ async def running_runner(spec: Path, endpoint: str) -> AsyncIterator[str]:
         yield child.url
 
 
+def own_core(model_pid: int) -> str:
+    """Give the model server's threads the first core and this process's the rest (the
+    children started next inherit them); the split, as printed. Threads started later
+    inherit their creator's cores, so pinning every thread there now pins them all."""
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        raise harness.BenchmarkError("--own-core needs at least two cores")
+    model, rest = {cores[0]}, set(cores[1:])
+    for pid, wanted in ((model_pid, model), (os.getpid(), rest)):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            os.sched_setaffinity(int(task.name), wanted)
+    return f"model server on core {cores[0]}, the rest on {','.join(map(str, sorted(rest)))}"
+
+
 async def bench(settings: ModelSettings, workdir: Path) -> ModelResults:
     results = ModelResults()
     server, results.cold = await cold_start(workdir, settings)
     try:
+        if settings.own_core:
+            assert server.pid is not None
+            results.cores = own_core(server.pid)
         spec = workdir / "continue.workflow.yaml"
         spec.write_text(continuations.spec_text(settings.tokens))
         paths = pki.ensure_pki(workdir / "pki")
@@ -293,6 +320,8 @@ def report(results: ModelResults) -> list[str]:
         f"verification {cold.verify:.2f} s, server load {cold.load:.2f} s, "
         f"first request {cold.first_token:.2f} s"
     ]
+    if results.cores:
+        lines.append(f"cores: {results.cores}")
     for key, phase in results.phases.items():
         lines.append(
             f"{key:<10} ttft p50 {phase.ttft_p50_ms():8.1f} ms, "
@@ -327,6 +356,7 @@ def as_json(results: ModelResults, settings: ModelSettings) -> dict[str, Any]:
             "firstToken": results.cold.first_token,
             "total": results.cold.total,
         },
+        "cores": results.cores,
         "phases": {
             key: {
                 "ttftP50Ms": phase.ttft_p50_ms(),
@@ -346,8 +376,14 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[ModelSettings, Path |
     p.add_argument("--requests", type=int, default=6, help="streams per path and concurrency")
     p.add_argument("--tokens", type=int, default=16, help="tokens each answer generates")
     p.add_argument("--json", type=Path, help="also write the results to this file")
+    p.add_argument(
+        "--own-core",
+        action="store_true",
+        help="the model server alone on the first core, plnt and the client on the rest",
+    )
     args = p.parse_args(argv)
-    return ModelSettings(requests=args.requests, tokens=args.tokens), args.json
+    settings = ModelSettings(requests=args.requests, tokens=args.tokens, own_core=args.own_core)
+    return settings, args.json
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -52,3 +52,40 @@ def test_the_model_benchmark_prints_the_cold_start_split_and_the_ratios_through_
     parts = results["coldStart"]
     assert all(parts[name] > 0 for name in ("assemble", "verify", "load", "firstToken")), parts
     assert not live_processes(modelserver.PROGRAM, "plnt-bench-model-")
+
+
+OWN_CORE_PROBE = """
+import json, os, subprocess, sys
+from pathlib import Path
+from plnt.bench import model
+child = subprocess.Popen(
+    [sys.executable, "-c",
+     "import threading, time; t = threading.Thread(target=time.sleep, args=(60,)); "
+     "t.start(); print('ready', flush=True); t.join()"],
+    stdout=subprocess.PIPE, text=True,
+)
+try:
+    assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+    split = model.own_core(child.pid)
+    def cores(pid):
+        return sorted({tuple(sorted(os.sched_getaffinity(int(t.name))))
+                       for t in Path(f"/proc/{pid}/task").iterdir()})
+    print(json.dumps({"split": split, "child": cores(child.pid), "self": cores(os.getpid()),
+                      "all": sorted(os.sched_getaffinity(0) | set(cores(child.pid)[0]))}))
+finally:
+    child.kill()
+    child.wait()
+"""
+
+
+def test_own_core_gives_the_model_servers_threads_the_first_core_and_the_bench_the_rest() -> None:
+    """In a process of its own: the split changes the calling process's cores for good."""
+    result = subprocess.run(
+        [sys.executable, "-c", OWN_CORE_PROBE], capture_output=True, text=True, timeout=60, cwd=REPO
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = json.loads(result.stdout)
+    first, *rest = found["all"]
+    assert found["child"] == [[first]], found  # both of the child's threads
+    assert found["self"] == [rest], found
+    assert found["split"] == f"model server on core {first}, the rest on {','.join(map(str, rest))}"
