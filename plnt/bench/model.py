@@ -28,7 +28,7 @@ server generates for one request at a time, so at concurrency 4 the TTFT include
 behind the others. Numbers are printed, never asserted. Errors: `BenchmarkError`.
 
 `--own-core` gives the model server the first core and plnt, etcd and the client the rest
-(`own_core`), as on a machine whose model has a device of its own: on two shared cores the
+(`plnt.bench.cores`), as on a machine whose model has a device of its own: on two shared cores the
 model's generation thread holds one, and each hop through plnt waits for the other.
 """
 
@@ -39,7 +39,6 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-import os
 import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -52,7 +51,7 @@ import aiohttp
 from plnt.api.envelopes import invoke_envelope
 from plnt.apiserver import pki
 from plnt.bench import apiserver as harness
-from plnt.bench import apiserver_running, children, continuations, proxy, reports
+from plnt.bench import apiserver_running, children, continuations, cores, proxy, reports
 from plnt.bench.saga import http_session
 from plnt.processes import models, weights
 from plnt.processes.etcd import EtcdProcess
@@ -231,82 +230,66 @@ async def running_runner(spec: Path, endpoint: str) -> AsyncIterator[str]:
         yield child.url
 
 
-def own_core(model_pid: int) -> str:
-    """Give the model server's threads the first core and this process's the rest (the
-    children started next inherit them); the split, as printed. Threads started later
-    inherit their creator's cores, so pinning every thread there now pins them all."""
-    cores = sorted(os.sched_getaffinity(0))
-    if len(cores) < 2:
-        raise harness.BenchmarkError("--own-core needs at least two cores")
-    model, rest = {cores[0]}, set(cores[1:])
-    for pid, wanted in ((model_pid, model), (os.getpid(), rest)):
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            os.sched_setaffinity(int(task.name), wanted)
-    return f"model server on core {cores[0]}, the rest on {','.join(map(str, sorted(rest)))}"
-
-
 async def bench(settings: ModelSettings, workdir: Path) -> ModelResults:
     results = ModelResults()
     server, results.cold = await cold_start(workdir, settings)
     try:
-        if settings.own_core:
-            assert server.pid is not None
-            results.cores = own_core(server.pid)
-        spec = workdir / "continue.workflow.yaml"
-        spec.write_text(continuations.spec_text(settings.tokens))
-        paths = pki.ensure_pki(workdir / "pki")
-        context = harness.client_ssl_context(
-            ca_cert=paths.ca_cert, client_cert=paths.admin_cert, client_key=paths.admin_key
-        )
-        pool = max(CONCURRENCIES)
-        async with (
-            EtcdProcess(workdir / "etcd", unsafe_no_fsync=True) as etcd,
-            apiserver_running.running_server(etcd, workdir / "pki", cprofile=None) as api,
-            running_runner(spec, server.endpoint) as runner,
-            harness.https_session(context, pool=pool) as tls,
-            http_session(pool=pool) as plain,
-        ):
-            await proxy.publish(tls, api.base, runner)
-            run = f"{api.base}/apis/plnt.work/v1/namespaces/{proxy.NAMESPACE}/workflowruns/"
-            run += proxy.NAME
-            completion = {
-                "model": continuations.WORKFLOW,
-                "prompt": continuations.PROMPT,
-                "stream": True,
-            }
-            targets: dict[str, tuple[aiohttp.ClientSession, str, dict[str, Any], bool]] = {
-                "direct": (
-                    plain,
-                    f"{server.endpoint}/completions",
-                    _direct_body(settings),
-                    False,
-                ),
-                "runner": (plain, f"{runner}/v1/completions", completion, False),
-                "proxy": (tls, f"{run}/proxy/v1/completions", completion, False),
-                "invoke": (
-                    tls,
-                    f"{run}/invoke?stream=true",
-                    invoke_envelope({"prefix": continuations.PROMPT}),
-                    True,
-                ),
-            }
-            for concurrency in CONCURRENCIES:
-                # Interleaved: each round sends one batch down every path in turn, so a
-                # change in the machine's load during the run falls on all paths alike
-                # instead of on whichever path ran while it lasted.
-                rounds = max(1, -(-max(settings.requests, concurrency) // concurrency))
-                for _ in range(rounds):
-                    for name in PATHS:
-                        session, url, body, ndjson = targets[name]
-                        batch = await measure(
-                            session,
-                            url,
-                            body,
-                            ndjson=ndjson,
-                            concurrency=concurrency,
-                            requests=concurrency,
-                        )
-                        results.phase(name, concurrency).absorb(batch)
+        with cores.own_core_if(settings.own_core, server.pid, "model server") as results.cores:
+            spec = workdir / "continue.workflow.yaml"
+            spec.write_text(continuations.spec_text(settings.tokens))
+            paths = pki.ensure_pki(workdir / "pki")
+            context = harness.client_ssl_context(
+                ca_cert=paths.ca_cert, client_cert=paths.admin_cert, client_key=paths.admin_key
+            )
+            pool = max(CONCURRENCIES)
+            async with (
+                EtcdProcess(workdir / "etcd", unsafe_no_fsync=True) as etcd,
+                apiserver_running.running_server(etcd, workdir / "pki", cprofile=None) as api,
+                running_runner(spec, server.endpoint) as runner,
+                harness.https_session(context, pool=pool) as tls,
+                http_session(pool=pool) as plain,
+            ):
+                await proxy.publish(tls, api.base, runner)
+                run = f"{api.base}/apis/plnt.work/v1/namespaces/{proxy.NAMESPACE}/workflowruns/"
+                run += proxy.NAME
+                completion = {
+                    "model": continuations.WORKFLOW,
+                    "prompt": continuations.PROMPT,
+                    "stream": True,
+                }
+                targets: dict[str, tuple[aiohttp.ClientSession, str, dict[str, Any], bool]] = {
+                    "direct": (
+                        plain,
+                        f"{server.endpoint}/completions",
+                        _direct_body(settings),
+                        False,
+                    ),
+                    "runner": (plain, f"{runner}/v1/completions", completion, False),
+                    "proxy": (tls, f"{run}/proxy/v1/completions", completion, False),
+                    "invoke": (
+                        tls,
+                        f"{run}/invoke?stream=true",
+                        invoke_envelope({"prefix": continuations.PROMPT}),
+                        True,
+                    ),
+                }
+                for concurrency in CONCURRENCIES:
+                    # Interleaved: each round sends one batch down every path in turn, so a
+                    # change in the machine's load during the run falls on all paths alike
+                    # instead of on whichever path ran while it lasted.
+                    rounds = max(1, -(-max(settings.requests, concurrency) // concurrency))
+                    for _ in range(rounds):
+                        for name in PATHS:
+                            session, url, body, ndjson = targets[name]
+                            batch = await measure(
+                                session,
+                                url,
+                                body,
+                                ndjson=ndjson,
+                                concurrency=concurrency,
+                                requests=concurrency,
+                            )
+                            results.phase(name, concurrency).absorb(batch)
     finally:
         await server.astop()
     return results

@@ -1,6 +1,6 @@
 """`python -m plnt.bench saga`: saga starts, apply → Ready latency, and invoke through plnt.
 
-    python -m plnt.bench saga [--creates 300] [--deploys 20] [--concurrency 16] [...]
+    python -m plnt.bench saga [--creates 300] [--own-core] [--deploys 20] [--concurrency 16] [...]
 
 Parses the flags into `SagaBenchmarkSettings`, runs the create burst (`starts_running.bench`,
 unless `--creates 0`) and then `saga_running.bench` (unless `--deploys 0`) in a temporary
@@ -42,6 +42,12 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         default=2,
         help="rounds of plnt creates, each after a round of bare starts (2)",
+    )
+    p.add_argument(
+        "--own-core",
+        action="store_true",
+        help="in the burst, Temporal on the first core and everything else on the rest, "
+        "as in a cluster whose Temporal has nodes of its own",
     )
     p.add_argument(
         "--deploys",
@@ -117,6 +123,7 @@ def parse_args(argv: Sequence[str] | None = None) -> SagaBenchmarkSettings:
         create_concurrency=args.create_concurrency,
         evaluation_cases=args.evaluation_cases,
         create_rounds=args.create_rounds,
+        own_core=args.own_core,
         api_processes=args.workers,
         json_file=args.json,
     )
@@ -132,7 +139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="plnt-bench-saga-") as tmp:
         if settings.creates:
             burst_settings = starts.BurstSettings(
-                settings.creates, settings.create_concurrency, settings.create_rounds
+                settings.creates,
+                settings.create_concurrency,
+                settings.create_rounds,
+                own_core=settings.own_core,
             )
             burst = asyncio.run(starts_running.bench(burst_settings, Path(tmp)))
         if settings.deploys:

@@ -63,6 +63,8 @@ class SagaBenchmarkSettings:
     creates: int = 300
     create_concurrency: int = 30
     create_rounds: int = 2
+    own_core: bool = False
+    """The burst's Temporal on a core of its own (`starts.BurstSettings.own_core`)."""
     evaluation_cases: int = 0
     """Cases of a quality gate (`spec.canary.evaluation`) on every deploy; 0: none."""
     api_processes: int = 1

@@ -22,7 +22,11 @@ The ratio is plnt's mean started/s over the floor's mean started/s.
 **CPU per item**, by process (Temporal, the API server `plnt up`, its etcd, this load
 generator; from `/proc`, so Linux only), says where a round's cycles went: on a small
 machine every process shares the same cores, so what plnt and etcd spend per create is
-taken from the Temporal server that the floor has to itself.
+taken from the Temporal server that the floor has to itself. With `--own-core`
+(`BurstSettings.own_core`) Temporal has the first core to itself in both kinds of round
+and the rest run on the others, as in a cluster, whose Temporal runs on nodes of its own:
+the ratio then says whether plnt keeps up with its Temporal rather than how much of the
+shared cores it takes from it.
 
 Errors: none of its own; a failed request counts in `BurstStats.errors`.
 """
@@ -49,6 +53,10 @@ class BurstSettings:
     count: int = 300
     concurrency: int = 30
     rounds: int = 2
+    own_core: bool = False
+    """Temporal on the first core, plnt, its etcd and the generator on the rest
+    (`plnt.bench.cores`), for floor and plnt alike: the shape of a cluster, whose Temporal
+    runs on nodes of its own."""
 
 
 @dataclass(slots=True)
@@ -81,6 +89,8 @@ class BurstResults:
     rounds: list[BurstStats] = field(default_factory=list)
     floors: list[BurstStats] = field(default_factory=list)
     plnt: list[BurstStats] = field(default_factory=list)
+    cores: str = ""
+    """How `own_core` split the cores; empty when every process shared them."""
 
     @property
     def floor_rate(self) -> float:
@@ -169,6 +179,7 @@ def report(results: BurstResults) -> list[str]:
     lines = [
         f"create burst: {s.count} per round at concurrency {s.concurrency}, floor and plnt "
         "alternating on one Temporal server (no worker)",
+        f"cores: {results.cores or 'shared by every process'}",
         f"{'round':<22}{'started/s':>10}{'start p50':>10}{'p95 ms':>8}{'p99 ms':>8}"
         f"{'errors':>7}{'deferred':>9}{'listed':>7}",
     ]
@@ -211,6 +222,7 @@ def as_json(results: BurstResults) -> dict[str, Any]:
     return {
         "count": results.settings.count,
         "concurrency": results.settings.concurrency,
+        "cores": results.cores,
         "plnt": many(results.plnt),
         "floors": many(results.floors),
         "plnt_rate": results.plnt_rate,

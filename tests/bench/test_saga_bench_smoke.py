@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 TINY = [
     *("--deploys", "2", "--concurrency", "2", "--duration", "0.5", "--warmup", "0.1"),
     *("--runner-starts", "2"),
-    *("--creates", "6", "--create-concurrency", "3", "--create-rounds", "1"),
+    *("--creates", "6", "--create-concurrency", "3", "--create-rounds", "1", "--own-core"),
 ]
 
 
@@ -69,6 +69,10 @@ def test_benchmark_bursts_deploys_invokes_through_api_direct_and_both_floors_and
         for phase in (path, f"{path}_sequential"):
             assert invoke[phase]["ops"] >= 1 and invoke[phase]["errors"] == 0, (phase, invoke)
     creates = printed["creates"]
+    # The burst ran with Temporal alone on the first core.
+    first, *rest = sorted(os.sched_getaffinity(0))
+    split = f"temporal on core {first}, the rest on {','.join(map(str, rest))}"
+    assert creates["cores"] == split and f"cores: {split}" in lines
     assert [r["label"] for r in creates["floors"]] == ["bare starts r1", "bare starts r2"]
     assert [r["label"] for r in creates["plnt"]] == ["plnt creates r1"]
     for burst in (*creates["floors"], *creates["plnt"]):
@@ -214,6 +218,7 @@ def test_the_create_ratio_is_plnts_mean_started_rate_over_the_floors_and_warned_
     results.floors[0].cpu_ms = {"temporal": 7.0}
     results.floors[1].cpu_ms = {"temporal": 9.0}
     lines = starts.report(results)
+    assert lines[1] == "cores: shared by every process"
     assert lines[-2].startswith("ratio creates/bare starts  0.80  (60.0 vs 75.0 started/s")
     assert lines[-2].endswith("MISS")
     # plnt up's CPU per create over Temporal's per bare start (mean of the floor rounds).
