@@ -6,6 +6,11 @@ of the WorkflowRun, no balancing, no log. The deploy saga benchmark measures it 
 the API server, so the report can tell the cost of any Python HTTP hop on the machine
 from the cost of what plnt adds to it.
 
+It also relays `POST /v1/…` to the same path upstream, its answer streamed back chunk by
+chunk as it arrives: in front of a model server (or of another bare proxy), that is the
+floor under a streamed completion's hops through the runner and the API server, which
+the model benchmark measures as `relay` and `relays`.
+
 It runs on the event loop plnt's servers run on (`plnt.processes.signals.
 run_until_signalled`: uvloop unless `PLNT_EVENT_LOOP` says otherwise), so the floor and
 the API server differ in what they do, not in their loop.
@@ -50,18 +55,36 @@ async def _session(app: web.Application) -> AsyncIterator[None]:
 async def _invoke(request: web.Request) -> web.Response:
     body = await request.read()
     async with request.app[SESSION].post(
-        request.app[UPSTREAM], data=body, headers={"Content-Type": "application/json"}
+        request.app[UPSTREAM] + "/invoke", data=body, headers={"Content-Type": "application/json"}
     ) as upstream:
         answer = await upstream.read()
         return web.Response(status=upstream.status, body=answer, content_type="application/json")
 
 
+async def _relay(request: web.Request) -> web.StreamResponse:
+    body = await request.read()
+    async with request.app[SESSION].post(
+        request.app[UPSTREAM] + request.path,
+        data=body,
+        headers={"Content-Type": "application/json"},
+    ) as upstream:
+        response = web.StreamResponse(status=upstream.status)
+        response.content_type = upstream.content_type
+        await response.prepare(request)
+        async for chunk in upstream.content.iter_any():
+            await response.write(chunk)
+        await response.write_eof()
+        return response
+
+
 def build_app(upstream: str) -> web.Application:
-    """The proxy app forwarding `POST /invoke` to `{upstream}/invoke`."""
+    """The proxy app forwarding `POST /invoke` to `{upstream}/invoke` and relaying
+    `POST /v1/…` to `{upstream}/v1/…`."""
     app = web.Application()
-    app[UPSTREAM] = f"{upstream.rstrip('/')}/invoke"
+    app[UPSTREAM] = upstream.rstrip("/")
     app.cleanup_ctx.append(_session)
     app.router.add_post("/invoke", _invoke)
+    app.router.add_post("/v1/{tail:.+}", _relay)
     return app
 
 
@@ -93,7 +116,9 @@ async def _serve(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    parser.add_argument("--upstream", required=True, help="base URL of the runner")
+    parser.add_argument(
+        "--upstream", required=True, help="base URL of the runner, model server or bare proxy"
+    )
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1; 0 picks one")
     parser.add_argument("--tls-cert", type=Path, help="serve HTTPS with this PEM certificate")
     parser.add_argument("--tls-key", type=Path, help="the PEM private key of --tls-cert")

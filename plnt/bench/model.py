@@ -18,12 +18,19 @@ One run, on the pinned Gemma 3 270M (`plnt.processes.models.GEMMA3_270M`, the `l
    **runner**'s `/v1/completions` (plain HTTP: what the runner's hop adds, without the API
    server's), through plnt's **proxy** (`…/workflowruns/NAME/proxy/v1/completions`), and a
    full workflow **invoke**
-   (`…/workflowruns/NAME/invoke?stream=true`, NDJSON). Per request: time to first token
+   (`…/workflowruns/NAME/invoke?stream=true`, NDJSON). Two floors have the shapes of the
+   runner and proxy paths with no plnt code in them (`plnt.bench.bareproxy`, a process
+   each, on plnt's event loop): **relay**, one bare plain-HTTP hop in front of the model
+   server, and **relays**, a bare HTTPS hop (the API server's certificate) in front of that
+   one. On a machine whose processes sleep while the model computes, every hop pays for
+   waking its process up, before the call and again at the first token; the floors
+   measure that, so `own … over …` is what plnt's code adds beyond it. Per request: time to first token
    (from sending to the first event carrying text) and decode speed (tokens after the
    first over the time from the first token to the last).
 
-Printed: p50 TTFT and tokens/s per path and concurrency, then per concurrency plnt's added
-TTFT p50 (as ms and as % of direct) and the tok/s ratio through plnt against direct. The
+Printed: p50 TTFT and tokens/s per path and concurrency, then per concurrency each path's
+added TTFT p50 (as ms and as % of direct) and its tok/s ratio against direct, and the
+runner's and proxy's added TTFT over their floors. The
 server generates for one request at a time, so at concurrency 4 the TTFT includes the wait
 behind the others. Numbers are printed, never asserted. Errors: `BenchmarkError`.
 
@@ -51,7 +58,15 @@ import aiohttp
 from plnt.api.envelopes import invoke_envelope
 from plnt.apiserver import pki
 from plnt.bench import apiserver as harness
-from plnt.bench import apiserver_running, children, continuations, cores, proxy, reports
+from plnt.bench import (
+    apiserver_running,
+    children,
+    continuations,
+    cores,
+    proxy,
+    reports,
+    saga_running,
+)
 from plnt.bench.saga import http_session
 from plnt.processes import models, weights
 from plnt.processes.etcd import EtcdProcess
@@ -59,7 +74,9 @@ from plnt.processes.modelserver import ModelServer
 
 PIN = models.GEMMA3_270M
 CONCURRENCIES = (1, 4)
-PATHS = ("direct", "runner", "proxy", "invoke")
+PATHS = ("direct", "relay", "runner", "relays", "proxy", "invoke")
+FLOORS = {"runner": "relay", "proxy": "relays"}
+"""Each plnt path and the bare relay chain of its shape: what any Python hop costs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +263,8 @@ async def bench(settings: ModelSettings, workdir: Path) -> ModelResults:
                 EtcdProcess(workdir / "etcd", unsafe_no_fsync=True) as etcd,
                 apiserver_running.running_server(etcd, workdir / "pki", cprofile=None) as api,
                 running_runner(spec, server.endpoint) as runner,
+                saga_running.running_bare_proxy(server.endpoint.removesuffix("/v1")) as relay,
+                saga_running.running_bare_proxy(relay[0], tls=paths) as relays,
                 harness.https_session(context, pool=pool) as tls,
                 http_session(pool=pool) as plain,
             ):
@@ -264,7 +283,9 @@ async def bench(settings: ModelSettings, workdir: Path) -> ModelResults:
                         _direct_body(settings),
                         False,
                     ),
+                    "relay": (plain, f"{relay[0]}/v1/completions", _direct_body(settings), False),
                     "runner": (plain, f"{runner}/v1/completions", completion, False),
+                    "relays": (tls, f"{relays[0]}/v1/completions", _direct_body(settings), False),
                     "proxy": (tls, f"{run}/proxy/v1/completions", completion, False),
                     "invoke": (
                         tls,
@@ -326,6 +347,10 @@ def report(results: ModelResults) -> list[str]:
                 f"ratio {name}/direct c={concurrency}: added ttft p50 {added:+.1f} ms "
                 f"({share:+.0f}% of direct), tok/s ratio {ratio:.2f}"
             )
+        for name, floor in FLOORS.items():
+            own = results.phase(name, concurrency).ttft_p50_ms()
+            own -= results.phase(floor, concurrency).ttft_p50_ms()
+            lines.append(f"own {name} over {floor} c={concurrency}: added ttft p50 {own:+.1f} ms")
     return lines
 
 
