@@ -17,26 +17,27 @@ One run, on the pinned Gemma 3 270M (`plnt.processes.models.GEMMA3_270M`, the `l
    at temperature 0: **direct** to the model server (`/v1/completions`), straight to the
    **runner**'s `/v1/completions` (plain HTTP: what the runner's hop adds, without the API
    server's), through plnt's **proxy** (`…/workflowruns/NAME/proxy/v1/completions`), and a
-   full workflow **invoke**
-   (`…/workflowruns/NAME/invoke?stream=true`, NDJSON). Two floors have the shapes of the
+   full workflow **invoke** (`…/workflowruns/NAME/invoke?stream=true`,
+   NDJSON). Two floors have the shapes of the
    runner and proxy paths with no plnt code in them (`plnt.bench.bareproxy`, a process
    each, on plnt's event loop): **relay**, one bare plain-HTTP hop in front of the model
    server, and **relays**, a bare HTTPS hop (the API server's certificate) in front of that
    one. On a machine whose processes sleep while the model computes, every hop pays for
    waking its process up, before the call and again at the first token; the floors
-   measure that, so `own … over …` is what plnt's code adds beyond it. Per request: time to first token
-   (from sending to the first event carrying text) and decode speed (tokens after the
-   first over the time from the first token to the last).
+   measure that, so `own … over …` is what plnt's code adds beyond it. Per request: time
+   to first token (from sending to the first event carrying text) and decode speed (tokens
+   after the first over the time from the first token to the last).
 
 Printed: p50 TTFT and tokens/s per path and concurrency, then per concurrency each path's
 added TTFT p50 (as ms and as % of direct) and its tok/s ratio against direct, and the
-runner's and proxy's added TTFT over their floors. The
-server generates for one request at a time, so at concurrency 4 the TTFT includes the wait
-behind the others. Numbers are printed, never asserted. Errors: `BenchmarkError`.
+runner's and proxy's added TTFT over their floors. The server generates for one request at
+a time, so at concurrency 4 the TTFT includes the wait behind the others. Numbers are
+printed, never asserted. Errors: `BenchmarkError`.
 
 `--own-core` gives the model server the first core and plnt, etcd and the client the rest
-(`plnt.bench.cores`), as on a machine whose model has a device of its own: on two shared cores the
-model's generation thread holds one, and each hop through plnt waits for the other.
+(`plnt.bench.cores`), as on a machine whose model has a device of its own: on two shared
+cores the model's generation thread holds one, and each hop through plnt waits for the
+other.
 """
 
 from __future__ import annotations
