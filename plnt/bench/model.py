@@ -19,9 +19,9 @@ One run, on the pinned Gemma 3 270M (`plnt.processes.models.GEMMA3_270M`, the `l
    server's), through plnt's **proxy** (`…/workflowruns/NAME/proxy/v1/completions`), and a
    full workflow **invoke** (`…/workflowruns/NAME/invoke?stream=true`, NDJSON). Two
    floors have the shapes of the runner and proxy paths with no plnt code in them
-   (`plnt.bench.bareproxy`, a process each, on plnt's event loop): **relay**, one bare plain-HTTP hop in front of the model
-   server, and **relays**, a bare HTTPS hop (the API server's certificate) in front of that
-   one. On a machine whose processes sleep while the model computes, every hop pays for
+   (`plnt.bench.bareproxy`, a process each, on plnt's event loop): **relay**, one bare
+   plain-HTTP hop in front of the model server, and **relays**, a bare HTTPS hop (the API
+   server's certificate) in front of that one. On a machine whose processes sleep while the model computes, every hop pays for
    waking its process up, before the call and again at the first token; the floors
    measure that, so `own … over …` is what plnt's code adds beyond it. Per request: time
    to first token (from sending to the first event carrying text) and decode speed (tokens
