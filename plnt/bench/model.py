@@ -13,19 +13,20 @@ One run, on the pinned Gemma 3 270M (`plnt.processes.models.GEMMA3_270M`, the `l
    as a WorkflowRun's only traffic target (the proxy bench's `publish`).
 3. At concurrency 1 and 4, `--requests` streamed requests per path (at least one batch of
    `concurrency`), in rounds: each round sends one batch down every path in turn, so load
-   drifting during the run falls on every path alike. All ask for the same continuation
-   at temperature 0: **direct** to the model server (`/v1/completions`), straight to the
+   drifting during the run falls on every path alike. All ask for the same continuation at
+   temperature 0: **direct** to the model server (`/v1/completions`), straight to the
    **runner**'s `/v1/completions` (plain HTTP: what the runner's hop adds, without the API
    server's), through plnt's **proxy** (`…/workflowruns/NAME/proxy/v1/completions`), and a
-   full workflow **invoke** (`…/workflowruns/NAME/invoke?stream=true`, NDJSON). Two
-   floors have the shapes of the runner and proxy paths with no plnt code in them
+   full workflow **invoke** (`…/workflowruns/NAME/invoke?stream=true`, NDJSON). Two floors
+   have the shapes of the runner and proxy paths with no plnt code in them
    (`plnt.bench.bareproxy`, a process each, on plnt's event loop): **relay**, one bare
    plain-HTTP hop in front of the model server, and **relays**, a bare HTTPS hop (the API
-   server's certificate) in front of that one. On a machine whose processes sleep while the model computes, every hop pays for
-   waking its process up, before the call and again at the first token; the floors
-   measure that, so `own … over …` is what plnt's code adds beyond it. Per request: time
-   to first token (from sending to the first event carrying text) and decode speed (tokens
-   after the first over the time from the first token to the last).
+   server's certificate) in front of that one. On a machine whose processes sleep while the
+   model computes, every hop pays for waking its process up, before the call and again at
+   the first token; the floors measure that, so `own … over …` is what plnt's code adds
+   beyond it. Per request: time to first token (from sending to the first event carrying
+   text) and decode speed (tokens after the first over the time from the first token to the
+   last).
 
 Printed: p50 TTFT and tokens/s per path and concurrency, then per concurrency each path's
 added TTFT p50 (as ms and as % of direct) and its tok/s ratio against direct, and the
