@@ -264,8 +264,8 @@ async def bench(settings: ModelSettings, workdir: Path) -> ModelResults:
                 EtcdProcess(workdir / "etcd", unsafe_no_fsync=True) as etcd,
                 apiserver_running.running_server(etcd, workdir / "pki", cprofile=None) as api,
                 running_runner(spec, server.endpoint) as runner,
-                saga_running.running_bare_proxy(server.endpoint.removesuffix("/v1")) as relay,
-                saga_running.running_bare_proxy(relay[0], tls=paths) as relays,
+                saga_running.running_bare_proxy(server.endpoint.removesuffix("/v1")) as (relay, _),
+                saga_running.running_bare_proxy(relay, tls=paths) as (relays, _),
                 harness.https_session(context, pool=pool) as tls,
                 http_session(pool=pool) as plain,
             ):
@@ -284,9 +284,9 @@ async def bench(settings: ModelSettings, workdir: Path) -> ModelResults:
                         _direct_body(settings),
                         False,
                     ),
-                    "relay": (plain, f"{relay[0]}/v1/completions", _direct_body(settings), False),
+                    "relay": (plain, f"{relay}/v1/completions", _direct_body(settings), False),
                     "runner": (plain, f"{runner}/v1/completions", completion, False),
-                    "relays": (tls, f"{relays[0]}/v1/completions", _direct_body(settings), False),
+                    "relays": (tls, f"{relays}/v1/completions", _direct_body(settings), False),
                     "proxy": (tls, f"{run}/proxy/v1/completions", completion, False),
                     "invoke": (
                         tls,
