@@ -5,7 +5,8 @@ own process, so the load generator never shares a core's event loop with what it
 measures. They all announce readiness with one line on stdout (a server: `… listening on
 URL`, read back as `Child.url`); `running_child` waits for it with a deadline and, on the
 way out (also on failure), sends SIGTERM, waits, SIGKILLs if needed and reaps.
-`running_runner` is that for a runner process of a spec, as every benchmark starts one.
+`running_runner` is that for a runner process of a spec, as every benchmark starts one;
+`running_bare_proxy` for the bare proxy (`plnt.bench.bareproxy`), the floor under a hop.
 
 Errors: `ChildFailed` (a `BenchmarkError`) when the child exits or is not ready in time; its
 message carries the child's output.
@@ -21,8 +22,11 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from plnt.apiserver import pki
 from plnt.bench.apiserver import BenchmarkError
 from plnt.processes import tasks
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 class ChildFailed(BenchmarkError):
@@ -112,3 +116,20 @@ async def running_runner(
     argv = [sys.executable, "-m", "plnt.runner", "--spec", str(spec), *options, "--port", "0"]
     async with running_child(argv, ready="listening on", what=what) as child:
         yield child
+
+
+@contextlib.asynccontextmanager
+async def running_bare_proxy(
+    upstream: str, *, tls: pki.Pki | None = None
+) -> AsyncIterator[tuple[str, int]]:
+    """`plnt.bench.bareproxy` in front of `upstream` as a child process; its base URL and pid.
+
+    With `tls` it serves HTTPS with that PKI's serving certificate (the API server's own).
+    """
+    argv = [sys.executable, "-m", "plnt.bench.bareproxy", "--upstream", upstream]
+    if tls is not None:
+        argv += ["--tls-cert", str(tls.serving_cert), "--tls-key", str(tls.serving_key)]
+    async with running_child(
+        argv, ready="listening on ", what="the bare proxy", start_timeout=30, cwd=REPO
+    ) as child:
+        yield child.url, child.process.pid

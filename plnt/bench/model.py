@@ -66,7 +66,6 @@ from plnt.bench import (
     cores,
     proxy,
     reports,
-    saga_running,
 )
 from plnt.bench.saga import http_session
 from plnt.processes import models, weights
@@ -253,68 +252,72 @@ async def bench(settings: ModelSettings, workdir: Path) -> ModelResults:
     server, results.cold = await cold_start(workdir, settings)
     try:
         with cores.own_core_if(settings.own_core, server.pid, "model server") as results.cores:
-            spec = workdir / "continue.workflow.yaml"
-            spec.write_text(continuations.spec_text(settings.tokens))
-            paths = pki.ensure_pki(workdir / "pki")
-            context = harness.client_ssl_context(
-                ca_cert=paths.ca_cert, client_cert=paths.admin_cert, client_key=paths.admin_key
-            )
-            pool = max(CONCURRENCIES)
-            async with (
-                EtcdProcess(workdir / "etcd", unsafe_no_fsync=True) as etcd,
-                apiserver_running.running_server(etcd, workdir / "pki", cprofile=None) as api,
-                running_runner(spec, server.endpoint) as runner,
-                saga_running.running_bare_proxy(server.endpoint.removesuffix("/v1")) as (relay, _),
-                saga_running.running_bare_proxy(relay, tls=paths) as (relays, _),
-                harness.https_session(context, pool=pool) as tls,
-                http_session(pool=pool) as plain,
-            ):
-                await proxy.publish(tls, api.base, runner)
-                run = f"{api.base}/apis/plnt.work/v1/namespaces/{proxy.NAMESPACE}/workflowruns/"
-                run += proxy.NAME
-                completion = {
-                    "model": continuations.WORKFLOW,
-                    "prompt": continuations.PROMPT,
-                    "stream": True,
-                }
-                targets: dict[str, tuple[aiohttp.ClientSession, str, dict[str, Any], bool]] = {
-                    "direct": (
-                        plain,
-                        f"{server.endpoint}/completions",
-                        _direct_body(settings),
-                        False,
-                    ),
-                    "relay": (plain, f"{relay}/v1/completions", _direct_body(settings), False),
-                    "runner": (plain, f"{runner}/v1/completions", completion, False),
-                    "relays": (tls, f"{relays}/v1/completions", _direct_body(settings), False),
-                    "proxy": (tls, f"{run}/proxy/v1/completions", completion, False),
-                    "invoke": (
-                        tls,
-                        f"{run}/invoke?stream=true",
-                        invoke_envelope({"prefix": continuations.PROMPT}),
-                        True,
-                    ),
-                }
-                for concurrency in CONCURRENCIES:
-                    # Interleaved: each round sends one batch down every path in turn, so a
-                    # change in the machine's load during the run falls on all paths alike
-                    # instead of on whichever path ran while it lasted.
-                    rounds = max(1, -(-max(settings.requests, concurrency) // concurrency))
-                    for _ in range(rounds):
-                        for name in PATHS:
-                            session, url, body, ndjson = targets[name]
-                            batch = await measure(
-                                session,
-                                url,
-                                body,
-                                ndjson=ndjson,
-                                concurrency=concurrency,
-                                requests=concurrency,
-                            )
-                            results.phase(name, concurrency).absorb(batch)
+            await _stream_every_path(settings, workdir, server.endpoint, results)
     finally:
         await server.astop()
     return results
+
+
+async def _stream_every_path(
+    settings: ModelSettings, workdir: Path, endpoint: str, results: ModelResults
+) -> None:
+    """Etcd, the API server, the runner and the two relays in front of the model server at
+    `endpoint`; then every path's streams, interleaved, into `results`."""
+    spec = workdir / "continue.workflow.yaml"
+    spec.write_text(continuations.spec_text(settings.tokens))
+    paths = pki.ensure_pki(workdir / "pki")
+    context = harness.client_ssl_context(
+        ca_cert=paths.ca_cert, client_cert=paths.admin_cert, client_key=paths.admin_key
+    )
+    pool = max(CONCURRENCIES)
+    async with (
+        EtcdProcess(workdir / "etcd", unsafe_no_fsync=True) as etcd,
+        apiserver_running.running_server(etcd, workdir / "pki", cprofile=None) as api,
+        running_runner(spec, endpoint) as runner,
+        children.running_bare_proxy(endpoint.removesuffix("/v1")) as (relay, _),
+        children.running_bare_proxy(relay, tls=paths) as (relays, _),
+        harness.https_session(context, pool=pool) as tls,
+        http_session(pool=pool) as plain,
+    ):
+        await proxy.publish(tls, api.base, runner)
+        run = f"{api.base}/apis/plnt.work/v1/namespaces/{proxy.NAMESPACE}/workflowruns/"
+        run += proxy.NAME
+        direct = _direct_body(settings)
+        completion = {
+            "model": continuations.WORKFLOW,
+            "prompt": continuations.PROMPT,
+            "stream": True,
+        }
+        targets: dict[str, tuple[aiohttp.ClientSession, str, dict[str, Any], bool]] = {
+            "direct": (plain, f"{endpoint}/completions", direct, False),
+            "relay": (plain, f"{relay}/v1/completions", direct, False),
+            "runner": (plain, f"{runner}/v1/completions", completion, False),
+            "relays": (tls, f"{relays}/v1/completions", direct, False),
+            "proxy": (tls, f"{run}/proxy/v1/completions", completion, False),
+            "invoke": (
+                tls,
+                f"{run}/invoke?stream=true",
+                invoke_envelope({"prefix": continuations.PROMPT}),
+                True,
+            ),
+        }
+        for concurrency in CONCURRENCIES:
+            # Interleaved: each round sends one batch down every path in turn, so a change
+            # in the machine's load during the run falls on all paths alike instead of on
+            # whichever path ran while it lasted.
+            rounds = max(1, -(-max(settings.requests, concurrency) // concurrency))
+            for _ in range(rounds):
+                for name in PATHS:
+                    session, url, body, ndjson = targets[name]
+                    batch = await measure(
+                        session,
+                        url,
+                        body,
+                        ndjson=ndjson,
+                        concurrency=concurrency,
+                        requests=concurrency,
+                    )
+                    results.phase(name, concurrency).absorb(batch)
 
 
 def report(results: ModelResults) -> list[str]:

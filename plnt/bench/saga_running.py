@@ -95,23 +95,6 @@ async def running_plnt(
 
 
 @contextlib.asynccontextmanager
-async def running_bare_proxy(
-    upstream: str, *, tls: pki.Pki | None = None
-) -> AsyncIterator[tuple[str, int]]:
-    """`plnt.bench.bareproxy` in front of `upstream` as a child process; its base URL and pid.
-
-    With `tls` it serves HTTPS with that PKI's serving certificate (the API server's own).
-    """
-    argv = [sys.executable, "-m", "plnt.bench.bareproxy", "--upstream", upstream]
-    if tls is not None:
-        argv += ["--tls-cert", str(tls.serving_cert), "--tls-key", str(tls.serving_key)]
-    async with children.running_child(
-        argv, ready="listening on ", what="the bare proxy", start_timeout=30, cwd=REPO
-    ) as child:
-        yield child.url, child.process.pid
-
-
-@contextlib.asynccontextmanager
 async def running_temporal(workdir: Path) -> AsyncIterator[TemporalDevServer]:
     """A headless Temporal dev server with its database under `workdir`."""
     server = TemporalDevServer(workdir / "temporal" / "temporal.db", ui_port=None)
@@ -253,8 +236,8 @@ async def _invoke(
     )
     pool = settings.concurrency
     async with (
-        running_bare_proxy(endpoint) as (bare_url, bare_pid),
-        running_bare_proxy(endpoint, tls=pki.Pki.at(plnt.state_dir / "pki")) as (
+        children.running_bare_proxy(endpoint) as (bare_url, bare_pid),
+        children.running_bare_proxy(endpoint, tls=pki.Pki.at(plnt.state_dir / "pki")) as (
             bare_tls_url,
             bare_tls_pid,
         ),

@@ -32,6 +32,7 @@ from plnt.bench import apiserver as harness
 from plnt.bench import cores, cputime, saga_running, starts
 from plnt.client import kubeconfig, transport
 from plnt.client.clients import WORKFLOWRUNS, PlntClient
+from plnt.processes.temporal import TemporalDevServer
 
 NAMESPACE = "bench-burst"
 BARE_TYPE = "BenchBareStart"
@@ -137,35 +138,45 @@ async def bench(settings: starts.BurstSettings, workdir: Path) -> starts.BurstRe
     results = starts.BurstResults(settings)
     async with saga_running.running_temporal(workdir / "burst") as temporal:
         with cores.own_core_if(settings.own_core, temporal.pid, "temporal") as results.cores:
-            client = await temporal_client.Client.connect(temporal.address)
-            async with (
-                saga_running.running_plnt(
-                    workdir / "burst-state", temporal.address, deploy_worker=False
-                ) as plnt,
-                _api_session(plnt.state_dir, settings.concurrency) as (session, url),
-            ):
-                processes = measured_processes(temporal.pid, plnt.process.pid)
-
-                async def floor(round_name: str) -> None:
-                    operation = bare_start(client, round_name=round_name)
-                    stats = await starts.burst(
-                        f"bare starts {round_name}", operation, settings, processes=processes
-                    )
-                    stats.listed = await listed(client, f"bare/{round_name}/", stats.started)
-                    results.floors.append(stats)
-                    results.rounds.append(stats)
-
-                for number in range(1, settings.rounds + 1):
-                    await floor(f"r{number}")
-                    round_name = f"r{number}"
-                    operation = api_create(session, url, round_name=round_name)
-                    stats = await starts.burst(
-                        f"plnt creates {round_name}", operation, settings, processes=processes
-                    )
-                    # The saga of run NAME is `workflowrun/NS/NAME/UID` (`sagas.values`).
-                    prefix = f"workflowrun/{NAMESPACE}/{round_name}-"
-                    stats.listed = await listed(client, prefix, stats.started)
-                    results.plnt.append(stats)
-                    results.rounds.append(stats)
-                await floor(f"r{settings.rounds + 1}")
+            await _alternate(settings, workdir, temporal, results)
     return results
+
+
+async def _alternate(
+    settings: starts.BurstSettings,
+    workdir: Path,
+    temporal: TemporalDevServer,
+    results: starts.BurstResults,
+) -> None:
+    """`plnt up --no-worker` on `temporal`, then floor and plnt rounds into `results`."""
+    client = await temporal_client.Client.connect(temporal.address)
+    async with (
+        saga_running.running_plnt(
+            workdir / "burst-state", temporal.address, deploy_worker=False
+        ) as plnt,
+        _api_session(plnt.state_dir, settings.concurrency) as (session, url),
+    ):
+        processes = measured_processes(temporal.pid, plnt.process.pid)
+
+        async def floor(round_name: str) -> None:
+            operation = bare_start(client, round_name=round_name)
+            stats = await starts.burst(
+                f"bare starts {round_name}", operation, settings, processes=processes
+            )
+            stats.listed = await listed(client, f"bare/{round_name}/", stats.started)
+            results.floors.append(stats)
+            results.rounds.append(stats)
+
+        for number in range(1, settings.rounds + 1):
+            await floor(f"r{number}")
+            round_name = f"r{number}"
+            operation = api_create(session, url, round_name=round_name)
+            stats = await starts.burst(
+                f"plnt creates {round_name}", operation, settings, processes=processes
+            )
+            # The saga of run NAME is `workflowrun/NS/NAME/UID` (`sagas.values`).
+            prefix = f"workflowrun/{NAMESPACE}/{round_name}-"
+            stats.listed = await listed(client, prefix, stats.started)
+            results.plnt.append(stats)
+            results.rounds.append(stats)
+        await floor(f"r{settings.rounds + 1}")
